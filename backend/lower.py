@@ -1,0 +1,56 @@
+"""Lowering to ATen: AOTAutograd with a decomposition table built from torch's own registries."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
+
+from fxlens.backend.trace_log import log_artifact
+
+# Inductor-style extras on top of core ATen: norms via var_mean, so reductions over the same rows
+# can be fused later. Named from torch's registry, never hand-copied.
+_EXTRA_DECOMPS = [
+    torch.ops.aten.native_layer_norm,
+    torch.ops.aten.native_layer_norm_backward,
+    torch.ops.aten._softmax,
+    torch.ops.aten._log_softmax,
+    torch.ops.aten.gelu,
+    torch.ops.aten.gelu_backward,
+]
+
+
+@functools.cache
+def decomposition_table() -> dict:
+    """fxlens's decomposition table: core ATen decompositions plus the few fusion-friendly extras."""
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(_EXTRA_DECOMPS))
+    return table
+
+
+def _logging_compiler(kind: str) -> Callable:
+    def compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        log_artifact(f"aten_{kind}_graph", lambda: gm.print_readable(print_output=False))
+        return make_boxed_func(gm.forward)
+
+    return compiler
+
+
+def aot_eager_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """AOTAutograd forward/backward (min-cut partition) with fxlens's decompositions, run eagerly."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return aot_module_simplified(
+        gm,
+        example_inputs,
+        fw_compiler=_logging_compiler("forward"),
+        bw_compiler=_logging_compiler("backward"),
+        inference_compiler=_logging_compiler("inference"),
+        decompositions=decomposition_table(),
+        partition_fn=min_cut_rematerialization_partition,
+        keep_inference_input_mutations=True,
+    )
