@@ -1,11 +1,155 @@
-"""Placeholder: filled by its own issue."""
+"""`fxlens run SCRIPT [ARGS...]`: run a script with capture on, write a session, print the report.
 
+The script runs in a child process (`python -m fxlens.runner`, or torchrun for --nproc) with
+TORCH_TRACE pointing into the session, so torch's own structured trace records every graph,
+break, recompile and guard, and a crash of the script loses nothing already logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxlens import __version__, config
 from fxlens.errors import FxlensError
+from fxlens.runner import REFUSED
+from fxlens.session import TRACE_DIR, Session, new_session_dir, write_info
 
 
-def add_arguments(parser):
-    pass
+@dataclass
+class RunResult:
+    """One captured run of a script."""
+
+    session_dir: Path
+    exit_code: int
+    seconds: float
 
 
-def main(args):
-    raise FxlensError("not built yet")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", metavar="NAME", help="override the backend of every torch.compile call")
+    parser.add_argument(
+        "--session", metavar="DIR", help="session directory (default .fxlens/sessions/<time>-<script>)"
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the report as JSON to FILE")
+    parser.add_argument(
+        "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the session path, not the report")
+
+
+def check_script(script: str) -> str:
+    if not os.path.isfile(script):
+        raise FxlensError(f"{script}: no such script")
+    return script
+
+
+def child_command(script: str, script_args: list[str], nproc: int = 0) -> list[str]:
+    if nproc and nproc > 1:
+        return [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc-per-node={nproc}",
+            "-m",
+            "fxlens.runner",
+            script,
+            *script_args,
+        ]
+    return [sys.executable, "-m", "fxlens.runner", script, *script_args]
+
+
+def run_captured(
+    script: str,
+    script_args: list[str],
+    *,
+    backend: str | None = None,
+    session_dir: str | None = None,
+    nproc: int = 0,
+    env: dict | None = None,
+    capture_output: bool = False,
+    timeout: float | None = None,
+) -> RunResult:
+    """Run SCRIPT under capture into a (new) session directory; returns its exit status."""
+    check_script(script)
+    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    sdir.mkdir(parents=True, exist_ok=True)
+    info = {
+        "script": os.path.abspath(script),
+        "argv": script_args,
+        "backend": backend,
+        "nproc": nproc,
+        "cwd": os.getcwd(),
+        "started": time.time(),
+        "fxlens_version": __version__,
+        "exit_code": None,
+    }
+    write_info(sdir, info)
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    child_env["TORCH_TRACE"] = str(sdir / TRACE_DIR)
+    child_env[config.ENV_SESSION] = str(sdir)
+    if backend:
+        child_env[config.ENV_BACKEND_OVERRIDE] = backend
+    else:
+        child_env.pop(config.ENV_BACKEND_OVERRIDE, None)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            child_command(script, script_args, nproc),
+            env=child_env,
+            timeout=timeout,
+            capture_output=capture_output,
+            text=True,
+        )
+        code = proc.returncode
+    except subprocess.TimeoutExpired:
+        code = 124
+    seconds = time.perf_counter() - t0
+    info.update(exit_code=code, finished=time.time(), seconds=round(seconds, 3))
+    write_info(sdir, info)
+    return RunResult(sdir, code, seconds)
+
+
+def refused_message(session: Session) -> str | None:
+    """The one-line reason the runner refused to run (e.g. an unknown backend), if it did."""
+    for ev in session.events:
+        if ev.get("event") == "fxlens_error":
+            return str(ev.get("message"))
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    from fxlens.report import build_report, render_text
+    from fxlens.report_cmd import write_json
+
+    check_script(args.script)
+    result = run_captured(
+        args.script, args.script_args, backend=args.backend, session_dir=args.session, nproc=args.nproc
+    )
+    session = Session.open(result.session_dir)
+    if result.exit_code == REFUSED and (msg := refused_message(session)):
+        raise FxlensError(msg)
+    if not session.logs or not any(r.metrics or r.graphs for r in session.ranks):
+        if result.exit_code != 0:
+            err = FxlensError(
+                f"{args.script} exited with status {result.exit_code} before compiling anything "
+                f"(session: {result.session_dir})"
+            )
+            err.exit_code = result.exit_code
+            raise err
+    report = build_report(session)
+    if args.json:
+        write_json(report, args.json)
+    if not args.quiet:
+        sys.stdout.write("\n" + render_text(report))
+    status = "" if result.exit_code == 0 else f"; the script exited with status {result.exit_code}"
+    print(
+        f"\nsession: {result.session_dir}{status}\n  fxlens report {result.session_dir}   |   fxlens tui {result.session_dir}"
+    )
+    return result.exit_code

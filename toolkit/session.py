@@ -1,0 +1,216 @@
+"""The Session model: a session directory, a TORCH_TRACE directory, or one log file, as data.
+
+Opening never executes or unpickles anything from the session. Logs are parsed on first use
+(`ranks`), each log once; payloads are read from disk only when asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from fxlens.errors import FxlensError
+from fxlens.records import RecompileCause
+from fxlens.rootcause import root_causes
+from fxlens.trace_model import RankModel, build_rank_model
+from fxlens.trace_reader import Record, find_logs, scan_log
+
+SESSION_FILE = "session.json"
+EVENTS_FILE = "events.jsonl"
+TRACE_DIR = "trace"
+
+
+def _looks_like_trace(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"")
+    return b"] {" in first[:200]
+
+
+@dataclass
+class Session:
+    """What `fxlens report`, the TUI, bisect, minify and doctor read."""
+
+    path: Path
+    kind: str  # "session", "trace_dir" or "log"
+    logs: list[Path]
+    info: dict
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> Session:
+        """Open PATH; raises FxlensError with a one-line reason when it is not a session or trace."""
+        p = Path(path)
+        if not p.exists():
+            raise FxlensError(f"{p}: no such file or directory")
+        if p.is_dir() and (p / SESSION_FILE).exists():
+            try:
+                info = json.loads((p / SESSION_FILE).read_text())
+            except (OSError, ValueError):
+                info = {}
+            return cls(p, "session", find_logs(p / TRACE_DIR) if (p / TRACE_DIR).is_dir() else [], info)
+        if p.is_dir():
+            logs = find_logs(p)
+            if not logs:
+                raise FxlensError(
+                    f"{p}: neither an fxlens session nor a TORCH_TRACE directory (no *.log files)"
+                )
+            return cls(p, "trace_dir", logs, {})
+        if p.stat().st_size == 0:
+            raise FxlensError(f"{p}: empty trace log")
+        if not _looks_like_trace(p):
+            raise FxlensError(f"{p}: not a TORCH_TRACE log (no structured-trace records)")
+        return cls(p, "log", [p], {})
+
+    @cached_property
+    def ranks(self) -> list[RankModel]:
+        """One model per log, sorted by rank (logs without a rank keep their file order)."""
+        models = [build_rank_model(scan_log(log)) for log in self.logs]
+        return sorted(models, key=lambda m: (m.rank is None, m.rank if m.rank is not None else 0, m.log))
+
+    def _all(self, attr: str) -> list:
+        return [item for r in self.ranks for item in getattr(r, attr)]
+
+    @property
+    def graphs(self):
+        return self._all("graphs")
+
+    @property
+    def graph_breaks(self):
+        return self._all("graph_breaks")
+
+    @property
+    def recompiles(self):
+        return self._all("recompiles")
+
+    @property
+    def limit_hits(self):
+        return self._all("limit_hits")
+
+    @property
+    def metrics(self):
+        return self._all("metrics")
+
+    @property
+    def kernels(self):
+        return self._all("kernels")
+
+    @property
+    def fallbacks(self):
+        return self._all("fallbacks")
+
+    @property
+    def skipped(self) -> list[str]:
+        return self._all("skipped") + self._events_skipped
+
+    @cached_property
+    def recompile_causes(self) -> list[RecompileCause]:
+        # causes per rank are the same code, so group over the first rank that has recompiles
+        # and let divergence() flag ranks that differ
+        per_rank = [r for r in self.ranks if r.recompiles]
+        if not per_rank:
+            return []
+        return root_causes(per_rank[0].recompiles, per_rank[0].limit_hits)
+
+    def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
+        """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""
+        for r in self.ranks:
+            if rank is None or r.rank == rank:
+                return list(r.by_compile.get(compile_id, []))
+        return []
+
+    def guards(self, compile_id: str, rank: int | None = None) -> list[str]:
+        """The guard lines of a compile id, read from the trace now."""
+        for rec in self.records(compile_id, rank):
+            if rec.kind == "dynamo_cpp_guards_str":
+                return [ln for ln in rec.payload().split("\n") if ln.strip()]
+        return []
+
+    def artifact(self, compile_id: str, name: str, rank: int | None = None) -> str | None:
+        """The payload of a record or artifact (e.g. "dynamo_output_graph", "artifact:fxlens_ir")."""
+        for rec in reversed(self.records(compile_id, rank)):
+            if rec.kind == name:
+                return rec.payload()
+        return None
+
+    # -- toolkit events (bisect, minify, doctor), JSON lines beside the trace --------------------
+    @cached_property
+    def _events_and_skipped(self) -> tuple[list[dict], list[str]]:
+        return read_events(self.path / EVENTS_FILE) if self.kind == "session" else ([], [])
+
+    @property
+    def events(self) -> list[dict]:
+        return self._events_and_skipped[0]
+
+    @property
+    def _events_skipped(self) -> list[str]:
+        return self._events_and_skipped[1]
+
+    @property
+    def rank_ids(self) -> list[int | None]:
+        return [r.rank for r in self.ranks]
+
+
+def read_events(path: Path) -> tuple[list[dict], list[str]]:
+    """Events from a JSON-lines file; a torn or corrupt line is skipped and reported, never fatal."""
+    if not path.exists():
+        return [], []
+    events, bad = [], []
+    for n, line in enumerate(path.read_text(errors="replace").split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            bad.append(n)
+            continue
+        if isinstance(ev, dict):
+            events.append(ev)
+    skipped = (
+        [f"{path.name}: {len(bad)} unreadable event line(s) skipped (line {', '.join(map(str, bad[:5]))})"]
+        if bad
+        else []
+    )
+    return events, skipped
+
+
+def append_event(session_dir: str | os.PathLike, kind: str, data: dict) -> None:
+    """Append one toolkit event to a session, flushed and fsynced: a crash later loses nothing."""
+    path = Path(session_dir) / EVENTS_FILE
+    line = json.dumps({"event": kind, "time": time.time(), **data}, default=str)
+    with open(path, "a") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def new_session_dir(root: str | os.PathLike, script: str) -> Path:
+    """A fresh `<root>/<timestamp>-<script>` directory (never reused)."""
+    stem = Path(script).stem or "script"
+    base = Path(root) / f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+def latest_session(root: str | os.PathLike) -> Path | None:
+    sessions = sorted(
+        (p for p in Path(root).glob("*") if (p / SESSION_FILE).exists()), key=lambda p: p.stat().st_mtime
+    )
+    return sessions[-1] if sessions else None
+
+
+def write_info(session_dir: Path, info: dict) -> None:
+    """Write session.json atomically (a reader never sees half a file)."""
+    tmp = session_dir / (SESSION_FILE + ".tmp")
+    tmp.write_text(json.dumps(info, indent=2, default=str))
+    os.replace(tmp, session_dir / SESSION_FILE)

@@ -1,0 +1,305 @@
+"""Build the Session model's records from the scanned records of one TORCH_TRACE log (one rank)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from fxlens.records import (
+    CompileMetrics,
+    Fallback,
+    Frame,
+    Graph,
+    GraphBreak,
+    Kernel,
+    Recompile,
+    RecompileLimitHit,
+)
+from fxlens.trace_reader import LogScan, Record
+from fxlens.userframes import (
+    innermost_user_frame,
+    is_resume,
+    is_user_file,
+    parse_traceback,
+    source_line,
+    user_function,
+)
+
+_BREAK_AT = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
+_LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
+_CALL = re.compile(r"^\s+(?P<name>\w+)(?:: \"[^\"]*\")? = (?P<rhs>.+)$")
+_OP_TARGET = re.compile(r"^(?P<target>[A-Za-z_][\w\.]*)\(")
+_MODULES = {"torch", "operator", "math", "builtins", "_operator", "torch_c", "fxlens", "numpy", "np", "F"}
+_BINOP = {
+    "+": "operator.add",
+    "-": "operator.sub",
+    "*": "operator.mul",
+    "/": "operator.truediv",
+    "//": "operator.floordiv",
+    "@": "operator.matmul",
+    "**": "operator.pow",
+    "%": "operator.mod",
+    ">": "operator.gt",
+    "<": "operator.lt",
+    ">=": "operator.ge",
+    "<=": "operator.le",
+    "==": "operator.eq",
+}
+
+
+@dataclass
+class FrameInfo:
+    """What a compile compiled: the code object's name, file and first line."""
+
+    co_name: str = ""
+    file: str = ""
+    line: int = 0
+
+
+@dataclass
+class RankModel:
+    """Everything one log (one process / rank) says, as records."""
+
+    rank: int | None
+    log: str
+    graphs: list[Graph] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    limit_hits: list[RecompileLimitHit] = field(default_factory=list)
+    metrics: list[CompileMetrics] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    fallbacks: list[Fallback] = field(default_factory=list)
+    # compile id -> its records (artifacts, guards, graphs), for the TUI and `guards()`
+    by_compile: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
+    skipped: list[str] = field(default_factory=list)
+
+
+def build_rank_model(scan: LogScan) -> RankModel:
+    model = RankModel(rank=scan.rank, log=str(scan.path), skipped=list(scan.skipped))
+    frames: dict[str, FrameInfo] = {}
+    frame_name: dict[int, FrameInfo] = {}  # frame_id -> the first named compile of that frame
+    entry_stacks: dict[str, list[Frame]] = {}
+    for rec in scan.records:
+        if rec.compile_id is not None:
+            model.by_compile[rec.compile_id.key].append(rec)
+            if rec.rank is not None and model.rank is None:
+                model.rank = rec.rank
+        if rec.kind == "dynamo_start":
+            stack = [
+                Frame(
+                    scan.strings.get(f.get("filename"), str(f.get("filename"))),
+                    int(f.get("line") or 0),
+                    str(f.get("name")),
+                    f.get("loc") or "",
+                )
+                for f in (rec.meta["dynamo_start"] or {}).get("stack", [])
+            ]
+            if stack and rec.compile_id:
+                entry_stacks[rec.compile_id.key] = stack
+                info = frames.setdefault(rec.compile_id.key, FrameInfo())
+                info.co_name = info.co_name or stack[-1].function
+                info.file = info.file or stack[-1].file
+                info.line = info.line or stack[-1].line
+        elif rec.kind == "compilation_metrics":
+            m = rec.meta["compilation_metrics"] or {}
+            key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
+            info = frames.setdefault(key, FrameInfo())
+            info.co_name = m.get("co_name") or info.co_name
+            info.file = m.get("co_filename") or info.file
+            info.line = int(m.get("co_firstlineno") or info.line or 0)
+    for key, info in frames.items():
+        fid = int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1
+        if info.co_name and fid not in frame_name:
+            frame_name[fid] = info
+
+    def where(key: str) -> tuple[str, str, int, str]:
+        """(user function, file, line of the user's def, co_name) for a compile id."""
+        info = frames.get(key)
+        if info is None or not info.co_name:
+            info = frame_name.get(int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1, FrameInfo())
+        fn = user_function(info.co_name)
+        line = info.line
+        if is_resume(info.co_name):  # the user's def line, from a compile of the original function
+            orig = next((f for f in frames.values() if f.co_name == fn and f.file == info.file), None)
+            line = orig.line if orig else line
+        return fn, info.file, line, info.co_name
+
+    graph_recs: dict[str, Record] = {}
+    for rec in scan.records:
+        cid = rec.compile_id.key if rec.compile_id else None
+        if rec.kind == "dynamo_output_graph" and cid:
+            graph_recs[cid] = rec  # the last attempt wins (restarts re-trace)
+        elif rec.kind == "artifact:dynamo_graph_break_reason" and cid:
+            model.graph_breaks.append(_graph_break(rec, cid, where(cid), entry_stacks.get(cid, [])))
+        elif rec.kind == "artifact:recompile_reasons" and cid:
+            fn, file, line, co = where(cid)
+            model.recompiles.append(Recompile(cid, rec.rank, fn, file, line, tuple(_reasons(rec)), co))
+        elif rec.kind == "compilation_metrics":
+            model.metrics.append(_metrics(rec, where))
+        elif rec.kind == "artifact:fxlens_kernel" and cid:
+            k = rec.payload_json() or {}
+            model.kernels.append(
+                Kernel(
+                    cid,
+                    rec.rank,
+                    str(k.get("name", "?")),
+                    str(k.get("graph", "")),
+                    tuple(k.get("ops", ())),
+                    int(k.get("bytes_read") or 0),
+                    int(k.get("bytes_written") or 0),
+                    str(k.get("source_path", "")),
+                )
+            )
+        elif rec.kind == "artifact:fxlens_fallbacks" and cid:
+            for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
+                model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
+    for m in model.metrics:
+        if m.fail_reason and "recompile limit exceeded" in m.fail_reason:
+            lim = _LIMIT.search(m.fail_reason)
+            model.limit_hits.append(
+                RecompileLimitHit(
+                    m.compile_id,
+                    m.rank,
+                    m.function,
+                    m.file,
+                    m.line,
+                    int(lim["n"]) if lim else None,
+                    lim["type"] if lim else "recompile_limit",
+                )
+            )
+    metrics = {m.compile_id: m for m in model.metrics}
+    for cid, rec in graph_recs.items():
+        fn, file, line, co = where(cid)
+        m = metrics.get(cid)
+        ops = _graph_ops(rec.payload())
+        sizes = (rec.meta.get("dynamo_output_graph") or {}).get("sizes") or {}
+        num_nodes = m.graph_node_count if m and m.graph_node_count is not None else len(sizes) + 1
+        model.graphs.append(
+            Graph(cid, rec.rank, fn, file, line, int(num_nodes), len(ops), tuple(dict.fromkeys(ops)), co)
+        )
+    return model
+
+
+def _graph_ops(code: str) -> list[str]:
+    """The call targets of a Dynamo graph's printed code, one per op node."""
+    targets = []
+    for line in code.split("\n"):
+        m = _CALL.match(line)
+        if not m:
+            continue
+        rhs = m["rhs"].split(";")[0].strip()
+        if t := _OP_TARGET.match(rhs):
+            target = t["target"]
+            head = target.split(".")[0]
+            # `y.sum(...)` is a method call on a graph value, not a module function
+            targets.append(
+                target if head in _MODULES or "." not in target else "Tensor." + target.split(".")[-1]
+            )
+        elif (parts := rhs.split()) and len(parts) == 3 and parts[1] in _BINOP:
+            targets.append(_BINOP[parts[1]])
+        elif rhs.startswith("-") or rhs.startswith("~"):
+            targets.append("operator.neg" if rhs[0] == "-" else "operator.invert")
+        elif "[" in rhs and not rhs.startswith(("L[", "(")):
+            targets.append("operator.getitem")
+    return targets
+
+
+def _reasons(rec: Record) -> list[str]:
+    data = rec.payload_json()
+    items = data if isinstance(data, list) else [data if isinstance(data, str) else rec.payload()]
+    out = []
+    for item in items:
+        first = str(item).strip().split("\n")[0]
+        first = re.sub(r"\s{2,}#.*$", "", first).strip()  # drop the "# source  # file:line" comment
+        if first:
+            out.append(first)
+    return out
+
+
+def _metrics(rec: Record, where) -> CompileMetrics:
+    m = rec.meta["compilation_metrics"] or {}
+    cid = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
+    fn, file, line, co = where(cid)
+    cm = CompileMetrics(
+        cid,
+        rec.rank,
+        fn,
+        co or str(m.get("co_name") or ""),
+        file,
+        line,
+        _float(m.get("entire_frame_compile_time_s")),
+        _float(m.get("backend_compile_time_s")),
+        m.get("guard_count"),
+        m.get("fail_type"),
+        m.get("fail_reason"),
+    )
+    object.__setattr__(cm, "_raw_nodes", m.get("graph_node_count"))
+    return cm
+
+
+def _float(v) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _graph_break(rec: Record, cid: str, where_: tuple, entry: list[Frame]) -> GraphBreak:
+    text = rec.payload()
+    # torch repeats the reason inside the traceback of its exception: read hints from the head only
+    head = re.split(
+        r"^(?:User code traceback:|Stack variable source attribution:)", text, maxsplit=1, flags=re.M
+    )[0]
+    lines = head.split("\n")
+    fn_entry, _, _, co = where_
+    reason, explanation, hints, url = "", "", [], ""
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith("Explanation:") and not explanation:
+            explanation = s[len("Explanation:") :].strip()
+            # torch's gb type is the last non-blank line before the explanation
+            for j in range(i - 1, -1, -1):
+                if lines[j].strip():
+                    reason = lines[j].strip()
+                    break
+        elif s.startswith("Hint:") and s[len("Hint:") :].strip() not in hints:
+            hints.append(s[len("Hint:") :].strip())
+        elif "please visit:" in s:
+            url = s.split("please visit:", 1)[1].strip()
+    if reason.startswith("Graph Break Reason:"):
+        reason = reason[len("Graph Break Reason:") :].strip()
+    if not reason:
+        m = re.search(r"^Graph Break Reason: (.+)$", text, re.M)
+        reason = m.group(1).strip() if m else "graph break"
+    tb_text = text.split("User code traceback:", 1)[1] if "User code traceback:" in text else ""
+    tb_text = tb_text.split("Traceback (most recent call last)", 1)[0]
+    frames = parse_traceback(tb_text)
+    inner = innermost_user_frame(frames)
+    at = _BREAK_AT.search(text)
+    if inner is None and at:
+        inner = Frame(at["file"], int(at["line"]), fn_entry, "")
+    if inner is None:
+        inner = Frame("", 0, fn_entry, "")
+    # the call path: user frames from the compiled entry to the break
+    start = max(
+        (i for i, f in enumerate(frames) if user_function(f.function) == user_function(co)), default=0
+    )
+    path = tuple(
+        Frame(f.file, f.line, user_function(f.function), f.code)
+        for f in frames[start:]
+        if is_user_file(f.file)
+    ) or tuple(Frame(f.file, f.line, user_function(f.function), f.code) for f in entry[-1:])
+    return GraphBreak(
+        cid,
+        rec.rank,
+        reason,
+        inner.file,
+        inner.line,
+        user_function(inner.function),
+        explanation,
+        tuple(hints),
+        url,
+        source_line(inner.file, inner.line, inner.code),
+        path,
+    )

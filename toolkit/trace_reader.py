@@ -1,0 +1,197 @@
+"""Read torch's structured trace (TORCH_TRACE) logs lazily: records in, payloads only on demand.
+
+A log is one record per line (a glog prefix, `] `, one JSON object); a record with "has_payload" is
+followed by TAB-prefixed payload lines. We keep each payload's byte span and read it only when a
+caller asks, and we skip records the report never needs (chromium events, tensor descriptions)
+without decoding their JSON: that is what makes a 100 MB log cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Record keys whose JSON we never need to decode (checked on the raw line prefix).
+_SKIP_PREFIXES = (
+    b'{"chromium_event"',
+    b'{"describe_tensor"',
+    b'{"describe_storage"',
+    b'{"describe_source"',
+    b'{"guard_added_fast"',
+    b'{"guard_added"',
+    b'{"propagate_real_tensors',
+    b'{"link"',
+    b'{"dump_file"',
+)
+_GLOG = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] ")
+_RANK_IN_NAME = re.compile(r"rank_(\d+)")
+# Metadata keys that are bookkeeping, not the record's kind.
+_META_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
+
+
+@dataclass(frozen=True)
+class CompileId:
+    """Dynamo's compile id `[frame_id/frame_compile_id]` (attempt > 0 for restarts), per rank."""
+
+    frame_id: int
+    frame_compile_id: int
+    attempt: int = 0
+
+    def __str__(self) -> str:
+        base = f"{self.frame_id}/{self.frame_compile_id}"
+        return f"{base}_{self.attempt}" if self.attempt else base
+
+    @property
+    def key(self) -> str:
+        """The frame's compile, restarts folded together ("0/1")."""
+        return f"{self.frame_id}/{self.frame_compile_id}"
+
+
+@dataclass
+class Record:
+    """One record of a log: its kind, metadata, and where its payload lies in the file."""
+
+    kind: str  # the record key, or "artifact:<name>" for artifacts
+    meta: dict
+    compile_id: CompileId | None
+    rank: int | None
+    path: Path
+    line_no: int
+    payload_span: tuple[int, int] | None = None  # byte offsets [start, end) of the payload lines
+
+    def payload(self) -> str:
+        """The payload text (TAB prefixes stripped), read from disk now."""
+        if self.payload_span is None:
+            return ""
+        start, end = self.payload_span
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            raw = f.read(end - start)
+        return "\n".join(
+            line[1:] for line in raw.decode("utf-8", "replace").split("\n") if line.startswith("\t")
+        )
+
+    def payload_json(self):
+        """The payload decoded as JSON, or None if it is not valid JSON."""
+        try:
+            return json.loads(self.payload())
+        except ValueError:
+            return None
+
+
+@dataclass
+class LogScan:
+    """What reading one log file produced: the records kept, interned file names, what was skipped."""
+
+    path: Path
+    rank: int | None
+    records: list[Record] = field(default_factory=list)
+    strings: dict[int, str] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    lines: int = 0
+
+
+def rank_from_name(path: Path) -> int | None:
+    m = _RANK_IN_NAME.search(path.name)
+    return int(m.group(1)) if m else None
+
+
+def _compile_id(meta: dict) -> CompileId | None:
+    if "frame_id" not in meta:
+        return None
+    try:
+        return CompileId(int(meta["frame_id"]), int(meta["frame_compile_id"]), int(meta.get("attempt") or 0))
+    except (TypeError, ValueError):
+        return None
+
+
+def scan_log(path: str | Path) -> LogScan:
+    """Read one TORCH_TRACE log, keeping every record the report and TUI use.
+
+    Unreadable lines (a torn last line, garbage, a record without its payload) are counted in
+    `skipped` with their line number; they never stop the scan.
+    """
+    path = Path(path)
+    scan = LogScan(path=path, rank=rank_from_name(path))
+    bad_lines: list[int] = []
+    pending: Record | None = None  # a record waiting for its payload lines
+    payload_start = 0
+    offset = 0
+    with open(path, "rb") as f:
+        for line_no, line in enumerate(f, 1):
+            start = offset
+            offset += len(line)
+            if line.startswith(b"\t"):
+                if pending is not None and payload_start < 0:
+                    payload_start = start
+                continue
+            if pending is not None:
+                _close_payload(pending, payload_start, start, scan)
+                pending = None
+            if not line.strip():
+                continue
+            m = _GLOG.match(line)
+            if not m:
+                bad_lines.append(line_no)
+                continue
+            body = line[m.end() :]
+            if body.startswith(_SKIP_PREFIXES):
+                continue
+            try:
+                meta = json.loads(body)
+            except ValueError:
+                bad_lines.append(line_no)
+                continue
+            if not isinstance(meta, dict):
+                bad_lines.append(line_no)
+                continue
+            kinds = [k for k in meta if k not in _META_KEYS]
+            if not kinds:
+                continue
+            kind = kinds[0]
+            if kind == "str":
+                try:
+                    name, idx = meta["str"]
+                    scan.strings[int(idx)] = name
+                except (TypeError, ValueError):
+                    bad_lines.append(line_no)
+                continue
+            if kind == "artifact":
+                kind = "artifact:" + str((meta.get("artifact") or {}).get("name"))
+            rank = meta.get("rank", scan.rank)
+            rec = Record(kind, meta, _compile_id(meta), rank, path, line_no)
+            scan.records.append(rec)
+            if "has_payload" in meta:
+                pending, payload_start = rec, -1
+        if pending is not None:
+            _close_payload(pending, payload_start, offset, scan)
+    scan.lines = line_no if "line_no" in locals() else 0
+    if bad_lines:
+        shown = ", ".join(map(str, bad_lines[:5])) + (" ..." if len(bad_lines) > 5 else "")
+        scan.skipped.append(f"{path.name}: {len(bad_lines)} unreadable line(s) skipped (line {shown})")
+    return scan
+
+
+def _close_payload(rec: Record, start: int, end: int, scan: LogScan) -> None:
+    if start < 0:
+        scan.skipped.append(f"{rec.path.name}:{rec.line_no}: {rec.kind} record has no payload (truncated?)")
+        return
+    rec.payload_span = (start, end)
+
+
+def find_logs(path: str | Path) -> list[Path]:
+    """The TORCH_TRACE log files under a directory (one per process/rank), or the file itself."""
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    logs = sorted(q for q in p.glob("*.log") if q.is_file())
+    return logs
+
+
+def iter_records(path: str | Path) -> Iterator[Record]:
+    """Every kept record of every log under `path`."""
+    for log in find_logs(path):
+        yield from scan_log(log).records

@@ -1,0 +1,91 @@
+"""Tell the user's code from torch's, and map Dynamo's synthetic names back to the user's."""
+
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import re
+import sysconfig
+from pathlib import Path
+
+from fxlens.records import Frame
+
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Folders that are never the user's own code: stdlib, site-packages, torch, triton, fxlens itself."""
+    roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    for pkg in ("torch", "triton"):
+        spec = importlib.util.find_spec(pkg)  # finds without importing
+        if spec and spec.origin:
+            roots.add(str(Path(spec.origin).parent))
+    here = Path(__file__).resolve().parent  # toolkit/ (import name fxlens)
+    roots.update(str(here.parent / d) for d in ("toolkit", "backend", "tui"))
+    return tuple(sorted(r.replace("\\", "/").rstrip("/") + "/" for r in roots if r))
+
+
+_LIBRARY_ROOTS = _library_roots()
+_FOREIGN_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3.")
+
+
+def user_function(co_name: str | None) -> str:
+    """`torch_dynamo_resume_in_forward_at_16` -> `forward` (also nested resume functions)."""
+    name = co_name or "?"
+    while m := _RESUME.match(name):
+        name = m.group(1)
+    return name
+
+
+def is_resume(co_name: str | None) -> bool:
+    return bool(co_name and _RESUME.match(co_name))
+
+
+def is_user_file(path: str) -> bool:
+    """Whether `path` is the user's code (not torch's, not a library's, not the stdlib's)."""
+    if not path or path.startswith("<"):
+        return False
+    p = path.replace("\\", "/")
+    if "/fxlens/examples/" in p or "/toolkit/examples/" in p:
+        return True  # fxlens's bundled examples are the user's code when `fxlens demo` runs them
+    # the markers catch traces written on another machine, whose library paths differ from ours
+    return not p.startswith(_LIBRARY_ROOTS) and not any(m in p for m in _FOREIGN_LIBRARY_MARKERS)
+
+
+def source_line(path: str, line: int, fallback: str = "") -> str:
+    """The stripped source line, read from the file when it still exists."""
+    text = linecache.getline(path, line).strip() if path and line else ""
+    return text or fallback.strip()
+
+
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\s*$')
+
+
+def parse_traceback(text: str) -> list[Frame]:
+    """Frames of a Python traceback block ("  File ..., line N, in f" + its code line)."""
+    frames: list[Frame] = []
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _TB_FRAME.match(line)
+        if not m:
+            continue
+        code = lines[i + 1].strip() if i + 1 < len(lines) and not _TB_FRAME.match(lines[i + 1]) else ""
+        if set(code) <= set("^~ "):
+            code = ""
+        frames.append(Frame(m["file"], int(m["line"]), m["func"], code))
+    return frames
+
+
+def innermost_user_frame(frames: list[Frame]) -> Frame | None:
+    for fr in reversed(frames):
+        if is_user_file(fr.file):
+            return fr
+    return None
+
+
+def short_path(path: str, root: str | None = None) -> str:
+    """A path relative to `root` (default: cwd) when inside it, else as is."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root or ".").resolve()))
+    except (ValueError, OSError):
+        return path
