@@ -228,8 +228,17 @@ def render_text(report: dict, limit: int = 20) -> str:
         out.append("Graph breaks (deduplicated by location and reason):")
         rows = []
         for b in report["graph_breaks"][:limit]:
-            rows.append([b["count"], _loc(b["file"], b["line"]), b["function"], b["reason"][:70]])
-        out.append(tabulate(rows, headers=["count", "where", "function", "reason"], tablefmt="simple"))
+            rows.append(
+                [b["count"], _loc(b["file"], b["line"]), b["function"], b["reason"][:70]]
+                + ([",".join(map(str, b["ranks"]))] if ranked else [])
+            )
+        out.append(
+            tabulate(
+                rows,
+                headers=["count", "where", "function", "reason"] + (["ranks"] if ranked else []),
+                tablefmt="simple",
+            )
+        )
         for b in report["graph_breaks"][:limit]:
             out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")
             if len(b["call_path"]) > 1:

@@ -164,6 +164,10 @@ def _values(kind: str, exp: str, act: str) -> list[str]:
     return [v for v in (exp, act) if v]
 
 
+# kinds whose values identify the change itself, so the same values under two names are one cause
+_MERGEABLE = {"size", "stride", "ndim", "dtype", "requires_grad", "device"}
+
+
 def root_causes(
     recompiles: Iterable[Recompile], limit_hits: Iterable[RecompileLimitHit] = ()
 ) -> list[RecompileCause]:
@@ -191,10 +195,27 @@ def root_causes(
                 grp["ids"].append(rc.compile_id)
             seen.add((kind, var, dim))
     limited = {(h.function, h.file) for h in limit_hits}
-    causes = []
+    # a storm across a function and its resume functions: the same change seen under another name
+    # (x in forward, y after the break) with the same values is one cause
+    merged: dict[tuple, dict] = {}
     for (function, file, kind, var, dim), g in groups.items():
         if g["count"] == 0:
             continue
+        mkey = (
+            (function, file, kind, dim, tuple(g["values"]))
+            if kind in _MERGEABLE
+            else (function, file, kind, var, dim)
+        )
+        m = merged.get(mkey)
+        if m is None:
+            merged[mkey] = {**g, "vars": [var]}
+        else:
+            m["count"] += g["count"]
+            m["ids"] += g["ids"]
+            m["vars"].append(var)
+    causes = []
+    for (function, file, *_), g in merged.items():
+        kind, var, dim = g["kind"], g["vars"][0], g["dim"]
         name = _pretty(var) or "x"
         subject = _subject(kind, var, dim)
         vals = ", ".join(g["values"])
@@ -203,6 +224,9 @@ def root_causes(
             message = f"{subject} took {vals}"
         elif len(g["values"]) == 1:
             message = f"{subject} was specialised to {vals}, then changed"
+        if len(g["vars"]) > 1:
+            others = ", ".join(f"`{_pretty(v)}`" for v in g["vars"][1:])
+            message += f" (the same change reaches {others} in the code resumed after a graph break)"
         fix = FIXES.get(kind, FIXES["other"]).format(var=name, dim=dim or 0)
         if (function, file) in limited:
             fix += "; this frame hit the recompile limit and now runs eagerly"

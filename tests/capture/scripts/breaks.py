@@ -1,10 +1,12 @@
 """Graph breaks at known lines (tests assert these line numbers: keep them stable)."""
 
+import zlib
+
 import torch
 
 
 def helper(x):
-    torch._dynamo.graph_break()  # line 7: explicit break inside a helper called from forward
+    torch._dynamo.graph_break()  # line 9: explicit break inside a helper called from forward
     return x * 2
 
 
@@ -15,16 +17,14 @@ class Model(torch.nn.Module):
 
     def forward(self, x):
         y = self.lin(x)
-        print("forward")  # line 18: print
-        if y.sum() > 0:  # line 19: data-dependent branch
+        print("forward")  # line 20: print
+        if y.sum() > 0:  # line 21: data-dependent branch
             y = y + 1
-        n = int(y.abs().max().item())  # line 21: .item()
-        vals = y[0].tolist()  # line 22: .tolist()
+        n = int(y.abs().max().item() > 0)  # line 23: .item()
+        vals = y[0].tolist()  # line 24: .tolist()
         y = helper(y)
         y = y + len(vals) + n
-        import math
-
-        y = y * math.exp(float(y.mean()))  # line 27: float() of a tensor (C call)
+        y = y + zlib.crc32(b"fxlens") % 7  # line 27: a C extension function Dynamo can't trace
         return torch.relu(y)
 
 
