@@ -70,9 +70,9 @@ def big_log(tmp: Path, mb: int) -> Path:
     with open(out, "wb") as f:
         while size < mb * 1e6:
             shift = k * 1000
-            data = re.sub(rb'"frame_id": (\d+)', lambda m: b'"frame_id": %d' % (int(m.group(1)) + shift), src)
+            data = re.sub(rb'"frame_id": (\d+)', lambda m, s=shift: b'"frame_id": %d' % (int(m.group(1)) + s), src)
             data = re.sub(
-                rb'"compile_id": "(\d+)/', lambda m: b'"compile_id": "%d/' % (int(m.group(1)) + shift), data
+                rb'"compile_id": "(\d+)/', lambda m, s=shift: b'"compile_id": "%d/' % (int(m.group(1)) + s), data
             )
             f.write(data)
             size += len(data)
