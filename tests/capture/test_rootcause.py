@@ -1,0 +1,69 @@
+"""Recompile root-causing on guard-failure lines as torch 2.13 writes them (pure Python)."""
+
+import pytest
+
+from fxlens.records import Recompile, RecompileLimitHit
+from fxlens.rootcause import classify, root_causes
+
+
+@pytest.mark.parametrize(
+    "guard, kind, var, values",
+    [
+        ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 5", "size", "x", ("8", "5")),
+        ("1/0: tensor 'x' stride mismatch at index 1. expected 1, actual 4", "stride", "x", ("1", "4")),
+        ("0/0: tensor 'x' rank mismatch. expected 2, actual 3", "ndim", "x", ("2", "3")),
+        ("1/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "x", ("Float", "Double")),
+        ("1/0: tensor 'x' requires_grad mismatch. expected requires_grad=0", "requires_grad", "x", ("0", "")),
+        ("0/0: self._modules['drop'].training == True", "training", "self._modules['drop']", ("True", "")),
+        ("0/2: G['USE_BIAS'] == True", "global", "USE_BIAS", ("True", "")),
+        ("3/0: ___stack1 == 1.7260961532592773", "item_value", "___stack1", ("1.7260961532592773", "")),
+        ("0/0: L['k'] == 0", "value", "k", ("0", "")),
+        ("0/0: k == 0", "value", "k", ("0", "")),
+        ("0/0: len(L['xs']) == 3", "length", "xs", ("3", "")),
+        ("0/0: ___check_obj_id(L['fn'], 140234)", "identity", "fn", ("", "")),
+        ("0/0: something torch invents next", "other", "", ("", "")),
+    ],
+)
+def test_classify(guard, kind, var, values):
+    k, v, _dim, exp, act = classify(guard)
+    assert (k, v, (exp, act)) == (kind, var, values)
+
+
+def _rc(cid, *guards, function="f", co_name="f"):
+    return Recompile(cid, None, function, "m.py", 3, guards, co_name)
+
+
+def test_new_kind_is_the_cause_not_the_older_entries():
+    # 0/2 was caused by the train->eval switch; the size mismatch against 0/1 is old news
+    rcs = [
+        _rc("0/1", "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 2"),
+        _rc(
+            "0/2",
+            "0/1: tensor 'x' size mismatch at index 0. expected 2, actual 4",
+            "0/0: L['self'].training == True",
+        ),
+    ]
+    causes = {c.kind: c for c in root_causes(rcs)}
+    assert causes["size"].count == 1 and causes["size"].values == ("4", "2")
+    assert causes["training"].count == 1 and causes["training"].compile_ids == ("0/2",)
+
+
+def test_dtype_storm_lists_every_dtype_in_order():
+    rcs = [
+        _rc("0/1", "0/0: tensor 'x' dtype mismatch. expected Float, actual Double"),
+        _rc(
+            "0/2",
+            "0/1: tensor 'x' dtype mismatch. expected Double, actual Half",
+            "0/0: tensor 'x' dtype mismatch. expected Float, actual Half",
+        ),
+    ]
+    (cause,) = root_causes(rcs)
+    assert cause.message == "dtype of `x` took float32, float64, float16"
+    assert cause.count == 2 and "x.float()" in cause.fix
+
+
+def test_limit_hit_is_mentioned_in_the_fix():
+    rcs = [_rc("0/1", "0/0: k == 0"), _rc("0/2", "0/1: k == 1", "0/0: k == 0")]
+    (cause,) = root_causes(rcs, [RecompileLimitHit("0/3", None, "f", "m.py", 3, 2)])
+    assert cause.values == ("0", "1") and cause.count == 2
+    assert "recompile limit" in cause.fix and "dynamic=True" in cause.fix
