@@ -31,6 +31,16 @@ def write_json(report: dict, dest: str) -> None:
             f.write(text + "\n")
 
 
+def render_guards(report: dict) -> str:
+    """Every compile id's guards, one block each (torch's guard tree lines as logged)."""
+    out = []
+    for g in report.get("guards", []):
+        rank = f" rank {g['rank']}" if g["rank"] is not None else ""
+        out.append(f"\nGuards of {g['compile_id']}{rank} ({len(g['guards'])} lines):")
+        out.extend(f"  {line}" for line in g["guards"])
+    return "\n".join(out) + "\n"
+
+
 def main(args: argparse.Namespace) -> int:
     session = Session.open(args.path)
     report = build_report(session, with_guards=not args.no_guards)
@@ -38,4 +48,6 @@ def main(args: argparse.Namespace) -> int:
         write_json(report, args.json)
     if args.json != "-":
         sys.stdout.write(render_text(report))
+        if args.guards:
+            sys.stdout.write(render_guards(report))
     return 0

@@ -119,3 +119,9 @@ def test_session_events_torn_line(tmp_path):
         f.write('{"event": "minify", "rep')
     events, skipped = read_events(Path(tmp_path) / "events.jsonl")
     assert [e["event"] for e in events] == ["bisect"] and "1 unreadable" in skipped[0]
+
+
+def test_report_prints_guards_per_compile_id(real_log):
+    proc = fxlens("report", real_log, "--guards")
+    assert proc.returncode == 0
+    assert "Guards of 0/0 (" in proc.stdout and "TENSOR_MATCH" in proc.stdout
