@@ -39,3 +39,37 @@ def fusion_limit() -> int | None:
 def interpret() -> bool:
     """Whether kernels for CPU tensors run under Triton's interpreter (always, there is no CPU driver)."""
     return os.environ.get("FXLENS_INTERPRET", "1") != "0"
+
+
+def kernel_fallback() -> frozenset[str]:
+    """FXLENS_KERNEL_FALLBACK=LIST: kernels that run as their ATen ops instead of Triton.
+
+    LIST is comma separated; each entry is a kernel name (`fxk_forward_3_add_erf`), `GRAPH:INDEX`
+    (`forward:3`, `backward:0`, `inference:1`), or a plain INDEX (that index in every graph).
+    """
+    raw = os.environ.get("FXLENS_KERNEL_FALLBACK", "")
+    return frozenset(p.strip() for p in raw.split(",") if p.strip())
+
+
+def check_kernels() -> bool:
+    """FXLENS_CHECK_KERNELS=1: after each kernel, recompute its outputs with its ATen ops (fp64 where
+    floating) and log a `fxlens_kernel_check` artifact {graph, name, ops, max_abs_err, max_rel_err, ok}."""
+    return os.environ.get("FXLENS_CHECK_KERNELS", "").strip() not in ("", "0")
+
+
+def persistent_rmax() -> int:
+    """FXLENS_PERSISTENT_RMAX=N (default 1024): rows up to N elements are reduced in one block
+    (persistent reduction); longer rows loop over blocks of the reduced axis."""
+    return int(os.environ.get("FXLENS_PERSISTENT_RMAX", "1024"))
+
+
+def cache_dir() -> str | None:
+    """FXLENS_CACHE_DIR=PATH: where generated kernels are cached by source hash (default: a per-user
+    folder under the system temp dir)."""
+    return os.environ.get("FXLENS_CACHE_DIR") or None
+
+
+def max_block() -> int:
+    """FXLENS_MAX_BLOCK=N (default 16384): elements per program on CPU (the interpreter is fastest
+    with few, large programs); on CUDA blocks are chosen for the GPU and this is ignored."""
+    return int(os.environ.get("FXLENS_MAX_BLOCK", "16384"))

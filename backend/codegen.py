@@ -1,0 +1,436 @@
+"""Triton codegen: turns a kernel (an ordered list of scheduled IR nodes) into Triton source.
+
+Pointwise kernels iterate a flat `xindex` with a mask. Reduction kernels iterate rows (`xindex`,
+shape [XBLOCK, 1]) and a reduced axis (`rindex`, [1, RBLOCK]): persistent (the whole row in one
+block) when it fits, else one loop over `rindex` per reduction. A value stored earlier in the same
+kernel is reused from its register when a later node reads it at the same index; any other read of a
+buffer this kernel writes is refused (`Incompatible`), which is what makes fusion legal or not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, Reduction, compute_dtype, full_index, linear, numel
+
+
+class Incompatible(Exception):
+    """A node cannot join a kernel (reason in the message)."""
+
+
+@dataclass(eq=False)
+class SchedNode:
+    """One realized value: computed by a kernel and stored into `out`."""
+
+    value: Pointwise | Reduction
+    out: Buffer  # the buffer written (a kernel buffer, or a graph input for a mutation)
+    mutation: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.out.name
+
+    @property
+    def is_reduction(self) -> bool:
+        return isinstance(self.value, Reduction)
+
+    @property
+    def domain(self) -> tuple[int, int]:
+        if isinstance(self.value, Reduction):
+            return self.value.xnumel, self.value.rnumel
+        return numel(self.out.shape), 1
+
+
+@dataclass(eq=False)
+class Kernel:
+    """A group of fused nodes with one iteration domain."""
+
+    nodes: list[SchedNode]
+    xnumel: int
+    rnumel: int = 1
+    full: tuple[int, ...] | None = None  # full domain shape of a reduction kernel
+    rdims: tuple[int, ...] = ()
+    name: str = ""
+    reads: set = field(default_factory=set)  # root buffer names read from memory
+
+    @property
+    def is_reduction(self) -> bool:
+        return any(n.is_reduction for n in self.nodes)
+
+    def level(self, sn: SchedNode) -> str:
+        if sn.is_reduction or not self.is_reduction:
+            return "x"
+        return "x" if numel(sn.out.shape) == self.xnumel else "r"
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def index_equal(a: str, b: str, xnumel: int, rnumel: int) -> bool:
+    """Whether two index expressions agree on the whole iteration domain (evaluated with numpy)."""
+    if a == b:
+        return True
+    names = set(_IDENT.findall(a)) | set(_IDENT.findall(b))
+    if not names <= {"xindex", "rindex"}:
+        return False
+    xs = np.arange(min(xnumel, 4096), dtype=np.int64)[:, None]
+    rs = np.arange(min(rnumel, 4096), dtype=np.int64)[None, :]
+    env = {"xindex": xs, "rindex": rs, "__builtins__": {}}
+    va, vb = eval(a, env), eval(b, env)  # noqa: S307 - our own generated arithmetic
+    return bool(np.all(np.broadcast_to(va, (xs.size, rs.size)) == np.broadcast_to(vb, (xs.size, rs.size))))
+
+
+def _lit(v) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        if v != v:
+            return 'float("nan")'
+        if v in (float("inf"), float("-inf")):
+            return 'float("inf")' if v > 0 else 'float("-inf")'
+    return repr(v)
+
+
+class KernelCtx:
+    """Emits the body of one kernel; the IR's `fn(ctx, idx)` callbacks call into it."""
+
+    def __init__(self, kernel: Kernel, persistent: bool, needed: set[str] | None, perturb: bool):
+        self.k = kernel
+        self.red = kernel.is_reduction
+        self.persistent = persistent
+        self.needed = needed  # root names to store (None: all)
+        self.perturb = perturb
+        self.lines: list[str] = []
+        self.indent = 1
+        self.cse: dict[str, str] = {}
+        self.n = 0
+        self.params: dict[str, Buffer] = {}
+        self.stored: dict[str, tuple] = {}
+        self.loaded: dict[str, list[str]] = {}
+        self.produced = {sn.out.base.name for sn in kernel.nodes if not sn.mutation}
+        self.level = "x"
+        self.scope = 0
+        self.closure: set = set()
+        self.boundary: dict[tuple, Buffer] = {}
+        self.read_elems: dict[str, int] = {}
+        self.written: dict[str, Buffer] = {}
+        self.uses_prod = False
+
+    # --- emission helpers -------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def op(self, expr: str) -> str:
+        if expr in self.cse:
+            return self.cse[expr]
+        var = f"t{self.n}"
+        self.n += 1
+        self.emit(f"{var} = {expr}")
+        self.cse[expr] = var
+        return var
+
+    def cast(self, var: str, src: torch.dtype, dst: torch.dtype) -> str:
+        src, dst = compute_dtype(src), compute_dtype(dst)
+        if src == dst:
+            return var
+        if dst == torch.bool:
+            return self.op(f"{var} != 0")
+        return self.op(f"{var}.to({TL_DTYPE[dst]})")
+
+    def block(self) -> str:
+        if not self.red:
+            return "[XBLOCK]"
+        return "[XBLOCK, RBLOCK]" if self.level == "r" else "[XBLOCK, 1]"
+
+    def full(self, value, dtype: torch.dtype) -> str:
+        dt = compute_dtype(dtype)
+        v = _lit(bool(value) if dt == torch.bool else value)
+        return self.op(f"tl.full({self.block()}, {v}, {TL_DTYPE[dt]})")
+
+    def index_tensor(self, expr: str, dtype: torch.dtype = torch.int64) -> str:
+        if re.search(r"[A-Za-z_]", expr):
+            return self.op(f"({expr}).to({TL_DTYPE[dtype]})")
+        return self.op(f"tl.full({self.block()}, {expr}, {TL_DTYPE[dtype]})")
+
+    def enter(self, node) -> None:
+        self.closure.add(node)
+
+    def _param(self, root: Buffer) -> str:
+        self.params.setdefault(root.name, root)
+        return f"p_{root.name}"
+
+    def _mask(self, off: str) -> str:
+        return "xrmask" if self.red and "rindex" in off else "xmask"
+
+    # --- memory -----------------------------------------------------------------------------
+    def load(self, buf: Buffer, idx) -> str:
+        root = buf.base
+        off = linear(idx, buf.stride, buf.offset)
+        if root.name in self.produced:
+            st = self.stored.get(root.name)
+            if st is None:
+                raise Incompatible(f"{root.name} is read before this kernel writes it")
+            soff, var, slevel, sscope = st
+            if slevel == "r" and (self.level != "r" or sscope != self.scope):
+                raise Incompatible(f"{root.name} is needed outside the loop that computes it")
+            if not index_equal(soff, off, self.k.xnumel, self.k.rnumel):
+                raise Incompatible(f"{root.name} is read at a different index than it is written")
+            if buf.node is not None:
+                self.enter(buf.node)
+            return var
+        if buf.node is not None:
+            self.boundary[(buf.node, buf.item)] = buf
+        self.loaded.setdefault(root.name, []).append(off)
+        self.read_elems[root.name] = self.read_elems.get(root.name, 0) + numel(buf.shape)
+        p = self._param(root)
+        if "xindex" not in off and "rindex" not in off:
+            off = f"{off} + 0 * xindex"
+        var = self.op(f"tl.load({p} + ({off}), {self._mask(off)}, other=0)")
+        return self.cast(var, buf.dtype, compute_dtype(buf.dtype))
+
+    def store(self, sn: SchedNode, idx, var: str, src_dtype: torch.dtype) -> None:
+        buf = sn.out
+        root = buf.base
+        off = linear(idx, buf.stride, buf.offset)
+        for other in self.loaded.get(root.name, []):
+            if not index_equal(other, off, self.k.xnumel, self.k.rnumel):
+                raise Incompatible(f"{root.name} is mutated at an index other kernels' reads use")
+        self.stored[root.name] = (off, var, self.level, self.scope)
+        if self.needed is not None and root.name not in self.needed and not sn.mutation:
+            return
+        val = self.cast(var, src_dtype, buf.dtype)
+        if self.perturb and buf.dtype.is_floating_point:
+            val = self.op(f"{val} + 1.0")  # FXLENS_INJECT=accuracy
+        if buf.dtype != compute_dtype(buf.dtype) or buf.dtype == torch.bool:
+            val = self.op(f"{val}.to({TL_DTYPE[buf.dtype]})")
+        if "xindex" not in off and "rindex" not in off:
+            off = f"{off} + 0 * xindex"
+        self.emit(f"tl.store({self._param(root)} + ({off}), {val}, {self._mask(off)})")
+        self.written[root.name] = root
+
+    # --- structure --------------------------------------------------------------------------
+    def open_loop(self) -> dict:
+        saved = dict(self.cse)
+        self.scope += 1
+        self.emit("for roff in range(0, rnumel, RBLOCK):")
+        self.indent += 1
+        self.emit("rindex = roff + rbase")
+        self.emit("rmask = rindex < rnumel")
+        self.emit("xrmask = xmask & rmask")
+        return saved
+
+    def close_loop(self, saved: dict) -> None:
+        self.indent -= 1
+        self.cse = saved
+
+
+_IDENTITY = {"sum": 0, "prod": 1, "any": 0}
+
+
+def _identity(rtype: str, dt: torch.dtype):
+    if rtype in _IDENTITY:
+        return _IDENTITY[rtype]
+    big = float("inf") if dt.is_floating_point else torch.iinfo(dt).max
+    return -big if rtype in ("max", "argmax") else big
+
+
+def _reduce(rtype: str, v: str) -> str:
+    # only builtins and our own combine functions: the interpreter cannot call triton's stdlib
+    # @jit helpers (tl.sum, tl.argmax, ...) unless TRITON_INTERPRET was set before triton's import.
+    if rtype in ("argmax", "argmin"):
+        ri = "tl.broadcast_to(rindex, [XBLOCK, RBLOCK])"
+        return f"tl.reduce(({v}, {ri}), 1, _{rtype}_c)[1][:, None]"
+    fn = {"sum": "_sum_c", "prod": "_prod_c", "max": "_max_c", "min": "_min_c", "any": "_max_c"}[rtype]
+    return f"tl.reduce({v}, 1, {fn})[:, None]"
+
+
+_HELPERS = """
+@triton.jit
+def _sum_c(a, b):
+    return a + b
+
+
+@triton.jit
+def _prod_c(a, b):
+    return a * b
+
+
+@triton.jit
+def _max_c(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def _min_c(a, b):
+    return tl.minimum(a, b)
+
+
+@triton.jit
+def _argmax_c(a, ai, b, bi):
+    take = (a > b) | ((a == b) & (ai < bi))
+    return tl.where(take, a, b), tl.where(take, ai, bi)
+
+
+@triton.jit
+def _argmin_c(a, ai, b, bi):
+    take = (a < b) | ((a == b) & (ai < bi))
+    return tl.where(take, a, b), tl.where(take, ai, bi)
+"""
+
+
+def _combine(rtype: str, a: str, b: str) -> str:
+    return {
+        "sum": f"{a} + {b}",
+        "prod": f"{a} * {b}",
+        "max": f"tl.maximum({a}, {b})",
+        "min": f"tl.minimum({a}, {b})",
+        "any": f"tl.maximum({a}, {b})",
+    }[rtype]
+
+
+def _acc_dtype(r: Reduction) -> torch.dtype:
+    src = compute_dtype(r.src.dtype)
+    if r.rtype in ("sum", "prod"):
+        return compute_dtype(r.dtype)
+    if r.rtype == "any" or src == torch.bool:
+        return torch.int32
+    return src
+
+
+def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
+    r: Reduction = sn.value
+    acc_dt = _acc_dtype(r)
+    tl_acc = TL_DTYPE[acc_dt]
+    ident = _lit(_identity(r.rtype, acc_dt))
+    arg = r.rtype in ("argmax", "argmin")
+    looped = not ctx.persistent
+    for n in [r.node, *r.extra_nodes]:
+        if n is not None:
+            ctx.enter(n)
+    if looped:
+        if arg:
+            best = ctx.op(f"tl.full([XBLOCK, 1], {ident}, {tl_acc})")
+            bidx = ctx.op("tl.full([XBLOCK, 1], 0, tl.int64)")
+            ctx.cse.clear()
+        else:
+            acc = f"acc{ctx.n}"
+            ctx.n += 1
+            ctx.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {ident}, {tl_acc})")
+        saved = ctx.open_loop()
+    ctx.level = "r"
+    v = r.src.load(ctx, full_index(r.full, r.rdims))
+    if r.rtype == "any":
+        v = ctx.op(f"({v} != 0).to(tl.int32)")
+    else:
+        v = ctx.cast(v, r.src.dtype, acc_dt)
+    v = ctx.op(f"tl.where(xrmask, {v}, {ident})")
+    if not looped:
+        res = ctx.op(_reduce(r.rtype, v))
+    elif arg:
+        bv = ctx.op(_reduce("max" if r.rtype == "argmax" else "min", v))
+        bi = ctx.op(f"{_reduce(r.rtype, v)}.to(tl.int64) + roff")
+        cmp = ">" if r.rtype == "argmax" else "<"
+        ctx.emit(f"{bidx} = tl.where({bv} {cmp} {best}, {bi}, {bidx})")
+        ctx.emit(f"{best} = tl.where({bv} {cmp} {best}, {bv}, {best})")
+    else:
+        ctx.emit(f"{acc} = {_combine(r.rtype, acc, v)}")
+    if looped:
+        ctx.close_loop(saved)
+        ctx.cse = {}
+        res = bidx if arg else ctx.op(_reduce(r.rtype, acc))
+    ctx.level = "x"
+    if r.rtype == "prod":
+        ctx.uses_prod = True
+    out_dt = torch.int64 if arg else acc_dt
+    if r.rtype == "any":
+        res, out_dt = ctx.op(f"{res} != 0"), torch.bool
+    if r.scale is not None:
+        res = ctx.op(f"{res} * {_lit(float(r.scale))}")
+    from fxlens.backend.ir import decompose
+
+    ctx.store(sn, decompose("xindex", sn.out.shape), res, out_dt)
+
+
+def _emit_pointwise(ctx: KernelCtx, sn: SchedNode) -> None:
+    level = ctx.k.level(sn)
+    if level == "r":
+        if tuple(sn.out.shape) != tuple(ctx.k.full or ()):
+            raise Incompatible("shape differs from the reduction's domain")
+        saved = None if ctx.persistent else ctx.open_loop()
+        ctx.level = "r"
+        idx = full_index(ctx.k.full, ctx.k.rdims)
+    else:
+        ctx.level = "x"
+        from fxlens.backend.ir import decompose
+
+        idx = decompose("xindex", sn.out.shape)
+    v = sn.value.load(ctx, idx)
+    ctx.store(sn, idx, v, sn.value.dtype)
+    if level == "r" and saved is not None:
+        ctx.close_loop(saved)
+    ctx.level = "x"
+
+
+@dataclass
+class KernelSource:
+    source: str
+    params: list[Buffer]  # root buffers in parameter order
+    persistent: bool
+    closure: set
+    boundary: dict
+    read_bytes: int
+    written: dict
+    loaded: set
+
+
+def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | None, perturb: bool = False):
+    """Triton source for `kernel` (raises Incompatible if its nodes cannot share one kernel)."""
+    ctx = KernelCtx(kernel, persistent, needed, perturb)
+    if ctx.red:
+        ctx.emit("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        ctx.emit("xmask = xindex < xnumel")
+        ctx.emit("rbase = tl.arange(0, RBLOCK)[None, :]")
+        if persistent:
+            ctx.emit("rindex = rbase")
+            ctx.emit("rmask = rindex < rnumel")
+            ctx.emit("xrmask = xmask & rmask")
+    else:
+        ctx.emit("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+        ctx.emit("xmask = xindex < xnumel")
+    if _needs_int64(kernel):
+        ctx.lines.insert(1, "    xindex = xindex.to(tl.int64)")
+    for sn in kernel.nodes:
+        ctx.cse = {k: v for k, v in ctx.cse.items()}
+        if sn.is_reduction:
+            _emit_reduction(ctx, sn)
+        else:
+            _emit_pointwise(ctx, sn)
+    params = list(ctx.params.values())
+    sig = ", ".join(f"p_{b.name}" for b in params)
+    head = ["import triton", "import triton.language as tl", ""]
+    if ctx.red:
+        head += _HELPERS.splitlines()
+    head += [
+        "",
+        "@triton.jit",
+        f"def {name}({sig}, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):",
+    ]
+    src = "\n".join(head + ctx.lines) + "\n"
+    read_bytes = sum(
+        min(n, max(ctx.params[r].storage_numel(), 1)) * ctx.params[r].dtype.itemsize
+        for r, n in ctx.read_elems.items()
+    )
+    return KernelSource(
+        src, params, persistent, ctx.closure, ctx.boundary, read_bytes, ctx.written, set(ctx.loaded)
+    )
+
+
+def _needs_int64(kernel: Kernel) -> bool:
+    big = kernel.xnumel * kernel.rnumel
+    for sn in kernel.nodes:
+        big = max(big, sn.out.base.storage_numel())
+    return big >= 2**31 - 1

@@ -1,0 +1,282 @@
+"""The full pipeline: AOTAutograd -> lowering -> fusion -> Triton codegen -> wrapper -> launch.
+
+`compile_graph` is what the `fxlens` and `fxlens_nofusion` backends call. Each ATen graph that
+AOTAutograd hands us (forward, backward, inference) is compiled by `compile_aten`, which logs the
+artifacts the toolkit's report reads (see trace_log): `fxlens_aten_<graph>_graph`, `fxlens_ir`,
+`fxlens_fusion`, `fxlens_kernel` (one per kernel), `fxlens_fallbacks`, `fxlens_wrapper`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch._functorch.aot_autograd import aot_module_simplified
+
+from fxlens.backend import config
+from fxlens.backend.codegen import Kernel, generate
+from fxlens.backend.graph import Budget, Extern, GraphLowering
+from fxlens.backend.ir import Reduction
+from fxlens.backend.lower import decomposition_table
+from fxlens.backend.scheduler import schedule
+from fxlens.backend.trace_log import log_artifact, log_json
+from fxlens.backend.wrapper import build_wrapper
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusion: bool = True) -> Callable:
+    """Compile a Dynamo graph with AOTAutograd (min-cut partition) and fxlens's Triton codegen."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return aot_module_simplified(
+        gm,
+        example_inputs,
+        fw_compiler=_compiler("forward", fusion),
+        bw_compiler=_compiler("backward", fusion),
+        inference_compiler=_compiler("inference", fusion),
+        decompositions=decomposition_table(),
+        partition_fn=min_cut_rematerialization_partition,
+        keep_inference_input_mutations=True,
+    )
+
+
+def _is_dynamic(inputs) -> bool:
+    for a in inputs:
+        if isinstance(a, torch.SymInt):
+            return True
+        if isinstance(a, torch.Tensor) and any(isinstance(s, torch.SymInt) for s in (*a.shape, *a.stride())):
+            return True
+    return False
+
+
+def _compiler(kind: str, fusion: bool) -> Callable:
+    def compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        log_artifact(f"aten_{kind}_graph", lambda: gm.print_readable(print_output=False))
+        if _is_dynamic(example_inputs):
+            return _Specializing(gm, kind, fusion)
+        return compile_aten(gm, list(example_inputs), kind, fusion)
+
+    return compiler
+
+
+class _Specializing:
+    """dynamic=True: compile once per concrete input signature seen at run time (sizes baked in)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm, kind, fusion):
+        self.gm, self.kind, self.fusion, self.cache = gm, kind, fusion, {}
+
+    def __call__(self, args):
+        key = tuple(
+            (tuple(a.shape), tuple(a.stride()), a.dtype, a.device.type) if isinstance(a, torch.Tensor) else a
+            for a in args
+        )
+        fn = self.cache.get(key)
+        if fn is None:
+            fn = self.cache[key] = compile_aten(
+                self.gm, list(args), self.kind, self.fusion, _concrete_metas(self.gm, args)
+            )
+        return fn(args)
+
+
+def _concrete_metas(gm, args) -> dict:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+    metas: dict = {}
+
+    class _Rec(torch.fx.Interpreter):
+        def run_node(self, n):
+            r = super().run_node(n)
+            metas[n] = r
+            return r
+
+    with mode:
+        _Rec(gm).run(*fakes)
+    return metas
+
+
+def _op_name(node) -> str:
+    t = node.target
+    return getattr(getattr(t, "_overloadpacket", t), "__name__", str(t)).split(".")[-1]
+
+
+def _user_line(node) -> str:
+    st = node.meta.get("stack_trace") if node is not None else None
+    if not st:
+        return ""
+    lines = [ln for ln in st.strip().splitlines() if ln.strip()]
+    return "\nUser source:\n" + "\n".join(lines[-2:])
+
+
+def _node_msg(node, op: str) -> str:
+    return f" (op {op}, FX node {node.name})\nWhile executing {node.format_node()}{_user_line(node)}"
+
+
+def _blocks(k: Kernel, persistent: bool, cuda: bool, rmax: int) -> tuple[int, int]:
+    import triton
+
+    p2 = triton.next_power_of_2
+    cap = 4096 if cuda else config.max_block()
+    if not k.is_reduction:
+        return (1024 if cuda else min(p2(max(k.xnumel, 1)), cap)), 1
+    r = p2(max(k.rnumel, 1)) if persistent else max(1, 1 << (max(rmax, 1).bit_length() - 1))
+    x = max(1, min(p2(max(k.xnumel, 1)), max(cap // r, 1)))
+    return x, r
+
+
+def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool, metas: dict | None = None):
+    """Compile one ATen graph to a boxed callable `call(args)` (a generated wrapper)."""
+    from fxlens.backend.runtime import CompiledKernel, load_kernel
+
+    inject = config.inject()
+    rmax = config.persistent_rmax()
+    budget = Budget(config.fusion_limit() if fusion else None)
+    G = GraphLowering(gm, inputs, kind, fusion, budget, metas)
+    G.run()
+    ir_dump = _ir_dump(G, rmax)
+    items = schedule(G.items, fusion, budget, rmax)
+    kernels = [it for it in items if isinstance(it, Kernel)]
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+
+    # what must be stored: buffers read outside their kernel, graph outputs, mutated inputs
+    outside: dict[str, set] = {}
+    for it in items:
+        if isinstance(it, Extern):
+            for r in it.reads:
+                outside.setdefault(r, set()).add(id(it))
+    for o in G.outputs:
+        for b in _buffers(o):
+            outside.setdefault(b.base.name, set()).add("out")
+    probes = {}
+    for k in kernels:
+        probes[id(k)] = generate(k, "probe", k.rnumel <= rmax, None)
+        for r in probes[id(k)].loaded:
+            outside.setdefault(r, set()).add(id(k))
+    fallback = config.kernel_fallback()
+    compiled, records = [], []
+    cuda = G.device.type == "cuda"
+    for i, k in enumerate(kernels):
+        probe = probes[id(k)]
+        nodes = sorted((n for n in probe.closure if n.op == "call_function"), key=order.__getitem__)
+        ops = [str(n.target) for n in nodes if "getitem" not in str(n.target)]
+        named = [n for n in nodes if "getitem" not in str(n.target)]
+        summary = "_".join(dict.fromkeys(_op_name(n) for n in named))
+        k.name = f"fxk_{kind}_{i}_{'_'.join(summary.split('_')[:3]) or 'copy'}"
+        hit = _inject_hit(inject, named)
+        if inject is not None and inject.kind == "compile_error" and hit is not None:
+            raise RuntimeError(f"fxlens: injected compile_error compiling kernel {k.name}{_node_msg(*hit)}")
+        needed = {r for r, users in outside.items() if users - {id(k)}}
+        persistent = k.rnumel <= rmax
+        src = generate(
+            k,
+            k.name,
+            persistent,
+            needed,
+            perturb=inject is not None and inject.kind == "accuracy" and hit is not None,
+        )
+        fn, path = load_kernel(src.source, k.name, interpret=not cuda and config.interpret())
+        xb, rb = _blocks(k, persistent, cuda, rmax)
+        pidx = {b.name: j for j, b in enumerate(src.params)}
+        boundary = [
+            (n, item, pidx[b.base.name], b.shape, b.stride, b.offset) for (n, item), b in src.boundary.items()
+        ]
+        outs = [(pidx[sn.out.base.name], sn.value.node, _item(sn), sn.out.shape, sn.out.stride, sn.out.offset)
+                for sn in k.nodes if sn.out.base.name in src.written]  # fmt: skip
+        replay = _replay_nodes(nodes, order)
+        ck = CompiledKernel(
+            k.name, kind, fn, k.xnumel, k.rnumel, xb, rb, ops, replay, boundary, outs,
+            node_msg=_node_msg(*hit) if hit else "",
+            runtime_error=inject is not None and inject.kind == "runtime_error" and hit is not None,
+            fallback=k.name in fallback or f"{kind}:{i}" in fallback or str(i) in fallback,
+            check=config.check_kernels(), grid=((k.xnumel + xb - 1) // xb,),
+        )  # fmt: skip
+        compiled.append((ck, [b.name for b in src.params]))
+        written = sum(b.storage_numel() * b.dtype.itemsize for b in src.written.values())
+        records.append({
+            "graph": kind, "name": k.name, "ops": ops, "nodes": [n.name for n in named],
+            "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": k.xnumel * k.rnumel,
+            "rnumel": k.rnumel, "source": src.source, "source_path": path,
+        })  # fmt: skip
+    source, call = build_wrapper(G, items, compiled, kind)
+    log_artifact("ir", ir_dump)
+    log_json("fusion", lambda: {"graph": kind, "decisions": [_decision(d) for d in budget.decisions]})
+    for rec in records:
+        log_json("kernel", rec)
+    log_json("fallbacks", {"graph": kind, "ops": dict(G.fallbacks)})
+    log_artifact("wrapper", source)
+    call.kernels = records
+    call.fallbacks = dict(G.fallbacks)
+    call.decisions = [_decision(d) for d in budget.decisions]
+    call.wrapper_source = source
+    return call
+
+
+def _item(sn):
+    return sn.value.item if isinstance(sn.value, Reduction) else None
+
+
+def _buffers(o):
+    from fxlens.backend.ir import Buffer
+
+    if isinstance(o, Buffer):
+        return [o]
+    if isinstance(o, (list, tuple)):
+        return [b for x in o for b in _buffers(x)]
+    return []
+
+
+def _replay_nodes(nodes, order):
+    import operator
+
+    extra = set()
+    for n in nodes:
+        if n.target is operator.getitem and isinstance(n.args[0], torch.fx.Node):
+            extra.add(n.args[0])
+    return sorted(set(nodes) | extra, key=order.__getitem__)
+
+
+def _inject_hit(inject, nodes):
+    if inject is None:
+        return None
+    for n in nodes:
+        op = str(n.target)
+        if op == inject.op or op.startswith(inject.op + "."):
+            return n, op
+    return None
+
+
+def _decision(d) -> dict:
+    a = d.a.name if isinstance(d.a, Kernel) else str(d.a)
+    return {"index": d.index, "fused": d.fused, "a": a, "b": d.b, "reason": d.reason}
+
+
+def _ir_dump(G, rmax) -> str:
+    from fxlens.backend.codegen import SchedNode
+    from fxlens.backend.scheduler import _new_kernel
+
+    lines = [f"# fxlens loop-level IR ({G.kind}): one line per realized value"]
+    for b in G.placeholders:
+        if b is not None:
+            lines.append(f"{b.name}: input {list(b.shape)} stride={list(b.stride)} {b.dtype}")
+    for it in G.items:
+        if isinstance(it, Extern):
+            lines.append(f"{it.name} = extern {it.node.target}(reads {sorted(it.reads)})")
+            continue
+        assert isinstance(it, SchedNode)
+        k = _new_kernel(it)
+        src = generate(k, "probe", k.rnumel <= rmax, None)
+        ops = [_op_name(n) for n in sorted(src.closure, key=lambda n: n.name) if n.op == "call_function"]
+        v = it.value
+        what = (
+            f"reduce {v.rtype} dims={list(v.rdims)} of {list(v.full)}"
+            if isinstance(v, Reduction)
+            else f"pointwise over {list(v.shape)}"
+        )
+        tgt = "mutate " if it.mutation else ""
+        lines.append(
+            f"{tgt}{it.name}: {what} -> {list(it.out.shape)} {it.out.dtype} ops={ops} reads={sorted(b.name for b in src.params if b.name != it.name)}"
+        )
+    return "\n".join(lines) + "\n"

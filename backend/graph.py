@@ -1,0 +1,320 @@
+"""Graph lowering: walks an ATen FX graph and turns it into IR values, realized nodes and externs.
+
+Pointwise values stay lazy (functions of the index) and are inlined into their only consumer (a
+vertical fusion decision, recorded); values with several users, reductions, graph outputs and
+inputs to externs are realized (`SchedNode`s). Ops without a lowering run as ATen calls (`Extern`)
+and are counted as fallbacks. Views of realized buffers are strided reinterpretations, never copies.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+from torch.fx.node import map_aggregate
+
+from fxlens.backend.codegen import SchedNode
+from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
+from fxlens.backend.lower_views import VIEW_OPS
+from fxlens.backend.lowerings import LOWERINGS
+
+aten = torch.ops.aten
+
+
+@dataclass(eq=False)
+class Extern:
+    """An ATen call between kernels (a fallback): `outs = op(*args, **kwargs)`."""
+
+    name: str
+    node: torch.fx.Node
+    args: tuple
+    kwargs: dict
+    outs: list  # Buffer or None per output (a single output is a one-element list)
+    tuple_out: bool
+
+    @property
+    def reads(self) -> set[str]:
+        names = set()
+        map_aggregate(
+            (self.args, self.kwargs), lambda a: names.add(a.base.name) if isinstance(a, Buffer) else a
+        )
+        return names
+
+
+@dataclass
+class Decision:
+    index: int
+    fused: bool
+    a: object  # node name, or a Kernel (named once kernels are named)
+    b: str
+    reason: str
+
+
+@dataclass
+class Budget:
+    """Fusion decisions so far; FXLENS_FUSION_LIMIT=N applies only the first N."""
+
+    limit: int | None
+    decisions: list = field(default_factory=list)
+
+    def allowed(self) -> bool:
+        return self.limit is None or len(self.decisions) < self.limit
+
+    def record(self, fused: bool, a, b: str, reason: str) -> None:
+        self.decisions.append(Decision(len(self.decisions), fused, a, b, reason))
+
+
+def is_non_overlapping_and_dense(t) -> bool:
+    dims = sorted((int(st), int(sz)) for st, sz in zip(t.stride(), t.shape, strict=True) if int(sz) != 1)
+    expect = 1
+    for st, sz in dims:
+        if st != expect:
+            return False
+        expect *= sz
+    return True
+
+
+def _dense_strides(meta) -> tuple[int, ...]:
+    if isinstance(meta, torch.Tensor) and is_non_overlapping_and_dense(meta):
+        return tuple(int(s) for s in meta.stride())
+    return contiguous_strides([int(s) for s in meta.shape])
+
+
+class GraphLowering:
+    """Lowers one ATen graph (forward, backward or inference) to scheduled items."""
+
+    def __init__(
+        self, gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool, budget: Budget, metas=None
+    ):
+        self.gm, self.kind, self.fusion, self.budget = gm, kind, fusion, budget
+        self.metas = metas
+        self.inputs = inputs
+        self.env: dict = {}
+        self.items: list = []  # SchedNode | Extern, in execution order
+        self.fallbacks: Counter = Counter()
+        self.placeholders: list[Buffer | None] = []
+        self.outputs: list = []
+        self.mutations: list = []
+        self.n = 0
+        self.uses = self._count_uses()
+        self.device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+
+    def meta(self, node):
+        if self.metas is not None:
+            return self.metas.get(node)
+        return node.meta.get("val")
+
+    def _count_uses(self) -> dict:
+        uses: dict = {}
+        for node in reversed(self.gm.graph.nodes):
+            n = 0
+            for u in node.users:
+                n += uses.get(u, 1) if u.op == "call_function" and u.target in VIEW_OPS else 1
+            uses[node] = n
+        return uses
+
+    def name(self, prefix: str = "buf") -> str:
+        self.n += 1
+        return f"{prefix}{self.n - 1}"
+
+    # --- realization ----------------------------------------------------------------------------
+    def realize(self, v):
+        """Store a lazy value into a new buffer (a scheduled node); buffers are returned as is."""
+        if isinstance(v, Buffer) or not isinstance(v, Value):
+            return v
+        meta = self.meta(v.node) if v.node is not None else None
+        item = getattr(v, "item", None)
+        if isinstance(meta, (tuple, list)):
+            meta = meta[item] if item is not None else None
+        ok = isinstance(meta, torch.Tensor) and tuple(meta.shape) == tuple(v.shape) and meta.dtype == v.dtype
+        stride = _dense_strides(meta) if ok else contiguous_strides(v.shape)
+        buf = Buffer(self.name(), tuple(v.shape), stride, v.dtype, v.device, v.node, item)
+        self.items.append(SchedNode(v, buf))
+        return buf
+
+    def use(self, v, consumer) -> Value:
+        """A consumer reads `v`: inline a lazy pointwise producer (a fusion decision) or realize it."""
+        if not isinstance(v, Pointwise) or v.cheap:
+            return self.realize(v) if isinstance(v, Reduction) else v
+        if not self.fusion:
+            return self.realize(v)
+        a = v.node.name if v.node is not None else "?"
+        b = consumer.name if consumer is not None else "?"
+        if not self.budget.allowed():
+            self.budget.record(False, a, b, "not fused: beyond FXLENS_FUSION_LIMIT")
+            return self.realize(v)
+        self.budget.record(True, a, b, "fused: pointwise inlined into its only consumer")
+        return v
+
+    # --- views ----------------------------------------------------------------------------------
+    def view(self, node, meta, x: Value, args, remap):
+        shape = tuple(int(s) for s in meta.shape)
+        if isinstance(x, Buffer):
+            b = self._strided(node, meta, x, args)
+            if b is not None:
+                return b
+        if remap is None:
+            x = self.realize(x)
+            return self._strided(node, meta, x, args)
+        base = x
+
+        def fn(ctx, idx):
+            return base.load(ctx, remap(idx))
+
+        return Pointwise(fn, shape, x.dtype, x.device, node, cheap=getattr(x, "cheap", False))
+
+    def _strided(self, node, meta, x: Buffer, args):
+        root = x.base
+        t = torch.empty(max(x.storage_numel() + x.offset, 1), dtype=x.dtype, device="meta")
+        t = t.as_strided(x.shape, x.stride, x.offset)
+        try:
+            out = node.target(t, *args)
+        except Exception:
+            return None
+        if not out._is_view():
+            return None
+        return Buffer(root.name, tuple(out.shape), tuple(out.stride()), x.dtype, x.device, node, None,
+                      out.storage_offset(), root, root.kind)  # fmt: skip
+
+    def slice(self, node, meta, x, dim, start, end):
+        from fxlens.backend.lower_views import _view_remap
+
+        class _N:
+            target = aten.slice.Tensor
+
+        args = (dim, start, end, 1)
+        if isinstance(x, Buffer):
+            b = self._strided(_N, meta, x, args)
+            if b is not None:
+                return Buffer(
+                    b.name, b.shape, b.stride, b.dtype, b.device, node, None, b.offset, b.root, b.kind
+                )
+        return self.view(node, meta, x, args, _view_remap(_N, x, meta, args))
+
+    def view_as(self, buf: Buffer, shape, node, item):
+        t = torch.empty(max(buf.storage_numel() + buf.offset, 1), dtype=buf.dtype, device="meta")
+        out = t.as_strided(buf.shape, buf.stride, buf.offset).view(shape)
+        root = buf.base
+        return Buffer(root.name, tuple(shape), tuple(out.stride()), buf.dtype, buf.device, node, item,
+                      out.storage_offset(), root, root.kind)  # fmt: skip
+
+    # --- externs --------------------------------------------------------------------------------
+    def extern(self, node, args, kwargs):
+        def arg(a):
+            return self.realize(a) if isinstance(a, Value) else a
+
+        args = map_aggregate(args, arg)
+        kwargs = map_aggregate(kwargs, arg)
+        meta = self.meta(node)
+        name = self.name()
+        multi = isinstance(meta, (tuple, list))
+        metas = list(meta) if multi else [meta]
+        outs = []
+        for i, m in enumerate(metas):
+            if isinstance(m, torch.Tensor):
+                outs.append(Buffer(f"{name}_{i}" if multi else name, tuple(int(s) for s in m.shape),
+                                   tuple(int(s) for s in m.stride()), m.dtype, m.device, node,
+                                   i if multi else None, kind="extern"))  # fmt: skip
+            else:
+                outs.append(None)
+        self.items.append(Extern(name, node, args, kwargs, outs, multi))
+        self.fallbacks[str(node.target)] += 1
+        return tuple(outs) if multi else outs[0]
+
+    # --- the walk -------------------------------------------------------------------------------
+    def run(self) -> None:
+        it = iter(self.inputs)
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.env[node] = self._placeholder(node, next(it))
+            elif node.op == "call_function":
+                self.env[node] = self._call(node)
+            elif node.op == "output":
+                self._output(node)
+            else:
+                raise NotImplementedError(f"fxlens: unsupported FX node {node.op} {node.target}")
+
+    def _placeholder(self, node, t):
+        if not isinstance(t, torch.Tensor):
+            self.placeholders.append(None)
+            return t
+        buf = Buffer(f"arg{len(self.placeholders)}", tuple(int(s) for s in t.shape),
+                     tuple(int(s) for s in t.stride()), t.dtype, t.device, node, kind="input")  # fmt: skip
+        self.placeholders.append(buf)
+        return buf
+
+    def _call(self, node):
+        args = map_aggregate(node.args, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
+        kwargs = map_aggregate(node.kwargs, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
+        if node.target is operator.getitem:
+            return self._relabel(args[0][args[1]], node)
+        if node.target == aten.copy_.default and isinstance(args[0], Buffer) and args[0].kind == "input" \
+                and args[0].root is None and isinstance(args[1], Value):  # fmt: skip
+            self.mutations.append((node, args[0], args[1]))
+            return args[0]
+        if node.target == aten.sym_size.int:
+            return args[0].shape[args[1]]
+        if node.target == aten.sym_stride.int and isinstance(args[0], Buffer):
+            return args[0].stride[args[1]]
+        if node.target == aten.sym_numel.default:
+            return numel(args[0].shape)
+        if not isinstance(node.target, torch._ops.OpOverload):
+            flat = []
+            map_aggregate((args, kwargs), flat.append)
+            if not any(isinstance(a, Value) for a in flat):
+                return node.target(*args, **kwargs)  # symbolic-size arithmetic, now concrete
+        meta = self.meta(node)
+        fn = LOWERINGS.get(node.target)
+        out = None
+        if fn is not None and meta is not None and self._same_device(meta):
+            out = fn(self, node, meta, *args, **kwargs)
+        if out is None:
+            return self.extern(node, args, kwargs)
+        if isinstance(out, Pointwise) and not out.cheap and (self.uses.get(node, 0) > 1 or not self.fusion):
+            if node.target not in VIEW_OPS or not self.fusion:
+                out = self.realize(out)
+        return out
+
+    def _relabel(self, v, node):
+        """A tuple element, labelled with its getitem node (what ATen replays and reports see)."""
+        if isinstance(v, Buffer):
+            return Buffer(v.name, v.shape, v.stride, v.dtype, v.device, node, None, v.offset, v.root, v.kind)
+        if isinstance(v, Pointwise):
+            inner = v
+
+            def fn(ctx, idx):
+                return inner.load(ctx, idx)
+
+            return Pointwise(fn, v.shape, v.dtype, v.device, node, cheap=v.cheap)
+        return v
+
+    def _same_device(self, meta) -> bool:
+        metas = meta if isinstance(meta, (tuple, list)) else [meta]
+        return all(isinstance(m, torch.Tensor) and m.device == self.device for m in metas)
+
+    def _output(self, node):
+        outs = map_aggregate(node.args[0], lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
+        self.outputs = list(map_aggregate(outs, self.realize))
+        # Input mutations last: sources that read a mutated input are realized first, so no later
+        # kernel sees a half-updated input.
+        pending = []
+        for node_, dst, src in self.mutations:
+            if isinstance(src, Buffer) and src.base is dst and src.is_full_view():
+                continue
+            pending.append((node_, dst, src))
+        for i, (node_, dst, src) in enumerate(pending):
+            if isinstance(src, Pointwise) and not src.cheap:
+                pending[i] = (node_, dst, self.realize(src))
+        for node_, dst, src in pending:
+            self.items.append(SchedNode(_copy_value(node_, dst, src), dst, mutation=True))
+
+
+def _copy_value(node, dst: Buffer, src: Value) -> Pointwise:
+    from fxlens.backend.ir import broadcast_index
+
+    def fn(ctx, idx):
+        return ctx.cast(src.load(ctx, broadcast_index(idx, src.shape, dst.shape)), src.dtype, dst.dtype)
+
+    return Pointwise(fn, dst.shape, dst.dtype, dst.device, node)

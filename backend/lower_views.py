@@ -1,0 +1,212 @@
+"""View, concatenation and gather lowerings: index remapping, never copies.
+
+Views of realized buffers become strided reinterpretations (see `GraphLowering.view`); views of
+lazy values remap the index (`_view_remap`). Gathers load an index tensor and use its value as an
+index into the source (negative indices wrapped).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from fxlens.backend.ir import (
+    Pointwise,
+    Value,
+    broadcast_index,
+    contiguous_strides,
+    decompose,
+    linear,
+    numel,
+)
+from fxlens.backend.lowerings import _shape, register
+
+aten = torch.ops.aten
+
+
+# --- views: index remapping, no copies ---------------------------------------------------------
+def _reshape_remap(in_shape, out_shape):
+    a = [s for s in in_shape if s != 1]
+    b = [s for s in out_shape if s != 1]
+    if a == b:  # only size-1 dims inserted/removed
+
+        def remap(idx):
+            it = iter([i for i, s in zip(idx, out_shape, strict=True) if s != 1])
+            return ["0" if s == 1 else next(it) for s in in_shape]
+
+        return remap
+
+    def remap(idx):
+        lin = linear(idx, contiguous_strides(out_shape))
+        return decompose(f"({lin})", in_shape)
+
+    return remap
+
+
+def _view_remap(node, x, meta, args):
+    t, ins, outs = node.target, x.shape, _shape(meta)
+    if t in (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.squeeze.dim,
+             aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default, aten.expand.default,
+             aten.view.dtype) and t != aten.view.dtype:  # fmt: skip
+        if t == aten.expand.default:
+            return lambda idx: broadcast_index(idx, ins, outs)
+        return _reshape_remap(ins, outs)
+    if t == aten.permute.default:
+        dims = [d % len(ins) for d in args[0]]
+
+        def remap(idx):
+            out = [None] * len(ins)
+            for i, d in enumerate(dims):
+                out[d] = idx[i]
+            return out
+
+        return remap
+    if t in (aten.t.default, aten.transpose.int):
+        d0, d1 = (0, 1) if t == aten.t.default else (args[0] % len(ins), args[1] % len(ins))
+        if len(ins) < 2:
+            return lambda idx: list(idx)
+
+        def remap(idx):
+            idx = list(idx)
+            idx[d0], idx[d1] = idx[d1], idx[d0]
+            return idx
+
+        return remap
+    if t == aten.slice.Tensor:
+        dim = (args[0] if args else 0) % len(ins)
+        start = args[1] if len(args) > 1 and args[1] is not None else 0
+        step = args[3] if len(args) > 3 else 1
+        start = max(0, min(start + ins[dim] if start < 0 else start, ins[dim]))
+
+        def remap(idx):
+            idx = list(idx)
+            idx[dim] = f"({start} + {step} * {idx[dim]})" if (start or step != 1) else idx[dim]
+            return idx
+
+        return remap
+    if t == aten.select.int:
+        dim, i = args[0] % len(ins), args[1] % ins[args[0] % len(ins)]
+        return lambda idx: list(idx[:dim]) + [str(i)] + list(idx[dim:])
+    return None
+
+
+VIEW_OPS = [
+    aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.squeeze.dim,
+    aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default, aten.expand.default,
+    aten.permute.default, aten.t.default, aten.transpose.int, aten.slice.Tensor, aten.select.int,
+    aten.as_strided.default,
+]  # fmt: skip
+
+
+@register(*VIEW_OPS)
+def _view(G, node, meta, x, *args):
+    if not isinstance(x, Value):
+        return None
+    return G.view(node, meta, x, args, _view_remap(node, x, meta, args))
+
+
+@register(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(G, node, meta, x, sizes, dim=0):
+    dim %= len(x.shape)
+    out, start = [], 0
+    for m in meta:
+        n = int(m.shape[dim])
+        out.append(G.slice(node, m, x, dim, start, start + n))
+        start += n
+    return tuple(out)
+
+
+@register(aten.cat.default)
+def _cat(G, node, meta, xs, dim=0):
+    xs = [G.use(x, node) for x in xs if isinstance(x, Value) and numel(x.shape) > 0]
+    if not xs or len(xs) > 16:
+        return None
+    shape, dt = _shape(meta), meta.dtype
+    dim %= len(shape)
+    offs, o = [], 0
+    for x in xs:
+        offs.append(o)
+        o += x.shape[dim]
+
+    def fn(ctx, idx):
+        res = None
+        for j in range(len(xs) - 1, -1, -1):
+            x, off = xs[j], offs[j]
+            i = list(idx)
+            i[dim] = f"tl.minimum(tl.maximum({idx[dim]} - {off}, 0), {x.shape[dim] - 1})"
+            v = ctx.cast(x.load(ctx, i), x.dtype, dt)
+            res = v if res is None else ctx.op(f"tl.where({idx[dim]} < {offs[j + 1]}, {v}, {res})")
+        return res
+
+    return Pointwise(fn, shape, dt, meta.device, node)
+
+
+# --- gathers ------------------------------------------------------------------------------------
+def _wrap(ctx, v, size):
+    return ctx.op(f"tl.where({v} < 0, {v} + {size}, {v})")
+
+
+@register(aten.embedding.default)
+def _embedding(G, node, meta, w, ind, *args):
+    return _index_dim(G, node, meta, w, 0, ind, prefix=True)
+
+
+@register(aten.index_select.default)
+def _index_select(G, node, meta, x, dim, ind):
+    return _index_dim(G, node, meta, x, dim % max(len(x.shape), 1), ind, prefix=False)
+
+
+def _index_dim(G, node, meta, x, dim, ind, prefix):
+    if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in (torch.int64, torch.int32):
+        return None
+    x, ind = G.use(x, node), G.use(ind, node)
+    shape = _shape(meta)
+    k = len(ind.shape) if prefix else 1
+
+    def fn(ctx, idx):
+        i = _wrap(ctx, ind.load(ctx, idx[:k] if prefix else [idx[dim]] if ind.shape else []), x.shape[dim])
+        src = [i] + list(idx[k:]) if prefix else list(idx[:dim]) + [i] + list(idx[dim + 1 :])
+        return x.load(ctx, src)
+
+    return Pointwise(fn, shape, meta.dtype, meta.device, node)
+
+
+@register(aten.gather.default)
+def _gather(G, node, meta, x, dim, ind, sparse_grad=False):
+    if not isinstance(ind, Value) or not isinstance(x, Value):
+        return None
+    x, ind = G.use(x, node), G.use(ind, node)
+    dim %= max(len(x.shape), 1)
+
+    def fn(ctx, idx):
+        i = _wrap(ctx, ind.load(ctx, idx), x.shape[dim])
+        return x.load(ctx, list(idx[:dim]) + [i] + list(idx[dim + 1 :]))
+
+    return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)
+
+
+@register(aten.index.Tensor)
+def _index(G, node, meta, x, indices):
+    pos = [i for i, t in enumerate(indices) if t is not None]
+    if not pos or pos != list(range(pos[0], pos[-1] + 1)):
+        return None
+    inds = [indices[i] for i in pos]
+    if not all(isinstance(t, Value) and t.dtype in (torch.int64, torch.int32) for t in inds):
+        return None
+    x = G.use(x, node)
+    inds = [G.use(t, node) for t in inds]
+    bshape = tuple(torch.broadcast_shapes(*[t.shape for t in inds]))
+    k, m = pos[0], len(pos)
+    shape = _shape(meta)
+    if shape != tuple(x.shape[:k]) + bshape + tuple(x.shape[k + m :]):
+        return None
+    nb = len(bshape)
+
+    def fn(ctx, idx):
+        bidx = idx[k : k + nb]
+        vs = [
+            _wrap(ctx, t.load(ctx, broadcast_index(bidx, t.shape, bshape)), x.shape[k + j])
+            for j, t in enumerate(inds)
+        ]
+        return x.load(ctx, list(idx[:k]) + vs + list(idx[k + nb :]))
+
+    return Pointwise(fn, shape, meta.dtype, meta.device, node)

@@ -1,0 +1,173 @@
+"""Kernel runtime: the on-disk cache (by source hash), loading, launching, and the bisector hooks.
+
+CPU tensors run under Triton's interpreter (the module is loaded with the interpret knob on, since
+`triton.jit` decides at decoration time); CUDA tensors run compiled. A kernel can instead be replayed
+as its ATen ops (FXLENS_KERNEL_FALLBACK) or checked against an fp64 ATen replay (FXLENS_CHECK_KERNELS).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+import torch
+
+from fxlens.backend.trace_log import log_json
+
+_MODULES: dict[tuple[str, bool], object] = {}
+
+
+def cache_dir() -> str:
+    from fxlens.backend import config
+
+    d = config.cache_dir() or os.path.join(tempfile.gettempdir(), f"fxlens_{os.getuid()}", "kernels")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def load_kernel(source: str, name: str, interpret: bool):
+    """Write `source` to the cache as `<sha>.py` (once) and return (jit function, path)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    path = os.path.join(cache_dir(), f"fxk_{digest}.py")
+    key = (digest, interpret)
+    if key in _MODULES:
+        return getattr(_MODULES[key], name), path
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    import triton
+
+    old = triton.knobs.runtime.interpret
+    triton.knobs.runtime.interpret = interpret
+    try:
+        spec = importlib.util.spec_from_file_location(f"fxlens_kernel_{digest}_{int(interpret)}", path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    finally:
+        triton.knobs.runtime.interpret = old
+    _MODULES[key] = mod
+    return getattr(mod, name), path
+
+
+@dataclass(eq=False)
+class CompiledKernel:
+    """A launchable kernel plus what the hooks need to replay it as ATen ops."""
+
+    name: str
+    graph: str
+    fn: object
+    xnumel: int
+    rnumel: int
+    xblock: int
+    rblock: int
+    ops: list[str]
+    replay_nodes: list  # fx nodes to evaluate, in graph order
+    boundary: list  # (node, item, param index, shape, stride, offset)
+    outputs: list  # (param index, node, item, shape, stride, offset)
+    node_msg: str = ""
+    runtime_error: bool = False
+    fallback: bool = False
+    check: bool = False
+    grid: tuple = field(default=(1,))
+
+    def __call__(self, *args) -> None:
+        if self.runtime_error:
+            raise RuntimeError(f"fxlens: injected runtime_error launching kernel {self.name}{self.node_msg}")
+        if self.xnumel == 0:
+            return
+        if self.fallback:
+            self._write(args, self.replay(args, fp64=False))
+            return
+        snap = [a.clone() for a in args] if self.check else None
+        self.fn[self.grid](*args, self.xnumel, self.rnumel, XBLOCK=self.xblock, RBLOCK=self.rblock)
+        if snap is not None:
+            self._check(snap, args)
+
+    def replay(self, args, fp64: bool) -> list:
+        """Evaluate this kernel's FX nodes with ATen on `args`; returns the output values."""
+        env: dict = {}
+        inside = set(self.replay_nodes)
+        for node, item, pi, shape, stride, off in self.boundary:
+            if node in inside:
+                continue
+            a = args[pi]
+            t = a.as_strided(shape, stride, a.storage_offset() + off)
+            if fp64 and t.is_floating_point():
+                t = t.double()
+            if item is None:
+                env[node] = t
+            else:
+                env.setdefault(node, {})[item] = t
+        for node in self.replay_nodes:
+            missing = [a for a in node.all_input_nodes if a not in env]
+            if missing:
+                raise KeyError(
+                    f"{self.name}: {node.format_node()} needs {missing}; boundary {[(b[0].name, b[1]) for b in self.boundary]}"
+                )
+            a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
+            env[node] = node.target(*a, **kw)
+        res = []
+        for _pi, node, item, _s, _st, _o in self.outputs:
+            v = env[node]
+            res.append(v if item is None else v[item])
+        return res
+
+    def _write(self, args, values) -> None:
+        for (pi, _node, _item, shape, stride, off), v in zip(self.outputs, values, strict=True):
+            a = args[pi]
+            dst = a.as_strided(shape, stride, a.storage_offset() + off)
+            if dst.data_ptr() != v.data_ptr():
+                dst.copy_(v.reshape(dst.shape) if v.shape != dst.shape else v)
+
+    def _check(self, snap, args) -> None:
+        ref = self.replay(snap, fp64=True)
+        max_abs = max_rel = 0.0
+        ok = True
+        for (pi, _n, _i, shape, stride, off), r in zip(self.outputs, ref, strict=True):
+            a = args[pi]
+            got = a.as_strided(shape, stride, a.storage_offset() + off)
+            r = r.reshape(got.shape) if r.shape != got.shape else r
+            if got.dtype.is_floating_point:
+                g, rr = got.double(), r.double()
+                tol = {torch.float16: 1e-2, torch.bfloat16: 5e-2}.get(got.dtype, 1e-4)
+            else:
+                g, rr, tol = got.to(torch.float64), r.to(torch.float64), 0.0
+            if g.numel() == 0:
+                continue
+            err = (g - rr).abs()
+            finite = torch.isfinite(rr) & torch.isfinite(g)
+            same_nonfinite = (~finite) & ((g == rr) | (g.isnan() & rr.isnan()))
+            err = torch.where(finite, err, torch.where(same_nonfinite, 0.0, float("inf")))
+            rel = err / (rr.abs() + 1e-12)
+            max_abs = max(max_abs, float(err.max()))
+            max_rel = max(max_rel, float(torch.where(err > 0, rel, 0.0).max()))
+            ok = ok and bool((err <= tol + tol * rr.abs().nan_to_num(0)).all())
+        log_json(
+            "kernel_check",
+            {
+                "graph": self.graph,
+                "name": self.name,
+                "ops": self.ops,
+                "max_abs_err": max_abs,
+                "max_rel_err": max_rel,
+                "ok": ok,
+            },
+        )
+
+
+def fix_layout(t: torch.Tensor, shape, stride) -> torch.Tensor:
+    """An extern's result in the layout the kernels were generated for (copied only if it differs)."""
+    if tuple(t.shape) == tuple(shape) and all(
+        a == b or n <= 1 for a, b, n in zip(t.stride(), stride, shape, strict=True)
+    ):
+        return t
+    out = torch.empty_strided(shape, stride, dtype=t.dtype, device=t.device)
+    out.copy_(t)
+    return out

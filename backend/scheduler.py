@@ -1,0 +1,119 @@
+"""Fusion scheduler: groups realized nodes into kernels, recording every decision with its reason.
+
+Rules, tried in order for each realized node B against earlier kernels (latest first):
+  - same (numel, rnumel): pointwise chains, and reductions over the same rows (layernorm, softmax);
+  - a pointwise node over a reduction's rows (numel == xnumel): epilogue;
+  - a pointwise node over a reduction's full domain: prologue/epilogue in the row loop;
+  - a reduction after a pointwise kernel over its full domain: prologue (the kernel becomes a reduction).
+A candidate must share a buffer with B; the scan stops at the first item B depends on (moving B
+before it "would create a cycle"); a trial codegen must succeed (same-index reads of values the
+kernel computes). FXLENS_FUSION_LIMIT=N applies only the first N decisions.
+"""
+
+from __future__ import annotations
+
+from fxlens.backend.codegen import Incompatible, Kernel, SchedNode, generate
+from fxlens.backend.graph import Budget, Extern
+from fxlens.backend.ir import Reduction, numel
+
+
+def _new_kernel(sn: SchedNode) -> Kernel:
+    if isinstance(sn.value, Reduction):
+        r = sn.value
+        return Kernel([sn], r.xnumel, r.rnumel, tuple(r.full), tuple(r.rdims))
+    return Kernel([sn], numel(sn.out.shape))
+
+
+def _merged(k: Kernel, sn: SchedNode) -> Kernel | None:
+    """The kernel `k` with `sn` appended, if their iteration domains are compatible."""
+    n = numel(sn.out.shape)
+    if isinstance(sn.value, Reduction):
+        r = sn.value
+        if k.is_reduction:
+            return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims) if (
+                (r.xnumel, r.rnumel) == (k.xnumel, k.rnumel)) else None  # fmt: skip
+        if all(tuple(o.out.shape) == tuple(r.full) or numel(o.out.shape) == r.xnumel for o in k.nodes):
+            return Kernel(k.nodes + [sn], r.xnumel, r.rnumel, tuple(r.full), tuple(r.rdims))
+        return None
+    if not k.is_reduction:
+        return Kernel(k.nodes + [sn], k.xnumel) if n == k.xnumel else None
+    if n == k.xnumel or tuple(sn.out.shape) == tuple(k.full):
+        return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims)
+    return None
+
+
+def _reads(sn: SchedNode, rmax: int) -> set[str]:
+    src = generate(_new_kernel(sn), "probe", _new_kernel(sn).rnumel <= rmax, None)
+    return {b.name for b in src.params} - ({sn.out.base.name} if not sn.mutation else set())
+
+
+def schedule(items: list, fusion: bool, budget: Budget, rmax: int) -> list:
+    """Group `items` (SchedNodes and Externs in order) into Kernels and Externs, in order."""
+    out: list = []
+    produced: dict[int, set[str]] = {}  # id(item) -> root names it writes
+    reads: dict[int, set[str]] = {}
+    for it in items:
+        if isinstance(it, Extern):
+            out.append(it)
+            produced[id(it)] = {b.name for b in it.outs if b is not None}
+            reads[id(it)] = it.reads
+            continue
+        sn = it
+        r = _reads(sn, rmax)
+        writes = {sn.out.base.name}
+        placed = False
+        if fusion:
+            placed = _try_fuse(out, sn, r, writes, produced, reads, budget, rmax)
+        if not placed:
+            k = _new_kernel(sn)
+            out.append(k)
+            produced[id(k)] = set(writes)
+            reads[id(k)] = set(r)
+    return out
+
+
+def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) -> bool:
+    mutated = writes if sn.mutation else set()
+    for j in range(len(out) - 1, -1, -1):
+        it = out[j]
+        if isinstance(it, Kernel):
+            cand = _merged(it, sn)
+            shared = r & (produced[id(it)] | reads[id(it)])
+            if cand is not None and shared:
+                if not budget.allowed():
+                    budget.record(False, it, sn.name, "not fused: beyond FXLENS_FUSION_LIMIT")
+                    return False
+                try:
+                    generate(cand, "probe", cand.rnumel <= rmax, None)
+                except Incompatible as e:
+                    budget.record(False, it, sn.name, f"not fused: {e}")
+                    return False
+                it.nodes, it.xnumel, it.rnumel, it.full, it.rdims = (
+                    cand.nodes,
+                    cand.xnumel,
+                    cand.rnumel,
+                    cand.full,
+                    cand.rdims,
+                )
+                produced[id(it)] |= writes
+                reads[id(it)] |= r
+                kind = "reduction rows" if cand.is_reduction else "pointwise"
+                budget.record(
+                    True,
+                    it,
+                    sn.name,
+                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, shares {sorted(shared)[0]}",
+                )
+                return True
+        if (r & produced[id(it)]) or (mutated & reads[id(it)]):
+            for it2 in reversed(out[:j]):
+                if (
+                    isinstance(it2, Kernel)
+                    and _merged(it2, sn) is not None
+                    and r & (produced[id(it2)] | reads[id(it2)])
+                ):
+                    name = getattr(it, "name", "") or type(it).__name__
+                    budget.record(False, it2, sn.name, f"not fused: would create a cycle (through {name})")
+                    break
+            return False
+    return False

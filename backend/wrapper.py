@@ -1,0 +1,107 @@
+"""The generated Python wrapper: allocates buffers, launches kernels in order, calls externs.
+
+The wrapper is plain Python source (logged as `fxlens_wrapper`), executed in a namespace holding the
+compiled kernels `K`, the extern ops `E` and non-literal constants `C`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from fxlens.backend.codegen import Kernel
+from fxlens.backend.graph import Extern
+from fxlens.backend.ir import Buffer
+
+
+def _view(b: Buffer) -> str:
+    if b.is_full_view():
+        return b.base.name
+    return f"_v({b.base.name}, {tuple(b.shape)}, {tuple(b.stride)}, {b.offset - b.base.offset})"
+
+
+class _Fmt:
+    def __init__(self):
+        self.consts: list = []
+
+    def __call__(self, a) -> str:
+        if isinstance(a, Buffer):
+            return _view(a)
+        if a is None or isinstance(a, (bool, str)):
+            return repr(a)
+        if isinstance(a, int):
+            return repr(a)
+        if isinstance(a, float):
+            return repr(a) if math.isfinite(a) else f"float({str(a)!r})"
+        if isinstance(a, torch.dtype):
+            return str(a)
+        if isinstance(a, torch.device):
+            return f"torch.device({str(a)!r})"
+        if isinstance(a, list):
+            return "[" + ", ".join(self(x) for x in a) + "]"
+        if isinstance(a, tuple):
+            return "(" + "".join(self(x) + ", " for x in a) + ")"
+        self.consts.append(a)
+        return f"C[{len(self.consts) - 1}]"
+
+
+def build_wrapper(G, items: list, compiled: list, kind: str):
+    """Wrapper source and the boxed callable `call(args)` for one compiled graph."""
+    from fxlens.backend.runtime import fix_layout
+
+    fmt = _Fmt()
+    externs: list = []
+    mutated = {sn.out.base.name for it in items if isinstance(it, Kernel) for sn in it.nodes if sn.mutation}
+    names = [b.name if b is not None else f"s{i}" for i, b in enumerate(G.placeholders)]
+    lines = [f"# fxlens wrapper ({kind} graph)", "def call(args):"]
+    if names:
+        lines.append(f"    ({''.join(n + ', ' for n in names)}) = args")
+    lines.append("    args.clear()")
+    for b in G.placeholders:
+        if b is not None and b.name not in mutated:
+            lines.append(f"    {b.name} = _fix({b.name}, {tuple(b.shape)}, {tuple(b.stride)})")
+    allocated = {b.name for b in G.placeholders if b is not None}
+    kit = iter(compiled)
+    for it in items:
+        if isinstance(it, Kernel):
+            ck, params = next(kit)
+            for sn in it.nodes:
+                b = sn.out.base
+                if b.name in params and b.name not in allocated:
+                    allocated.add(b.name)
+                    lines.append(
+                        f"    {b.name} = _empty({tuple(b.shape)}, {tuple(b.stride)}, dtype={b.dtype}, device=DEV)"
+                    )
+            idx = len(compiled) and [c for c, _ in compiled].index(ck)
+            lines.append(f"    K[{idx}]({', '.join(params)})  # {ck.name}")
+        else:
+            assert isinstance(it, Extern)
+            externs.append(it.node.target)
+            call = f"E[{len(externs) - 1}]({', '.join(fmt(a) for a in it.args)}"
+            kw = "".join(f", {k}={fmt(v)}" for k, v in it.kwargs.items())
+            outs = [o.name if o is not None else "_" for o in it.outs]
+            lhs = f"({''.join(o + ', ' for o in outs)})" if it.tuple_out else outs[0]
+            lines.append(f"    {lhs} = {call}{kw})  # {it.node.target}")
+            for o in it.outs:
+                if o is not None:
+                    allocated.add(o.name)
+                    lines.append(f"    {o.name} = _fix({o.name}, {tuple(o.shape)}, {tuple(o.stride)})")
+    ret = [fmt(o) for o in G.outputs]
+    lines.append(f"    return [{', '.join(ret)}]")
+    source = "\n".join(lines) + "\n"
+    ns = {
+        "torch": torch,
+        "K": [c for c, _ in compiled],
+        "E": externs,
+        "C": fmt.consts,
+        "DEV": G.device,
+        "_empty": torch.empty_strided,
+        "_fix": fix_layout,
+        "_v": lambda t, shape, stride, off: t.as_strided(shape, stride, t.storage_offset() + off),
+        "float": float,
+    }
+    exec(compile(source, f"<fxlens wrapper {kind}>", "exec"), ns)  # noqa: S102 - our generated code
+    call = ns["call"]
+    call._boxed_call = True
+    return source, call
