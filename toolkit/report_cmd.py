@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-guards", action="store_true", help="leave guard lines out of the JSON (smaller, faster)"
     )
+    parser.add_argument("--guards", action="store_true", help="also print every compile id's guards as text")
 
 
 def write_json(report: dict, dest: str) -> None:
