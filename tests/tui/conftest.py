@@ -1,0 +1,137 @@
+"""Fixtures for the TUI tests: real TORCH_TRACE logs, made once per test session.
+
+`model_script.py` runs twice under TORCH_TRACE (the second run compiles once more, as a diverging
+second rank would). From those logs: a session with bisect/minify events, a two-rank trace
+directory, and a truncated, partly corrupt copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fxlens.session import append_event, write_info
+
+HERE = Path(__file__).parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Run `async def` tests with asyncio.run (the dev extra has no async plugin)."""
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+        asyncio.run(pyfuncitem.obj(**args))
+        return True
+    return None
+
+
+@dataclass
+class Traces:
+    """Paths of the fixture data (cwd-relative paths in the UI are relative to `root`)."""
+
+    root: Path
+    session: Path  # an fxlens session: one log + bisect and minify events
+    multi: Path  # a TORCH_TRACE dir with rank_0 and rank_1 logs that diverge
+    corrupt: Path  # one log, truncated mid-record, with a garbage line
+    repro: Path  # the minified reproducer the minify event points to
+
+
+def _run(script: Path, trace: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "TORCH_TRACE": str(trace), "PYTHONUNBUFFERED": "1"}
+    env.pop("FXLENS_BACKEND_OVERRIDE", None)
+    return subprocess.Popen(
+        [sys.executable, script.name, *args],
+        cwd=script.parent,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.fixture(scope="session")
+def traces(tmp_path_factory) -> Traces:
+    root = tmp_path_factory.mktemp("tui")
+    script = root / "model.py"
+    shutil.copy(HERE / "model_script.py", script)
+    procs = [_run(script, root / "run0"), _run(script, root / "run1", "diverge")]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-2000:]
+    (log0,) = sorted((root / "run0").glob("*.log"))
+    (log1,) = sorted((root / "run1").glob("*.log"))
+
+    session = root / "session"
+    (session / "trace").mkdir(parents=True)
+    shutil.copy(log0, session / "trace" / log0.name)
+    write_info(session, {"script": str(script), "argv": [], "backend": "fxlens", "exit_code": 0})
+    repro = root / "repro_min.py"
+    repro.write_text("import torch\n\n\ndef repro(x):\n    return torch.relu(x) * 2.0\n")
+    append_event(
+        session,
+        "bisect",
+        {
+            "first_failing_stage": "fxlens",
+            "check": "accuracy",
+            "runs": 4,
+            "culprit": {
+                "compile_id": "0/0",
+                "function": "f",
+                "file": str(script),
+                "line": 56,
+                "kernel": "fxlens_k0_relu_mul",
+                "ops": ["aten.relu.default", "aten.mul.Tensor"],
+            },
+            "stages": [
+                {"stage": "fxlens_eager", "ok": True},
+                {"stage": "fxlens_aot_eager", "ok": True},
+                {"stage": "fxlens_nofusion", "ok": True},
+                {"stage": "fxlens", "ok": False, "error": "max abs error 0.5"},
+            ],
+            "summary": "first failing stage fxlens: kernel fxlens_k0_relu_mul in f (model.py:56)",
+        },
+    )
+    append_event(
+        session,
+        "minify",
+        {
+            "repro": str(repro),
+            "check": "accuracy",
+            "signature": "accuracy:aten.relu",
+            "original_nodes": 6,
+            "final_nodes": 2,
+            "queries": 9,
+            "seconds": 3.2,
+            "summary": "6 -> 2 nodes in 9 queries: repro_min.py",
+        },
+    )
+
+    multi = root / "multi"
+    multi.mkdir()
+    shutil.copy(log0, multi / "dedicated_log_torch_trace_rank_0_a.log")
+    shutil.copy(log1, multi / "dedicated_log_torch_trace_rank_1_b.log")
+
+    corrupt = root / "corrupt"
+    corrupt.mkdir()
+    data = log0.read_bytes()
+    cut = data[: int(len(data) * 0.7)]
+    lines = cut.split(b"\n")
+    lines.insert(len(lines) // 3, b"this line is not a trace record {{{")
+    (corrupt / "dedicated_log_torch_trace_cut.log").write_bytes(b"\n".join(lines))
+    return Traces(root, session, multi, corrupt, repro)
+
+
+@pytest.fixture
+def in_root(traces, monkeypatch, tmp_path):
+    """cwd = the fixture root (so shown paths are `model.py:57`); sessions dir = tmp_path."""
+    monkeypatch.chdir(traces.root)
+    monkeypatch.setenv("FXLENS_SESSIONS_DIR", str(tmp_path / "sessions"))
+    return traces

@@ -1,0 +1,224 @@
+"""Load a Session for the TUI off the event loop, one log (rank) at a time, into a browsable index.
+
+Nothing here touches Textual: the app runs `load_ranks` in a worker thread and posts each rank to
+the UI as it arrives, so the first rank paints while the others are still being read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxlens.report import build_report
+from fxlens.session import Session
+from fxlens.trace_model import RankModel, build_rank_model
+from fxlens.trace_reader import Record, scan_log
+
+# Outcome of a compile, worst first; the tree colours a frame by its worst compile.
+OUTCOMES = ("failed", "limit", "break", "recompile", "ok")
+OUTCOME_STYLE = {
+    "failed": "bold red",
+    "limit": "magenta",
+    "break": "yellow",
+    "recompile": "cyan",
+    "ok": "green",
+}
+OUTCOME_LABEL = {
+    "failed": "failed",
+    "limit": "hit the recompile limit",
+    "break": "graph break",
+    "recompile": "recompiled",
+    "ok": "ok",
+}
+
+# Record kinds shown as artifacts of a compile id, and their labels (others show their own name).
+ARTIFACT_LABELS = {
+    "dynamo_output_graph": "Dynamo FX graph",
+    "dynamo_cpp_guards_str": "guards",
+    "artifact:dynamo_graph_break_reason": "graph break",
+    "artifact:recompile_reasons": "recompile reasons",
+    "aot_forward_graph": "ATen forward graph",
+    "aot_backward_graph": "ATen backward graph",
+    "aot_inference_graph": "ATen inference graph",
+    "aot_joint_graph": "ATen joint graph",
+    "inductor_output_code": "inductor output code",
+    "compilation_metrics": "compile metrics",
+}
+# Graph-like artifacts the graph view can parse into a node table, Dynamo's first.
+GRAPH_KINDS = (
+    "dynamo_output_graph",
+    "artifact:fxlens_aten_forward_graph",
+    "artifact:fxlens_aten_inference_graph",
+    "artifact:fxlens_aten_backward_graph",
+    "aot_forward_graph",
+    "aot_inference_graph",
+    "aot_backward_graph",
+    "aot_joint_graph",
+)
+_HIDDEN = {"dynamo_start", "artifact:torch_version", "artifact:fxlens_stage"}
+
+
+def is_graph_kind(kind: str) -> bool:
+    """Whether a record kind holds printed FX graph code."""
+    return kind in GRAPH_KINDS or (kind.startswith("artifact:fxlens_") and kind.endswith("_graph"))
+
+
+@dataclass
+class CompileEntry:
+    """One compile id on one rank, with its outcome and artifact records."""
+
+    compile_id: str
+    rank: int | None
+    outcome: str  # the worst of `tags`, or "ok"
+    records: list[Record]
+    tags: tuple[str, ...] = ()  # every outcome that applies (a recompile can also break)
+
+    def artifacts(self) -> list[tuple[str, Record]]:
+        """(label, record) of every artifact worth opening, in log order."""
+        out: list[tuple[str, Record]] = []
+        kernels = 0
+        for rec in self.records:
+            if rec.kind in _HIDDEN or (rec.payload_span is None and rec.kind != "compilation_metrics"):
+                continue
+            if rec.kind == "artifact:fxlens_kernel":
+                kernels += 1
+                label = f"kernel #{kernels}"
+            else:
+                label = ARTIFACT_LABELS.get(rec.kind, rec.kind.removeprefix("artifact:"))
+            out.append((label, rec))
+        return out
+
+
+@dataclass
+class FrameEntry:
+    """A frame (code object) on one rank: the user's function and the compiles of it."""
+
+    frame_id: int
+    function: str
+    co_name: str
+    file: str
+    line: int
+    compiles: list[CompileEntry] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        return min((c.outcome for c in self.compiles), key=OUTCOMES.index, default="ok")
+
+    @property
+    def label(self) -> str:
+        where = f"{Path(self.file).name}:{self.line}" if self.file else "?"
+        resumed = f" [{self.co_name}]" if self.co_name and self.co_name != self.function else ""
+        return f"{self.function}{resumed}  {where}"
+
+
+@dataclass
+class RankEntry:
+    """One log: its rank and frames."""
+
+    model: RankModel
+    frames: list[FrameEntry]
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.model.rank}" if self.model.rank is not None else "process (no rank)"
+
+
+def _frame_key(cid: str) -> int:
+    head = cid.split("/")[0]
+    return int(head) if head.isdigit() else -1
+
+
+def _cid_order(cid: str) -> tuple[int, int]:
+    parts = cid.split("/")
+    return (_frame_key(cid), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0)
+
+
+def index_rank(model: RankModel) -> RankEntry:
+    """Group one rank's compiles by frame, each with its outcome."""
+    failed = {
+        m.compile_id
+        for m in model.metrics
+        if m.fail_type and not (m.fail_reason and "recompile limit exceeded" in m.fail_reason)
+    }
+    limit = {h.compile_id for h in model.limit_hits}
+    breaks = {b.compile_id for b in model.graph_breaks}
+    recompiled = {r.compile_id for r in model.recompiles}
+    where: dict[str, tuple[str, str, str, int]] = {}
+    for src in (model.metrics, model.graphs):
+        for x in src:
+            where.setdefault(x.compile_id, (x.function, x.co_name, x.file, x.line))
+    frames: dict[int, FrameEntry] = {}
+    for cid in sorted(model.by_compile, key=_cid_order):
+        fid = _frame_key(cid)
+        tags = tuple(
+            name
+            for name, hit in (
+                ("failed", cid in failed),
+                ("limit", cid in limit),
+                ("break", cid in breaks),
+                ("recompile", cid in recompiled),
+            )
+            if hit
+        )
+        outcome = tags[0] if tags else "ok"
+        frame = frames.get(fid)
+        if frame is None:
+            fn, co, file, line = where.get(cid, (f"frame {fid}", "", "", 0))
+            frame = frames[fid] = FrameEntry(fid, fn, co, file, line)
+        frame.compiles.append(CompileEntry(cid, model.rank, outcome, model.by_compile[cid], tags))
+    return RankEntry(model, [frames[k] for k in sorted(frames)])
+
+
+@dataclass
+class Summary:
+    """The session-wide results the list views show (computed once every rank is read)."""
+
+    breaks: list[dict]
+    causes: list[dict]
+    limit_hits: list[dict]
+    divergence: list[dict]
+    events: list[dict]
+    skipped: list[str]
+
+
+def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
+    """Read every log of `session`, yielding each rank's index as soon as it is read.
+
+    When all are read, `session.ranks` is filled in (sorted as Session sorts them), so the
+    Session's own lookups (`records`, `guards`, `recompile_causes`) never read the logs again.
+    A log that cannot be read at all becomes a note in `session.skipped`, never an exception.
+    """
+    models: list[RankModel] = []
+    errors: list[str] = []
+    for log in session.logs:
+        try:
+            model = build_rank_model(scan_log(log))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+            errors.append(f"{log.name}: unreadable ({type(e).__name__}: {e})")
+            continue
+        models.append(model)
+        entry = index_rank(model)
+        if on_rank:
+            on_rank(entry)
+        yield entry
+    if errors and models:
+        models[0].skipped.extend(errors)
+    elif errors:
+        models.append(RankModel(rank=None, log="", skipped=errors))
+    session.__dict__["ranks"] = sorted(
+        models, key=lambda m: (m.rank is None, m.rank if m.rank is not None else 0, m.log)
+    )
+
+
+def summarise(session: Session) -> Summary:
+    """The deduplicated breaks, recompile causes, divergence and events of a loaded session."""
+    report = build_report(session, with_guards=False)
+    return Summary(
+        breaks=report["graph_breaks"],
+        causes=report["recompile_causes"],
+        limit_hits=report["recompile_limit_hits"],
+        divergence=report["divergence"],
+        events=[e for e in report["events"] if e.get("event") in ("bisect", "minify", "doctor")],
+        skipped=list(report["skipped"]),
+    )

@@ -1,0 +1,110 @@
+"""The compile-id tree: rank → frame → compile ids → artifacts, coloured by outcome, built lazily.
+
+Frames get their compile ids, and compile ids their artifacts, only when first expanded, so a trace
+with thousands of compiles adds a few hundred tree nodes up front.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets.tree import TreeNode
+
+from fxlens.tui.loader import (
+    OUTCOME_LABEL,
+    OUTCOME_STYLE,
+    CompileEntry,
+    FrameEntry,
+    RankEntry,
+    is_graph_kind,
+)
+from fxlens.tui.widgets import CompileTree
+
+
+def _compile_label(c: CompileEntry) -> Text:
+    label = Text.assemble(("● ", OUTCOME_STYLE[c.outcome]), (c.compile_id, "bold"))
+    for tag in c.tags:
+        label.append(f"  {OUTCOME_LABEL[tag]}", OUTCOME_STYLE[tag])
+    return label
+
+
+def _frame_label(f: FrameEntry) -> Text:
+    return Text.assemble(
+        ("● ", OUTCOME_STYLE[f.outcome]),
+        (f.label, ""),
+        (f"  ×{len(f.compiles)}", "dim"),
+    )
+
+
+def add_rank(tree: CompileTree, rank: RankEntry, expand: bool) -> TreeNode:
+    """Add one rank with its frames (their compiles are added on expand)."""
+    node = tree.root.add(
+        Text.assemble((rank.label, "bold"), (f"  {len(rank.frames)} frames", "dim")),
+        data=("rank", rank),
+        expand=expand,
+    )
+    for f in rank.frames:
+        node.add(_frame_label(f), data=("frame", f))
+    return node
+
+
+def populate(node: TreeNode) -> None:
+    """Add the children of a frame or compile node the first time it is expanded."""
+    if node.children or not node.data:
+        return
+    kind, obj = node.data
+    if kind == "frame":
+        for c in obj.compiles:
+            node.add(_compile_label(c), data=("compile", c))
+    elif kind == "compile":
+        for label, rec in obj.artifacts():
+            style = "cyan" if is_graph_kind(rec.kind) else "red" if "graph_break" in rec.kind else ""
+            node.add_leaf(Text(label, style=style), data=("artifact", (obj, label, rec)))
+
+
+def find_compile(tree: CompileTree, rank: int | None, compile_id: str) -> TreeNode | None:
+    """Expand the path to a compile id and return its node (None if not in the tree)."""
+    for rnode in tree.root.children:
+        _, r = rnode.data
+        if rank is not None and r.model.rank != rank:
+            continue
+        for fnode in rnode.children:
+            _, f = fnode.data
+            if any(c.compile_id == compile_id for c in f.compiles):
+                rnode.expand()
+                populate(fnode)
+                fnode.expand()
+                return next((c for c in fnode.children if c.data[1].compile_id == compile_id), None)
+    return None
+
+
+def search(tree: CompileTree, query: str, after: TreeNode | None = None) -> TreeNode | None:
+    """The next frame or compile (after `after`, wrapping) whose label or id contains `query`."""
+    q = query.lower()
+    hits: list[tuple[TreeNode, CompileEntry | None]] = []
+    for rnode in tree.root.children:
+        for fnode in rnode.children:
+            _, f = fnode.data
+            if q in f.label.lower():
+                hits.append((fnode, None))
+            hits += [
+                (fnode, c)
+                for c in f.compiles
+                if q in c.compile_id or any(q in OUTCOME_LABEL[t] for t in c.tags)
+            ]
+    if not hits:
+        return None
+    start = 0
+    if after is not None and after.data:
+        cur = after.data[1] if after.data[0] == "compile" else None
+        keys = [(n.id, c.compile_id if c else None) for n, c in hits]
+        parent = after.parent if after.data[0] == "compile" else after
+        me = (parent.id if parent else None, cur.compile_id if cur else None)
+        if me in keys:
+            start = keys.index(me) + 1
+    fnode, c = hits[start % len(hits)]
+    fnode.parent.expand()
+    if c is None:
+        return fnode
+    populate(fnode)
+    fnode.expand()
+    return next((n for n in fnode.children if n.data[1] is c), None)

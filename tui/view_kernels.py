@@ -1,0 +1,149 @@
+"""The kernels view: every kernel fxlens's backend generated, its ops, bytes and Triton source."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable
+
+from fxlens.tui import keys
+from fxlens.tui.loader import is_graph_kind
+from fxlens.tui.viewbase import Navigate, View
+from fxlens.tui.widgets import CodeView, Info, VimTable
+
+_COLS = ("rank", "compile id", "graph", "kernel", "ops", "bytes read", "bytes written")
+
+
+def _kb(n) -> str:
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        return "?"
+    return f"{n / 1024:.1f} KiB" if n >= 4096 else f"{n} B"
+
+
+class KernelsView(View):
+    """A table of kernels, the selected one's ops/nodes/bytes, and its source.
+
+    Params: rank, compile_id, kernel (name), node (the graph node we came from, for `o` back).
+    """
+
+    view_id = "kernels"
+    title = "Kernels"
+    BINDINGS = keys.bindings("kernels")
+    # | key | action                              |
+    # | o   | jump back to the kernel's graph node |
+
+    DEFAULT_CSS = """
+    KernelsView #kernels-table { height: 1fr; }
+    KernelsView Horizontal { height: 2fr; }
+    KernelsView #kernel-info { width: 40; padding: 0 1; border-right: solid $primary; }
+    KernelsView #kernel-source { width: 1fr; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[int | None, str, dict]] = []
+        self.shown: list[tuple[int | None, str, dict]] = []
+        self.query_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield VimTable(id="kernels-table")
+        with Horizontal():
+            with Vertical(id="kernel-info"):
+                yield Info("", id="kernel-detail")
+            yield CodeView(id="kernel-source")
+
+    def set_data(self, data) -> None:
+        super().set_data(data)
+        self.rows = data.all_kernels()
+        self._fill()
+
+    def _fill(self) -> None:
+        table = self.query_one("#kernels-table", VimTable)
+        q = self.query_text.lower()
+        self.shown = [
+            r
+            for r in self.rows
+            if not q or q in f"{r[1]} {r[2].get('name')} {' '.join(r[2].get('ops') or ())}".lower()
+        ]
+        table.clear(columns=True)
+        table.add_columns(*_COLS)
+        for i, (rank, cid, k) in enumerate(self.shown):
+            cells = (
+                "-" if rank is None else str(rank),
+                cid,
+                str(k.get("graph", "")),
+                str(k.get("name", "?")),
+                str(len(k.get("ops") or ())),
+                _kb(k.get("bytes_read")),
+                _kb(k.get("bytes_written")),
+            )
+            table.add_row(*(Text(c) for c in cells), key=str(i))
+        if not self.shown:
+            self.query_one("#kernel-detail", Info).set(
+                "No fxlens kernels in this session: they appear when a script compiles with backend='fxlens'."
+            )
+
+    def draw(self) -> None:
+        p = self.params
+        table = self.query_one("#kernels-table", VimTable)
+        for i, (rank, cid, k) in enumerate(self.shown):
+            if (
+                (p.get("kernel") is None or k.get("name") == p.get("kernel"))
+                and cid == p.get("compile_id", cid)
+                and (p.get("rank") is None or rank == p.get("rank"))
+            ):
+                table.move_cursor(row=i, scroll=True)
+                self._detail(i)
+                return
+
+    @on(DataTable.RowHighlighted, "#kernels-table")
+    def _row(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._detail(int(event.row_key.value))
+
+    def _detail(self, i: int) -> None:
+        if i >= len(self.shown):
+            return
+        rank, cid, k = self.shown[i]
+        self.params.update(rank=rank, compile_id=cid, kernel=k.get("name"))
+        if self.params.get("rank") is None:
+            self.params.pop("rank")
+        ops = "\n".join(f"  {escape(str(o))}" for o in k.get("ops") or ()) or "  -"
+        nodes = escape(", ".join(map(str, k.get("nodes") or ()))) or "-"
+        self.query_one("#kernel-detail", Info).set(
+            f"[b]{escape(str(k.get('name', '?')))}[/b]\ncompile {cid} · {k.get('graph', '')}\n\n"
+            f"[b]ops fused[/b]\n{ops}\n\n[b]graph nodes[/b]\n  {nodes}\n\n"
+            f"[b]bytes[/b]\n  read    {_kb(k.get('bytes_read'))}\n  written {_kb(k.get('bytes_written'))}\n\n"
+            f"{escape(str(k.get('source_path') or ''))}\n\n[dim]o: back to the graph node[/dim]"
+        )
+        self.query_one("#kernel-source", CodeView).set_code(str(k.get("source") or "(no source logged)"))
+
+    def action_jump_node(self) -> None:
+        table = self.query_one("#kernels-table", VimTable)
+        if not self.shown or self.data is None:
+            return
+        rank, cid, k = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        nodes = list(k.get("nodes") or ())
+        node = self.params.get("node") if self.params.get("node") in nodes else (nodes[0] if nodes else None)
+        entry = self.data.compile(rank, cid)
+        kinds = [r.kind for r in entry.records if is_graph_kind(r.kind)] if entry else []
+        # the kernel's nodes are named in the graph the backend lowered: prefer the backend's own
+        kind = next((x for x in kinds if x.startswith("artifact:fxlens_") and k.get("graph", "") in x), None)
+        kind = kind or next((x for x in kinds if x.startswith("artifact:fxlens_")), None)
+        kind = kind or next((x for x in kinds if x.startswith("aot_")), None) or (kinds[0] if kinds else None)
+        self.post_message(Navigate("graph", rank=rank, compile_id=cid, kind=kind, node=node))
+
+    def search(self, query: str) -> int:
+        self.query_text = query
+        self._fill()
+        return len(self.shown)
+
+    def export_text(self) -> str:
+        detail = self.query_one("#kernel-detail", Info).plain
+        src = self.query_one("#kernel-source", CodeView).text()
+        return self.query_one("#kernels-table", VimTable).export_text() + f"\n\n{detail}\n\n{src}\n"

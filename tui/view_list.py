@@ -1,0 +1,101 @@
+"""A table of items over a detail pane: the shape of the breaks, recompiles and metrics views."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable
+
+from fxlens.tui.viewbase import View
+from fxlens.tui.widgets import Info, VimTable
+
+
+class ListView(View):
+    """Rows from `rows()`, filtered by search; the highlighted row's `detail()` below.
+
+    Params: key (the selected row's key), filter.
+    """
+
+    columns: tuple[str, ...] = ()
+    empty = "nothing here"
+    DEFAULT_CSS = """
+    ListView > VimTable { height: 1fr; }
+    ListView > VerticalScroll { height: 1fr; border-top: solid $primary; padding: 0 1; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.all_rows: list[tuple[str, tuple, str]] = []
+        self.shown: list[tuple[str, tuple, str]] = []
+
+    def compose(self) -> ComposeResult:
+        yield VimTable(id=f"{self.view_id}-table")
+        with VerticalScroll(id=f"{self.view_id}-scroll"):
+            yield Info("", id=f"{self.view_id}-detail")
+
+    def rows(self) -> list[tuple[str, tuple, str]]:
+        """(key, cells, searchable text) of every row."""
+        return []
+
+    def detail(self, key: str) -> str:
+        """Markup for the detail pane of row `key`."""
+        return ""
+
+    def set_data(self, data) -> None:
+        super().set_data(data)
+        self.all_rows = self.rows()
+        self._fill()
+
+    @property
+    def table(self) -> VimTable:
+        return self.query_one(f"#{self.view_id}-table", VimTable)
+
+    def _fill(self) -> None:
+        q = str(self.params.get("filter", "")).lower()
+        self.shown = [r for r in self.all_rows if not q or q in r[2].lower()]
+        table = self.table
+        table.clear(columns=True)
+        table.add_columns(*self.columns)
+        for key, cells, _ in self.shown:
+            table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells), key=key)
+        if not self.shown:
+            self.query_one(f"#{self.view_id}-detail", Info).set(
+                self.empty if not self.all_rows else "no row matches the search"
+            )
+        self._select(self.params.get("key"))
+
+    def _select(self, key: str | None) -> None:
+        keys = [r[0] for r in self.shown]
+        if key in keys:
+            self.table.move_cursor(row=keys.index(key), scroll=True)
+        if self.shown:
+            self._show_detail(self.shown[min(self.table.cursor_row, len(self.shown) - 1)][0])
+
+    def _show_detail(self, key: str) -> None:
+        self.params["key"] = key
+        self.query_one(f"#{self.view_id}-detail", Info).set(self.detail(key))
+        self.query_one(f"#{self.view_id}-scroll", VerticalScroll).scroll_home(animate=False)
+
+    @on(DataTable.RowHighlighted)
+    def _row(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table is self.table and event.row_key.value is not None:
+            self._show_detail(str(event.row_key.value))
+
+    def draw(self) -> None:
+        if self.params.get("filter", "") != getattr(self, "_drawn_filter", ""):
+            self._drawn_filter = self.params.get("filter", "")
+            self._fill()
+        else:
+            self._select(self.params.get("key"))
+
+    def search(self, query: str) -> int:
+        self.params["filter"] = query
+        self._drawn_filter = query
+        self._fill()
+        return len(self.shown)
+
+    def export_text(self) -> str:
+        detail = self.query_one(f"#{self.view_id}-detail", Info).plain
+        return f"{self.title}\n\n{self.table.export_text()}\n\n{detail}\n"

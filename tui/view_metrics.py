@@ -1,0 +1,137 @@
+"""Compile metrics per compile id and stage, and the rank comparison."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.markup import escape
+from rich.text import Text
+
+from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE
+from fxlens.tui.view_list import ListView
+
+
+def _s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+class MetricsView(ListView):
+    """Time per compile id, split into Dynamo tracing and backend compile, slowest visible at a glance.
+
+    Params: key ("<rank>|<compile id>"), filter.
+    """
+
+    view_id = "metrics"
+    title = "Metrics"
+    columns = ("rank", "compile id", "function", "dynamo s", "backend s", "total s", "guards", "outcome", "")
+    empty = "No compilation metrics were logged."
+
+    def rows(self):
+        metrics = [m for r in self.data.session.ranks for m in r.metrics]
+        top = max((m.total_s or 0.0 for m in metrics), default=0.0) or 1.0
+        out = []
+        for m in metrics:
+            c = self.data.compile(m.rank, m.compile_id)
+            outcome = c.outcome if c else "ok"
+            dyn = None if m.total_s is None else max(0.0, m.total_s - (m.backend_s or 0.0))
+            bar = "█" * max(1, round(12 * (m.total_s or 0.0) / top)) if m.total_s else ""
+            cells = (
+                "-" if m.rank is None else str(m.rank),
+                m.compile_id,
+                m.function if m.co_name in ("", m.function) else f"{m.function} [{m.co_name}]",
+                _s(dyn),
+                _s(m.backend_s),
+                _s(m.total_s),
+                "-" if m.guard_count is None else str(m.guard_count),
+                Text(OUTCOME_LABEL[outcome], style=OUTCOME_STYLE[outcome]),
+                bar,
+            )
+            out.append(
+                (f"{m.rank}|{m.compile_id}", cells, f"{m.compile_id} {m.function} {m.co_name} {outcome}")
+            )
+        return out
+
+    def detail(self, key: str) -> str:
+        rank_s, cid = key.split("|", 1)
+        rank = None if rank_s == "None" else int(rank_s)
+        m = next(
+            (x for r in self.data.session.ranks for x in r.metrics if x.rank == rank and x.compile_id == cid),
+            None,
+        )
+        if m is None:
+            return ""
+        total = sum(x.total_s or 0.0 for r in self.data.session.ranks for x in r.metrics)
+        lines = [
+            f"[b]compile {escape(cid)}[/b] · {escape(m.function)} ({escape(m.co_name)}) · {escape(m.file)}:{m.line}",
+            f"total {_s(m.total_s)} s = Dynamo {_s(None if m.total_s is None else m.total_s - (m.backend_s or 0))} s"
+            f" + backend {_s(m.backend_s)} s · {100 * (m.total_s or 0) / (total or 1):.1f}% of all compile time",
+            f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
+        ]
+        if m.fail_type:
+            lines += ["", f"[red]failed: {escape(m.fail_type)}[/red] {escape((m.fail_reason or '').strip())}"]
+        return "\n".join(lines)
+
+
+class RanksView(ListView):
+    """Ranks side by side: per-rank counts, cells that differ from rank 0 in red, and where they diverge.
+
+    Params: key (rank as text), filter.
+    """
+
+    view_id = "ranks"
+    title = "Ranks"
+    columns = (
+        "rank",
+        "graphs",
+        "graph breaks",
+        "recompiles",
+        "limit hits",
+        "kernels",
+        "compile s",
+        "skipped",
+    )
+    empty = "One rank only: rank comparison needs a trace with several ranks."
+
+    def _counts(self, r) -> tuple:
+        return (
+            len(r.graphs),
+            len(r.graph_breaks),
+            len(r.recompiles),
+            len(r.limit_hits),
+            len(r.kernels),
+            round(sum(m.total_s or 0.0 for m in r.metrics), 2),
+            len(r.skipped),
+        )
+
+    def rows(self):
+        ranks = self.data.session.ranks
+        if len(ranks) < 2:
+            return []
+        base = self._counts(ranks[0])
+        out = []
+        for r in ranks:
+            counts = self._counts(r)
+            cells = ["-" if r.rank is None else str(r.rank)]
+            for i, (v, b) in enumerate(zip(counts, base, strict=True)):
+                # compile time always differs a little; flag counts only
+                cells.append(Text(str(v), style="bold red") if v != b and i not in (5, 6) else str(v))
+            out.append((str(r.rank), tuple(cells), f"rank {r.rank}"))
+        return out
+
+    def detail(self, key: str) -> str:
+        div = self.data.summary.divergence if self.data.summary else []
+        lines = []
+        if div:
+            lines.append(
+                "[b red]Ranks diverge[/b red] — ranks that compile differently can hang in collectives:"
+            )
+            lines += [f"  • {escape(d['message'])}" for d in div]
+        else:
+            lines.append("[green]All ranks compiled the same graphs, breaks and recompiles.[/green]")
+        r = next((x for x in self.data.session.ranks if str(x.rank) == key), None)
+        if r is not None:
+            per_fn = Counter(g.function for g in r.graphs)
+            lines += ["", f"[b]rank {escape(key)}[/b]: graphs per function"]
+            lines += [f"  {escape(fn)}: {n}" for fn, n in per_fn.most_common(20)]
+            lines += [f"  [yellow]{escape(s)}[/yellow]" for s in r.skipped]
+        return "\n".join(lines)

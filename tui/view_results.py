@@ -1,0 +1,196 @@
+"""Bisect, minify and doctor results of a session, and the raw artifact view."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markup import escape
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable
+
+from fxlens.tui.viewbase import View, record_text
+from fxlens.tui.widgets import CodeView, Info, VimTable
+
+
+def _ladder(ev: dict) -> list[str]:
+    out = ["[b]stage ladder[/b]"]
+    stages = ev.get("stages") or []
+    first = ev.get("first_failing_stage")
+    for st in stages:
+        if not isinstance(st, dict):
+            continue
+        ok = st.get("ok")
+        mark = (
+            "[green]✓ pass[/green]" if ok else "[red]✗ FAIL[/red]" if ok is False else "[dim]· skipped[/dim]"
+        )
+        why = st.get("error") or st.get("reason") or st.get("detail") or ""
+        out.append(
+            f"  {mark}  {escape(str(st.get('stage')))}"
+            + (f"  [dim]{escape(str(why))[:80]}[/dim]" if why else "")
+        )
+    if not stages:
+        out.append(f"  first failing stage: {escape(str(first))}")
+    c = ev.get("culprit") or {}
+    if c:
+        out += ["", "[b]culprit[/b]"]
+        out.append(f"  compile {escape(str(c.get('compile_id')))} · {escape(str(c.get('function')))}")
+        out.append(f"  at {escape(str(c.get('file')))}:{c.get('line')}")
+        if c.get("kernel"):
+            out.append(f"  kernel [b]{escape(str(c.get('kernel')))}[/b]")
+        if c.get("ops"):
+            out.append(f"  ops {escape(', '.join(map(str, c.get('ops'))))}")
+    out.append(f"\ncheck {escape(str(ev.get('check')))} · {ev.get('runs', '?')} runs")
+    return out
+
+
+def _minify(ev: dict) -> list[str]:
+    return [
+        "[b]minified reproducer[/b]",
+        f"  {escape(str(ev.get('repro')))}",
+        f"  check {escape(str(ev.get('check')))} · signature {escape(str(ev.get('signature')))}",
+        f"  nodes {ev.get('original_nodes')} → [b]{ev.get('final_nodes')}[/b]",
+        f"  {ev.get('queries')} queries in {ev.get('seconds')} s",
+    ]
+
+
+def _doctor(ev: dict) -> list[str]:
+    out = ["[b]functions[/b]"]
+    for f in ev.get("functions") or []:
+        out.append(
+            f"  {escape(str(f.get('function')))}: eager {f.get('eager_ms')} ms, compiled {f.get('compiled_ms')} ms,"
+            f" speedup {f.get('speedup')}, compile {f.get('compile_s')} s"
+        )
+    out += ["", "[b]findings[/b]"]
+    for i, f in enumerate(ev.get("findings") or [], 1):
+        out.append(f"  {i}. {escape(str(f.get('message')))}")
+        if f.get("fix"):
+            out.append(f"     [green]fix[/green] {escape(str(f.get('fix')))}")
+    return out
+
+
+class ResultsView(View):
+    """The session's bisect/minify/doctor events; the selected one's ladder, culprit and repro code.
+
+    Params: key (event index).
+    """
+
+    view_id = "results"
+    title = "Bisect"
+    DEFAULT_CSS = """
+    ResultsView #results-table { height: 8; }
+    ResultsView Horizontal { height: 1fr; }
+    ResultsView #results-scroll { width: 1fr; padding: 0 1; border-right: solid $primary; }
+    ResultsView #results-code { width: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield VimTable(id="results-table")
+        with Horizontal():
+            with VerticalScroll(id="results-scroll"):
+                yield Info("", id="results-detail")
+            yield CodeView(id="results-code")
+
+    def set_data(self, data) -> None:
+        super().set_data(data)
+        table = self.query_one("#results-table", VimTable)
+        table.clear(columns=True)
+        table.add_columns("#", "event", "summary")
+        events = data.summary.events if data.summary else []
+        for i, ev in enumerate(events):
+            table.add_row(str(i + 1), str(ev.get("event")), Text(str(ev.get("summary", ""))), key=str(i))
+        if not events:
+            self.query_one("#results-detail", Info).set(
+                "No bisect, minify or doctor results in this session: run `fxlens bisect SCRIPT` or "
+                "`fxlens minify SCRIPT` and open the session they write."
+            )
+        else:
+            self._detail(0)
+
+    def draw(self) -> None:
+        if "key" in self.params and self.data and self.data.summary:
+            i = int(self.params["key"])
+            if i < len(self.data.summary.events):
+                self.query_one("#results-table", VimTable).move_cursor(row=i)
+                self._detail(i)
+
+    @on(DataTable.RowHighlighted, "#results-table")
+    def _row(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._detail(int(event.row_key.value))
+
+    def _detail(self, i: int) -> None:
+        ev = self.data.summary.events[i]
+        self.params["key"] = str(i)
+        kind = ev.get("event")
+        lines = [f"[b]{escape(str(kind))}[/b]: {escape(str(ev.get('summary', '')))}", ""]
+        lines += _ladder(ev) if kind == "bisect" else _minify(ev) if kind == "minify" else _doctor(ev)
+        self.query_one("#results-detail", Info).set("\n".join(lines))
+        code = ""
+        repro = ev.get("repro") or (ev.get("culprit") or {}).get("repro")
+        if repro:
+            try:
+                code = Path(str(repro)).read_text(errors="replace")
+            except OSError:
+                code = f"# {repro}: not found on this machine"
+        self.query_one("#results-code", CodeView).set_code(code)
+
+    def export_text(self) -> str:
+        return (
+            self.query_one("#results-table", VimTable).export_text()
+            + "\n\n"
+            + self.query_one("#results-detail", Info).plain
+            + "\n\n"
+            + self.query_one("#results-code", CodeView).text()
+            + "\n"
+        )
+
+
+class ArtifactView(View):
+    """Any record of a compile as text (JSON pretty-printed): IR, fusion decisions, wrapper code...
+
+    Params: rank, compile_id, kind, index (which record of that kind, in log order).
+    """
+
+    view_id = "artifact"
+    title = "Raw"
+    DEFAULT_CSS = """
+    ArtifactView #artifact-title { height: auto; padding: 0 1; background: $boost; }
+    ArtifactView #artifact-code { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Info("Select an artifact in the tree to read it here.", id="artifact-title")
+        yield CodeView(id="artifact-code")
+
+    def draw(self) -> None:
+        p = self.params
+        entry = self.data.compile(p.get("rank"), p.get("compile_id", ""))
+        if entry is None:
+            return
+        recs = [r for r in entry.records if r.kind == p.get("kind")]
+        if not recs:
+            return
+        rec = recs[min(int(p.get("index", 0)), len(recs) - 1)]
+        text = record_text(rec)
+        lang = "json" if text.lstrip().startswith(("{", "[")) else "python"
+        self.query_one("#artifact-title", Info).set(
+            f"[b]compile {escape(entry.compile_id)}[/b] · {escape(rec.kind)} · {Path(rec.path).name}:{rec.line_no}"
+        )
+        self.query_one("#artifact-code", CodeView).set_code(text, lang)
+
+    def search(self, query: str) -> int:
+        return self.query_one("#artifact-code", CodeView).find(query)
+
+    def search_next(self) -> None:
+        self.query_one("#artifact-code", CodeView).find_next()
+
+    def export_text(self) -> str:
+        return (
+            self.query_one("#artifact-title", Info).plain
+            + "\n\n"
+            + self.query_one("#artifact-code", CodeView).text()
+            + "\n"
+        )

@@ -1,0 +1,154 @@
+"""What every view shares: the loaded data (attributes down) and the Navigate message (up).
+
+A view is shown at a location: its name plus params (compile id, rank, node, kernel...). The app
+keeps those locations as back/forward history; views never switch views themselves, they post
+`Navigate` and the app goes there.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from textual.containers import Vertical
+from textual.message import Message
+
+from fxlens.session import Session
+from fxlens.trace_reader import Record
+from fxlens.tui.loader import CompileEntry, RankEntry, Summary
+
+
+@dataclass
+class AppData:
+    """Everything the views read: the session, its ranks' indexes, and the session-wide summary."""
+
+    session: Session
+    ranks: list[RankEntry] = field(default_factory=list)
+    summary: Summary | None = None
+    _kernel_cache: dict = field(default_factory=dict)
+
+    def rank(self, rank: int | None) -> RankEntry | None:
+        """The rank entry for `rank` (None: the first)."""
+        for r in self.ranks:
+            if rank is None or r.model.rank == rank:
+                return r
+        return None
+
+    def compile(self, rank: int | None, compile_id: str) -> CompileEntry | None:
+        """The compile entry of `compile_id` on `rank`."""
+        r = self.rank(rank)
+        if r is None:
+            return None
+        for f in r.frames:
+            for c in f.compiles:
+                if c.compile_id == compile_id:
+                    return c
+        return None
+
+    def compiles_of_frame(self, rank: int | None, compile_id: str) -> list[CompileEntry]:
+        """Every compile of the frame `compile_id` belongs to, in order."""
+        r = self.rank(rank)
+        fid = compile_id.split("/")[0]
+        if r is None:
+            return []
+        for f in r.frames:
+            if str(f.frame_id) == fid:
+                return list(f.compiles)
+        return []
+
+    def kernel_payloads(self, rank: int | None, compile_id: str) -> list[dict]:
+        """The fxlens_kernel JSON payloads of one compile (read from disk once, then cached)."""
+        key = (rank, compile_id)
+        if key not in self._kernel_cache:
+            c = self.compile(rank, compile_id)
+            out = []
+            for rec in c.records if c else []:
+                if rec.kind == "artifact:fxlens_kernel":
+                    k = rec.payload_json()
+                    if isinstance(k, dict):
+                        out.append(k)
+            self._kernel_cache[key] = out
+        return self._kernel_cache[key]
+
+    def all_kernels(self) -> list[tuple[int | None, str, dict]]:
+        """(rank, compile id, payload) of every kernel of every rank."""
+        out = []
+        for r in self.ranks:
+            for f in r.frames:
+                for c in f.compiles:
+                    if any(rec.kind == "artifact:fxlens_kernel" for rec in c.records):
+                        out += [
+                            (r.model.rank, c.compile_id, k)
+                            for k in self.kernel_payloads(r.model.rank, c.compile_id)
+                        ]
+        return out
+
+
+def record_text(rec: Record) -> str:
+    """A record's payload for display: JSON pretty-printed, or the metadata when it has none."""
+    if rec.payload_span is None:
+        return json.dumps(rec.meta, indent=2, default=str)
+    text = rec.payload()
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return json.dumps(json.loads(text), indent=2)
+        except ValueError:
+            pass
+    return text
+
+
+class Navigate(Message):
+    """Posted by a view or the tree: go to `view` at `params` (recorded in history)."""
+
+    def __init__(self, view: str, **params) -> None:
+        super().__init__()
+        self.view = view
+        self.params = params
+
+
+class View(Vertical):
+    """Base of the views: `show(params)` draws a location, `export_text()` says what is on screen."""
+
+    view_id: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        super().__init__(id=f"view-{self.view_id}")
+        self.data: AppData | None = None
+        self.params: dict = {}
+
+    def set_data(self, data: AppData) -> None:
+        """Receive the loaded data (called by the app when loading finishes)."""
+        self.data = data
+
+    def show(self, **params) -> None:
+        """Draw the view at `params`; views override `draw`."""
+        self.params = {k: v for k, v in params.items() if v is not None}
+        if self.data is not None:
+            self.draw()
+
+    def draw(self) -> None:
+        """Redraw from `self.data` and `self.params`."""
+
+    def location(self) -> dict:
+        """The params that bring this view back to what it shows now."""
+        return dict(self.params)
+
+    def export_text(self) -> str:
+        """The view as plain text."""
+        return ""
+
+    def search(self, query: str) -> int:
+        """Filter or highlight by `query`; returns the number of matches."""
+        return 0
+
+    def search_next(self) -> None:
+        """Go to the next match of the last search."""
+
+    def focus_main(self) -> None:
+        """Focus the view's main widget."""
+        for w in self.query("VimTable, CodeView"):
+            if w.display:
+                w.focus()
+                return

@@ -1,0 +1,214 @@
+"""Reusable widgets: a lazy code pane, a vim-keyed table, a tree with vim keys.
+
+CodeView renders only the lines on screen (the Line API, like toolong) and highlights code in a
+worker thread, so a 10,000-line graph opens at once and colours in a moment later.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import work
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import DataTable, Static, Tree
+
+from fxlens.tui import keys
+
+MARK_STYLES = {
+    "cursor": Style(bgcolor="grey23"),
+    "failed": Style(bgcolor="dark_red", bold=True),
+    "added": Style(color="green"),
+    "removed": Style(color="red"),
+    "match": Style(bgcolor="dark_goldenrod"),
+}
+
+
+class CodeView(ScrollView, can_focus=True):
+    """Read-only code with line numbers; only visible lines are rendered.
+
+    Attributes are set by the parent through `set_code`; line marks (failed guard, diff lines,
+    the selected node) are styles from MARK_STYLES keyed by 0-based line.
+    """
+
+    BINDINGS = keys.bindings("code")
+    # | key | action        |
+    # | j/k | scroll down/up |
+    # | g/G | top / bottom  |
+
+    DEFAULT_CSS = """
+    CodeView { background: $surface; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._plain: list[str] = []
+        self._lines: list[Text] | None = None
+        self._token = 0
+        self.marks: dict[int, str] = {}
+        self.language: str | None = None
+        self._matches: list[int] = []
+        self._match_at = -1
+
+    @property
+    def lines(self) -> list[str]:
+        """The plain text lines shown."""
+        return self._plain
+
+    def set_code(
+        self, code: str, language: str | None = "python", marks: dict[int, str] | None = None
+    ) -> None:
+        """Show `code` from the top; `language` None shows it unhighlighted."""
+        self._plain = code.split("\n") if code else []
+        self._lines = None
+        self._token += 1
+        self.marks = dict(marks or {})
+        self.language = language
+        width = max((len(x) for x in self._plain), default=0) + 8
+        self.virtual_size = Size(width, len(self._plain))
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+        if language and self._plain:
+            self._highlight(code, language, self._token)
+
+    @work(thread=True, exclusive=True, group="highlight")
+    def _highlight(self, code: str, language: str, token: int) -> None:
+        text = Syntax(code, language, theme="monokai", background_color="default").highlight(code)
+        lines = text.split("\n", allow_blank=True)
+        self.app.call_from_thread(self._set_highlighted, lines, token)
+
+    def _set_highlighted(self, lines: list[Text], token: int) -> None:
+        if token == self._token:
+            self._lines = lines
+            self.refresh()
+
+    def set_marks(self, marks: dict[int, str]) -> None:
+        """Replace the line marks and repaint."""
+        self.marks = dict(marks)
+        self.refresh()
+
+    def goto_line(self, line: int) -> None:
+        """Scroll so that 0-based `line` is near the top third of the pane."""
+        self.scroll_to(y=max(0, line - max(2, self.size.height // 3)), animate=False, immediate=True)
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        i = scroll_y + y
+        width = self.size.width
+        if i >= len(self._plain):
+            return Strip.blank(width, self.rich_style)
+        body = self._lines[i].copy() if self._lines and i < len(self._lines) else Text(self._plain[i])
+        mark = self.marks.get(i)
+        line = Text.assemble((f"{i + 1:>5} ", "dim"), body)
+        if mark:
+            line.stylize(MARK_STYLES[mark])
+            line.pad_right(max(0, scroll_x + width - line.cell_len))
+            line.stylize(MARK_STYLES[mark], 6)
+        segments = list(line.render(self.app.console))
+        strip = Strip(segments).crop(scroll_x, scroll_x + width)
+        return strip.extend_cell_length(width, self.rich_style) if strip.cell_length < width else strip
+
+    def find(self, query: str) -> int:
+        """Mark every line containing `query` (case-insensitive) and go to the first; returns the count."""
+        q = query.lower()
+        self._matches = [i for i, ln in enumerate(self._plain) if q and q in ln.lower()]
+        self._match_at = -1
+        kept = {k: v for k, v in self.marks.items() if v != "match"}
+        self.set_marks({**{i: "match" for i in self._matches}, **kept})
+        self.find_next()
+        return len(self._matches)
+
+    def find_next(self) -> None:
+        """Go to the next line marked by `find`."""
+        if self._matches:
+            self._match_at = (self._match_at + 1) % len(self._matches)
+            self.goto_line(self._matches[self._match_at])
+
+    def text(self) -> str:
+        """The whole text, for export."""
+        return "\n".join(self._plain)
+
+
+class VimTable(DataTable):
+    """A row-cursor DataTable with vim keys."""
+
+    BINDINGS = keys.bindings("table")
+    # | key | action          |
+    # | j/k | row down / up   |
+    # | h/l | column left/right |
+    # | g/G | first / last row |
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("cursor_type", "row")
+        kwargs.setdefault("zebra_stripes", True)
+        super().__init__(**kwargs)
+
+    def export_text(self) -> str:
+        """The table as aligned plain text (header and every row)."""
+        cols = [str(c.label) for c in self.columns.values()]
+        rows = self._rows_plain()
+        widths = [max([len(c)] + [len(r[i]) for r in rows if i < len(r)]) for i, c in enumerate(cols)]
+        out = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=False)).rstrip()]
+        out += ["  ".join(x.ljust(w) for x, w in zip(r, widths, strict=False)).rstrip() for r in rows]
+        return "\n".join(out)
+
+    def _rows_plain(self) -> list[list]:
+        out = []
+        for row_key in self.rows:
+            out.append([c.plain if isinstance(c, Text) else str(c) for c in self.get_row(row_key)])
+        return out
+
+
+class CompileTree(Tree):
+    """The compile-id tree with vim keys; children are created when a node is first expanded."""
+
+    BINDINGS = keys.bindings("tree")
+    # | key | action                 |
+    # | j/k | down / up              |
+    # | l/h | expand / collapse (or parent) |
+    # | g/G | first / last           |
+
+    def action_expand(self) -> None:
+        node = self.cursor_node
+        if node is not None and node.allow_expand:
+            node.expand()
+
+    def action_collapse(self) -> None:
+        node = self.cursor_node
+        if node is None:
+            return
+        if node.is_expanded and node.allow_expand:
+            node.collapse()
+        elif node.parent is not None and node.parent is not self.root:
+            self.move_cursor(node.parent)
+
+    def action_first(self) -> None:
+        self.cursor_line = 0
+        self.scroll_home(animate=False)
+
+    def action_last(self) -> None:
+        self.cursor_line = self.last_line
+        self.scroll_end(animate=False)
+
+
+class Info(Static):
+    """A Static that remembers its markup, so a view can export what it shows as plain text."""
+
+    def __init__(self, markup: str = "", **kwargs) -> None:
+        super().__init__(markup, **kwargs)
+        self.markup = markup
+
+    def set(self, markup: str) -> None:
+        """Show `markup` (dynamic parts must be escaped with rich.markup.escape)."""
+        self.markup = markup
+        self.update(markup)
+
+    @property
+    def plain(self) -> str:
+        """The shown text without markup."""
+        try:
+            return Text.from_markup(self.markup).plain
+        except Exception:  # markup errors never break an export
+            return self.markup
