@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import ContentSwitcher, Footer, Header, Input, Tab, Tabs, Tree
+from textual.widgets import ContentSwitcher, Footer, Header, Input, Static, Tab, Tabs, Tree
 
 from fxlens import config
 from fxlens.errors import FxlensError
@@ -61,16 +62,21 @@ class TextScreen(ModalScreen):
     """A modal page of text (the key list, what was skipped); escape, q or ? closes it."""
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
-    # | key          | action |
+    # | key            | action |
     # | escape / q / ? | close  |
 
-    def __init__(self, markup: str) -> None:
+    def __init__(self, text: Text) -> None:
         super().__init__()
-        self.markup = markup
+        self.text = text
+
+    @property
+    def plain(self) -> str:
+        """The page without styles."""
+        return self.text.plain
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Info(self.markup, id="text")
+            yield Static(self.text, id="text")
 
 
 class SearchInput(Input):
@@ -309,18 +315,21 @@ class FxlensApp(App):
         self.view().focus_main()
 
     def action_help(self) -> None:
-        rows = keys.help_rows()
-        lines = ["[b]fxlens tui keys[/b]  (escape closes)", ""]
-        lines += [
-            f"  [dim]{escape(scope):<8}[/dim] [b]{escape(k):<28}[/b] {escape(what)}"
-            for scope, k, what in rows
-        ]
-        self.push_screen(TextScreen("\n".join(lines)))
+        text = Text.assemble(("fxlens tui keys", "bold"), "  (escape closes)\n\n")
+        for scope, k, what in keys.help_rows():
+            text.append(f"  {scope:<8} ", "dim")
+            text.append(f"{k:<30}", "bold")
+            text.append(f"{what}\n")
+        self.push_screen(TextScreen(text))
 
     def action_show_skipped(self) -> None:
         skipped = getattr(self, "skipped", [])
-        body = "\n".join(f"• {escape(s)}" for s in skipped) or "Nothing was skipped: every line was readable."
-        self.push_screen(TextScreen(f"[b]Skipped while reading[/b]\n\n{body}"))
+        text = Text("Skipped while reading\n\n", style="bold")
+        for s in skipped:
+            text.append(f"• {s}\n", style="")
+        if not skipped:
+            text.append("Nothing was skipped: every line was readable.", style="")
+        self.push_screen(TextScreen(text))
 
     def action_export(self) -> Path | None:
         """Write the current view as text to `fxlens-<view>[-<compile id>].txt` in the export dir."""

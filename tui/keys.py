@@ -1,7 +1,7 @@
 """Every key of the TUI in one registry: widgets build their BINDINGS from it, `?` lists it.
 
 A key action is (keys, action, description, scope). Scopes: "app" (anywhere), "tree" (the compile-id
-tree), "table" (every table), "graph", "guards", "kernels", "code" (code panes).
+tree), "table" (every table), "graph", "guards", "kernels", "results", "code" (code panes).
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ VIEW_KEYS = {
     "artifact": "9",
 }
 
+_VIEW_NAMES = {
+    "results": "bisect / minify / doctor results",
+    "artifact": "raw artifact",
+    "breaks": "graph breaks",
+}
+
 REGISTRY: tuple[KeyAction, ...] = (
     # -- anywhere ------------------------------------------------------------------------------
     KeyAction("question_mark", "app.help", "list every key", "app", True),
@@ -49,7 +55,7 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("ctrl+p", "app.command_palette", "command palette", "app"),
     KeyAction("q", "app.quit", "quit", "app", True),
     *(
-        KeyAction(key, f"app.view('{view}')", f"{view} view", "app", view == "graph")
+        KeyAction(key, f"app.view('{view}')", f"{_VIEW_NAMES.get(view, view)} view", "app", view == "graph")
         for view, key in VIEW_KEYS.items()
     ),
     # -- the compile-id tree ------------------------------------------------------------------
@@ -81,6 +87,8 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("f", "next_failed", "next failed guard", "guards"),
     # -- kernels view -------------------------------------------------------------------------
     KeyAction("o", "jump_node", "jump back to the graph node", "kernels", True),
+    # -- results view -------------------------------------------------------------------------
+    KeyAction("o", "jump_culprit", "jump to the culprit's kernel (or graph)", "results", True),
 )
 
 
@@ -89,7 +97,7 @@ def bindings(scope: str) -> list[Binding]:
     return [Binding(k.keys, k.action, k.description, show=k.show) for k in REGISTRY if k.scope == scope]
 
 
-VIEW_SCOPES = ("graph", "guards", "kernels")
+VIEW_SCOPES = ("graph", "guards", "kernels", "results")
 
 
 def view_key_bindings() -> list[Binding]:

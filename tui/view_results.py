@@ -11,8 +11,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable
 
-from fxlens.tui.viewbase import View, record_text
+from fxlens.tui import keys
+from fxlens.tui.viewbase import Navigate, View, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
+from fxlens.userframes import short_path
 
 
 def _ladder(ev: dict) -> list[str]:
@@ -36,8 +38,10 @@ def _ladder(ev: dict) -> list[str]:
     c = ev.get("culprit") or {}
     if c:
         out += ["", "[b]culprit[/b]"]
-        out.append(f"  compile {escape(str(c.get('compile_id')))} · {escape(str(c.get('function')))}")
-        out.append(f"  at {escape(str(c.get('file')))}:{c.get('line')}")
+        out.append(
+            f"  compile {escape(str(c.get('compile_id')))} · {escape(str(c.get('function')))}  [dim](o: jump)[/dim]"
+        )
+        out.append(f"  at {escape(short_path(str(c.get('file'))))}:{c.get('line')}")
         if c.get("kernel"):
             out.append(f"  kernel [b]{escape(str(c.get('kernel')))}[/b]")
         if c.get("ops"):
@@ -49,7 +53,7 @@ def _ladder(ev: dict) -> list[str]:
 def _minify(ev: dict) -> list[str]:
     return [
         "[b]minified reproducer[/b]",
-        f"  {escape(str(ev.get('repro')))}",
+        f"  {escape(short_path(str(ev.get('repro'))))}",
         f"  check {escape(str(ev.get('check')))} · signature {escape(str(ev.get('signature')))}",
         f"  nodes {ev.get('original_nodes')} → [b]{ev.get('final_nodes')}[/b]",
         f"  {ev.get('queries')} queries in {ev.get('seconds')} s",
@@ -79,6 +83,9 @@ class ResultsView(View):
 
     view_id = "results"
     title = "Bisect"
+    BINDINGS = keys.bindings("results")
+    # | key | action                                  |
+    # | o   | jump to the culprit's kernel (or graph) |
     DEFAULT_CSS = """
     ResultsView #results-table { height: 8; }
     ResultsView Horizontal { height: 1fr; }
@@ -136,6 +143,17 @@ class ResultsView(View):
             except OSError:
                 code = f"# {repro}: not found on this machine"
         self.query_one("#results-code", CodeView).set_code(code)
+
+    def action_jump_culprit(self) -> None:
+        events = self.data.summary.events if self.data and self.data.summary else []
+        i = int(self.params.get("key", 0))
+        c = (events[i].get("culprit") or {}) if i < len(events) else {}
+        if not c.get("compile_id"):
+            self.app.notify("this result names no culprit compile", severity="warning")
+        elif c.get("kernel"):
+            self.post_message(Navigate("kernels", compile_id=c["compile_id"], kernel=c["kernel"]))
+        else:
+            self.post_message(Navigate("graph", compile_id=c["compile_id"]))
 
     def export_text(self) -> str:
         return (

@@ -53,6 +53,11 @@ class CodeView(ScrollView, can_focus=True):
         self._match_at = -1
 
     @property
+    def highlighted(self) -> bool:
+        """Whether the colours are in (highlighting runs in a worker after `set_code`)."""
+        return self._lines is not None or not self.language or not self._plain
+
+    @property
     def lines(self) -> list[str]:
         """The plain text lines shown."""
         return self._plain

@@ -184,7 +184,9 @@ async def test_results_view_bisect_and_minify(in_root, tmp_path):
         detail = app.query_one("#results-detail", Info).plain
         assert "✓ pass  fxlens_aot_eager" in detail and "✗ FAIL  fxlens" in detail
         assert "fxlens_k0_relu_mul" in detail
-        await pilot.press("v", "j")
+        await pilot.press("o")  # the culprit kernel
+        assert app.current_view == "kernels" and app.view().params["kernel"] == "fxlens_k0_relu_mul"
+        await pilot.press("left_square_bracket", "v", "j")
         detail = app.query_one("#results-detail", Info).plain
         assert "6 → 2" in detail
         assert app.query_one("#results-code", CodeView).text() == in_root.repro.read_text()
@@ -240,7 +242,7 @@ async def test_help_palette_and_export(in_root, tmp_path):
         await wait_loaded(app, pilot)
         await pilot.press("question_mark")
         assert isinstance(app.screen, TextScreen)
-        text = app.screen.query_one(Info).plain
+        text = app.screen.plain
         assert "jump from the node to its kernel" in text and "export the current view" in text
         await pilot.press("escape")
         await pilot.press("ctrl+p")
@@ -263,7 +265,7 @@ async def test_corrupt_log_shows_notice_and_still_works(in_root, tmp_path):
         assert notice.has_class("shown") and "skipped" in notice.plain
         assert "unreadable line" in notice.plain or "no payload" in notice.plain
         await pilot.press("exclamation_mark")
-        assert "unreadable" in app.screen.query_one(Info).plain
+        assert "unreadable" in app.screen.plain
         await pilot.press("escape")
         for key in "123456789":
             await pilot.press(key)  # every view draws what is readable

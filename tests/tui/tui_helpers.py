@@ -22,3 +22,17 @@ def make_app(path: Path, tmp_path: Path) -> FxlensApp:
     from fxlens.session import Session
 
     return FxlensApp(Session.open(path), export_dir=tmp_path / "exports", cursor_blink=False)
+
+
+async def settle(app: FxlensApp, pilot, timeout: float = 10.0) -> None:
+    """Wait until every visible code pane is highlighted (for deterministic screenshots)."""
+    from fxlens.tui.widgets import CodeView
+
+    waited = 0.0
+    while waited < timeout:
+        panes = [c for c in app.screen.query(CodeView) if c.display and c.region.area]
+        if all(c.highlighted for c in panes):
+            break
+        await pilot.pause(0.05)
+        waited += 0.05
+    await pilot.pause()
