@@ -38,3 +38,33 @@ def load() -> ToolkitConfig:
 ENV_BACKEND_OVERRIDE = "FXLENS_BACKEND_OVERRIDE"
 ENV_SESSION = "FXLENS_SESSION"
 ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
+
+
+# -- fxlens minify: the parent sets these for its capture child (fxlens.minify_capture) --
+ENV_MINIFY_CAPTURE_DIR = "FXLENS_MINIFY_CAPTURE_DIR"  # where the child saves graphs and status
+ENV_MINIFY_BACKEND = "FXLENS_MINIFY_BACKEND"  # the real backend spec; empty: the script's own
+ENV_MINIFY_CHECK = "FXLENS_MINIFY_CHECK"  # crash, accuracy or auto
+ENV_REPRO_DIR = "FXLENS_REPRO_DIR"
+
+
+@dataclass(frozen=True)
+class MinifyConfig:
+    """User switches of `fxlens minify`."""
+
+    #: where reproducers go when --out is not given
+    repro_dir: Path
+    #: worker processes evaluating candidates (0: one per core)
+    workers: int
+    #: seconds one candidate may take before it counts as a hang
+    timeout: float
+    #: fresh-interpreter runs of the final reproducer before it is written
+    reruns: int
+
+
+def load_minify() -> MinifyConfig:
+    return MinifyConfig(
+        repro_dir=Path(_env_str(ENV_REPRO_DIR, "repro_cases")),
+        workers=int(_env_str("FXLENS_MINIFY_WORKERS", "0") or 0),
+        timeout=float(_env_str("FXLENS_MINIFY_TIMEOUT", "120") or 120),
+        reruns=int(_env_str("FXLENS_MINIFY_RERUNS", "3") or 3),
+    )

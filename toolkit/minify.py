@@ -1,11 +1,388 @@
-"""Placeholder: filled by its own issue."""
+"""`fxlens minify SCRIPT [ARGS...]`: shrink a failing compiled model to a standalone reproducer.
 
+1. Capture: run SCRIPT once in a child with a capturing wrapper around the real backend
+   (`fxlens.minify_capture`): every Dynamo graph saved as code, the failing one named.
+2. Confirm: compile that graph alone in a worker; its failure signature is what reduction keeps.
+3. Reduce (`fxlens.minify_reduce`) on a pool of worker processes (`fxlens.minify_pool`).
+4. Write (`fxlens.repro_writer`): re-run the reproducer 3 times in fresh interpreters first.
+
+`minify_script()` is the Python entry point (`fxlens demo` uses it); `main()` is the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from fxlens import config
+from fxlens.capture import check_script, refused_message, run_captured
 from fxlens.errors import FxlensError
+from fxlens.runner import REFUSED
+from fxlens.session import Session, append_event, new_session_dir, write_info
+
+CHECKS = ("crash", "accuracy", "auto")
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="the failing backend: a name, module:attr or path.py:attr (default: the script's own)",
+    )
+    parser.add_argument(
+        "--check",
+        choices=CHECKS,
+        default="auto",
+        help="what counts as failing: an exception, divergence from an fp64 reference, or whichever "
+        "the script shows (default)",
+    )
+    parser.add_argument("--out", metavar="FILE", help="reproducer path (default repro_cases/minify_*.py)")
+    parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
 
 
-def main(args):
-    raise FxlensError("not built yet")
+def validate_backend(spec: str) -> None:
+    """Refuse a backend spec that cannot work, without running any user code."""
+    if ":" in spec:
+        target, _, attr = spec.rpartition(":")
+        if target.endswith(".py"):
+            if not Path(target).is_file():
+                raise FxlensError(f"backend {spec!r}: no such file {target}")
+            if not re.search(
+                rf"^\s*(def\s+{re.escape(attr)}\b|{re.escape(attr)}\s*=)", Path(target).read_text(), re.M
+            ):
+                raise FxlensError(f"backend {spec!r}: {target} defines no {attr!r}")
+            return
+        try:
+            getattr(importlib.import_module(target), attr)
+        except (ImportError, AttributeError) as e:
+            raise FxlensError(f"backend {spec!r}: {e}") from None
+        return
+    from fxlens.backends import known_names
+
+    names = known_names()
+    if spec not in names:
+        raise FxlensError(f"unknown backend {spec!r} (known: {', '.join(names)})")
+
+
+def _last_error_line(text: str) -> str:
+    lines = [ln for ln in (text or "").splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+    return lines[-1].strip()[:200] if lines else ""
+
+
+@contextlib.contextmanager
+def _child_output(folder: Path):
+    """Send the child's stdout/stderr (inherited fds 1 and 2) to files: the script's own output and
+    traceback are kept for the error message and never clutter the minify output."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(folder / "stdout.txt", "w") as out, open(folder / "stderr.txt", "w") as err:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _run_child(script, script_args, backend, folder: Path, env: dict | None = None):
+    """run_captured into `folder`; (exit code, the child's stderr text)."""
+    with _child_output(folder / "output"):
+        result = run_captured(script, script_args, backend=backend, session_dir=str(folder), env=env)
+    if result.exit_code == REFUSED and (msg := refused_message(Session.open(folder))):
+        raise FxlensError(msg)
+    return result.exit_code, (folder / "output" / "stderr.txt").read_text(errors="replace")
+
+
+def _capture(script, script_args, backend, check, session: Path):
+    """Run the script once under the capturing backend; (capture dir, exit code, stderr)."""
+    from fxlens.minify_capture import CAPTURE_SPEC
+
+    cap = session / "capture"
+    cap.mkdir(parents=True, exist_ok=True)
+    env = {
+        config.ENV_MINIFY_CAPTURE_DIR: str(cap.resolve()),
+        config.ENV_MINIFY_BACKEND: backend or "",
+        config.ENV_MINIFY_CHECK: check,
+    }
+    code, stderr = _run_child(script, script_args, CAPTURE_SPEC, session / "children" / "capture", env)
+    return cap, code, stderr
+
+
+def _no_failure_error(
+    script,
+    script_args,
+    session: Path,
+    exit_code: int,
+    stderr: str,
+    graphs: list[int],
+    backend_desc: str,
+    check: str,
+) -> FxlensError:
+    """The one-line reason there is nothing to minify (does not fail / fails in eager / outside)."""
+    if exit_code == 0:
+        what = "ran to completion" + (" and every compiled graph matched eager" if check != "crash" else "")
+        return FxlensError(f"{script} does not fail with backend {backend_desc}: it {what}")
+    eager_code, _ = _run_child(script, script_args, "eager", session / "children" / "eager")
+    last = _last_error_line(stderr)
+    if eager_code != 0:
+        return FxlensError(f"{script} fails already in eager (backend 'eager'), not in the compiler: {last}")
+    where = "before compiling anything" if not graphs else "outside the compiled graphs"
+    return FxlensError(f"{script} fails {where} (exit status {exit_code}): {last}")
+
+
+def _carried_env() -> tuple[tuple[str, str], ...]:
+    from fxlens.repro_writer import CARRIED_ENV
+
+    return tuple((k, os.environ[k]) for k in CARRIED_ENV if os.environ.get(k))
+
+
+def _confirm(pool, cand, base_spec, values_path: Path | None, child_sig: str | None):
+    """Compile the captured graph alone: the spec (inputs random or recorded, forward or also
+    backward) under which it fails, and its signature; prefers the script's own signature."""
+    from dataclasses import replace
+
+    from fxlens.repro_writer import render
+
+    options = [replace(base_spec, values_path=None)]
+    if values_path is not None and values_path.exists():
+        options.append(replace(base_spec, values_path=str(values_path)))
+    if any(s.requires_grad for s in cand.inputs):
+        options += [replace(o, backward=True) for o in options]
+    sigs = pool.evaluate([render(cand, o) for o in options])
+    usable = [
+        (o, s)
+        for o, s in zip(options, sigs)
+        if s and not s.startswith(("eager:", "candidate error", "worker exited"))
+    ]
+    for o, s in usable:
+        if s == child_sig:
+            return o, s, sigs
+    if usable:
+        return usable[0][0], usable[0][1], sigs
+    return None, None, sigs
+
+
+def minify_script(
+    script: str,
+    script_args: list[str] | None = None,
+    backend: str | None = None,
+    check: str = "auto",
+    out: str | None = None,
+    *,
+    json_path: str | None = None,
+    progress: bool = True,
+) -> dict:
+    """Minify SCRIPT's failing compiled graph into a standalone reproducer.
+
+    Args:
+        script: the user's script (run as `__main__` in a child process).
+        script_args: its arguments.
+        backend: the failing backend spec; None: the one the script passes to torch.compile.
+        check: "crash", "accuracy" or "auto".
+        out: reproducer path; None: a fresh name in the repro dir (FXLENS_REPRO_DIR, repro_cases/).
+        json_path: also write the result there.
+        progress: draw the progress bar on stderr.
+
+    Returns:
+        The `fxlens minify --json` dict: repro, check, signature, original_nodes, final_nodes,
+        queries, seconds (and more: reproduced, flaky, session, input bytes, ...).
+
+    Raises:
+        FxlensError: bad input, or nothing to minify (with the reason, one line).
+    """
+    import torch
+
+    from fxlens.minify_capture import baseline_config_lines, captured_graphs, failing_graph
+    from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
+    from fxlens.minify_pool import Pool
+    from fxlens.minify_reduce import ProgressBar, Reducer, reduce
+    from fxlens.repro_writer import ReproSpec, render
+
+    script_args = list(script_args or [])
+    check_script(script)
+    if check not in CHECKS:
+        raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
+    if backend:
+        validate_backend(backend)
+    cfg = config.load_minify()
+    t0 = time.perf_counter()
+    session = new_session_dir(config.load().sessions_dir, script)
+    write_info(
+        session,
+        {
+            "script": os.path.abspath(script),
+            "argv": script_args,
+            "command": "minify",
+            "backend": backend,
+            "check": check,
+            "started": time.time(),
+        },
+    )
+
+    cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session)
+    graphs = captured_graphs(cap)
+    failed = failing_graph(cap, exit_code)
+    backend_desc = backend or "(the script's own)"
+    todo = [failed["graph"]] if failed else ([] if exit_code == 0 else graphs)
+    if not todo:
+        raise _no_failure_error(
+            script, script_args, session, exit_code, stderr_text, graphs, backend_desc, check
+        )
+
+    baseline = baseline_config_lines()
+    pool = Pool(
+        backend or json.loads((cap / f"graph_{todo[0]}.json").read_text())["backend"],
+        size=cfg.workers,
+        timeout=cfg.timeout,
+        log_dir=session / "workers",
+        cwd=os.getcwd(),
+    )
+    try:
+        found = None
+        for k in todo:
+            meta = json.loads((cap / f"graph_{k}.json").read_text())
+            values_path = cap / f"values_{k}.pt"
+            specs = [InputSpec.from_json(s) for s in meta["inputs"]]
+            values = torch.load(values_path, weights_only=True) if values_path.exists() else {}
+            example = [values.get(f"arg{i}", s.scalar) for i, s in enumerate(specs)]
+            cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
+            kind = (failed or {}).get("kind", "crash")
+            chk = kind if check == "auto" else check
+            base = ReproSpec(
+                backend=meta["backend"],
+                check=chk,
+                config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
+                env=_carried_env(),
+            )
+            spec, sig, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
+            if spec is not None:
+                found = (k, meta, cand, spec, sig)
+                break
+        if found is None:
+            child_sig = (failed or {}).get("signature") or _last_error_line(stderr_text)
+            raise FxlensError(
+                f"{script}: graph {todo[0]} fails in the script ({child_sig}) but not when compiled "
+                f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
+            )
+        k, meta, cand, spec, sig = found
+        from dataclasses import replace
+
+        spec = replace(spec, signature=sig)
+        original = cand.num_calls
+        bar = ProgressBar(original=original) if progress else None
+        reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar)
+        interrupted = False
+        try:
+            final = reduce(reducer, cand)
+        except KeyboardInterrupt:
+            interrupted = True
+            final = reducer.best or cand
+        if bar:
+            bar.done()
+    finally:
+        pool.close()
+
+    result = _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted)
+    result.update(
+        check=spec.check,
+        signature=sig,
+        original_nodes=original,
+        final_nodes=final.num_calls,
+        queries=reducer.queries,
+        seconds=round(time.perf_counter() - t0, 2),
+        backend=spec.backend,
+        graph=k,
+        graphs=len(graphs),
+        session=str(session),
+        backward=spec.backward,
+        values_saved=spec.values_path is not None,
+        original_input_bytes=cand.input_bytes,
+        final_input_bytes=final.input_bytes,
+        interrupted=interrupted,
+    )
+    result["summary"] = summary_line(result)
+    append_event(session, "minify", result)
+    if json_path:
+        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted) -> dict:
+    """Verify the reproducer in fresh interpreters (in the session), then copy it to its place."""
+    from fxlens.repro_writer import default_name, fresh_path, header, render, verify
+
+    target = fresh_path(out or (cfg.repro_dir / default_name(script, spec.backend, spec.check)))
+    values_expr = None
+    work = session / "repro"
+    work.mkdir(exist_ok=True)
+    if spec.values_path:
+        values_name = target.with_suffix(".pt").name
+        shutil.copyfile(spec.values_path, work / values_name)
+        values_expr = f"os.path.join(os.path.dirname(os.path.abspath(__file__)), {values_name!r})"
+    note = "interrupted: the best reproducer found so far, not re-verified" if interrupted else ""
+    text = render(
+        final,
+        spec,
+        header(
+            script=script,
+            script_args=script_args,
+            spec=spec,
+            original_nodes=cand.num_calls,
+            final_nodes=final.num_calls,
+            queries=reducer.queries,
+            note=note,
+        ),
+        values_expr,
+    )
+    staged = work / target.name
+    staged.write_text(text)
+    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(staged, target)
+    if spec.values_path:
+        shutil.copyfile(work / target.with_suffix(".pt").name, fresh_path(target.with_suffix(".pt")))
+    return {
+        "repro": str(target),
+        "reproduced": f"{ok}/{0 if interrupted else cfg.reruns}",
+        "flaky": 0 < ok < cfg.reruns,
+    }
+
+
+def summary_line(r: dict) -> str:
+    """One line for the session, the TUI and the terminal."""
+    if r.get("interrupted"):
+        state = "interrupted, best so far, not re-verified"
+    elif r.get("flaky"):
+        state = f"FLAKY: reproduced {r['reproduced']} fresh runs"
+    elif r["reproduced"].startswith("0/"):
+        state = f"did NOT reproduce in {r['reproduced'].split('/')[1]} fresh runs"
+    else:
+        state = f"reproduced {r['reproduced']} fresh runs"
+    return (
+        f"{r['original_nodes']} -> {r['final_nodes']} nodes in {r['queries']} queries, "
+        f"{r['seconds']:.1f}s; {r['check']}: {r['signature']}; {state}; {r['repro']}"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    result = minify_script(
+        args.script, args.script_args, args.backend, args.check, args.out, json_path=args.json, progress=True
+    )
+    print(f"fxlens minify: {result['summary']}")
+    print(f"  python {result['repro']}")
+    if result["reproduced"].startswith("0/") and not result["interrupted"]:
+        return 1
+    return 0

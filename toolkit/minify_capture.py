@@ -1,0 +1,249 @@
+"""Child side of `fxlens minify`: a capturing wrapper around the real backend, installed through the
+runner's backend override (`fxlens.minify_capture:capture`).
+
+For every Dynamo graph it saves the graph as code (`graph_K.py`, never a pickle), the meta of its
+inputs (`graph_K.json`), and, for the first call, their values (`values_K.pt`, tensors only, read
+back with weights_only=True); then it compiles and runs the graph with the real backend, noting in
+`status.jsonl` (flushed before each step) which graph is being compiled or run, so even a segfault
+names the graph it happened in. With an accuracy check, the first call of each graph is also
+compared with an fp64 eager run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+
+from fxlens import config
+from fxlens.minify_check import accuracy_failure, signature_of
+
+CAPTURE_SPEC = "fxlens.minify_capture:capture"
+STATUS_FILE = "status.jsonl"
+CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
+
+_counter = [0]
+
+
+def _status(out: Path, **data) -> None:
+    with open(out / STATUS_FILE, "a") as f:
+        f.write(json.dumps(data, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def config_lines() -> list[str]:
+    """Non-default torch._dynamo / _inductor / _functorch config, as assignment lines."""
+    import importlib
+
+    lines = []
+    for name in CONFIG_MODULES:
+        try:
+            code = importlib.import_module(name).codegen_config()
+        except Exception:  # a config module that cannot describe itself: carry nothing from it
+            continue
+        lines += [ln for ln in code.splitlines() if ln.startswith("torch.")]
+    return lines
+
+
+def baseline_config_lines() -> set[str]:
+    """Config lines a plain compile shows with nothing set by a script (Dynamo patches some while
+    it compiles); subtracted from a capture's lines so only the script's own settings are carried."""
+    import torch
+
+    seen: list[str] = []
+
+    def probe(gm, example_inputs):
+        seen.extend(config_lines())
+        return gm
+
+    torch.compile(lambda x: x + 1, backend=probe)(torch.ones(1))
+    torch._dynamo.reset()
+    return set(seen)
+
+
+def _script_backend_spec(session: str) -> str:
+    """The backend the script asked for in its latest torch.compile call (the runner records it)."""
+    from fxlens.session import EVENTS_FILE, read_events
+
+    calls = [e for e in read_events(Path(session) / EVENTS_FILE)[0] if e.get("event") == "compile_call"]
+    return str(calls[-1]["backend"]) if calls else "inductor"
+
+
+def _resolve_real(spec: str):
+    target, _, attr = spec.rpartition(":")
+    main = sys.modules.get("__main__")
+    main_file = getattr(main, "__file__", None) or sys.argv[0]
+    if target.endswith(".py") and os.path.abspath(target) == os.path.abspath(main_file):
+        # a backend defined in the running script: take it from there instead of re-running it
+        return getattr(main, attr)
+    from torch._dynamo.backends.registry import lookup_backend
+
+    from fxlens.backends import resolve
+
+    backend = resolve(spec)
+    return lookup_backend(backend) if isinstance(backend, str) else backend
+
+
+def _graph_source(gm) -> str:
+    body = gm.code.strip("\n")
+    return (
+        "import torch\nfrom math import inf, nan  # noqa: F401\nfrom torch import device  # noqa: F401\n\n\n"
+        "class CapturedGraph(torch.nn.Module):\n" + "\n".join("    " + ln for ln in body.splitlines()) + "\n"
+    )
+
+
+def _lift_attributes(gm, example_inputs: list) -> list:
+    """Turn get_attr nodes into inputs (the saved code must not depend on module state)."""
+    import torch
+
+    attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    if not attrs:
+        return example_inputs
+    first = next(n for n in gm.graph.nodes if n.op != "placeholder")
+    extra = []
+    for n in attrs:
+        value = gm
+        for part in n.target.split("."):
+            value = getattr(value, part)
+        if not isinstance(value, torch.Tensor):
+            continue
+        with gm.graph.inserting_before(first):
+            p = gm.graph.placeholder(f"lifted_{n.name}")
+        n.replace_all_uses_with(p)
+        gm.graph.erase_node(n)
+        extra.append(value)
+    gm.recompile()
+    return [*example_inputs, *extra]
+
+
+def capture(gm, example_inputs):
+    """The capturing backend: record the graph, then compile and run it with the real backend."""
+    import torch
+
+    from fxlens.minify_graph import spec_of
+
+    out = Path(os.environ[config.ENV_MINIFY_CAPTURE_DIR])
+    check = os.environ.get(config.ENV_MINIFY_CHECK, "auto")
+    spec = os.environ.get(config.ENV_MINIFY_BACKEND) or _script_backend_spec(config.load().session_dir)
+    k = _counter[0]
+    _counter[0] += 1
+    saved = copy.deepcopy(gm)
+    n_extra = len(example_inputs)
+    inputs = _lift_attributes(saved, list(example_inputs))
+    lifted = inputs[n_extra:]
+    (out / f"graph_{k}.py").write_text(_graph_source(saved))
+    meta = {
+        "graph": k,
+        "backend": spec,
+        "inputs": [spec_of(x).to_json() for x in inputs],
+        "config": config_lines(),
+        "num_calls": sum(
+            1 for n in saved.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+        ),
+    }
+    (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
+
+    def save_values(args) -> None:
+        values = {
+            f"arg{i}": (a.detach().clone() if isinstance(a, torch.Tensor) else a)
+            for i, a in enumerate([*args, *lifted])
+        }
+        torch.save({k2: v for k2, v in values.items() if isinstance(v, torch.Tensor)}, out / f"values_{k}.pt")
+
+    real = _resolve_real(spec)
+    save_values(example_inputs)  # before compiling: a segfault there must not lose them
+    _status(out, graph=k, step="compile")
+    try:
+        compiled = real(gm, example_inputs)
+    except Exception as e:
+        _status(out, graph=k, step="failed", phase="compile", signature=signature_of(e), kind="crash")
+        raise
+    _status(out, graph=k, step="compiled")
+    boxed = bool(getattr(compiled, "_boxed_call", False))
+    state = {"first": True}
+
+    def run(*args):
+        call_args = list(args[0]) if boxed else list(args)
+        first = state["first"]
+        state["first"] = False
+        if first:
+            _status(out, graph=k, step="run")
+            if check in ("accuracy", "auto"):
+                eager_in = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in call_args]
+        try:
+            result = compiled(*args)
+        except Exception as e:
+            _status(out, graph=k, step="failed", phase="run", signature=signature_of(e), kind="crash")
+            raise
+        if first:
+            _status(out, graph=k, step="ran")
+            if check in ("accuracy", "auto"):
+                _compare(out, k, saved, eager_in, lifted, result)
+        return result
+
+    if boxed:
+        run._boxed_call = True  # type: ignore[attr-defined]
+    return run
+
+
+def _compare(out: Path, k: int, gm, args: list, lifted: list, result) -> None:
+    """Record an accuracy failure of graph k's first call (compiled vs eager vs fp64 eager)."""
+    import torch
+
+    def to64(x):
+        return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+
+    try:
+        with torch.no_grad():
+            eager = gm(*args, *lifted)
+            try:
+                ref64 = gm(*[to64(a) for a in args], *[to64(a) for a in lifted])
+            except Exception:
+                ref64 = eager
+        why = accuracy_failure(ref64, eager, result)
+    except Exception:  # comparing is best effort; the reduction re-checks in isolation
+        return
+    if why:
+        _status(out, graph=k, step="failed", phase="run", signature=why, kind="accuracy")
+
+
+def read_status(out: Path) -> list[dict]:
+    """The status records of a capture run (a torn last line is skipped)."""
+    path = out / STATUS_FILE
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue
+    return records
+
+
+def failing_graph(out: Path, exit_code: int) -> dict | None:
+    """The first graph that failed in the capture run: {graph, phase, signature, kind}."""
+    from fxlens.repro_writer import signal_signature
+
+    records = read_status(out)
+    for r in records:
+        if r.get("step") == "failed":
+            return r
+    if exit_code < 0 and records:
+        # killed by a signal: the graph whose compile or run had started and not finished
+        last = records[-1]
+        if last.get("step") in ("compile", "run"):
+            return {
+                "graph": last["graph"],
+                "phase": last["step"],
+                "signature": signal_signature(exit_code),
+                "kind": "crash",
+            }
+    return None
+
+
+def captured_graphs(out: Path) -> list[int]:
+    return sorted(int(p.stem.split("_")[1]) for p in out.glob("graph_*.json"))

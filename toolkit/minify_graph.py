@@ -1,0 +1,238 @@
+"""A minify candidate: an FX graph of calls plus the meta of each input, and the edits reduction makes.
+
+Candidates are rebuilt from scratch on every edit (`rebuild`), which also makes them canonical:
+placeholders are `arg0, arg1, ...` and every other node is named after its op in creation order,
+so two reductions that reach the same graph produce the same source text and the same hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, replace
+
+import torch
+import torch.fx as fx
+
+CALL_OPS = ("call_function", "call_method", "call_module")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """How to build one input: tensor meta, or a plain Python value for scalar inputs."""
+
+    shape: tuple[int, ...] = ()
+    stride: tuple[int, ...] = ()
+    dtype: str = "float32"
+    device: str = "cpu"
+    requires_grad: bool = False
+    lo: float = 0  # value range of integer tensors (indices must stay in range)
+    hi: float = 1
+    saved: str | None = None  # key of a recorded value (only when the check needs real values)
+    scalar: object = None  # a non-tensor input (int, float, bool)
+    is_tensor: bool = True
+
+    @property
+    def nbytes(self) -> int:
+        if not self.is_tensor:
+            return 0
+        return math.prod(self.shape) * torch.empty((), dtype=getattr(torch, self.dtype)).element_size()
+
+    def to_json(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> InputSpec:
+        d = dict(d)
+        d["shape"], d["stride"] = tuple(d.get("shape", ())), tuple(d.get("stride", ()))
+        return cls(**d)
+
+
+def spec_of(value, saved: str | None = None) -> InputSpec:
+    """The InputSpec of a runtime value (a tensor or a scalar)."""
+    if not isinstance(value, torch.Tensor):
+        return InputSpec(is_tensor=False, scalar=value if isinstance(value, (int, float, bool)) else None)
+    lo, hi = 0, 1
+    if not (value.is_floating_point() or value.is_complex()) and value.dtype != torch.bool and value.numel():
+        lo, hi = int(value.min()), int(value.max())
+    return InputSpec(
+        shape=tuple(value.shape),
+        stride=tuple(value.stride()),
+        dtype=str(value.dtype).removeprefix("torch."),
+        device=str(value.device),
+        requires_grad=bool(value.requires_grad),
+        lo=lo,
+        hi=hi,
+        saved=saved,
+    )
+
+
+@dataclass
+class Candidate:
+    """A graph (placeholders, then calls, then one output tuple) and one InputSpec per placeholder."""
+
+    graph: fx.Graph
+    inputs: list[InputSpec]
+
+    @property
+    def num_calls(self) -> int:
+        return sum(1 for n in self.graph.nodes if n.op in CALL_OPS)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(s.nbytes for s in self.inputs)
+
+    def placeholders(self) -> list[fx.Node]:
+        return [n for n in self.graph.nodes if n.op == "placeholder"]
+
+    def outputs(self) -> list[fx.Node]:
+        out = next(n for n in self.graph.nodes if n.op == "output")
+        return list(out.args[0])
+
+    def calls(self) -> list[fx.Node]:
+        return [n for n in self.graph.nodes if n.op in CALL_OPS]
+
+    def forward_source(self) -> str:
+        """`def forward(self, arg0, ...)` as Python source."""
+        return self.graph.python_code(root_module="self").src.strip("\n")
+
+    def key(self) -> str:
+        """Canonical hash: the same graph and inputs give the same key (the memo's key)."""
+        text = self.forward_source() + repr([s.to_json() for s in self.inputs])
+        return hashlib.sha1(text.encode()).hexdigest()
+
+
+def _base_name(node: fx.Node) -> str:
+    t = node.target
+    if isinstance(t, str):
+        name = t
+    elif isinstance(t, torch._ops.OpOverload):
+        name = t._schema.name.split("::")[-1]
+    else:
+        name = getattr(t, "__name__", "v")
+    name = re.sub(r"\W+", "_", name).strip("_").lower() or "v"
+    return name if not name[0].isdigit() else f"v_{name}"
+
+
+def tensor_spec(node: fx.Node) -> InputSpec | None:
+    """The recorded meta of a node's value when it is one tensor (only those can become inputs)."""
+    spec = node.meta.get("fxlens_spec")
+    return spec if isinstance(spec, InputSpec) and spec.is_tensor else None
+
+
+def rebuild(
+    cand: Candidate,
+    remove: frozenset[str] | set[str] = frozenset(),
+    outputs: list[str] | None = None,
+    inputs: list[InputSpec] | None = None,
+) -> Candidate:
+    """A new canonical candidate: nodes named in `remove` become inputs, `outputs` are kept, dead
+    code and unused inputs are dropped. `inputs` replaces the specs of the existing placeholders."""
+    old_specs = inputs if inputs is not None else cand.inputs
+    g = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    specs: list[InputSpec] = []
+    placeholders = cand.placeholders()
+    for n, spec in zip(placeholders, old_specs):
+        env[n] = g.placeholder(f"arg{len(specs)}")
+        env[n].meta["fxlens_spec"] = spec
+        specs.append(spec)
+    for n in cand.calls():
+        if n.name in remove and (spec := tensor_spec(n)) is not None:
+            env[n] = g.placeholder(f"arg{len(specs)}")
+            env[n].meta["fxlens_spec"] = spec
+            specs.append(spec)
+    for n in cand.calls():
+        if n in env:
+            continue
+        new = g.create_node(
+            n.op,
+            n.target,
+            fx.map_arg(n.args, env.__getitem__),
+            fx.map_arg(n.kwargs, env.__getitem__),
+            name=_base_name(n),
+        )
+        new.meta["fxlens_spec"] = n.meta.get("fxlens_spec")
+        env[n] = new
+    keep = cand.outputs() if outputs is None else [n for n in cand.outputs() if n.name in outputs]
+    g.output(tuple(env[n] for n in keep))
+    g.eliminate_dead_code()
+    return _compact(g)
+
+
+def _compact(g: fx.Graph) -> Candidate:
+    """Copy `g` without its unused placeholders, numbering the rest from arg0 (canonical names)."""
+    out_g = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    specs: list[InputSpec] = []
+    for n in g.nodes:
+        if n.op == "placeholder":
+            if n.users:
+                env[n] = out_g.placeholder(f"arg{len(specs)}")
+                env[n].meta["fxlens_spec"] = n.meta["fxlens_spec"]
+                specs.append(n.meta["fxlens_spec"])
+        elif n.op == "output":
+            out_g.output(fx.map_arg(n.args[0], env.__getitem__))
+        else:
+            env[n] = out_g.create_node(
+                n.op,
+                n.target,
+                fx.map_arg(n.args, env.__getitem__),
+                fx.map_arg(n.kwargs, env.__getitem__),
+                name=_base_name(n),
+            )
+            env[n].meta["fxlens_spec"] = n.meta.get("fxlens_spec")
+    out_g.lint()
+    return Candidate(out_g, specs)
+
+
+def with_inputs(cand: Candidate, inputs: list[InputSpec]) -> Candidate:
+    """The same graph with other input specs (shapes, strides, dtypes)."""
+    return rebuild(cand, inputs=inputs)
+
+
+def halve(spec: InputSpec) -> InputSpec:
+    """Every dimension halved (rounding up), strides contiguous."""
+    if not spec.is_tensor or not spec.shape:
+        return spec
+    shape = tuple((d + 1) // 2 if d > 1 else d for d in spec.shape)
+    return replace(spec, shape=shape, stride=contiguous_stride(shape))
+
+
+def contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
+    stride, acc = [], 1
+    for d in reversed(shape):
+        stride.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(stride))
+
+
+def load_graph_module(source: str, class_name: str = "CapturedGraph") -> fx.GraphModule:
+    """Trace the graph module defined by `source` (captured code, never a pickle) back into FX."""
+    namespace: dict = {"__name__": "fxlens_captured"}
+    exec(compile(source, "<fxlens captured graph>", "exec"), namespace)
+    return fx.symbolic_trace(namespace[class_name]())
+
+
+def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
+    """A canonical candidate from a traced graph and its example input values (meta recorded by
+    running it once, so a removed node's consumers can read an input of the same meta)."""
+    from torch.fx.interpreter import Interpreter
+
+    specs = [spec_of(v, saved=f"arg{i}") for i, v in enumerate(values)]
+
+    class Recorder(Interpreter):
+        def run_node(self, n):
+            result = super().run_node(n)
+            n.meta["fxlens_spec"] = spec_of(result) if isinstance(result, torch.Tensor) else None
+            return result
+
+    with torch.no_grad():
+        Recorder(gm).run(*values)
+    for n, spec in zip([n for n in gm.graph.nodes if n.op == "placeholder"], specs):
+        n.meta["fxlens_spec"] = spec
+    out = next(n for n in gm.graph.nodes if n.op == "output")
+    flat, _ = torch.utils._pytree.tree_flatten(out.args[0])
+    out.args = (tuple(a for a in flat if isinstance(a, fx.Node) and tensor_spec(a) is not None),)
+    return rebuild(Candidate(gm.graph, specs))

@@ -1,0 +1,180 @@
+"""A pool of worker processes that evaluate minify candidates, so a backend crash never kills fxlens.
+
+Each worker (`python -m fxlens.minify_pool BACKEND`) imports torch and resolves the backend once,
+then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
+failure signature on a private pipe (the worker's stdout is redirected to stderr, so whatever the
+backend prints cannot corrupt the protocol). A worker that dies (segfault, abort) or exceeds the
+per-candidate timeout is killed and restarted; that candidate's signature says what happened
+("killed by SIGSEGV", "timeout"), which is "failed differently" unless it is the failure minified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from fxlens.repro_writer import signal_signature
+
+TIMEOUT_SIGNATURE = "timeout"
+STARTUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine, and resolving the backend
+
+
+class Worker:
+    """One worker process; `ask` evaluates one candidate, restarting the process when needed."""
+
+    def __init__(self, backend: str, env: dict, log: Path, cwd: str | None):
+        self.backend, self.env, self.log, self.cwd = backend, env, log, cwd
+        self.proc: subprocess.Popen | None = None
+        self.lines: queue.Queue = queue.Queue()
+
+    def _start(self) -> None:
+        read_fd, write_fd = os.pipe()
+        env = dict(self.env, FXLENS_MINIFY_RESULT_FD=str(write_fd))
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "fxlens.minify_pool", self.backend],
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=log,
+                env=env,
+                cwd=self.cwd,
+                pass_fds=(write_fd,),
+                text=True,
+            )
+        os.close(write_fd)
+        self.lines = queue.Queue()
+        reader = os.fdopen(read_fd, "r")
+        threading.Thread(target=self._read, args=(reader, self.lines), daemon=True).start()
+        ready = self._next(STARTUP_TIMEOUT_S)
+        if ready is None or ready.get("ready") is not True:
+            err = ready.get("error") if ready else "no answer"
+            self.stop()
+            raise RuntimeError(f"minify worker failed to start: {err}")
+
+    @staticmethod
+    def _read(reader, lines: queue.Queue) -> None:
+        for line in reader:
+            lines.put(line)
+        lines.put(None)  # EOF: the process is gone
+
+    def _next(self, timeout: float) -> dict | None:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        return json.loads(line) if line else None
+
+    def ask(self, src: str, timeout: float) -> str | None:
+        """The signature of one candidate (None: it passes)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps({"src": src}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        answer = self._next(timeout)
+        if answer is not None and "sig" in answer:
+            return answer["sig"]
+        # no answer: a hang (timeout) or a dead process (its signal says how it died)
+        if self.proc.poll() is None:
+            self.stop()
+            return TIMEOUT_SIGNATURE
+        code = self.proc.wait()
+        self.proc = None
+        return signal_signature(code) if code < 0 else f"worker exited with status {code}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()  # only the process this Worker started
+            self.proc.wait()
+        self.proc = None
+
+
+class Pool:
+    """Evaluate candidates in parallel on `size` workers (default: every core)."""
+
+    def __init__(self, backend: str, *, size: int = 0, timeout: float = 120.0, log_dir: Path, cwd=None):
+        self.size = size or os.cpu_count() or 1
+        self.timeout = timeout
+        env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE", "FXLENS_BACKEND_OVERRIDE")}
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.workers = [Worker(backend, env, log_dir / f"worker{i}.log", cwd) for i in range(self.size)]
+        self.free: queue.Queue = queue.Queue()
+        for w in self.workers:
+            self.free.put(w)
+        self.executor = ThreadPoolExecutor(max_workers=self.size)
+
+    def _one(self, src: str) -> str | None:
+        w = self.free.get()
+        try:
+            return w.ask(src, self.timeout)
+        finally:
+            self.free.put(w)
+
+    def evaluate(self, sources: list[str]) -> list[str | None]:
+        """Signatures of `sources`, in order (evaluated concurrently)."""
+        return list(self.executor.map(self._one, sources))
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        for w in self.workers:
+            w.stop()
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def worker_main(backend_spec: str) -> int:
+    """The worker loop (runs in the child): evaluate candidate sources read from stdin."""
+    out = os.fdopen(int(os.environ["FXLENS_MINIFY_RESULT_FD"]), "w")
+
+    def answer(d: dict) -> None:
+        out.write(json.dumps(d) + "\n")
+        out.flush()
+
+    try:
+        import torch
+
+        from fxlens.backends import resolve
+
+        backend = resolve(backend_spec)
+    except BaseException as e:  # report and exit: the parent says the worker failed to start
+        answer({"ready": False, "error": f"{type(e).__name__}: {e}"})
+        return 1
+    answer({"ready": True})
+    for line in sys.stdin:
+        src = json.loads(line)["src"]
+        t0 = time.perf_counter()
+        namespace: dict = {"__name__": "fxlens_candidate"}
+        try:
+            exec(compile(src, "<fxlens candidate>", "exec"), namespace)
+            sig = namespace["run_check"](
+                namespace["Repro"],
+                namespace["make_inputs"],
+                backend,
+                namespace["CHECK"],
+                namespace["BACKWARD"],
+            )
+        except Exception as e:  # the candidate itself is broken (e.g. inputs cannot be built)
+            sig = f"candidate error: {type(e).__name__}: {e}"
+        finally:
+            torch._dynamo.reset()  # forget compiled candidates: memory and recompile limits
+        answer({"sig": sig, "seconds": round(time.perf_counter() - t0, 3)})
+    return 0
+
+
+if __name__ == "__main__":
+    # stdout belongs to the backend; answers go to the pipe named in the environment
+    sys.exit(worker_main(sys.argv[1]))

@@ -1,0 +1,236 @@
+"""Reduction passes over a failing candidate, fastest first, each keeping the failure signature.
+
+A pass proposes candidates; `Reducer.test` evaluates them on the worker pool (memoised by the
+candidate's canonical hash) and a candidate is kept only when it fails with the very signature
+being minified. Every pass is a function `(reducer, candidate) -> candidate` in PASSES.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from fxlens.minify_graph import Candidate, contiguous_stride, halve, rebuild, tensor_spec, with_inputs
+
+
+class Reducer:
+    """Test candidates for "still fails the same way", counting queries and tracking the best."""
+
+    def __init__(
+        self,
+        evaluate: Callable[[list[str]], list[str | None]],
+        render: Callable[[Candidate], str],
+        signature: str,
+        parallel: int,
+        progress: Callable[[Reducer], None] | None = None,
+    ):
+        self.evaluate, self.render, self.signature = evaluate, render, signature
+        self.parallel = max(1, parallel)
+        self.memo: dict[str, str | None] = {}
+        self.queries = 0
+        self.best: Candidate | None = None
+        self.stage = ""
+        self.progress = progress
+
+    def test(self, cands: list[Candidate]) -> list[bool]:
+        """Which of `cands` fail with the signature (unknown ones evaluated in parallel)."""
+        keys = [c.key() for c in cands]
+        todo = {}
+        for k, c in zip(keys, cands):
+            if k not in self.memo and k not in todo:
+                todo[k] = c
+        if todo:
+            sigs = self.evaluate([self.render(c) for c in todo.values()])
+            self.queries += len(todo)
+            self.memo.update(zip(todo.keys(), sigs))
+        result = [self.memo[k] == self.signature for k in keys]
+        for c, ok in zip(cands, result):
+            if ok and (self.best is None or _size(c) < _size(self.best)):
+                self.best = c
+        if self.progress:
+            self.progress(self)
+        return result
+
+    def first_failing(self, cands: list[Candidate]) -> Candidate | None:
+        """The first of `cands` (in order) that fails, testing `parallel` at a time."""
+        for i in range(0, len(cands), self.parallel):
+            batch = cands[i : i + self.parallel]
+            for c, ok in zip(batch, self.test(batch)):
+                if ok:
+                    return c
+        return None
+
+
+def _size(c: Candidate) -> tuple[int, int, int]:
+    return (c.num_calls, len(c.inputs), c.input_bytes)
+
+
+def cut_ancestry(r: Reducer, cand: Candidate) -> Candidate:
+    """Find the shortest failing prefix of the graph (k-ary search, `parallel` cuts per round), then
+    keep only the ancestry of the prefix's last node: for a single faulty op, that op's inputs."""
+    nodes = [n for n in cand.calls() if tensor_spec(n) is not None]
+    if len(nodes) < 2:
+        return cand
+    order = {n: i for i, n in enumerate(cand.calls())}
+
+    def prefix(k: int) -> Candidate:
+        # outputs: every value of the first k nodes still needed after them, plus the k-th node
+        inside = set(cand.calls()[: order[nodes[k - 1]] + 1])
+        live = [
+            n
+            for n in inside
+            if tensor_spec(n) is not None and (any(u not in inside for u in n.users) or n is nodes[k - 1])
+        ]
+        return _with_outputs(cand, live)
+
+    lo, hi = 0, len(nodes)  # prefix(hi) fails (it is the whole graph's work); prefix(lo) unknown
+    while hi - lo > 1:
+        step = max(1, (hi - lo) // (r.parallel + 1))
+        points = list(range(lo + step, hi, step))[: r.parallel]
+        results = r.test([prefix(k) for k in points])
+        failing = [k for k, ok in zip(points, results) if ok]
+        if failing:
+            hi = failing[0]
+            lo = max([k for k, ok in zip(points, results) if not ok and k < hi], default=lo)
+        else:
+            lo = points[-1]
+    best = prefix(hi) if hi < len(nodes) and r.test([prefix(hi)])[0] else cand
+    alone = _with_outputs(cand, [nodes[hi - 1]])
+    return alone if r.test([alone])[0] else best
+
+
+def _with_outputs(cand: Candidate, keep: list) -> Candidate:
+    """A candidate returning `keep` (nodes of cand), with everything else dead removed."""
+    import torch.fx as fx
+
+    g = fx.Graph()
+    env: dict = {}
+    for n in cand.graph.nodes:
+        if n.op == "output":
+            continue
+        env[n] = g.node_copy(n, env.__getitem__)
+    g.output(tuple(env[n] for n in keep))
+    return rebuild(Candidate(g, cand.inputs))
+
+
+def ddmin_nodes(r: Reducer, cand: Candidate) -> Candidate:
+    """Delta debugging over nodes: a removed node's consumers read a new input of its meta."""
+    n = 2
+    while True:
+        items = [x.name for x in cand.calls() if tensor_spec(x) is not None]
+        if len(items) < 1:
+            return cand
+        n = min(n, len(items))
+        chunks = [items[i * len(items) // n : (i + 1) * len(items) // n] for i in range(n)]
+        proposals = [rebuild(cand, remove=set(ch)) for ch in chunks if ch]
+        found = r.first_failing(proposals)
+        if found is not None and found.num_calls < cand.num_calls:
+            cand = found
+            n = max(n - 1, 2)
+            continue
+        if n >= len(items):
+            return cand
+        n = min(2 * n, len(items))
+
+
+def drop_outputs(r: Reducer, cand: Candidate) -> Candidate:
+    """Keep one output at a time if that still fails, else drop outputs one by one."""
+    outs = [o.name for o in cand.outputs()]
+    if len(outs) < 2:
+        return cand
+    found = r.first_failing([rebuild(cand, outputs=[o]) for o in reversed(outs)])
+    if found is not None:
+        return found
+    for o in list(outs):
+        trial = rebuild(cand, outputs=[x for x in (o2.name for o2 in cand.outputs()) if x != o])
+        if r.test([trial])[0]:
+            cand = trial
+    return cand
+
+
+def shrink_shapes(r: Reducer, cand: Candidate) -> Candidate:
+    """Halve every dimension of every input while it still fails, then each input alone."""
+    for _ in range(32):
+        trial = with_inputs(cand, [halve(s) for s in cand.inputs])
+        if trial.key() == cand.key() or not r.test([trial])[0]:
+            break
+        cand = trial
+    for _ in range(32):
+        trials = []
+        for i, s in enumerate(cand.inputs):
+            h = halve(s)
+            if h != s:
+                trials.append(with_inputs(cand, [*cand.inputs[:i], h, *cand.inputs[i + 1 :]]))
+        found = r.first_failing(trials)
+        if found is None:
+            break
+        cand = found
+    return cand
+
+
+def simplify_inputs(r: Reducer, cand: Candidate) -> Candidate:
+    """Contiguous strides, float32 for other float dtypes, no requires_grad: each where it still fails."""
+    edits = (
+        lambda s: replace(s, stride=contiguous_stride(s.shape)) if s.is_tensor else s,
+        lambda s: replace(s, dtype="float32") if s.dtype in ("float16", "bfloat16", "float64") else s,
+        lambda s: replace(s, requires_grad=False),
+    )
+    for edit in edits:
+        new = [edit(s) for s in cand.inputs]
+        if new != cand.inputs:
+            trial = with_inputs(cand, new)
+            if r.test([trial])[0]:
+                cand = trial
+    return cand
+
+
+# (name, pass): applied in this order, cheapest and most effective first
+PASSES: tuple[tuple[str, Callable[[Reducer, Candidate], Candidate]], ...] = (
+    ("ancestry cut", cut_ancestry),  # a graph's tail after the failing op never matters
+    ("delta debugging", ddmin_nodes),  # remove node sets; consumers read fresh inputs
+    ("drop outputs", drop_outputs),  # outputs the failure does not need (inputs follow by DCE)
+    ("shrink shapes", shrink_shapes),  # halve dimensions while it fails
+    ("simplify inputs", simplify_inputs),  # contiguous, float32, no grad
+)
+
+
+def reduce(r: Reducer, cand: Candidate) -> Candidate:
+    """Run every pass in order; `r.best` always holds the smallest failing candidate so far."""
+    r.best = cand
+    for name, fn in PASSES:
+        r.stage = name
+        cand = fn(r, cand)
+    r.best = cand  # each pass builds on the last; `best` mid-pass is only for an interrupted run
+    return cand
+
+
+class ProgressBar:
+    """One line on stderr: queries, best size so far, the pass running (redrawn on a terminal)."""
+
+    def __init__(self, stream=sys.stderr, original: int = 0):
+        self.stream, self.original = stream, original
+        self.t0 = time.perf_counter()
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.last_stage = None
+
+    def __call__(self, r: Reducer) -> None:
+        best = r.best.num_calls if r.best is not None else self.original
+        width = 20
+        filled = width if not self.original else int(width * (1 - best / max(self.original, 1)))
+        bar = "#" * filled + "." * (width - filled)
+        line = (
+            f"minify [{bar}] {r.queries} queries, best {best}/{self.original} nodes, "
+            f"{r.stage}, {time.perf_counter() - self.t0:.1f}s"
+        )
+        if self.tty:
+            self.stream.write("\r" + line.ljust(100))
+        elif r.stage != self.last_stage:
+            self.stream.write(line + "\n")
+        self.last_stage = r.stage
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty:
+            self.stream.write("\n")

@@ -1,0 +1,204 @@
+"""Render a minify candidate as a standalone script, verify it in fresh interpreters, write it.
+
+The same text (less the header) is what minify workers execute for every candidate, so the
+reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify_check`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxlens import minify_check
+from fxlens.minify_graph import Candidate, InputSpec
+
+EMBED_MARKER = "# --- embedded in reproducers from here on ---"
+SIGNATURE_PREFIX = "fxlens-signature: "
+
+# environment switches that change what a backend does; carried into the reproducer when set
+CARRIED_ENV = ("FXLENS_INJECT", "FXLENS_FUSION_LIMIT", "FXLENS_INTERPRET")
+
+
+@dataclass(frozen=True)
+class ReproSpec:
+    """Everything besides the graph that a candidate or reproducer needs."""
+
+    backend: str  # a backend spec (`name`, `module:attr`, `path.py:attr`)
+    check: str  # "crash" or "accuracy"
+    backward: bool = False
+    signature: str = ""
+    config_lines: tuple[str, ...] = ()  # non-default torch._dynamo/_inductor/_functorch config
+    env: tuple[tuple[str, str], ...] = ()  # carried environment switches
+    values_path: str | None = None  # recorded input values (torch.save), when the check needs them
+
+
+def check_source() -> str:
+    """The embedded part of fxlens.minify_check (imports only torch and the stdlib)."""
+    src = inspect.getsource(minify_check)
+    return src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n")
+
+
+def backend_loader(spec: str) -> str:
+    """Source of `load_backend()` for a backend spec."""
+    if ":" not in spec:
+        body = f"return {spec!r}"
+    else:
+        target, _, attr = spec.rpartition(":")
+        if target.endswith(".py"):
+            # a backend defined in a file (also the user's script): run that file for it
+            path = os.path.abspath(target)
+            body = f"import runpy\nreturn runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]"
+        else:
+            body = f"import importlib\nreturn getattr(importlib.import_module({target!r}), {attr!r})"
+    return "def load_backend():\n" + textwrap.indent(body, "    ")
+
+
+def _input_expr(i: int, spec: InputSpec, use_saved: bool) -> str:
+    if not spec.is_tensor:
+        return repr(spec.scalar)
+    value = f", value=SAVED[{spec.saved!r}]" if use_saved and spec.saved else ""
+    rng = f", lo={spec.lo!r}, hi={spec.hi!r}" if spec.dtype.startswith(("int", "uint")) else ""
+    return (
+        f"rand_tensor({tuple(spec.shape)!r}, {tuple(spec.stride)!r}, torch.{spec.dtype}, "
+        f"{spec.device!r}, {spec.requires_grad!r}, seed={i}{rng}{value})"
+    )
+
+
+def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str | None = None) -> str:
+    """The script text for a candidate. `values_expr` is the expression that finds the values file."""
+    use_saved = spec.values_path is not None
+    parts = [header.rstrip("\n")] if header else []
+    parts.append(
+        "import os\nimport sys\n\nimport torch\nfrom math import inf, nan  # noqa: F401\nfrom torch import device  # noqa: F401"
+    )
+    if spec.env:
+        parts.append("\n".join(f"os.environ.setdefault({k!r}, {v!r})" for k, v in spec.env))
+    if spec.config_lines:
+        imports = sorted({ln.split(" = ")[0].rsplit(".", 1)[0] for ln in spec.config_lines})
+        imports = sorted({".".join(m.split(".")[:3]) for m in imports})  # the config modules
+        parts.append(
+            "# non-default torch config the original script set\n"
+            + "".join(f"import {m}  # noqa: E402\n" for m in imports)
+            + "\n".join(spec.config_lines)
+        )
+    parts.append(check_source())
+    parts.append("class Repro(torch.nn.Module):\n" + textwrap.indent(cand.forward_source(), "    "))
+    if use_saved:
+        parts.append(
+            "# recorded input values: the failure depends on them (tensors only, weights_only=True)\n"
+            f"SAVED = torch.load({values_expr or repr(spec.values_path)}, weights_only=True)"
+        )
+    rows = ",\n".join(f"        {_input_expr(i, s, use_saved)}" for i, s in enumerate(cand.inputs))
+    parts.append(f"def make_inputs():\n    return [\n{rows},\n    ]")
+    parts.append(backend_loader(spec.backend))
+    parts.append(
+        f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n\n"
+        'if __name__ == "__main__":\n'
+        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED))"
+    )
+    return "\n\n\n".join(parts) + "\n"
+
+
+def header(
+    *,
+    script: str,
+    script_args: list[str],
+    spec: ReproSpec,
+    original_nodes: int,
+    final_nodes: int,
+    queries: int,
+    note: str = "",
+) -> str:
+    """The provenance header of a reproducer (also the corpus's `expect` line)."""
+    import torch
+
+    from fxlens import __version__
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "not installed"
+    lines = [
+        "# fxlens minify reproducer: standalone, run it with `python THIS_FILE`.",
+        f"# source: {os.path.abspath(script)} {' '.join(script_args)}".rstrip(),
+        f"# created: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
+        f"# versions: torch {torch.__version__}, triton {triton_version}, fxlens {__version__}",
+        f"# backend: {spec.backend}",
+        f"# check: {spec.check}{' (forward and backward)' if spec.backward else ''}",
+        f"# nodes: {original_nodes} original -> {final_nodes} final ({queries} queries)",
+        f"# expect: exit 1, {SIGNATURE_PREFIX}{spec.signature}",
+    ]
+    if note:
+        lines.append(f"# note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def fresh_path(out: str | os.PathLike) -> Path:
+    """`out`, or `out` with _2, _3, ... before the suffix: never an existing file."""
+    p = Path(out)
+    n = 1
+    while p.exists():
+        n += 1
+        p = Path(out).with_name(f"{Path(out).stem}_{n}{Path(out).suffix}")
+    return p
+
+
+def default_name(script: str, backend: str, check: str) -> str:
+    stem = re.sub(r"\W+", "_", Path(script).stem)
+    short = re.sub(r"\W+", "_", backend.rpartition(":")[2] or backend)
+    return f"minify_{stem}_{short}_{check}.py"
+
+
+def signature_in(stderr: str) -> str | None:
+    """The signature a reproducer printed, or None."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith(SIGNATURE_PREFIX):
+            return line[len(SIGNATURE_PREFIX) :].strip()
+    return None
+
+
+def signal_signature(returncode: int) -> str:
+    """The signature of a process killed by a signal (a segfault or abort in a backend)."""
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name}"
+
+
+def run_repro(path: Path, timeout: float = 300) -> tuple[int, str | None]:
+    """Run a reproducer in a fresh interpreter: (exit status, printed signature)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE",)}
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=path.parent,
+        )
+    except subprocess.TimeoutExpired:
+        return 124, "timeout"
+    if proc.returncode < 0:
+        return proc.returncode, signal_signature(proc.returncode)
+    return proc.returncode, signature_in(proc.stderr)
+
+
+def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300) -> int:
+    """How many of `runs` fresh-interpreter runs exit non-zero with `signature`."""
+    ok = 0
+    for _ in range(runs):
+        code, sig = run_repro(path, timeout)
+        ok += int(code != 0 and sig == signature)
+    return ok
