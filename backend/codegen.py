@@ -125,6 +125,8 @@ class KernelCtx:
         self.lines.append("    " * self.indent + line)
 
     def op(self, expr: str) -> str:
+        if expr.isidentifier():
+            return expr
         if expr in self.cse:
             return self.cse[expr]
         var = f"t{self.n}"
@@ -190,7 +192,9 @@ class KernelCtx:
         if "xindex" not in off and "rindex" not in off:
             off = f"{off} + 0 * xindex"
         var = self.op(f"tl.load({p} + ({off}), {self._mask(off)}, other=0)")
-        return self.cast(var, buf.dtype, compute_dtype(buf.dtype))
+        if buf.dtype != compute_dtype(buf.dtype):
+            var = self.op(f"{var}.to({TL_DTYPE[compute_dtype(buf.dtype)]})")
+        return var
 
     def store(self, sn: SchedNode, idx, var: str, src_dtype: torch.dtype) -> None:
         buf = sn.out
@@ -332,7 +336,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         res = ctx.op(_reduce(r.rtype, v))
     elif arg:
         bv = ctx.op(_reduce("max" if r.rtype == "argmax" else "min", v))
-        bi = ctx.op(f"{_reduce(r.rtype, v)}.to(tl.int64) + roff")
+        bi = ctx.op(f"{_reduce(r.rtype, v)}.to(tl.int64)")  # rindex already includes roff
         cmp = ">" if r.rtype == "argmax" else "<"
         ctx.emit(f"{bidx} = tl.where({bv} {cmp} {best}, {bi}, {bidx})")
         ctx.emit(f"{best} = tl.where({bv} {cmp} {best}, {bv}, {best})")

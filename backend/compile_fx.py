@@ -8,6 +8,7 @@ artifacts the toolkit's report reads (see trace_log): `fxlens_aten_<graph>_graph
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +23,9 @@ from fxlens.backend.lower import decomposition_table
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.trace_log import log_artifact, log_json
 from fxlens.backend.wrapper import build_wrapper
+
+# The most recent compiled graphs (kind, kernels, fallbacks, decisions): for tests and benchmarks.
+COMPILED: collections.deque = collections.deque(maxlen=64)
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusion: bool = True) -> Callable:
@@ -211,6 +215,8 @@ def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool
     call.fallbacks = dict(G.fallbacks)
     call.decisions = [_decision(d) for d in budget.decisions]
     call.wrapper_source = source
+    COMPILED.append(call)
+    call.kind = kind
     return call
 
 

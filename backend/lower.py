@@ -21,6 +21,23 @@ _EXTRA_DECOMPS = [
     torch.ops.aten._log_softmax,
     torch.ops.aten.gelu,
     torch.ops.aten.gelu_backward,
+    torch.ops.aten.leaky_relu,
+    torch.ops.aten.leaky_relu_backward,
+    torch.ops.aten.elu,
+    torch.ops.aten.elu_backward,
+    torch.ops.aten.hardtanh,
+    torch.ops.aten.hardtanh_backward,
+    torch.ops.aten.silu,
+    torch.ops.aten.silu_backward,
+    torch.ops.aten.repeat,
+    torch.ops.aten.addcmul,
+    torch.ops.aten.addcdiv,
+    torch.ops.aten.lerp,
+    torch.ops.aten._native_batch_norm_legit_functional,
+    torch.ops.aten._native_batch_norm_legit_no_training,
+    torch.ops.aten.native_batch_norm_backward,
+    torch.ops.aten.native_group_norm,
+    torch.ops.aten.native_group_norm_backward,
 ]
 
 

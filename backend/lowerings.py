@@ -39,7 +39,7 @@ def _shape(meta) -> tuple[int, ...]:
     return tuple(int(s) for s in meta.shape)
 
 
-def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False) -> Pointwise:
+def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result=True) -> Pointwise:
     """An elementwise op: inputs broadcast to `meta`'s shape, cast to `compute`, combined by `fmt`."""
     shape, out_dt = _shape(meta), meta.dtype
     cdt = compute or out_dt
@@ -55,7 +55,8 @@ def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False) -> Pointwis
                 args.append(_lit(v))
         if not any(isinstance(v, Value) for v in vals):
             return ctx.full(eval(fmt(*args), {"float": float}), out_dt)  # noqa: S307
-        return ctx.op(fmt(*args))
+        res = ctx.op(fmt(*args))
+        return ctx.cast(res, cdt, out_dt) if cast_result else res
 
     return Pointwise(fn, shape, out_dt, meta.device, node, cheap=cheap)
 
@@ -194,7 +195,9 @@ _CMP = {
 
 def _cmp(G, node, meta, a, b):
     op = _CMP[node.target]
-    return pointwise(G, node, meta, [a, b], lambda x, y: f"({x} {op} {y})", compute=_promoted(a, b))
+    return pointwise(
+        G, node, meta, [a, b], lambda x, y: f"({x} {op} {y})", compute=_promoted(a, b), cast_result=False
+    )
 
 
 for _op in _CMP:
@@ -203,12 +206,14 @@ for _op in _CMP:
 
 @register(aten.isnan.default)
 def _isnan(G, node, meta, a):
-    return pointwise(G, node, meta, [a], lambda x: f"({x} != {x})", compute=a.dtype)
+    return pointwise(G, node, meta, [a], lambda x: f"({x} != {x})", compute=a.dtype, cast_result=False)
 
 
 @register(aten.isinf.default)
 def _isinf(G, node, meta, a):
-    return pointwise(G, node, meta, [a], lambda x: f"(tl.abs({x}) == float('inf'))", compute=a.dtype)
+    return pointwise(
+        G, node, meta, [a], lambda x: f"(tl.abs({x}) == float('inf'))", compute=a.dtype, cast_result=False
+    )
 
 
 @register(aten.pow.Tensor_Scalar)
@@ -447,9 +452,7 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
                               0 if both else None, 1.0 / max(n - corr, 0) if n - corr > 0 else float("nan")))  # fmt: skip
     if not both:
         return var
-    if not keepdim:
-        mean = G.view_as(mean, _shape(mmeta), node, 1)
-    return var, mean
+    return var, (mean if keepdim else G.view_as(mean, _shape(mmeta), node, 1))
 
 
 def _keep(shape, rd):

@@ -15,6 +15,15 @@ from fxlens.backend.graph import Extern
 from fxlens.backend.ir import Buffer
 
 
+def allocate(shape, stride, dtype, device) -> torch.Tensor:
+    """Allocate a buffer for the wrapper (tests replace this to add guard regions)."""
+    return torch.empty_strided(shape, stride, dtype=dtype, device=device)
+
+
+def _alloc(shape, stride, dtype, device):
+    return allocate(shape, stride, dtype, device)
+
+
 def _view(b: Buffer) -> str:
     if b.is_full_view():
         return b.base.name
@@ -96,7 +105,7 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
         "E": externs,
         "C": fmt.consts,
         "DEV": G.device,
-        "_empty": torch.empty_strided,
+        "_empty": _alloc,
         "_fix": fix_layout,
         "_v": lambda t, shape, stride, off: t.as_strided(shape, stride, t.storage_offset() + off),
         "float": float,
