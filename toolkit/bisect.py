@@ -1,11 +1,402 @@
-"""Placeholder: filled by its own issue."""
+"""`fxlens bisect SCRIPT [ARGS...]`: which stage, graph, kernel and fusion decision break a model.
 
+Steps, each one counted child run of the script (see `fxlens.bisect_run`):
+
+1. The backend under test (default: the one the script's torch.compile asks for), all graphs.
+   Passing there means nothing fails.
+2. The ladder below it (`fxlens.bisect_ladder.ladder`), bottom up, until a stage fails: the first
+   failing stage S; the one before, P, is known good. If the bottom (eager) fails, one run with
+   Dynamo disabled tells "the script itself fails" from "Dynamo's capture fails".
+3. Inside S: which graph, by runs that compile some graphs with S and the rest with P (the failing
+   run's own per-graph records give a first guess, so it is often one run).
+4. Inside that graph: for fxlens's own stages, which kernel (kernels outside a range run as ATen
+   through FXLENS_KERNEL_FALLBACK) and, for the fused stage, which fusion decision
+   (FXLENS_FUSION_LIMIT); for inductor, torch's CompilerBisector (`fxlens.bisect_inductor`).
+
+The verdict is printed, stored as a `bisect` event in the bisect's own session (child runs under
+`<session>/runs/`), and returned by `bisect_script` for `fxlens demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fxlens import config
+from fxlens.bisect_kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
+from fxlens.bisect_ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect_run import Outcome, Runs
+from fxlens.capture import check_script
 from fxlens.errors import FxlensError
+from fxlens.session import append_event, new_session_dir, write_info
+
+CHECKS = ("crash", "accuracy", "auto")
+# failure kinds each --check counts (a run that fails some other way is reported, not followed)
+COUNTS = {"crash": ("crash", "timeout"), "accuracy": ("accuracy",), "auto": ("crash", "timeout", "accuracy")}
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="backend to bisect (default: the one the script passes to torch.compile)",
+    )
+    parser.add_argument(
+        "--check",
+        choices=CHECKS,
+        default="auto",
+        help="what counts as failing: a crash, outputs/gradients diverging from fp64, or either (default)",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON to FILE")
+    parser.add_argument(
+        "--timeout", metavar="SECONDS", type=float, default=None, help="a run taking longer counts as a hang"
+    )
+    parser.add_argument(
+        "--no-compiler-bisector",
+        action="store_true",
+        help="stop at the inductor graph; don't hand over to torch's CompilerBisector",
+    )
 
 
-def main(args):
-    raise FxlensError("not built yet")
+def main(args: argparse.Namespace) -> int:
+    check_script(args.script)
+    timeout = args.timeout or config.load_bisect().timeout or None
+    result = bisect_script(
+        args.script,
+        args.script_args,
+        backend=args.backend,
+        check=args.check,
+        timeout=timeout,
+        torch_bisector=not args.no_compiler_bisector,
+    )
+    print()
+    print(render_text(result))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return 0
+
+
+def bisect_script(
+    script: str,
+    args: list[str] | tuple[str, ...] = (),
+    backend: str | None = None,
+    check: str = "auto",
+    *,
+    session_dir: str | os.PathLike | None = None,
+    timeout: float | None = None,
+    torch_bisector: bool = True,
+    echo=print,
+) -> dict:
+    """Bisect SCRIPT's failure; the public entry point (`fxlens demo` calls it).
+
+    Args:
+        script: path to the user's script, run as `__main__` in child processes.
+        args: the script's own arguments.
+        backend: backend spec to bisect; None: the one the script's torch.compile asks for.
+        check: "crash", "accuracy" or "auto".
+        session_dir: where to store the bisect (default: a new session under FXLENS_SESSIONS_DIR).
+        timeout: seconds a run may take before it counts as a hang.
+        torch_bisector: hand an inductor failure over to torch's CompilerBisector.
+        echo: called with one line per run (progress); `lambda line: None` for silence.
+
+    Returns:
+        The `--json` dict: first_failing_stage, check, runs, culprit {compile_id, function, file,
+        line, kernel, ops}, and outcome, stages, kernel, fusion, compiler_bisector, summary, next.
+    """
+    check_script(script)
+    if check not in CHECKS:
+        raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
+    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    sdir.mkdir(parents=True, exist_ok=True)
+    info = {"script": os.path.abspath(script), "argv": list(args), "backend": backend, "command": "bisect"}
+    info.update(started=time.time(), exit_code=None)
+    write_info(sdir, info)
+    t0 = time.perf_counter()
+    runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
+    echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'}")
+    result = _bisect(runs, script, list(args), backend, check, torch_bisector)
+    result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
+    result["session"] = str(sdir)
+    result["summary"] = summary_line(result)
+    result["next"] = next_command(result, script, list(args))
+    append_event(sdir, "bisect", result)
+    info.update(exit_code=0, finished=time.time(), backend=result.get("backend"))
+    write_info(sdir, info)
+    return result
+
+
+def _count_runs(sdir: Path) -> int:
+    # counted from disk, so runs started by the CompilerBisector driver process count too
+    d = sdir / "runs"
+    return sum(1 for p in d.iterdir() if p.is_dir()) if d.is_dir() else 0
+
+
+def _stage(stage: str, out: Outcome | None, counted: bool = True, note: str = "") -> dict:
+    ok = out is None or not out.failed or not counted
+    row = {"stage": stage, "ok": ok, "error": None if out is None or not out.failed else out.error}
+    if out is not None and out.failed and not counted:
+        row["note"] = f"{out.kind} ignored with this --check"
+    if note:
+        row["note"] = note
+    return row
+
+
+def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check: str, torch_bisector):
+    counts = COUNTS[check]
+
+    def fails(out: Outcome) -> bool:
+        return out.kind in counts
+
+    _check_kernels(runs, backend, check)
+    top = runs.run(backend or "as-asked", stage=backend or "@asked")
+    if not top.compiled and not top.asked:
+        if top.exit_code != 0:
+            raise FxlensError(
+                f"{script} exited with status {top.exit_code} before compiling anything "
+                f"({top.error or 'see ' + str(top.session_dir)})"
+            )
+        raise FxlensError(f"{script} never called torch.compile: nothing to bisect")
+    if backend is None:
+        if len(top.asked) > 1:
+            raise FxlensError(
+                f"{script} compiles with several backends ({', '.join(top.asked)}): pick one with --backend"
+            )
+        backend = top.asked[0] if top.asked else "inductor"
+    lad = ladder(backend)
+    _check_kernels(runs, backend, check)
+    base = {"backend": backend, "ladder": lad, "first_failing_stage": None, "culprit": None}
+    base.update(kernel=None, fusion=None, compiler_bisector=None, failure=None, graph=None)
+    if not fails(top):
+        base.update(outcome="nothing_fails", stages=[_stage(backend, top, counted=False)])
+        return base
+    stages: list[dict] = []
+    below: list[Outcome] = []
+    first_bad, bad_out = backend, top
+    for stage in lad[:-1]:
+        out = runs.run(stage, stage=stage)
+        below.append(out)
+        stages.append(_stage(stage, out, counted=fails(out)))
+        if fails(out):
+            first_bad, bad_out = stage, out
+            break
+    if first_bad == backend:
+        stages.append(_stage(backend, top))
+    base.update(stages=stages, first_failing_stage=first_bad)
+    base["failure"] = {"kind": bad_out.kind, "error": bad_out.error, "divergence": bad_out.divergence}
+    if first_bad == lad[0]:
+        return _eager_fails(runs, base, bad_out, fails)
+    good = lad[lad.index(first_bad) - 1]
+    good_out = below[lad.index(first_bad) - 1]
+    return _narrow_graph(runs, base, first_bad, good, bad_out, good_out, torch_bisector)
+
+
+def _check_kernels(runs: Runs, backend: str | None, check: str) -> None:
+    # fxlens's kernels can compare themselves with an fp64 ATen replay: a free first guess
+    if backend and is_fxlens_codegen(ladder(backend)[-1]) and check != "crash":
+        runs.extra_env[ENV_CHECK_KERNELS] = "1"
+
+
+def _eager_fails(runs: Runs, base: dict, bad_out: Outcome, fails) -> dict:
+    """The bottom of the ladder fails: is it the script itself, or Dynamo's graph capture?"""
+    plain = runs.run(
+        "no torch.compile (TORCHDYNAMO_DISABLE=1)", stage="eager", env={"TORCHDYNAMO_DISABLE": "1"}
+    )
+    base["stages"].append(_stage("no_compile", plain))
+    if fails(plain):
+        base["outcome"] = "script_fails"
+        base["first_failing_stage"] = None
+        return base
+    base["outcome"] = "eager_fails"
+    if bad_out.failing:
+        ordinal = bad_out.failing[0]
+        base["culprit"] = _culprit(bad_out, ordinal)
+        base["graph"] = {"ordinal": ordinal, "of": len(bad_out.graphs)}
+    return base
+
+
+def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) -> dict:
+    kind = bad_out.kind
+    n = max(len(good_out.graphs), len(bad_out.graphs))
+    last = {"out": bad_out}
+
+    def reproduces(lo: int, hi: int) -> bool:
+        label = f"{stage} on graph {lo}" if lo == hi else f"{stage} on graphs {lo}-{hi}"
+        out = runs.run(label, stage=stage, good=good, graphs=f"{lo}-{hi}")
+        if out.kind == kind:
+            last["out"] = out
+        return out.kind == kind
+
+    hint = bad_out.failing[0] if bad_out.failing else None
+    found = narrow(n, reproduces, hint)
+    if found.single is None:
+        again = runs.run(f"{stage} again (all graphs)", stage=stage)
+        if again.kind != kind:
+            base["outcome"] = "flaky"
+            return base
+        base["outcome"] = "needs_several_graphs"
+        base["graph"] = {"ordinal": found.lo, "to": found.hi, "of": n}
+        base["culprit"] = _culprit(bad_out, found.lo)
+        return base
+    ordinal = found.single
+    confirm = last["out"]
+    base["outcome"] = "fails"
+    base["graph"] = {"ordinal": ordinal, "of": n}
+    base["culprit"] = culprit = _culprit(confirm, ordinal, fallback=(bad_out, good_out))
+    if is_fxlens_codegen(stage):
+        kernel = find_kernel(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
+        base["kernel"] = kernel
+        if kernel:
+            culprit.update(kernel=kernel.get("name"), ops=kernel.get("ops"))
+        if stage == "fxlens":
+            base["fusion"] = find_fusion(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
+    elif stage in TORCH_BISECTABLE and torch_bisector:
+        base["compiler_bisector"] = _compiler_bisector(runs, stage, good, ordinal, kind)
+    return base
+
+
+def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
+    """{compile_id, function, file, line, kernel, ops} of graph `ordinal` as a run's trace names it."""
+    cid = out.graphs.get(ordinal) or next((o.graphs[ordinal] for o in fallback if ordinal in o.graphs), "?")
+    culprit = {"compile_id": cid, "function": None, "file": None, "line": None, "kernel": None, "ops": None}
+    for o in (out, *fallback):
+        try:
+            graphs = o.session().graphs
+        except FxlensError:
+            continue
+        g = next((g for g in graphs if g.compile_id == cid), None)
+        if g is not None:
+            culprit.update(function=g.function, file=g.file, line=g.line)
+            break
+    return culprit
+
+
+def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: str) -> dict:
+    """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect_inductor)."""
+    with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
+        spec = {
+            "script": runs.script,
+            "args": runs.script_args,
+            "session_dir": str(runs.session_dir),
+            "check": runs.check,
+            "timeout": runs.timeout,
+            "first_run": _count_runs(runs.session_dir) + 1,
+            "kind": kind,
+            "good": good,
+            "graph": ordinal,
+            "cache_dir": str(Path(tmp) / "inductor-cache"),
+            "out": str(Path(tmp) / "result.json"),
+        }
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        runs.echo("  handing over to torch's CompilerBisector (inductor passes, configs, lowerings)")
+        proc = subprocess.run(
+            [sys.executable, "-m", "fxlens.bisect_inductor", str(spec_path)],
+            capture_output=True,
+            text=True,
+        )
+        for line in proc.stdout.splitlines():
+            if line.startswith("  run "):
+                runs.echo(line)
+        out_path = Path(spec["out"])
+        if not out_path.exists():
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {tail[0]}"}
+        data = json.loads(out_path.read_text())
+    return {**(data.get("result") or {"found": None}), "runs": len(data.get("runs", [])), **_err(data)}
+
+
+def _err(data: dict) -> dict:
+    return {"error": data["error"]} if data.get("error") else {}
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+
+def summary_line(r: dict) -> str:
+    """One line for the session's event and the report."""
+    outcome = r.get("outcome")
+    runs = r.get("runs")
+    if outcome == "nothing_fails":
+        return f"nothing fails with {r.get('backend')} (check {r.get('check')}; {runs} run)"
+    if outcome == "script_fails":
+        return f"the script fails without torch.compile too: not a compiler problem ({runs} runs)"
+    if outcome == "flaky":
+        return f"flaky: {r.get('first_failing_stage')} failed, then passed on a re-run ({runs} runs)"
+    c = r.get("culprit") or {}
+    where = f"graph {c.get('compile_id')} ({c.get('function')})" if c.get("compile_id") else "no single graph"
+    kernel = f", kernel {c['kernel']} [{', '.join(c.get('ops') or [])}]" if c.get("kernel") else ""
+    if outcome == "eager_fails":
+        return (
+            f"eager fails, the script without torch.compile passes: Dynamo's capture, {where} ({runs} runs)"
+        )
+    kind = (r.get("failure") or {}).get("kind", "failure")
+    return f"{kind} first at stage {r.get('first_failing_stage')}, {where}{kernel} ({runs} runs)"
+
+
+def next_command(r: dict, script: str, args: list[str]) -> str | None:
+    """The suggested follow-up: minify the culprit stage's failure."""
+    stage = r.get("first_failing_stage")
+    if not stage or r.get("outcome") not in ("fails", "needs_several_graphs"):
+        return None
+    kind = (r.get("failure") or {}).get("kind")
+    check = "accuracy" if kind == "accuracy" else "crash"
+    parts = ["fxlens", "minify", script, *args, "--backend", stage, "--check", check]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def render_text(r: dict) -> str:
+    """The short verdict `fxlens bisect` prints."""
+    lines = [f"verdict: {r['summary']}"]
+    stages = " -> ".join(
+        f"{s['stage']} {'ok' if s['ok'] else 'FAILS'}"
+        for s in r.get("stages") or []
+        if s["stage"] != "no_compile"
+    )
+    if stages:
+        lines.append(f"  stages   {stages}")
+    if r.get("failure"):
+        lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}")
+    c = r.get("culprit") or {}
+    g = r.get("graph") or {}
+    if c.get("compile_id"):
+        span = f"graphs #{g['ordinal']}-#{g['to']}" if "to" in g else f"graph #{g.get('ordinal')}"
+        lines.append(
+            f"  graph    {c['compile_id']}  {c.get('function')}  {c.get('file')}:{c.get('line')}  "
+            f"({span} of {g.get('of')} compiled)"
+        )
+    k = r.get("kernel") or {}
+    if k.get("name"):
+        err = f"  max abs err {k['max_abs_err']:.3g}" if k.get("max_abs_err") is not None else ""
+        lines.append(f"  kernel   {k['name']}  ops {', '.join(k.get('ops') or [])}{err}")
+        if k.get("source_path"):
+            lines.append(f"           source {k['source_path']}")
+    f = r.get("fusion") or {}
+    if f.get("decision"):
+        lines.append(
+            f"  fusion   decision {f['decision']} of {f.get('of')}: {f.get('detail') or ''}".rstrip()
+        )
+    cb = r.get("compiler_bisector")
+    if cb:
+        if cb.get("error"):
+            lines.append(f"  torch    CompilerBisector: {cb['error']}")
+        elif cb.get("backend"):
+            sub = cb.get("subsystem") or "(no subsystem narrowed)"
+            num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
+            dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
+            lines.append(
+                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs)"
+            )
+    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s")
+    if r.get("outcome") == "flaky":
+        lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
+    if r.get("next"):
+        lines.append(f"next: {r['next']}")
+    lines.append(f"session: {r.get('session')}")
+    return "\n".join(lines)

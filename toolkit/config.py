@@ -68,3 +68,41 @@ def load_minify() -> MinifyConfig:
         timeout=float(_env_str("FXLENS_MINIFY_TIMEOUT", "120") or 120),
         reruns=int(_env_str("FXLENS_MINIFY_RERUNS", "3") or 3),
     )
+
+
+# -- fxlens bisect: set by the bisecting parent for each child run, read by fxlens.bisect_backend --
+ENV_BISECT_STAGE = "FXLENS_BISECT_STAGE"
+ENV_BISECT_GOOD = "FXLENS_BISECT_GOOD"
+ENV_BISECT_GRAPHS = "FXLENS_BISECT_GRAPHS"
+ENV_BISECT_CHECK = "FXLENS_BISECT_CHECK"
+ENV_BISECT_CHECK_CALLS = "FXLENS_BISECT_CHECK_CALLS"
+ENV_BISECT_TIMEOUT = "FXLENS_BISECT_TIMEOUT"
+
+
+@dataclass(frozen=True)
+class BisectConfig:
+    """Switches of `fxlens bisect`'s wrapper backend (one child run of the user's script)."""
+
+    #: backend spec for the graphs under test (`@asked`: the one the script's torch.compile asked for)
+    stage: str
+    #: backend spec for every other graph (the stage before, known good); empty: same as `stage`
+    good: str
+    #: which graphs (0-based order of compilation) get `stage`: "all", "3" or "2-5"
+    graphs: str
+    #: what the wrapper records: "crash" (errors only), "accuracy" or "auto" (errors and accuracy)
+    check: str
+    #: how many calls of each compiled graph are compared against the fp64 reference
+    check_calls: int
+    #: seconds one child run may take before it counts as a hang (0: no limit)
+    timeout: float
+
+
+def load_bisect() -> BisectConfig:
+    return BisectConfig(
+        stage=_env_str(ENV_BISECT_STAGE, "@asked"),
+        good=_env_str(ENV_BISECT_GOOD),
+        graphs=_env_str(ENV_BISECT_GRAPHS, "all"),
+        check=_env_str(ENV_BISECT_CHECK, "auto"),
+        check_calls=int(_env_str(ENV_BISECT_CHECK_CALLS, "1") or 1),
+        timeout=float(_env_str(ENV_BISECT_TIMEOUT, "0") or 0),
+    )

@@ -1,0 +1,107 @@
+"""`fxlens bisect` end to end on a three-graph script, with torch's *_TESTING_ONLY faults.
+
+multi.py compiles `embed` (graph 0/0), `block` up to a graph break (1/0) and block's resume
+function (2/0), where torch.relu is: the culprit graph of every relu fault.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import MULTI, SCRIPTS, def_line
+
+
+def _stage_rows(verdict):
+    return {s["stage"]: s["ok"] for s in verdict["stages"]}
+
+
+def _events(verdict):
+    path = Path(verdict["session"]) / "events.jsonl"
+    return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize(
+    "backend,kind",
+    [
+        ("relu_compile_error_TESTING_ONLY", "crash"),
+        pytest.param("relu_runtime_error_TESTING_ONLY", "crash", marks=pytest.mark.slow),
+        pytest.param("relu_accuracy_error_TESTING_ONLY", "accuracy", marks=pytest.mark.slow),
+    ],
+)
+def test_torch_testing_backends_name_stage_and_graph(bisect, backend, kind):
+    # the backend comes from the script's own torch.compile call (no --backend)
+    proc, v = bisect(MULTI, backend)
+    assert proc.returncode == 0, proc.stderr
+    assert v["first_failing_stage"] == backend
+    assert v["failure"]["kind"] == kind
+    assert _stage_rows(v) == {"eager": True, "aot_eager": True, backend: False}
+    c = v["culprit"]
+    assert (c["compile_id"], c["function"], c["line"]) == ("2/0", "block", def_line("block"))
+    assert Path(c["file"]).name == "multi.py"
+    assert c["kernel"] is None and c["ops"] is None
+    # top run, 2 ladder runs, 1 graph run confirming the failing run's own guess
+    assert v["runs"] == 4 == len(list((Path(v["session"]) / "runs").iterdir()))
+    assert f"runs     {v['runs']}" in proc.stdout
+    assert "next: fxlens minify" in proc.stdout and f"--backend {backend}" in proc.stdout
+    (ev,) = [e for e in _events(v) if e["event"] == "bisect"]
+    assert ev["culprit"] == c and ev["summary"] == v["summary"] and ev["stages"] == v["stages"]
+
+
+def test_accuracy_with_training_checks_gradients(bisect):
+    proc, v = bisect(MULTI, "relu_accuracy_error_TESTING_ONLY", "--train", "--check", "accuracy")
+    assert proc.returncode == 0, proc.stderr
+    assert v["check"] == "accuracy" and v["first_failing_stage"] == "relu_accuracy_error_TESTING_ONLY"
+    assert v["culprit"]["compile_id"] == "2/0"
+    # the culprit run's records hold output and gradient divergences against fp64
+    run_dirs = sorted((Path(v["session"]) / "runs").iterdir())
+    checks = [
+        json.loads(ln)
+        for ln in (run_dirs[0] / "events.jsonl").read_text().splitlines()
+        if '"phase": "check"' in ln
+    ]
+    bad = [c for c in checks if not c["ok"]]
+    assert [c["compile_id"] for c in bad] == ["2/0"]
+    whats = {d["what"] for d in bad[0]["divergences"]}
+    assert "output 0" in whats and any(w.startswith("grad of input") for w in whats)
+    assert all(c["ok"] for c in checks if c["compile_id"] != "2/0")
+
+
+def test_nothing_fails_in_one_run(bisect):
+    proc, v = bisect(MULTI, "aot_eager", "--train")
+    assert proc.returncode == 0, proc.stderr
+    assert v["outcome"] == "nothing_fails" and v["first_failing_stage"] is None and v["culprit"] is None
+    assert v["runs"] == 1
+    assert "nothing fails with aot_eager" in proc.stdout
+
+
+def test_script_failing_without_compile_is_not_blamed_on_the_compiler(bisect):
+    proc, v = bisect(MULTI, "relu_compile_error_TESTING_ONLY", "--fail-eager")
+    assert proc.returncode == 0, proc.stderr
+    assert v["outcome"] == "script_fails" and v["first_failing_stage"] is None
+    assert "not a compiler problem" in proc.stdout
+    assert v["runs"] == 3  # as asked, eager, and once with Dynamo disabled
+
+
+@pytest.mark.slow
+def test_dynamo_failure_is_eager_fails(bisect):
+    proc, v = bisect(MULTI, "aot_eager", "--recompile-error")
+    assert proc.returncode == 0, proc.stderr
+    assert v["outcome"] == "eager_fails" and v["first_failing_stage"] == "eager"
+    assert "Dynamo" in v["summary"]
+
+
+def test_bad_input_is_one_line(bisect, tmp_path):
+    proc, v = bisect(tmp_path / "missing.py")
+    assert proc.returncode != 0 and v is None
+    assert proc.stderr.strip().count("\n") == 0 and "no such script" in proc.stderr
+    proc, v = bisect(MULTI, "--backend", "no_such_backend")
+    assert proc.returncode != 0 and "unknown backend 'no_such_backend'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_script_without_torch_compile(bisect, tmp_path):
+    plain = tmp_path / "plain.py"
+    plain.write_text("print('hello')\n")
+    proc, v = bisect(plain)
+    assert proc.returncode != 0 and "never called torch.compile" in proc.stderr
+    assert SCRIPTS.is_dir()

@@ -1,0 +1,58 @@
+"""`fxlens bisect` on fxlens's own backend with FXLENS_INJECT faults on aten.erf (only in graph 2/0).
+
+The injected fault hits every kernel containing the op, fused or not, so the first failing stage
+is fxlens_nofusion, the first stage that generates kernels.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from conftest import MULTI, def_line
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("fxlens.backend.compile_fx") is None,
+    reason="fxlens's full backend (fxlens.backend.compile_fx) is not built yet",
+)
+
+
+@pytest.mark.parametrize(
+    "kind,train,failure",
+    [
+        ("accuracy", True, "accuracy"),
+        ("compile_error", False, "crash"),
+        pytest.param("runtime_error", False, "crash", marks=pytest.mark.slow),
+    ],
+)
+def test_inject_names_stage_graph_and_kernel(bisect, kind, train, failure):
+    args = [MULTI, "fxlens", "--op", "erf", *(["--train"] if train else [])]
+    proc, v = bisect(*args, env={"FXLENS_INJECT": f"{kind}:aten.erf"})
+    assert proc.returncode == 0, proc.stderr
+    assert v["backend"] == "fxlens" and v["first_failing_stage"] == "fxlens_nofusion"
+    assert {s["stage"]: s["ok"] for s in v["stages"]} == {
+        "fxlens_eager": True,
+        "fxlens_aot_eager": True,
+        "fxlens_nofusion": False,
+    }
+    assert v["failure"]["kind"] == failure
+    c = v["culprit"]
+    assert (c["compile_id"], c["function"], c["line"]) == ("2/0", "block", def_line("block"))
+    assert c["kernel"].startswith("fxk_") and "erf" in c["kernel"]
+    assert any(op.startswith("aten.erf") for op in c["ops"])
+    assert c["kernel"] in proc.stdout and "aten.erf" in proc.stdout
+    runs = sorted((Path(v["session"]) / "runs").iterdir())
+    assert v["runs"] == len(runs) <= 4 + 2 + 2  # stages + log2(3 graphs) + log2(kernels)
+    if kind != "compile_error":  # a kernel that compiled has its Triton source on disk
+        assert Path(v["kernel"]["source_path"]).is_file()
+    if kind == "accuracy":
+        # FXLENS_CHECK_KERNELS saw the divergent kernel: its size is reported
+        assert v["kernel"]["max_abs_err"] > 1e-3
+        # the kernel run: only the culprit compiled, every other kernel as ATen, still failing
+        assert "kernel" in runs[-1].name
+        checks = [
+            json.loads(ln)
+            for ln in (runs[-1] / "events.jsonl").read_text().splitlines()
+            if '"phase": "check"' in ln and '"ok": false' in ln
+        ]
+        assert {c["compile_id"] for c in checks} == {"2/0"}

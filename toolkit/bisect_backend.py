@@ -1,0 +1,170 @@
+"""The wrapper backend `fxlens bisect` injects into each child run (`fxlens.bisect_backend:wrapper`).
+
+The runner's FXLENS_BACKEND_OVERRIDE makes every `torch.compile` call in the user's script use
+`wrapper`. For each Dynamo graph, in order of compilation (its *ordinal*), the wrapper compiles the
+graph with the stage under test (FXLENS_BISECT_STAGE) when the ordinal is selected by
+FXLENS_BISECT_GRAPHS, else with the known-good stage before it (FXLENS_BISECT_GOOD). It records
+into the run's session, as `bisect_graph` events: every graph's compile id and stage, any error at
+compile or run time, and (check accuracy/auto) how far the first calls' outputs and gradients are
+from an fp64 eager run of the same graph on the same inputs. Errors are re-raised unchanged: the
+script fails exactly as it would without fxlens.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+
+from fxlens import config
+from fxlens.session import EVENTS_FILE, append_event
+
+SPEC = "fxlens.bisect_backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
+_ordinals = itertools.count()
+_backends: dict[str, object] = {}
+
+
+def selected(spec: str, ordinal: int) -> bool:
+    """Whether graph `ordinal` is in FXLENS_BISECT_GRAPHS ("all", "3", "2-5", "1,4")."""
+    if spec in ("", "all"):
+        return True
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        if lo.strip() and int(lo) <= ordinal <= int(hi or lo):
+            return True
+    return False
+
+
+def asked_backend(session_dir: str) -> str:
+    """The backend the script's latest torch.compile call asked for (the runner records it)."""
+    path = Path(session_dir) / EVENTS_FILE if session_dir else None
+    asked = "inductor"
+    if path and path.exists():
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            # the runner also records the decorator form's inner torch.compile call, which
+            # already carries the override (this wrapper): skip it
+            if ev.get("event") == "compile_call" and ev.get("backend") not in (None, "", SPEC):
+                asked = ev["backend"]
+    return asked
+
+
+def lookup(spec: str):
+    """The backend callable for a spec (a registered name, `module:attr` or `file.py:attr`)."""
+    if spec in _backends:
+        return _backends[spec]
+    from torch._dynamo import lookup_backend
+
+    from fxlens.backends import resolve
+
+    target, _, attr = spec.rpartition(":")
+    main = sys.modules.get("__main__")
+    # a backend defined in the running script: take the object itself, never re-run the script
+    if target.endswith(".py") and main is not None and hasattr(main, attr):
+        main_file = getattr(main, "__file__", "") or ""
+        if os.path.abspath(main_file) == os.path.abspath(target):
+            _backends[spec] = getattr(main, attr)
+            return _backends[spec]
+    backend = resolve(spec)
+    fn = lookup_backend(backend) if isinstance(backend, str) else backend
+    _backends[spec] = fn
+    return fn
+
+
+def _error(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".strip().rstrip(":")[:500]
+
+
+def _compile_id() -> str:
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+        return f"{cid.frame_id}/{cid.frame_compile_id}" if cid is not None else "?"
+    except Exception:  # an older torch without the API: the ordinal still identifies the graph
+        return "?"
+
+
+def wrapper(gm, example_inputs):
+    """Dynamo backend: compile with the stage under test or the good stage, and record what happens."""
+    cfg = config.load()
+    bcfg = config.load_bisect()
+    ordinal = next(_ordinals)
+    stage = bcfg.stage if bcfg.stage != "@asked" else asked_backend(cfg.session_dir)
+    good = bcfg.good or stage
+    use = stage if selected(bcfg.graphs, ordinal) else good
+    cid = _compile_id()
+    base = {"ordinal": ordinal, "compile_id": cid, "stage": use, "under_test": use == stage}
+
+    def record(phase: str, **data) -> None:
+        if cfg.session_dir:
+            append_event(cfg.session_dir, "bisect_graph", {**base, "phase": phase, **data})
+
+    checking = bcfg.check in ("accuracy", "auto")
+    from fxlens.bisect_check import has_random_ops
+
+    random_ops = checking and has_random_ops(gm)
+    # backends may rewrite the graph in place (torch's relu_*_TESTING_ONLY do): keep a pristine copy
+    reference = copy.deepcopy(gm) if checking and not random_ops else None
+    from fxlens.errors import FxlensError
+
+    try:
+        backend = lookup(use)
+    except FxlensError as e:  # a bad --backend: the parent stops with this one line
+        record("compile", ok=False, error=str(e), refused=True)
+        raise
+    try:
+        compiled = backend(gm, example_inputs)
+    except Exception as e:
+        record("compile", ok=False, error=_error(e))
+        raise
+    record("compile", ok=True, random_ops=random_ops)
+    state = {"calls": 0, "failed": False}
+
+    def run(*args):
+        state["calls"] += 1
+        refs = None
+        if reference is not None and state["calls"] <= bcfg.check_calls:
+            refs = _references(reference, args, record)
+        try:
+            result = compiled(*args)
+        except Exception as e:
+            if not state["failed"]:
+                state["failed"] = True
+                record("run", ok=False, error=_error(e))
+            raise
+        if refs is not None:
+            _compare(args, result, refs, state["calls"], record)
+        return result
+
+    return run
+
+
+def _references(reference, args, record):
+    """The eager/fp64 references of one call, or None (recorded) when the graph can't run in fp64."""
+    from fxlens.bisect_check import references
+
+    try:
+        return references(reference, list(args))
+    except Exception as e:  # a reference we can't compute is no verdict on the backend
+        record("check", ok=True, skipped=f"reference failed: {_error(e)}")
+        return None
+
+
+def _compare(args, result, refs, call: int, record) -> None:
+    from fxlens.bisect_check import compare_result
+
+    try:
+        divs = compare_result(list(args), result, refs, check_grads=True)
+    except Exception as e:
+        record("check", ok=True, call=call, skipped=f"comparison failed: {_error(e)}")
+        return
+    bad = [d for d in divs if not d.ok]
+    record("check", ok=not bad, call=call, divergences=[d.__dict__ for d in (bad or divs)[:8]])

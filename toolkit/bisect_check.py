@@ -1,0 +1,189 @@
+"""Accuracy checks for `fxlens bisect`: compiled outputs vs eager, both against an fp64 reference.
+
+Runs in the child process (imports torch). A compiled result passes when, for every output tensor,
+its error against the fp64 reference is within the dtype's tolerance, or no worse than
+`EAGER_SLACK` times the error eager itself makes in the original dtype (so low-precision graphs are
+not blamed for the rounding eager also does). The tolerances are stated in the README.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# dtype name -> (atol, rtol): |res - ref64| <= atol + rtol * |ref64| elementwise.
+# Loose enough for reordered reductions and fused math, tight enough that a wrong op shows.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-4, 1e-4),  # compiled kernels reorder sums; eager fp32 already differs ~1e-6
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),  # 8 mantissa bits: one rounding step is ~4e-3 relative
+}
+# a compiled output may be this many times as far from fp64 as eager's own output is
+EAGER_SLACK = 2.0
+
+# ops whose outputs legitimately differ between eager and compiled code (RNG streams)
+RANDOM_OP_MARKERS = ("rand", "dropout", "bernoulli", "multinomial", "normal", "poisson", "uniform")
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """How far one compiled output (or gradient) is from the fp64 reference."""
+
+    what: str  # "output 0", "grad of input 2"
+    dtype: str
+    max_abs_err: float
+    max_rel_err: float
+    eager_abs_err: float
+    ok: bool
+
+
+def has_random_ops(gm) -> bool:
+    """Whether an FX graph draws random numbers (its outputs then differ from eager by design)."""
+    for node in gm.graph.nodes:
+        if node.op == "call_function" or node.op == "call_method":
+            name = getattr(node.target, "__name__", str(node.target)).lower()
+            if any(m in name for m in RANDOM_OP_MARKERS):
+                return True
+    return False
+
+
+def to_fp64(x, requires_grad: bool = True):
+    """A detached fp64 copy of a floating tensor (grad flag kept), other values unchanged."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        if x.is_floating_point():
+            y = x.detach().to(torch.float64).clone()
+            return y.requires_grad_(x.requires_grad and requires_grad)
+        return x.detach().clone()
+    return x
+
+
+def clone_like(x):
+    """A detached copy in the original dtype (grad flag kept), other values unchanged."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        y = x.detach().clone()
+        return y.requires_grad_(x.requires_grad) if x.is_floating_point() else y
+    return x
+
+
+def flat_tensors(out) -> list:
+    """The tensors of a (nested) graph output, in order."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def compare(what: str, res, ref, ref64) -> Divergence:
+    """Compare one compiled tensor with eager (`ref`, same dtype) and fp64 (`ref64`) results."""
+    import torch
+
+    dtype = str(res.dtype).removeprefix("torch.")
+    if res.shape != ref64.shape:
+        return Divergence(what, dtype, float("inf"), float("inf"), 0.0, False)
+    if not res.is_floating_point() and not res.is_complex():
+        bad = int((res.detach().cpu() != ref.detach().cpu()).sum())
+        return Divergence(what, dtype, float(bad), float(bad), 0.0, bad == 0)
+    r = res.detach().to("cpu", torch.float64)
+    e = ref.detach().to("cpu", torch.float64)
+    g = ref64.detach().to("cpu", torch.float64)
+    if r.numel() == 0:
+        return Divergence(what, dtype, 0.0, 0.0, 0.0, True)
+    # NaN where the reference has NaN is agreement; NaN elsewhere is a divergence
+    nan_ok = bool(torch.equal(torch.isnan(r), torch.isnan(g)))
+    diff = (r - g).abs().nan_to_num(0.0, posinf=float("inf"))
+    eager_diff = (e - g).abs().nan_to_num(0.0)
+    atol, rtol = TOLERANCES.get(dtype, (1e-4, 1e-4))
+    within = bool((diff <= atol + rtol * g.abs().nan_to_num(0.0)).all())
+    max_abs = float(diff.max())
+    eager_abs = float(eager_diff.max())
+    rel = float((diff / g.abs().clamp_min(atol)).max())
+    ok = nan_ok and (within or max_abs <= EAGER_SLACK * eager_abs)
+    return Divergence(what, dtype, max_abs, rel, eager_abs, ok)
+
+
+@dataclass
+class References:
+    """Eager results of one graph call: in the inputs' dtypes and in fp64, on copies of the inputs."""
+
+    args: list
+    args64: list
+    out: list
+    out64: list
+
+
+def references(gm, args: list) -> References:
+    """Run `gm` eagerly on copies of `args`, in their dtype and in fp64, before the compiled call.
+
+    Copies are taken first because graphs may mutate their inputs, and the runs happen under a
+    forked RNG state, so the user's run continues exactly as it would without the check.
+    """
+    import torch
+
+    ref_args = [clone_like(a) for a in args]
+    ref64_args = [to_fp64(a) for a in args]
+    with torch.random.fork_rng(devices=[]):
+        ref = gm(*ref_args)
+    with torch.random.fork_rng(devices=[]):
+        ref64 = gm(*ref64_args)
+    return References(ref_args, ref64_args, flat_tensors(ref), flat_tensors(ref64))
+
+
+def compare_result(args: list, result, refs: References, check_grads: bool) -> list[Divergence]:
+    """One Divergence per output tensor of the compiled call, and per gradient of its inputs.
+
+    Gradients are compared when grad mode is on and inputs require grad: both sides are
+    differentiated with the same random cotangent, with `retain_graph` so the user's own backward
+    still works.
+    """
+    import torch
+
+    outs = flat_tensors(result)
+    divs = [
+        compare(f"output {i}", o, e, g)
+        for i, (o, e, g) in enumerate(zip(outs, refs.out, refs.out64, strict=False))
+    ]
+    if len(outs) != len(refs.out64):
+        divs.append(Divergence("number of outputs", "", float("inf"), float("inf"), 0.0, False))
+    if check_grads and torch.is_grad_enabled():
+        divs += _check_grads(args, refs.args, refs.args64, outs, refs.out, refs.out64)
+    return divs
+
+
+def _check_grads(args, ref_args, ref64_args, outs, refs, refs64) -> list[Divergence]:
+    import torch
+
+    idx = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    pairs = [
+        k
+        for k, o in enumerate(outs)
+        if o.requires_grad and o.is_floating_point() and k < len(refs) and refs64[k].requires_grad
+    ]
+    if not idx or not pairs:
+        return []
+    gen = torch.Generator().manual_seed(0)  # a private generator: the user's RNG is untouched
+    cot = [torch.randn(outs[k].shape, generator=gen, dtype=torch.float64) for k in pairs]
+
+    def grads(inputs, outputs):
+        return torch.autograd.grad(
+            [outputs[k] for k in pairs],
+            [inputs[i] for i in idx],
+            grad_outputs=[
+                c.to(outputs[k].dtype).to(outputs[k].device) for c, k in zip(cot, pairs, strict=True)
+            ],
+            retain_graph=True,
+            allow_unused=True,
+        )
+
+    got, eager, exact = grads(args, outs), grads(ref_args, refs), grads(ref64_args, refs64)
+    divs = []
+    for i, g, e, x in zip(idx, got, eager, exact, strict=True):
+        if g is None or x is None:
+            if (g is None) != (x is None):
+                divs.append(Divergence(f"grad of input {i}", "", float("inf"), float("inf"), 0.0, False))
+            continue
+        divs.append(compare(f"grad of input {i}", g, e if e is not None else x, x))
+    return divs

@@ -1,0 +1,197 @@
+"""One child run of the user's script for `fxlens bisect`, and what it tells: did it fail, how, where.
+
+Each run is a captured `fxlens run` of the script into `<session>/runs/<n>-<label>`, with the
+wrapper backend (`fxlens.bisect_backend:wrapper`) injected; the wrapper's `bisect_graph` events
+and torch's trace in that run's session are read back here. This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxlens import config
+from fxlens.capture import run_captured
+from fxlens.errors import FxlensError
+from fxlens.runner import REFUSED
+from fxlens.session import Session
+
+WRAPPER = "fxlens.bisect_backend:wrapper"
+TIMEOUT_EXIT = 124
+OUTPUT_FILE = "output.txt"  # the child's stdout and stderr, interleaved
+
+
+@dataclass
+class Outcome:
+    """What one run showed."""
+
+    n: int
+    label: str
+    session_dir: Path
+    exit_code: int
+    seconds: float
+    kind: str | None  # None (passed), "crash", "accuracy", "timeout"
+    error: str = ""  # one line: the exception, or the largest divergence
+    graphs: dict[int, str] = field(default_factory=dict)  # ordinal -> compile id
+    failing: list[int] = field(default_factory=list)  # ordinals the wrapper saw fail, in order
+    divergence: dict | None = None  # the first failing check's worst divergence
+    asked: list[str] = field(default_factory=list)  # backends the script's torch.compile calls asked for
+    compiled: bool = False  # whether any graph was compiled at all
+
+    @property
+    def failed(self) -> bool:
+        return self.kind is not None
+
+    def session(self) -> Session:
+        return Session.open(self.session_dir)
+
+
+def _last_error_line(text: str) -> str:
+    """The exception line of a Python traceback on stderr (the last `Name: message` line)."""
+    lines = [ln.rstrip() for ln in (text or "").splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        head = ln.split(":", 1)[0].strip()
+        if ln[:1] not in (" ", "\t") and head and head.replace(".", "").replace("_", "").isalnum():
+            if head[:1].isupper() or "." in head:
+                return ln[:500]
+    return lines[-1][:500] if lines else ""
+
+
+class Runs:
+    """Starts the child runs of one bisect and counts them."""
+
+    def __init__(
+        self,
+        script: str,
+        script_args: list[str],
+        session_dir: Path,
+        check: str,
+        timeout: float | None = None,
+        echo=None,
+        first: int = 1,
+    ) -> None:
+        self.script = script
+        self.script_args = list(script_args)
+        self.session_dir = Path(session_dir)
+        self.check = check
+        self.timeout = timeout
+        self.echo = echo or (lambda line: None)
+        self.outcomes: list[Outcome] = []
+        self.extra_env: dict[str, str] = {}  # added to every later run (e.g. FXLENS_CHECK_KERNELS)
+        self.first = first  # number of the first run (a driver process continues the parent's count)
+
+    @property
+    def count(self) -> int:
+        """Runs started so far by this object."""
+        return len(self.outcomes)
+
+    def run(
+        self,
+        label: str,
+        stage: str,
+        good: str = "",
+        graphs: str = "all",
+        env: dict | None = None,
+        wrap: bool = True,
+    ) -> Outcome:
+        """One run: graphs selected by `graphs` compile with `stage`, the others with `good`."""
+        n = self.first + self.count
+        sdir = self.session_dir / "runs" / f"{n:02d}-{_safe(label)}"
+        child_env = {
+            config.ENV_BISECT_STAGE: stage,
+            config.ENV_BISECT_GOOD: good,
+            config.ENV_BISECT_GRAPHS: graphs,
+            config.ENV_BISECT_CHECK: self.check,
+            # inductor caches compiled graphs across runs; a cache hit would skip the very
+            # passes a bisect run changes
+            "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+            **self.extra_env,
+            **(env or {}),
+        }
+        t0 = time.perf_counter()
+        sdir.mkdir(parents=True, exist_ok=True)
+        with _output_to(sdir / OUTPUT_FILE):
+            res = run_captured(
+                self.script,
+                self.script_args,
+                backend=WRAPPER if wrap else None,
+                session_dir=str(sdir),
+                env=child_env,
+                timeout=self.timeout,
+            )
+        out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0)
+        self.outcomes.append(out)
+        verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
+        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.seconds:.1f}s]")
+        return out
+
+
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:60]
+
+
+def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float) -> Outcome:
+    """Read a finished run's session: the wrapper's events, the exit status, the stderr tail."""
+    session = Session.open(sdir)
+    out = Outcome(n, label, sdir, exit_code, seconds, None)
+    for ev in session.events:
+        kind = ev.get("event")
+        if kind == "fxlens_error" and exit_code == REFUSED:
+            raise FxlensError(str(ev.get("message")))
+        if kind == "compile_call":
+            if ev.get("backend") not in (None, "", WRAPPER) and ev["backend"] not in out.asked:
+                out.asked.append(ev["backend"])
+        elif kind == "bisect_graph":
+            if ev.get("refused"):
+                raise FxlensError(str(ev.get("error")))
+            out.compiled = True
+            ordinal = int(ev.get("ordinal", -1))
+            out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
+            if ev.get("ok") is False and ordinal not in out.failing:
+                out.failing.append(ordinal)
+                if ev.get("phase") == "check" and out.divergence is None:
+                    divs = ev.get("divergences") or [{}]
+                    out.divergence = max(divs, key=lambda d: d.get("max_abs_err") or 0)
+                    out.divergence["compile_id"] = ev.get("compile_id")
+                elif not out.error:
+                    out.error = str(ev.get("error", ""))
+    if exit_code == TIMEOUT_EXIT:
+        out.kind, out.error = "timeout", f"no exit within {seconds:.0f}s"
+    elif exit_code != 0:
+        out.kind = "crash"
+        out.error = out.error or _last_error_line(_stderr(sdir)) or f"exit status {exit_code}"
+    elif out.divergence is not None:
+        d = out.divergence
+        out.kind = "accuracy"
+        out.error = (
+            f"{d.get('what', 'output')} ({d.get('dtype', '')}) max abs err {d.get('max_abs_err', 0):.3g} "
+            f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"
+        )
+    return out
+
+
+@contextlib.contextmanager
+def _output_to(path: Path):
+    """Send the child's stdout and stderr (inherited file descriptors) to a file in its run dir."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(path, "wb") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def _stderr(sdir: Path) -> str:
+    p = sdir / OUTPUT_FILE
+    return p.read_text(errors="replace") if p.exists() else ""
