@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SCRIPTS, fxlens
+from capture_helpers import SCRIPTS, fxlens
 
 
 def _one_line_error(proc, *needles):

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from conftest import SCRIPTS
+from capture_helpers import SCRIPTS
 
 BREAKS = str(SCRIPTS / "breaks.py")
 RECOMPILES = str(SCRIPTS / "recompiles.py")

@@ -1,6 +1,6 @@
 """Several ranks: a real 2-process gloo job through `fxlens run --nproc 2`."""
 
-from conftest import SCRIPTS
+from capture_helpers import SCRIPTS
 
 
 def test_two_ranks_reported_and_divergence_flagged(run_report):
