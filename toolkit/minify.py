@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -203,13 +204,7 @@ def minify_script(
     Raises:
         FxlensError: bad input, or nothing to minify (with the reason, one line).
     """
-    import torch
-
-    from fxlens.minify_capture import baseline_config_lines, captured_graphs, failing_graph
-    from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
     from fxlens.minify_pool import Pool
-    from fxlens.minify_reduce import ProgressBar, Reducer, reduce
-    from fxlens.repro_writer import ReproSpec, render
 
     script_args = list(script_args or [])
     check_script(script)
@@ -232,7 +227,31 @@ def minify_script(
         },
     )
 
+    timings: dict[str, float] = {}
+    # workers import torch while the script runs; told the backend once it is known
+    pool = Pool(size=cfg.workers, timeout=cfg.timeout, log_dir=session / "workers", cwd=os.getcwd())
+    try:
+        return _minify(
+            script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool
+        )
+    finally:
+        pool.close()
+
+
+def _minify(script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool):
+    """The body of minify_script, with its worker pool already starting."""
+    from fxlens.minify_capture import baseline_config_lines, captured_graphs, failing_graph
+    from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
+    from fxlens.minify_reduce import ProgressBar, Reducer, reduce
+    from fxlens.repro_writer import ReproSpec, render
+
+    # the parent idles while the script runs: import torch and probe the config baseline meanwhile
+    warm: dict = {}
+    warmer = threading.Thread(target=lambda: warm.update(baseline=baseline_config_lines()), daemon=True)
+    warmer.start()
     cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session)
+    warmer.join()
+    timings["capture"] = round(time.perf_counter() - t0, 2)
     graphs = captured_graphs(cap)
     failed = failing_graph(cap, exit_code)
     backend_desc = backend or "(the script's own)"
@@ -242,59 +261,53 @@ def minify_script(
             script, script_args, session, exit_code, stderr_text, graphs, backend_desc, check
         )
 
-    baseline = baseline_config_lines()
-    pool = Pool(
-        backend or json.loads((cap / f"graph_{todo[0]}.json").read_text())["backend"],
-        size=cfg.workers,
-        timeout=cfg.timeout,
-        log_dir=session / "workers",
-        cwd=os.getcwd(),
-    )
+    baseline = warm.get("baseline") or baseline_config_lines()
+    pool.set_backend(backend or json.loads((cap / f"graph_{todo[0]}.json").read_text())["backend"])
+    found = None
+    for k in todo:
+        meta = json.loads((cap / f"graph_{k}.json").read_text())
+        values_path = cap / f"values_{k}.pt"
+        specs = [InputSpec.from_json(s) for s in meta["inputs"]]
+        values = _load_values(values_path) if values_path.exists() else {}
+        example = [values.get(f"arg{i}", s.scalar) for i, s in enumerate(specs)]
+        cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
+        kind = (failed or {}).get("kind", "crash")
+        chk = kind if check == "auto" else check
+        base = ReproSpec(
+            backend=meta["backend"],
+            check=chk,
+            config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
+            env=_carried_env(),
+        )
+        spec, sig, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
+        if spec is not None:
+            found = (k, meta, cand, spec, sig)
+            break
+    if found is None:
+        child_sig = (failed or {}).get("signature") or _last_error_line(stderr_text)
+        raise FxlensError(
+            f"{script}: graph {todo[0]} fails in the script ({child_sig}) but not when compiled "
+            f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
+        )
+    k, meta, cand, spec, sig = found
+    from dataclasses import replace
+
+    spec = replace(spec, signature=sig)
+    original = cand.num_calls
+    timings["confirm"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
+    bar = ProgressBar(original=original) if progress else None
+    reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar)
+    interrupted = False
     try:
-        found = None
-        for k in todo:
-            meta = json.loads((cap / f"graph_{k}.json").read_text())
-            values_path = cap / f"values_{k}.pt"
-            specs = [InputSpec.from_json(s) for s in meta["inputs"]]
-            values = torch.load(values_path, weights_only=True) if values_path.exists() else {}
-            example = [values.get(f"arg{i}", s.scalar) for i, s in enumerate(specs)]
-            cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
-            kind = (failed or {}).get("kind", "crash")
-            chk = kind if check == "auto" else check
-            base = ReproSpec(
-                backend=meta["backend"],
-                check=chk,
-                config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
-                env=_carried_env(),
-            )
-            spec, sig, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
-            if spec is not None:
-                found = (k, meta, cand, spec, sig)
-                break
-        if found is None:
-            child_sig = (failed or {}).get("signature") or _last_error_line(stderr_text)
-            raise FxlensError(
-                f"{script}: graph {todo[0]} fails in the script ({child_sig}) but not when compiled "
-                f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
-            )
-        k, meta, cand, spec, sig = found
-        from dataclasses import replace
+        final = reduce(reducer, cand)
+    except KeyboardInterrupt:
+        interrupted = True
+        final = reducer.best or cand
+    if bar:
+        bar.done()
+    pool.close()
 
-        spec = replace(spec, signature=sig)
-        original = cand.num_calls
-        bar = ProgressBar(original=original) if progress else None
-        reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar)
-        interrupted = False
-        try:
-            final = reduce(reducer, cand)
-        except KeyboardInterrupt:
-            interrupted = True
-            final = reducer.best or cand
-        if bar:
-            bar.done()
-    finally:
-        pool.close()
-
+    timings["reduce"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
     result = _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted)
     result.update(
         check=spec.check,
@@ -313,11 +326,19 @@ def minify_script(
         final_input_bytes=final.input_bytes,
         interrupted=interrupted,
     )
+    timings["write_and_verify"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
+    result["timings"] = timings
     result["summary"] = summary_line(result)
     append_event(session, "minify", result)
     if json_path:
         Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _load_values(path: Path) -> dict:
+    import torch
+
+    return torch.load(path, weights_only=True)
 
 
 def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted) -> dict:

@@ -1,7 +1,7 @@
 """A pool of worker processes that evaluate minify candidates, so a backend crash never kills fxlens.
 
-Each worker (`python -m fxlens.minify_pool BACKEND`) imports torch and resolves the backend once,
-then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
+Each worker (`python -m fxlens.minify_pool`) starts importing torch at once (while the parent is
+still capturing), resolves the backend named in its first stdin line once, then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
 failure signature on a private pipe (the worker's stdout is redirected to stderr, so whatever the
 backend prints cannot corrupt the protocol). A worker that dies (segfault, abort) or exceeds the
 per-candidate timeout is killed and restarted; that candidate's signature says what happened
@@ -29,17 +29,19 @@ STARTUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine, and resolving 
 class Worker:
     """One worker process; `ask` evaluates one candidate, restarting the process when needed."""
 
-    def __init__(self, backend: str, env: dict, log: Path, cwd: str | None):
-        self.backend, self.env, self.log, self.cwd = backend, env, log, cwd
+    def __init__(self, env: dict, log: Path, cwd: str | None):
+        self.backend, self.env, self.log, self.cwd = "", env, log, cwd
         self.proc: subprocess.Popen | None = None
+        self.ready = False
         self.lines: queue.Queue = queue.Queue()
 
-    def _start(self) -> None:
+    def spawn(self) -> None:
+        """Start the process (it imports torch while it waits for the backend)."""
         read_fd, write_fd = os.pipe()
         env = dict(self.env, FXLENS_MINIFY_RESULT_FD=str(write_fd))
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "fxlens.minify_pool", self.backend],
+                [sys.executable, "-m", "fxlens.minify_pool"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=log,
@@ -52,11 +54,23 @@ class Worker:
         self.lines = queue.Queue()
         reader = os.fdopen(read_fd, "r")
         threading.Thread(target=self._read, args=(reader, self.lines), daemon=True).start()
+        self.ready = False
+
+    def _start(self) -> None:
+        """Make sure the process runs and has resolved the backend."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.spawn()
+        if self.ready:
+            return
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"backend": self.backend}) + "\n")
+        self.proc.stdin.flush()
         ready = self._next(STARTUP_TIMEOUT_S)
         if ready is None or ready.get("ready") is not True:
             err = ready.get("error") if ready else "no answer"
             self.stop()
             raise RuntimeError(f"minify worker failed to start: {err}")
+        self.ready = True
 
     @staticmethod
     def _read(reader, lines: queue.Queue) -> None:
@@ -73,8 +87,7 @@ class Worker:
 
     def ask(self, src: str, timeout: float) -> str | None:
         """The signature of one candidate (None: it passes)."""
-        if self.proc is None or self.proc.poll() is not None:
-            self._start()
+        self._start()
         assert self.proc is not None and self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps({"src": src}) + "\n")
@@ -89,29 +102,36 @@ class Worker:
             self.stop()
             return TIMEOUT_SIGNATURE
         code = self.proc.wait()
-        self.proc = None
+        self.proc, self.ready = None, False
         return signal_signature(code) if code < 0 else f"worker exited with status {code}"
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()  # only the process this Worker started
             self.proc.wait()
-        self.proc = None
+        self.proc, self.ready = None, False
 
 
 class Pool:
     """Evaluate candidates in parallel on `size` workers (default: every core)."""
 
-    def __init__(self, backend: str, *, size: int = 0, timeout: float = 120.0, log_dir: Path, cwd=None):
+    def __init__(self, *, size: int = 0, timeout: float = 120.0, log_dir: Path, cwd=None):
         self.size = size or os.cpu_count() or 1
         self.timeout = timeout
         env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE", "FXLENS_BACKEND_OVERRIDE")}
         log_dir.mkdir(parents=True, exist_ok=True)
-        self.workers = [Worker(backend, env, log_dir / f"worker{i}.log", cwd) for i in range(self.size)]
+        self.workers = [Worker(env, log_dir / f"worker{i}.log", cwd) for i in range(self.size)]
+        for w in self.workers:
+            w.spawn()
         self.free: queue.Queue = queue.Queue()
         for w in self.workers:
             self.free.put(w)
         self.executor = ThreadPoolExecutor(max_workers=self.size)
+
+    def set_backend(self, backend: str) -> None:
+        """The backend spec every candidate is compiled with (sent to each worker on first use)."""
+        for w in self.workers:
+            w.backend = backend
 
     def _one(self, src: str) -> str | None:
         w = self.free.get()
@@ -136,7 +156,7 @@ class Pool:
         self.close()
 
 
-def worker_main(backend_spec: str) -> int:
+def worker_main() -> int:
     """The worker loop (runs in the child): evaluate candidate sources read from stdin."""
     out = os.fdopen(int(os.environ["FXLENS_MINIFY_RESULT_FD"]), "w")
 
@@ -149,6 +169,7 @@ def worker_main(backend_spec: str) -> int:
 
         from fxlens.backends import resolve
 
+        backend_spec = json.loads(sys.stdin.readline() or "{}").get("backend", "")
         backend = resolve(backend_spec)
     except BaseException as e:  # report and exit: the parent says the worker failed to start
         answer({"ready": False, "error": f"{type(e).__name__}: {e}"})
@@ -177,4 +198,4 @@ def worker_main(backend_spec: str) -> int:
 
 if __name__ == "__main__":
     # stdout belongs to the backend; answers go to the pipe named in the environment
-    sys.exit(worker_main(sys.argv[1]))
+    sys.exit(worker_main())

@@ -196,9 +196,10 @@ def run_repro(path: Path, timeout: float = 300) -> tuple[int, str | None]:
 
 
 def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300) -> int:
-    """How many of `runs` fresh-interpreter runs exit non-zero with `signature`."""
-    ok = 0
-    for _ in range(runs):
-        code, sig = run_repro(path, timeout)
-        ok += int(code != 0 and sig == signature)
-    return ok
+    """How many of `runs` fresh-interpreter runs exit non-zero with `signature` (run concurrently:
+    they are independent processes, and most of each is importing torch)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=runs) as ex:
+        results = list(ex.map(lambda _: run_repro(path, timeout), range(runs)))
+    return sum(int(code != 0 and sig == signature) for code, sig in results)
