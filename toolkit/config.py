@@ -25,6 +25,9 @@ class ToolkitConfig:
     backend_override: str
     #: the session directory of the current child run (set by the CLI for the child process)
     session_dir: str
+    #: `fxlens doctor`'s child-side timing probe: "eager" (every torch.compile forced eager) or
+    #: "compiled"; empty: off (set by `fxlens doctor` for the child processes it starts)
+    doctor_probe: str
 
 
 def load() -> ToolkitConfig:
@@ -32,12 +35,14 @@ def load() -> ToolkitConfig:
         sessions_dir=Path(_env_str("FXLENS_SESSIONS_DIR", ".fxlens/sessions")),
         backend_override=_env_str("FXLENS_BACKEND_OVERRIDE"),
         session_dir=_env_str("FXLENS_SESSION"),
+        doctor_probe=_env_str("FXLENS_DOCTOR_PROBE"),
     )
 
 
 ENV_BACKEND_OVERRIDE = "FXLENS_BACKEND_OVERRIDE"
 ENV_SESSION = "FXLENS_SESSION"
 ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
+ENV_DOCTOR_PROBE = "FXLENS_DOCTOR_PROBE"
 
 
 # -- fxlens minify: the parent sets these for its capture child (fxlens.minify_capture) --

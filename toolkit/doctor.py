@@ -1,11 +1,326 @@
-"""Placeholder: filled by its own issue."""
+"""`fxlens doctor SCRIPT [ARGS...]`: is torch.compile helping this script, and what should change?
 
+The script runs in child processes, side by side: once with every torch.compile forced eager (the
+baseline) and once compiled (its own backend, or --backend), --rounds times each, alternating.
+fxlens.doctor_probe times every call of every compiled object in both; the compiled run's session
+(TORCH_TRACE and events) also gives graph breaks, recompile causes and limit hits. The result is a
+table of compiled functions (eager vs compiled per call, compile time, break-even) and a ranked
+list of findings, each saying what to change at which line of the user's code.
+
+Public API (used by `fxlens demo`): `doctor_script(script, args, backend=...) -> dict` and
+`render_text(result) -> str`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from fxlens import config
+from fxlens.capture import check_script, refused_message, run_captured
+from fxlens.doctor_findings import findings as rank_findings
+from fxlens.doctor_stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.errors import FxlensError
+from fxlens.report import build_report
+from fxlens.runner import REFUSED
+from fxlens.session import Session, append_event, new_session_dir, write_info
+from fxlens.userframes import short_path
+
+OUTPUT_FILE = "output.log"  # the script's stdout and stderr, per child run
 
 
-def add_arguments(parser):
-    pass
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend", metavar="NAME", help="backend for the compiled run (default: the script's own)"
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the result as JSON to FILE ('-' for stdout)"
+    )
+    parser.add_argument(
+        "--rounds",
+        metavar="N",
+        type=int,
+        default=1,
+        help="run eager and compiled N times each, alternating, and report medians (default 1)",
+    )
+    parser.add_argument(
+        "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
+    )
+    parser.add_argument(
+        "--timeout", metavar="S", type=float, default=None, help="seconds each run of the script may take"
+    )
 
 
-def main(args):
-    raise FxlensError("not built yet")
+@contextlib.contextmanager
+def _output_to(path: Path):
+    """Send this process's stdout/stderr file descriptors (inherited by children) to `path`.
+
+    The script runs twice or more; its own output would drown the report, so it goes to a file in
+    its run's session directory and the last line is quoted when a run fails.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "ab") as f:
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _last_error_line(run_dir: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in (run_dir / OUTPUT_FILE).read_text(errors="replace").split("\n")]
+    except OSError:
+        return ""
+    lines = [ln for ln in lines if ln]
+    return lines[-1][:200] if lines else ""
+
+
+def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with _output_to(run_dir / OUTPUT_FILE):
+        return run_captured(
+            script,
+            list(args),
+            backend=backend if mode == "compiled" else None,
+            session_dir=str(run_dir),
+            nproc=nproc,
+            env={config.ENV_DOCTOR_PROBE: mode},
+            timeout=timeout,
+        )
+
+
+def _summary(script: str, rows: list[dict], wall: dict, found: list[dict]) -> str:
+    both = [r for r in rows if r["eager_ms"] is not None and r["compiled_ms"] is not None and r["calls"]]
+    eager = sum(r["eager_ms"] * r["calls"] for r in both)
+    compiled = sum(r["compiled_ms"] * r["calls"] for r in both)
+    compile_s = sum(r["compile_s"] or 0.0 for r in rows)
+    parts = [f"{Path(script).name}: {len(rows)} compiled function(s)"]
+    if compiled:
+        ratio = eager / compiled
+        parts.append(
+            f"steady state {ratio:.2f}x {'faster' if ratio >= 1 else 'slower'} compiled, {compile_s:.2f} s compiling"
+        )
+    if wall["eager_s"] is not None and wall["compiled_s"] is not None:
+        parts.append(f"script {wall['eager_s']:.2f} s eager vs {wall['compiled_s']:.2f} s compiled")
+    top = found[0] if found else None
+    parts.append(
+        f"{len(found)} finding(s)"
+        + (f", top: {top['kind']} at {short_path(top['file'] or '?')}:{top['line']}" if top else "")
+    )
+    return "; ".join(parts)
+
+
+def doctor_script(
+    script: str,
+    args: list[str] | tuple = (),
+    *,
+    backend: str | None = None,
+    rounds: int = 1,
+    nproc: int = 0,
+    timeout: float | None = None,
+    session_dir: str | os.PathLike | None = None,
+) -> dict:
+    """Run SCRIPT eager and compiled, side by side, and diagnose what torch.compile does for it.
+
+    Args:
+        script: the Python script, run as `__main__` in child processes.
+        args: the script's own arguments.
+        backend: backend for the compiled run (None: whatever the script's torch.compile asks for).
+        rounds: eager and compiled runs each; numbers are medians over rounds.
+        nproc: launch that many local processes through torchrun (0: a plain process).
+        timeout: seconds each run may take.
+        session_dir: where the doctor session goes (default: a new one under the sessions dir).
+
+    Returns:
+        The JSON-ready result (DESIGN.md contract: `functions`, `peak_memory`, `findings`, plus
+        `summary`, `wall`, `session` and more). It is also appended to the session as a `doctor`
+        event.
+
+    Raises:
+        FxlensError: missing script, refused backend, a script that fails before compiling, or a
+            script that compiles nothing (one line each).
+    """
+    check_script(script)
+    if rounds < 1:
+        raise FxlensError(f"--rounds must be at least 1, not {rounds}")
+    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    sdir.mkdir(parents=True, exist_ok=True)
+    eager_rounds: list[list[RunStats]] = []
+    compiled_rounds: list[list[RunStats]] = []
+    codes = {"eager": [], "compiled": []}
+    for k in range(1, rounds + 1):
+        for mode in ("eager", "compiled"):
+            # round 1's compiled run is the doctor session itself: `fxlens report`/tui show its trace
+            run_dir = sdir if (mode, k) == ("compiled", 1) else sdir / f"{mode}-{k}"
+            result = _run(script, args, run_dir, mode, backend, nproc, timeout)
+            session = Session.open(run_dir)
+            if result.exit_code == REFUSED and (msg := refused_message(session)):
+                raise FxlensError(msg)
+            codes[mode].append(result.exit_code)
+            (eager_rounds if mode == "eager" else compiled_rounds).append(probe_runs(session))
+    main_session = Session.open(sdir)
+    records = [rec for runs in compiled_rounds for run in runs for rec in run.records]
+    if not records:
+        code = codes["compiled"][0]
+        if code:
+            why = _last_error_line(sdir)
+            err = FxlensError(
+                f"{script} exited with status {code} before compiling anything"
+                + (f": {why}" if why else "")
+                + f" (session: {sdir})"
+            )
+            err.exit_code = code if code > 0 else 1
+            raise err
+        raise FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
+    rows = function_rows(eager_rounds, compiled_rounds)
+    report = build_report(main_session, with_guards=False)
+    failed = None
+    if codes["compiled"][0] and not codes["eager"][0]:
+        why = _last_error_line(sdir)
+        failed = f"the compiled run exited with status {codes['compiled'][0]} but the eager run succeeded" + (
+            f": {why}" if why else ""
+        )
+    memory = peak_memory(eager_rounds, compiled_rounds)
+    found = rank_findings(rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed)
+    wall = wall_times(eager_rounds, compiled_rounds)
+    result = {
+        "script": os.path.abspath(script),
+        "argv": list(args),
+        "backend": backend,
+        "backends_used": sorted({str(r["options"].get("backend")) for r in rows}),
+        "rounds": rounds,
+        "nproc": nproc,
+        "session": str(sdir),
+        "functions": rows,
+        "peak_memory": memory,
+        "wall": {
+            **wall,
+            "eager_process_s": _median_s(sdir, "eager", rounds),
+            "compiled_process_s": _median_s(sdir, "compiled", rounds),
+        },
+        "exit_codes": codes,
+        "graph_breaks": sum(b["count"] for b in report["graph_breaks"]),
+        "recompiles": len(report["recompiles"]),
+        "findings": found,
+    }
+    result["summary"] = _summary(script, rows, wall, found)
+    append_event(sdir, "doctor", result)
+    info = dict(main_session.info)
+    info.update(command="doctor", doctor_rounds=rounds)
+    write_info(sdir, info)
+    return result
+
+
+def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:
+    """Median wall time of the child processes (interpreter start and torch import included)."""
+    secs = []
+    for k in range(1, rounds + 1):
+        run_dir = sdir if (mode, k) == ("compiled", 1) else sdir / f"{mode}-{k}"
+        try:
+            secs.append(float(Session.open(run_dir).info.get("seconds")))
+        except (FxlensError, TypeError, ValueError):
+            continue
+    return round(statistics.median(secs), 3) if secs else None
+
+
+def _mib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 2**20:.0f} MiB"
+
+
+def _num(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def render_text(result: dict) -> str:
+    """The human report: compiled functions side by side, memory and wall time, ranked findings."""
+    out = [f"fxlens doctor: {short_path(result['script'])}", result["summary"], ""]
+    rows = [
+        [
+            f["function"],
+            f"{short_path(f['compiled_at']['file'] or '?')}:{f['compiled_at']['line']}",
+            f["calls"],
+            _num(f["eager_ms"], ".4g"),
+            _num(f["compiled_ms"], ".4g"),
+            _num(f["speedup"], ".2f") + ("x" if f["speedup"] is not None else ""),
+            _num(f["compile_s"], ".2f"),
+            _num(f["break_even_calls"], "d") if f["break_even_calls"] is not None else "never",
+        ]
+        for f in result["functions"]
+    ]
+    out.append("Compiled functions (per call at steady state):")
+    out.append(
+        tabulate(
+            rows,
+            headers=[
+                "function",
+                "compiled at",
+                "calls",
+                "eager ms",
+                "compiled ms",
+                "speedup",
+                "compile s",
+                "pays off after",
+            ],
+            tablefmt="simple",
+        )
+    )
+    mem, wall = result["peak_memory"], result["wall"]
+    kind = "CUDA allocator" if mem["kind"] == "cuda_allocator" else "process RSS"
+    out += [
+        "",
+        tabulate(
+            [
+                [
+                    "script wall time",
+                    _num(wall["eager_s"], ".2f") + " s",
+                    _num(wall["compiled_s"], ".2f") + " s",
+                ],
+                [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
+            ],
+            headers=["", "eager", "compiled"],
+            tablefmt="simple",
+        ),
+        "",
+    ]
+    found = result["findings"]
+    if not found:
+        out.append("No findings: torch.compile does what it should here.")
+    else:
+        out.append("Findings, by estimated cost to you (ms lost over this run; 0 = not measurable):")
+        for i, f in enumerate(found, 1):
+            where = f"{short_path(f['file'])}:{f['line']}" if f["file"] else "?"
+            out.append(f"{i:>2}. [{f['kind']}] {f['message']}  (cost ~{f['cost_ms']:.0f} ms)")
+            out.append(f"    at {where}: {f['fix']}")
+    out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
+    return "\n".join(out) + "\n"
+
+
+def main(args: argparse.Namespace) -> int:
+    from fxlens.report_cmd import write_json
+
+    result = doctor_script(
+        args.script,
+        args.script_args,
+        backend=args.backend,
+        rounds=args.rounds,
+        nproc=args.nproc,
+        timeout=args.timeout,
+    )
+    if args.json:
+        write_json(result, args.json)
+    if args.json != "-":
+        sys.stdout.write(render_text(result))
+    return 0 if not result["exit_codes"]["compiled"][0] else int(result["exit_codes"]["compiled"][0])

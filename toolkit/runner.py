@@ -69,6 +69,10 @@ def run_script(script: str, args: list[str]) -> int:
             else:
                 print(f"fxlens: error: {e}", file=sys.stderr)
             return REFUSED
+    if cfg.doctor_probe:  # `fxlens doctor`: time compiled calls; first, so capture still sees user frames
+        from fxlens.doctor_probe import install
+
+        install(cfg.doctor_probe, script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))

@@ -1,0 +1,336 @@
+"""`fxlens doctor`'s findings: what to change, where, ranked by what it cost this run.
+
+Inputs are the per-function rows of fxlens.doctor_stats and the report of the compiled run's
+session (graph breaks, recompile root causes, limit hits, compile metrics). Every finding is
+`{kind, message, file, line, fix, cost_ms, function}`; `cost_ms` estimates the milliseconds the
+problem cost over this run (0 when it cannot be measured from one run: those rank last).
+"""
+
+from __future__ import annotations
+
+import re
+
+from fxlens.userframes import short_path
+
+# a compiled function counts as slower than eager only past this ratio (timer noise)
+SLOWER_RATIO = 1.10
+# kinds in the order they rank among findings of equal cost
+KINDS = (
+    "compiled_run_failed",
+    "slower_than_eager",
+    "compile_not_amortised",
+    "recompile_limit",
+    "static_shapes_changing",
+    "recompile",
+    "graph_break",
+    "compiled_after_wrap",
+    "dynamic_unneeded",
+    "never_called",
+)
+
+# (pattern on torch's graph-break reason, what to change) - first match wins
+BREAK_FIXES: list[tuple[re.Pattern, str]] = [
+    # torch._dynamo.graph_break() left in the code
+    (re.compile(r"graph_break\(\)"), "remove the `torch._dynamo.graph_break()` call"),
+    # print / logging inside the compiled region
+    (
+        re.compile(r"builtin operator|print", re.I),
+        "move the `print`/logging out of the compiled function (or log tensors after it returns)",
+    ),
+    # .item() / float(tensor) read a Python number
+    (
+        re.compile(r"\.item\(\)|capture_scalar_outputs", re.I),
+        "keep the value a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
+    ),
+    # .tolist() on a float tensor
+    (re.compile(r"tolist", re.I), "keep the data in a tensor instead of calling `.tolist()`"),
+    # `if tensor:` control flow on data
+    (
+        re.compile(r"data-dependent branch", re.I),
+        "make it branchless (`torch.where`, `torch.clamp`) or use `torch.cond`",
+    ),
+    # a C function or a function on Dynamo's skip list
+    (
+        re.compile(r"skipped|C function|builtin", re.I),
+        "move the call out of the compiled function, or compute it once outside and pass the result in",
+    ),
+]
+
+
+def _loc(file: str | None, line: int | None) -> str:
+    return f"{short_path(file)}:{line}" if file else "?"
+
+
+def _simple(function: str | None) -> str:
+    """`Model.forward` -> `forward`, `DistributedDataParallel(Model).forward` -> `forward`."""
+    return (function or "?").rsplit(".", 1)[-1]
+
+
+def _finding(kind: str, message: str, file, line, fix: str, cost_ms: float, function: str | None) -> dict:
+    return {
+        "kind": kind,
+        "message": message,
+        "file": file,
+        "line": line,
+        "fix": fix,
+        "cost_ms": round(max(cost_ms, 0.0), 3),
+        "function": function,
+    }
+
+
+def _owner(rows: list[dict], file: str, function: str, call_path: list[dict]) -> dict | None:
+    """The compiled function a graph break (or recompile) belongs to, matching the call path."""
+    frames = [*call_path, {"file": file, "function": function}]
+    for fr in frames:
+        for row in rows:
+            if row["file"] == fr.get("file") and _simple(row["function"]) == fr.get("function"):
+                return row
+    return rows[0] if len(rows) == 1 else None
+
+
+def break_fix(reason: str, hints: list[str], source: str) -> str:
+    """What to change for one graph break: a rule from BREAK_FIXES, else torch's own hint."""
+    for pattern, fix in BREAK_FIXES:
+        if pattern.search(reason):
+            return fix
+    hint = next((h for h in hints if "report an issue" not in h and "file an issue" not in h), "")
+    return hint or f"move `{source.strip()}` out of the compiled function"
+
+
+def _timing_findings(rows: list[dict], cuda: bool, breaks_in: dict[int, int]) -> list[dict]:
+    out = []
+    for row in rows:
+        fn, at = row["function"], row["compiled_at"]
+        where = _loc(at["file"], at["line"])
+        if not row["calls"]:
+            out.append(
+                _finding(
+                    "never_called",
+                    f"`{fn}` is compiled at {where} but never called in this run",
+                    at["file"],
+                    at["line"],
+                    "call the object torch.compile returned (not the original), or remove the torch.compile call",
+                    0.0,
+                    fn,
+                )
+            )
+            continue
+        e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
+        if e is None or c is None:
+            continue
+        if c > e * SLOWER_RATIO:
+            extra = (
+                f'; CUDA graphs (`mode="reduce-overhead"` at {where}) cut per-call overhead' if cuda else ""
+            )
+            nb = breaks_in.get(id(row), 0)
+            first = f"remove the {nb} graph break(s) in `{fn}` (below) or " if nb else ""
+            out.append(
+                _finding(
+                    "slower_than_eager",
+                    f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
+                    f"({e / c:.2f}x) over {n} calls, plus {cs:.2f} s compiling",
+                    at["file"],
+                    at["line"],
+                    f"{first}compile a larger region (the whole step) so the fixed per-call cost is "
+                    f"amortised; if neither helps, do not compile `{fn}`: "
+                    f"drop torch.compile at {where}{extra}",
+                    (c - e) * n + cs * 1000,
+                    fn,
+                )
+            )
+        elif row["break_even_calls"] is not None and row["break_even_calls"] > n:
+            backend = str(row["options"].get("backend") or "")
+            cache = (
+                "; inductor's on-disk FX graph cache (on by default) makes the next run compile faster, "
+                "and torch.compiler.save_cache_artifacts()/load_cache_artifacts() carry it to other machines"
+                if backend == "inductor"
+                else ""
+            )
+            out.append(
+                _finding(
+                    "compile_not_amortised",
+                    f"`{fn}` is {e / c:.2f}x faster compiled, but its {cs:.2f} s of compiling pays off only "
+                    f"after {row['break_even_calls']} calls and this run makes {n}",
+                    at["file"],
+                    at["line"],
+                    f"for runs this short, skip torch.compile at {where} (e.g. behind a flag); it pays "
+                    f"off in runs of more than {row['break_even_calls']} calls{cache}",
+                    cs * 1000 - (e - c) * n,
+                    fn,
+                )
+            )
+    return out
+
+
+def _break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
+    total = sum((r["compiled_ms"] or 0) * r["calls"] for r in rows) or 1.0
+    owners = [_owner(rows, b["file"], b["function"], b.get("call_path") or []) for b in breaks]
+    per_owner: dict[int, int] = {}
+    for o in owners:
+        if o is not None:
+            per_owner[id(o)] = per_owner.get(id(o), 0) + 1
+    out = []
+    for b, row in zip(breaks, owners, strict=True):
+        cost, hot = 0.0, ""
+        if row is not None and row["eager_ms"] is not None and row["compiled_ms"] is not None:
+            # a break's share of what the function lost against eager (breaks are the usual cause)
+            lost = (row["compiled_ms"] - row["eager_ms"]) * row["calls"]
+            cost = max(lost, 0.0) / per_owner[id(row)]
+            share = row["compiled_ms"] * row["calls"] / total
+            hot = f", in `{row['function']}` ({share:.0%} of compiled call time, {row['calls']} calls)"
+        out.append(
+            _finding(
+                "graph_break",
+                f"graph break at {_loc(b['file'], b['line'])}{hot}: {b['reason']}"
+                + (f" -- `{b['source']}`" if b.get("source") else ""),
+                b["file"],
+                b["line"],
+                break_fix(b["reason"], b.get("hints") or [], b.get("source") or ""),
+                cost,
+                b["function"],
+            )
+        )
+    return out
+
+
+def _recompile_findings(rows: list[dict], report: dict) -> list[dict]:
+    secs = {m["compile_id"]: m["total_s"] or 0.0 for m in report["compile_times"]["per_compile"]}
+    out = []
+    for cause in report["recompile_causes"]:
+        row = _owner(rows, cause["file"], cause["function"], [])
+        cost = sum(secs.get(cid, 0.0) for cid in cause["compile_ids"]) * 1000
+        at = row["compiled_at"] if row else {"file": None, "line": None}
+        if (
+            cause["kind"] == "size"
+            and row is not None
+            and row["options"].get("dynamic") is not True
+            and row["distinct_shapes"] >= 3
+        ):
+            forced = row["options"].get("dynamic") is False
+            out.append(
+                _finding(
+                    "static_shapes_changing",
+                    f"`{row['function']}` is compiled for static shapes but its input shapes change "
+                    f"({cause['message']}): {cause['count']} recompile(s)",
+                    at["file"],
+                    at["line"],
+                    (
+                        f"`dynamic=False` at {_loc(at['file'], at['line'])} forces a recompile per new shape: "
+                        "drop it (the default turns dynamic after the first change), pass `dynamic=True`, "
+                        f"or mark the changing dimension dynamic ({cause['subject']})"
+                        if forced
+                        else cause["fix"]
+                    ),
+                    cost,
+                    row["function"],
+                )
+            )
+            continue
+        out.append(
+            _finding(
+                "recompile",
+                f"`{cause['function']}` ({_loc(cause['file'], cause['line'])}) recompiled "
+                f"{cause['count']} time(s): {cause['message']}",
+                cause["file"],
+                cause["line"],
+                cause["fix"],
+                cost,
+                cause["function"],
+            )
+        )
+    for hit in report["recompile_limit_hits"]:
+        row = _owner(rows, hit["file"], hit["function"], [])
+        cost = 0.0
+        if row and row["eager_ms"] is not None and row["compiled_ms"] is not None:
+            cost = max(row["eager_ms"] - row["compiled_ms"], 0.0) * row["calls"]
+        out.append(
+            _finding(
+                "recompile_limit",
+                f"`{hit['function']}` ({_loc(hit['file'], hit['line'])}) hit the recompile limit "
+                f"({hit['limit_type']}={hit['limit']}): from then on it runs eagerly, silently",
+                hit["file"],
+                hit["line"],
+                "fix the recompile cause listed for this function; raising "
+                "`torch._dynamo.config.recompile_limit` only hides it",
+                cost,
+                hit["function"],
+            )
+        )
+    return out
+
+
+def _usage_findings(rows: list[dict]) -> list[dict]:
+    out = []
+    for row in rows:
+        at = row["compiled_at"]
+        where = _loc(at["file"], at["line"])
+        if row.get("wrapped_in"):
+            out.append(
+                _finding(
+                    "compiled_after_wrap",
+                    f"torch.compile at {where} compiles a {row['wrapped_in']} wrapper: the model was "
+                    "wrapped first, compiled second",
+                    at["file"],
+                    at["line"],
+                    "compile the inner module, then wrap it: `model.compile()` then "
+                    f"`{row['wrapped_in']}(model, ...)`. torch's docs ('Where to apply torch.compile?') say "
+                    "torch.compile does not handle distributed wrapper modules like DDP or FSDP very well "
+                    "and recommend compiling the inner module passed to the wrapper (compiling the DDP "
+                    "wrapper still runs, through Dynamo's DDPOptimizer graph splitting)",
+                    0.0,
+                    row["function"],
+                )
+            )
+        if row["options"].get("dynamic") is True and row["distinct_shapes"] == 1 and row["calls"] > 1:
+            out.append(
+                _finding(
+                    "dynamic_unneeded",
+                    f"`{row['function']}` is compiled with dynamic=True but its input shapes never changed "
+                    f"in {row['calls']} calls (always {row['shapes'][0]})",
+                    at["file"],
+                    at["line"],
+                    f"drop `dynamic=True` at {where}: static shapes let the backend specialise, and the "
+                    "default (dynamic=None) still turns dynamic if a shape ever changes",
+                    0.0,
+                    row["function"],
+                )
+            )
+    return out
+
+
+def findings(rows: list[dict], report: dict, *, cuda: bool = False, failed: str | None = None) -> list[dict]:
+    """Every finding, most costly first (a failed compiled run always first; ties in KINDS order)."""
+    out: list[dict] = []
+    if failed:
+        out.append(
+            _finding(
+                "compiled_run_failed",
+                failed,
+                report["source"].get("script"),
+                None,
+                "run `fxlens bisect` on the script to find the compiler stage at fault",
+                0.0,
+                None,
+            )
+        )
+    breaks = _break_findings(rows, report["graph_breaks"])
+    breaks_in: dict[int, int] = {}
+    for b in report["graph_breaks"]:
+        if (o := _owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
+            breaks_in[id(o)] = breaks_in.get(id(o), 0) + 1
+    out += _timing_findings(rows, cuda, breaks_in)
+    out += _recompile_findings(rows, report)
+    out += breaks
+    out += _usage_findings(rows)
+    rank = {k: i for i, k in enumerate(KINDS)}
+    # a failed compiled run outranks any cost: nothing else is trustworthy then
+    out.sort(
+        key=lambda f: (
+            f["kind"] != "compiled_run_failed",
+            -f["cost_ms"],
+            rank.get(f["kind"], 99),
+            f["file"] or "",
+            f["line"] or 0,
+        )
+    )
+    return out

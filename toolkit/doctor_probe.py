@@ -1,0 +1,292 @@
+"""The child side of `fxlens doctor`: time every call of every object `torch.compile` returns.
+
+`fxlens.runner` imports this module and calls `install()` when FXLENS_DOCTOR_PROBE is set, before
+it patches torch.compile for capture, so the runner's own wrapper still sees the user's frame.
+
+- mode "eager": `torch.compiler.set_stance("force_eager")`, so every compiled object runs its
+  original Python code; this is the baseline the compiled run is compared with.
+- mode "compiled": the script runs as written (or with the backend `fxlens doctor --backend` chose).
+
+Either way each object torch.compile returns is wrapped so that every call is timed (perf_counter,
+with a CUDA synchronisation on both sides when CUDA is in use), and Dynamo's compile callbacks tell
+which calls compiled and for how long. At exit one `doctor_probe` event with every record, the
+process peak memory and the script's wall time is appended to the session. The wrapper only
+measures: arguments and results pass through untouched, so numerics never change.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import resource
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+from fxlens.session import append_event
+from fxlens.userframes import is_user_file
+
+# keep at most this many per-call times per object (a loop of a million calls stays cheap)
+MAX_TIMES = 20000
+# distinct input-shape signatures remembered per object
+MAX_SIGNATURES = 32
+# distributed wrappers torch's docs say to compile inside of, by class name
+_WRAPPER_CLASSES = ("DistributedDataParallel", "FullyShardedDataParallel")
+
+
+@dataclass
+class ProbeRecord:
+    """What the probe learns about one object torch.compile returned."""
+
+    index: int  # order of torch.compile calls in this process
+    name: str  # `scale`, `Model.forward`
+    kind: str  # function, module, method
+    def_file: str
+    def_line: int
+    at_file: str  # where the user called torch.compile
+    at_line: int
+    at_ordinal: int  # n-th object compiled at that line (a compile inside a loop)
+    options: dict
+    wrapped_in: str | None = None  # DDP / FSDP class name when the compiled object is one
+    calls: int = 0
+    times_ms: list = field(default_factory=list)  # per call, up to MAX_TIMES
+    compiles: list = field(default_factory=list)  # compiles that ran during each call
+    compile_ms: list = field(default_factory=list)  # Dynamo compile time within each call
+    outside_compile_ms: float = 0.0  # compiles after the call returned (lazy backward)
+    signatures: dict = field(default_factory=dict)  # input shapes -> calls
+    shape_changes: int = 0  # calls whose input shapes differ from the previous call's
+
+
+@dataclass
+class _State:
+    mode: str = ""
+    session: str = ""
+    t0: float = 0.0
+    records: list = field(default_factory=list)
+    sites: dict = field(default_factory=dict)  # (file, line) -> objects compiled there
+    depth: int = 0  # nesting of timed calls
+    last: ProbeRecord | None = None  # the object called most recently (gets lazy compiles)
+    compiles: int = 0
+    compile_s: float = 0.0
+    compile_t0: float = 0.0
+
+
+_STATE = _State()
+
+
+def _on_compile_start(*_args) -> None:
+    _STATE.compile_t0 = time.perf_counter()
+
+
+def _on_compile_end(*_args) -> None:
+    took = time.perf_counter() - _STATE.compile_t0
+    _STATE.compiles += 1
+    _STATE.compile_s += took
+    # a compile outside any timed call is AOTAutograd's lazy backward (or a compile the script
+    # triggered some other way): charge it to the object called last, whose graph it belongs to
+    if _STATE.depth == 0 and _STATE.last is not None:
+        _STATE.last.outside_compile_ms += took * 1000
+
+
+def _user_frame():
+    """The innermost frame of the user's code calling torch.compile (skips fxlens and torch)."""
+    frame = sys._getframe(1)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def _describe(obj) -> tuple[str, str, str, int, str | None]:
+    """(name, kind, definition file, definition line, distributed wrapper) of a compile target."""
+    import torch
+
+    kind = "function"
+    target = obj
+    if getattr(obj, "__self__", None) is not None and isinstance(obj.__self__, torch.nn.Module):
+        target, kind = obj.__self__, "method"  # `model.compile()` compiles model._call_impl
+    wrapped_in = None
+    if isinstance(target, torch.nn.Module):
+        kind = "module" if kind == "function" else kind
+        names = {c.__name__ for c in type(target).__mro__}
+        wrapped_in = next((n for n in _WRAPPER_CLASSES if n in names), None)
+        if wrapped_in is None and "FSDPModule" in names:
+            wrapped_in = "fully_shard"  # FSDP2 swaps the class for an FSDPModule subclass
+        inner = getattr(target, "module", target) if wrapped_in else target
+        fwd = getattr(type(inner), "forward", None)
+        code = getattr(fwd, "__code__", None)
+        name = f"{type(inner).__name__}.forward"
+        if wrapped_in:
+            name = f"{wrapped_in}({type(inner).__name__}).forward"
+    else:
+        fn = getattr(obj, "__func__", obj)
+        code = getattr(fn, "__code__", None)
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    file = code.co_filename if code else ""
+    line = code.co_firstlineno if code else 0
+    return name, kind, file, line, wrapped_in
+
+
+def _signature(args: tuple, kwargs: dict) -> str:
+    """The input shapes of one call (tensors, and tensors one level inside lists and tuples)."""
+    import torch
+
+    parts = []
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, torch.Tensor):
+            parts.append(tuple(v.shape))
+        elif isinstance(v, (list, tuple)):
+            parts.extend(tuple(t.shape) for t in v if isinstance(t, torch.Tensor))
+    return repr(parts)
+
+
+def _timed(fn, rec: ProbeRecord):
+    """Wrap `fn` so each call is timed and recorded in `rec`; arguments and result pass through."""
+    import torch
+
+    cuda = torch.cuda
+    state = _STATE
+    last_sig = [None]
+
+    def sync() -> None:
+        # only when the script already uses CUDA: initialising it here would cost seconds
+        if cuda.is_available() and cuda.is_initialized():
+            cuda.synchronize()
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        sig = _signature(args, kwargs)
+        sync()
+        n0, s0 = state.compiles, state.compile_s
+        state.depth += 1
+        t0 = time.perf_counter()
+        try:
+            out = fn(*args, **kwargs)
+            sync()
+        finally:
+            state.depth -= 1
+        took = time.perf_counter() - t0
+        state.last = rec
+        rec.calls += 1
+        if len(rec.times_ms) < MAX_TIMES:
+            rec.times_ms.append(took * 1000)
+            rec.compiles.append(state.compiles - n0)
+            rec.compile_ms.append((state.compile_s - s0) * 1000)
+        if sig in rec.signatures or len(rec.signatures) < MAX_SIGNATURES:
+            rec.signatures[sig] = rec.signatures.get(sig, 0) + 1
+        if last_sig[0] is not None and sig != last_sig[0]:
+            rec.shape_changes += 1
+        last_sig[0] = sig
+        return out
+
+    return call
+
+
+def _wrap(real_compile, model, kwargs: dict, frame):
+    """Compile `model` with the real torch.compile and return the timed object."""
+    compiled = real_compile(model, **kwargs)
+    name, kind, def_file, def_line, wrapped_in = _describe(model)
+    at_file = frame.f_code.co_filename if frame else ""
+    at_line = frame.f_lineno if frame else 0
+    ordinal = _STATE.sites.get((at_file, at_line), 0)
+    _STATE.sites[(at_file, at_line)] = ordinal + 1
+    backend = kwargs.get("backend", "inductor")
+    rec = ProbeRecord(
+        index=len(_STATE.records),
+        name=name,
+        kind=kind,
+        def_file=def_file,
+        def_line=def_line,
+        at_file=at_file,
+        at_line=at_line,
+        at_ordinal=ordinal,
+        options={
+            "backend": backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend)),
+            "dynamic": kwargs.get("dynamic"),
+            "mode": kwargs.get("mode"),
+            "fullgraph": bool(kwargs.get("fullgraph", False)),
+        },
+        wrapped_in=wrapped_in,
+    )
+    _STATE.records.append(rec)
+    if hasattr(compiled, "_orig_mod") and hasattr(compiled, "forward"):
+        # an OptimizedModule: keep the module (DDP, .parameters(), state_dict all still work) and
+        # time its forward, which is the Dynamo-wrapped call of the original module
+        compiled.forward = _timed(compiled.forward, rec)
+        return compiled
+    if callable(compiled):
+        return _timed(compiled, rec)
+    return compiled
+
+
+def _patch_compile() -> None:
+    import torch
+
+    real_compile = torch.compile
+
+    def compile(model=None, **kwargs):
+        frame = _user_frame()
+        if model is None:  # `@torch.compile(...)` used as a decorator factory
+            return lambda fn: _wrap(real_compile, fn, kwargs, frame)
+        return _wrap(real_compile, model, kwargs, frame)
+
+    compile.__wrapped__ = real_compile
+    compile.__doc__ = real_compile.__doc__
+    torch.compile = compile
+
+
+def peak_memory() -> dict:
+    """Process peak RSS in bytes, and CUDA allocator peaks when the script used CUDA."""
+    import torch
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes
+    out = {"rss_bytes": rss if sys.platform == "darwin" else rss * 1024, "cuda_bytes": None}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["cuda_bytes"] = max(torch.cuda.max_memory_allocated(d) for d in range(torch.cuda.device_count()))
+        out["cuda_reserved_bytes"] = max(
+            torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count())
+        )
+    return out
+
+
+def _flush() -> None:
+    """At exit: one `doctor_probe` event with everything measured in this process."""
+    if not _STATE.session:
+        return
+    rank = os.environ.get("RANK")
+    append_event(
+        _STATE.session,
+        "doctor_probe",
+        {
+            "mode": _STATE.mode,
+            "rank": int(rank) if rank and rank.isdigit() else None,
+            "pid": os.getpid(),
+            "script_s": time.perf_counter() - _STATE.t0,
+            "memory": peak_memory(),
+            "compiles": _STATE.compiles,
+            "compile_s": _STATE.compile_s,
+            "records": [asdict(r) for r in _STATE.records],
+        },
+    )
+
+
+def install(mode: str, script: str, session: str) -> None:
+    """Set up the probe in the child process that runs SCRIPT (called by fxlens.runner)."""
+    import torch
+
+    _STATE.mode = mode
+    _STATE.session = session
+    _STATE.t0 = time.perf_counter()
+    if mode == "eager":
+        # the baseline: every torch.compile'd object runs its original code, nothing compiles
+        torch.compiler.set_stance("force_eager")
+    try:
+        from torch._dynamo.callback import callback_handler
+
+        callback_handler.register_start_callback(_on_compile_start)
+        callback_handler.register_end_callback(_on_compile_end)
+    except (ImportError, AttributeError):  # older torch: compile time then comes from the trace only
+        pass
+    _patch_compile()
+    atexit.register(_flush)

@@ -1,0 +1,200 @@
+"""`fxlens doctor`'s numbers: per compiled function, eager vs compiled, from the probe's events.
+
+Pure Python over the `doctor_probe` events the child processes wrote (see fxlens.doctor_probe);
+no torch import. Steady state is the median of the calls after the first that did not compile.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from fxlens.session import Session
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """One child run (one rank of one round) as the probe saw it."""
+
+    mode: str  # eager / compiled
+    rank: int | None
+    script_s: float
+    rss_bytes: int | None
+    cuda_bytes: int | None
+    records: tuple  # the probe's record dicts
+
+
+def probe_runs(session: Session) -> list[RunStats]:
+    """Every `doctor_probe` event of a session, one per process."""
+    out = []
+    for ev in session.events:
+        if ev.get("event") != "doctor_probe":
+            continue
+        mem = ev.get("memory") or {}
+        out.append(
+            RunStats(
+                mode=str(ev.get("mode")),
+                rank=ev.get("rank"),
+                script_s=float(ev.get("script_s") or 0.0),
+                rss_bytes=mem.get("rss_bytes"),
+                cuda_bytes=mem.get("cuda_bytes"),
+                records=tuple(ev.get("records") or ()),
+            )
+        )
+    return sorted(out, key=lambda r: (r.rank is None, r.rank or 0))
+
+
+def record_key(rec: dict) -> tuple:
+    """Matches one compiled object across the eager and compiled runs: where it was compiled."""
+    return (rec.get("at_file"), rec.get("at_line"), rec.get("at_ordinal"), rec.get("name"))
+
+
+def steady_ms(rec: dict) -> float | None:
+    """Median time per call once warm: calls after the first that did not compile.
+
+    The first call is left out even when it did not compile (eager too: first-touch allocation,
+    lazy module init); with a single call, that call is all there is.
+    """
+    times = rec.get("times_ms") or []
+    compiles = rec.get("compiles") or [0] * len(times)
+    warm = [t for i, (t, c) in enumerate(zip(times, compiles, strict=False)) if i > 0 and not c]
+    if not warm:
+        warm = [t for t, c in zip(times, compiles, strict=False) if not c]
+    return statistics.median(warm) if warm else None
+
+
+def compile_seconds(rec: dict, steady: float | None) -> float:
+    """Compile time charged to an object: the excess of each compiling call over a steady call.
+
+    That is what the user waits for (Dynamo, the backend, first-run autotuning and allocation),
+    plus compiles that ran right after a call returned (AOTAutograd's lazy backward).
+    """
+    times = rec.get("times_ms") or []
+    compiles = rec.get("compiles") or [0] * len(times)
+    base = steady or 0.0
+    excess = sum(max(t - base, 0.0) for t, c in zip(times, compiles, strict=False) if c)
+    return (excess + float(rec.get("outside_compile_ms") or 0.0)) / 1000
+
+
+def recompiling_calls(rec: dict) -> int:
+    """Calls after the first that compiled (a recompile, or a new frame after a graph break)."""
+    compiles = rec.get("compiles") or []
+    return sum(1 for c in compiles[1:] if c)
+
+
+def _median(values: list) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _r(x: float | None, nd: int = 4) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def break_even(compile_s: float | None, eager_ms: float | None, compiled_ms: float | None) -> int | None:
+    """Calls after which compiling has paid for itself; None when it never does."""
+    if compile_s is None or eager_ms is None or compiled_ms is None:
+        return None
+    saved = eager_ms - compiled_ms
+    if saved <= 0:
+        return None
+    return max(1, math.ceil(compile_s * 1000 / saved))
+
+
+def function_rows(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[RunStats]]) -> list[dict]:
+    """One row per compiled object (rank 0's view), medians over rounds.
+
+    Each argument holds, per round, the probe runs of every rank of that round.
+    """
+    per_key: dict[tuple, dict] = {}
+
+    def first_rank(runs: list[RunStats]) -> RunStats | None:
+        return runs[0] if runs else None
+
+    for mode, rounds in (("eager", eager_rounds), ("compiled", compiled_rounds)):
+        for runs in rounds:
+            run = first_rank(runs)
+            if run is None:
+                continue
+            for rec in run.records:
+                row = per_key.setdefault(record_key(rec), {"rec": rec, "eager": [], "compiled": []})
+                if mode == "compiled":
+                    row["rec"] = rec  # the compiled run's view wins (options, wrapped_in, signatures)
+                steady = steady_ms(rec)
+                row[mode].append(
+                    {
+                        "ms": steady,
+                        "calls": rec.get("calls", 0),
+                        "compile_s": compile_seconds(rec, steady) if mode == "compiled" else None,
+                        "recompiling_calls": recompiling_calls(rec),
+                        "traced_compile_s": sum(rec.get("compile_ms") or []) / 1000
+                        + float(rec.get("outside_compile_ms") or 0.0) / 1000,
+                    }
+                )
+    rows = []
+    for row in per_key.values():
+        rec = row["rec"]
+        eager_ms = _median([r["ms"] for r in row["eager"]])
+        compiled_ms = _median([r["ms"] for r in row["compiled"]])
+        compile_s = _median([r["compile_s"] for r in row["compiled"]])
+        calls = (row["compiled"] or row["eager"] or [{"calls": 0}])[0]["calls"]
+        speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
+        sigs = rec.get("signatures") or {}
+        rows.append(
+            {
+                "function": rec.get("name"),
+                "file": rec.get("def_file"),
+                "line": rec.get("def_line"),
+                "calls": calls,
+                "eager_ms": _r(eager_ms),
+                "compiled_ms": _r(compiled_ms),
+                "compile_s": _r(compile_s, 3),
+                "speedup": _r(speedup, 3),
+                "break_even_calls": break_even(compile_s, eager_ms, compiled_ms),
+                "compiled_at": {"file": rec.get("at_file"), "line": rec.get("at_line")},
+                "kind": rec.get("kind"),
+                "options": rec.get("options") or {},
+                "wrapped_in": rec.get("wrapped_in"),
+                "recompiling_calls": _median([r["recompiling_calls"] for r in row["compiled"]]) or 0,
+                "dynamo_compile_s": _r(_median([r["traced_compile_s"] for r in row["compiled"]]), 3),
+                "distinct_shapes": len(sigs),
+                "shape_changes": rec.get("shape_changes", 0),
+                "shapes": list(sigs)[:3],
+                "rounds": {"eager": len(row["eager"]), "compiled": len(row["compiled"])},
+            }
+        )
+    rows.sort(key=lambda r: (r["compiled_at"]["file"] or "", r["compiled_at"]["line"] or 0))
+    return rows
+
+
+def peak_memory(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[RunStats]]) -> dict:
+    """Peak memory, eager vs compiled: CUDA allocator peak when the script used CUDA, else RSS.
+
+    Per round the highest rank counts; over rounds, the median.
+    """
+
+    def peak(rounds: list[list[RunStats]], attr: str) -> int | None:
+        per_round = [max((getattr(r, attr) or 0) for r in runs) for runs in rounds if runs]
+        per_round = [p for p in per_round if p]
+        return int(statistics.median(per_round)) if per_round else None
+
+    cuda = peak(compiled_rounds, "cuda_bytes") is not None or peak(eager_rounds, "cuda_bytes") is not None
+    attr = "cuda_bytes" if cuda else "rss_bytes"
+    return {
+        "eager": peak(eager_rounds, attr),
+        "compiled": peak(compiled_rounds, attr),
+        "kind": "cuda_allocator" if cuda else "process_rss",
+        "unit": "bytes",
+        "rss": {"eager": peak(eager_rounds, "rss_bytes"), "compiled": peak(compiled_rounds, "rss_bytes")},
+    }
+
+
+def wall_times(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[RunStats]]) -> dict:
+    """The script's own wall time (from the probe's install to exit), median over rounds, slowest rank."""
+
+    def wall(rounds: list[list[RunStats]]) -> float | None:
+        per_round = [max(r.script_s for r in runs) for runs in rounds if runs]
+        return _r(statistics.median(per_round), 3) if per_round else None
+
+    return {"eager_s": wall(eager_rounds), "compiled_s": wall(compiled_rounds)}
