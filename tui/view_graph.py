@@ -8,7 +8,6 @@ from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Container
-from textual.widgets import DataTable
 
 from fxlens.tui import keys
 from fxlens.tui.graphparse import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
@@ -121,8 +120,8 @@ class GraphView(View):
         code_view.set_marks({node.line_no: "cursor"})
         code_view.goto_line(node.line_no)
 
-    @on(DataTable.RowHighlighted, "#graph-nodes")
-    def _row(self, event: DataTable.RowHighlighted) -> None:
+    @on(VimTable.RowHighlighted, "#graph-nodes")
+    def _row(self, event: VimTable.RowHighlighted) -> None:
         if event.row_key.value is None:
             return
         node = next((n for n in self.shown if n.name == event.row_key.value), None)
@@ -130,8 +129,8 @@ class GraphView(View):
             self.params["node"] = node.name
             self._mark(node)
 
-    @on(DataTable.HeaderSelected, "#graph-nodes")
-    def _header(self, event: DataTable.HeaderSelected) -> None:
+    @on(VimTable.HeaderSelected, "#graph-nodes")
+    def _header(self, event: VimTable.HeaderSelected) -> None:
         col = str(event.column_key.value)
         if self.params.get("sort") == col:
             self.params["reverse"] = not self.params.get("reverse")

@@ -7,8 +7,8 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable
 
+from fxlens.records import Kernel
 from fxlens.tui import keys
 from fxlens.tui.loader import is_graph_kind
 from fxlens.tui.viewbase import Navigate, View
@@ -46,8 +46,8 @@ class KernelsView(View):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rows: list[tuple[int | None, str, dict]] = []
-        self.shown: list[tuple[int | None, str, dict]] = []
+        self.rows: list[Kernel] = []  # the session's records; payloads are read on selection
+        self.shown: list[Kernel] = []
         self.query_text = ""
 
     def compose(self) -> ComposeResult:
@@ -59,28 +59,26 @@ class KernelsView(View):
 
     def set_data(self, data) -> None:
         super().set_data(data)
-        self.rows = data.all_kernels()
+        self.rows = list(data.session.kernels)
         self._fill()
 
     def _fill(self) -> None:
         table = self.query_one("#kernels-table", VimTable)
         q = self.query_text.lower()
         self.shown = [
-            r
-            for r in self.rows
-            if not q or q in f"{r[1]} {r[2].get('name')} {' '.join(r[2].get('ops') or ())}".lower()
+            k for k in self.rows if not q or q in f"{k.compile_id} {k.name} {' '.join(k.ops)}".lower()
         ]
         table.clear(columns=True)
         table.add_columns(*_COLS)
-        for i, (rank, cid, k) in enumerate(self.shown):
+        for i, k in enumerate(self.shown):
             cells = (
-                "-" if rank is None else str(rank),
-                cid,
-                str(k.get("graph", "")),
-                str(k.get("name", "?")),
-                str(len(k.get("ops") or ())),
-                _kb(k.get("bytes_read")),
-                _kb(k.get("bytes_written")),
+                "-" if k.rank is None else str(k.rank),
+                k.compile_id,
+                k.graph,
+                k.name,
+                str(len(k.ops)),
+                _kb(k.bytes_read),
+                _kb(k.bytes_written),
             )
             table.add_row(*(Text(c) for c in cells), key=str(i))
         if not self.shown:
@@ -91,26 +89,35 @@ class KernelsView(View):
     def draw(self) -> None:
         p = self.params
         table = self.query_one("#kernels-table", VimTable)
-        for i, (rank, cid, k) in enumerate(self.shown):
+        for i, k in enumerate(self.shown):
             if (
-                (p.get("kernel") is None or k.get("name") == p.get("kernel"))
-                and cid == p.get("compile_id", cid)
-                and (p.get("rank") is None or rank == p.get("rank"))
+                (p.get("kernel") is None or k.name == p.get("kernel"))
+                and k.compile_id == p.get("compile_id", k.compile_id)
+                and (p.get("rank") is None or k.rank == p.get("rank"))
             ):
                 table.move_cursor(row=i, scroll=True)
                 self._detail(i)
                 return
 
-    @on(DataTable.RowHighlighted, "#kernels-table")
-    def _row(self, event: DataTable.RowHighlighted) -> None:
+    @on(VimTable.RowHighlighted, "#kernels-table")
+    def _row(self, event: VimTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self._detail(int(event.row_key.value))
 
     def _detail(self, i: int) -> None:
         if i >= len(self.shown):
             return
-        rank, cid, k = self.shown[i]
-        self.params.update(rank=rank, compile_id=cid, kernel=k.get("name"))
+        kr = self.shown[i]
+        rank, cid = kr.rank, kr.compile_id
+        k = {
+            "name": kr.name,
+            "graph": kr.graph,
+            "ops": kr.ops,
+            "bytes_read": kr.bytes_read,
+            "bytes_written": kr.bytes_written,
+            **self.data.kernel_payload(kr),
+        }
+        self.params.update(rank=rank, compile_id=cid, kernel=kr.name)
         if self.params.get("rank") is None:
             self.params.pop("rank")
         ops = "\n".join(f"  {escape(str(o))}" for o in k.get("ops") or ()) or "  -"
@@ -127,13 +134,14 @@ class KernelsView(View):
         table = self.query_one("#kernels-table", VimTable)
         if not self.shown or self.data is None:
             return
-        rank, cid, k = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        kr = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        rank, cid, k = kr.rank, kr.compile_id, self.data.kernel_payload(kr)
         nodes = list(k.get("nodes") or ())
         node = self.params.get("node") if self.params.get("node") in nodes else (nodes[0] if nodes else None)
         entry = self.data.compile(rank, cid)
         kinds = [r.kind for r in entry.records if is_graph_kind(r.kind)] if entry else []
         # the kernel's nodes are named in the graph the backend lowered: prefer the backend's own
-        kind = next((x for x in kinds if x.startswith("artifact:fxlens_") and k.get("graph", "") in x), None)
+        kind = next((x for x in kinds if x.startswith("artifact:fxlens_") and kr.graph in x), None)
         kind = kind or next((x for x in kinds if x.startswith("artifact:fxlens_")), None)
         kind = kind or next((x for x in kinds if x.startswith("aot_")), None) or (kinds[0] if kinds else None)
         self.post_message(Navigate("graph", rank=rank, compile_id=cid, kind=kind, node=node))

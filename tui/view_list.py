@@ -6,7 +6,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable
 
 from fxlens.tui.viewbase import View
 from fxlens.tui.widgets import Info, VimTable
@@ -78,8 +77,8 @@ class ListView(View):
         self.query_one(f"#{self.view_id}-detail", Info).set(self.detail(key))
         self.query_one(f"#{self.view_id}-scroll", VerticalScroll).scroll_home(animate=False)
 
-    @on(DataTable.RowHighlighted)
-    def _row(self, event: DataTable.RowHighlighted) -> None:
+    @on(VimTable.RowHighlighted)
+    def _row(self, event: VimTable.RowHighlighted) -> None:
         if event.data_table is self.table and event.row_key.value is not None:
             self._show_detail(str(event.row_key.value))
 

@@ -9,7 +9,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable
 
 from fxlens.tui import keys
 from fxlens.tui.viewbase import Navigate, View, record_text
@@ -123,8 +122,8 @@ class ResultsView(View):
                 self.query_one("#results-table", VimTable).move_cursor(row=i)
                 self._detail(i)
 
-    @on(DataTable.RowHighlighted, "#results-table")
-    def _row(self, event: DataTable.RowHighlighted) -> None:
+    @on(VimTable.RowHighlighted, "#results-table")
+    def _row(self, event: VimTable.RowHighlighted) -> None:
         if event.row_key.value is not None:
             self._detail(int(event.row_key.value))
 

@@ -27,6 +27,7 @@ class AppData:
     ranks: list[RankEntry] = field(default_factory=list)
     summary: Summary | None = None
     _kernel_cache: dict = field(default_factory=dict)
+    _compile_index: dict = field(default_factory=dict)
 
     def rank(self, rank: int | None) -> RankEntry | None:
         """The rank entry for `rank` (None: the first)."""
@@ -36,15 +37,15 @@ class AppData:
         return None
 
     def compile(self, rank: int | None, compile_id: str) -> CompileEntry | None:
-        """The compile entry of `compile_id` on `rank`."""
+        """The compile entry of `compile_id` on `rank` (None: the first rank)."""
         r = self.rank(rank)
         if r is None:
             return None
-        for f in r.frames:
-            for c in f.compiles:
-                if c.compile_id == compile_id:
-                    return c
-        return None
+        index = self._compile_index.get(id(r))
+        if index is None:  # built once per rank: views look compiles up per row
+            index = {c.compile_id: c for f in r.frames for c in f.compiles}
+            self._compile_index[id(r)] = index
+        return index.get(compile_id)
 
     def compiles_of_frame(self, rank: int | None, compile_id: str) -> list[CompileEntry]:
         """Every compile of the frame `compile_id` belongs to, in order."""
@@ -71,18 +72,14 @@ class AppData:
             self._kernel_cache[key] = out
         return self._kernel_cache[key]
 
-    def all_kernels(self) -> list[tuple[int | None, str, dict]]:
-        """(rank, compile id, payload) of every kernel of every rank."""
-        out = []
-        for r in self.ranks:
-            for f in r.frames:
-                for c in f.compiles:
-                    if any(rec.kind == "artifact:fxlens_kernel" for rec in c.records):
-                        out += [
-                            (r.model.rank, c.compile_id, k)
-                            for k in self.kernel_payloads(r.model.rank, c.compile_id)
-                        ]
-        return out
+    def kernel_payload(self, kernel) -> dict:
+        """The JSON payload of one `Kernel` record (its nodes and source), read on demand."""
+        same = [
+            k for k in self.session.kernels if k.rank == kernel.rank and k.compile_id == kernel.compile_id
+        ]
+        payloads = self.kernel_payloads(kernel.rank, kernel.compile_id)
+        i = same.index(kernel) if kernel in same else -1
+        return payloads[i] if 0 <= i < len(payloads) else {}
 
 
 def record_text(rec: Record) -> str:

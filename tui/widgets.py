@@ -1,4 +1,4 @@
-"""Reusable widgets: a lazy code pane, a vim-keyed table, a tree with vim keys.
+"""Reusable widgets: a lazy code pane, a tree with vim keys, a text pane that exports (VimTable: table.py).
 
 CodeView renders only the lines on screen (the Line API, like toolong) and highlights code in a
 worker thread, so a 10,000-line graph opens at once and colours in a moment later.
@@ -13,9 +13,10 @@ from textual import work
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import DataTable, Static, Tree
+from textual.widgets import Static, Tree
 
 from fxlens.tui import keys
+from fxlens.tui.table import VimTable
 
 MARK_STYLES = {
     "cursor": Style(bgcolor="grey23"),
@@ -136,36 +137,6 @@ class CodeView(ScrollView, can_focus=True):
         return "\n".join(self._plain)
 
 
-class VimTable(DataTable):
-    """A row-cursor DataTable with vim keys."""
-
-    BINDINGS = keys.bindings("table")
-    # | key | action          |
-    # | j/k | row down / up   |
-    # | h/l | column left/right |
-    # | g/G | first / last row |
-
-    def __init__(self, **kwargs) -> None:
-        kwargs.setdefault("cursor_type", "row")
-        kwargs.setdefault("zebra_stripes", True)
-        super().__init__(**kwargs)
-
-    def export_text(self) -> str:
-        """The table as aligned plain text (header and every row)."""
-        cols = [str(c.label) for c in self.columns.values()]
-        rows = self._rows_plain()
-        widths = [max([len(c)] + [len(r[i]) for r in rows if i < len(r)]) for i, c in enumerate(cols)]
-        out = ["  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=False)).rstrip()]
-        out += ["  ".join(x.ljust(w) for x, w in zip(r, widths, strict=False)).rstrip() for r in rows]
-        return "\n".join(out)
-
-    def _rows_plain(self) -> list[list]:
-        out = []
-        for row_key in self.rows:
-            out.append([c.plain if isinstance(c, Text) else str(c) for c in self.get_row(row_key)])
-        return out
-
-
 class CompileTree(Tree):
     """The compile-id tree with vim keys; children are created when a node is first expanded."""
 
@@ -217,3 +188,6 @@ class Info(Static):
             return Text.from_markup(self.markup).plain
         except Exception:  # markup errors never break an export
             return self.markup
+
+
+__all__ = ["CodeView", "CompileTree", "Info", "VimTable"]
