@@ -97,6 +97,7 @@ class GraphLowering:
         self.placeholders: list[Buffer | None] = []
         self.outputs: list = []
         self.mutations: list = []
+        self.constants: list = []  # (Buffer, tensor) for get_attr nodes
         self.n = 0
         self.uses = self._count_uses()
         self.device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
@@ -231,10 +232,21 @@ class GraphLowering:
                 self.env[node] = self._placeholder(node, next(it))
             elif node.op == "call_function":
                 self.env[node] = self._call(node)
+            elif node.op == "get_attr":
+                self.env[node] = self._constant(node)
             elif node.op == "output":
                 self._output(node)
             else:
                 raise NotImplementedError(f"fxlens: unsupported FX node {node.op} {node.target}")
+
+    def _constant(self, node):
+        t = getattr(self.gm, node.target)
+        if not isinstance(t, torch.Tensor):
+            return t
+        buf = Buffer(f"const{len(self.constants)}", tuple(t.shape), tuple(t.stride()), t.dtype, t.device, node,
+                     kind="input")  # fmt: skip
+        self.constants.append((buf, t))
+        return buf
 
     def _placeholder(self, node, t):
         if not isinstance(t, torch.Tensor):

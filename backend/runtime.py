@@ -93,6 +93,7 @@ class CompiledKernel:
     def replay(self, args, fp64: bool) -> list:
         """Evaluate this kernel's FX nodes with ATen on `args`; returns the output values."""
         env: dict = {}
+        self.device = args[0].device if args else torch.device("cpu")
         inside = set(self.replay_nodes)
         for node, item, pi, shape, stride, off in self.boundary:
             if node in inside:
@@ -106,18 +107,29 @@ class CompiledKernel:
             else:
                 env.setdefault(node, {})[item] = t
         for node in self.replay_nodes:
-            missing = [a for a in node.all_input_nodes if a not in env]
-            if missing:
-                raise KeyError(
-                    f"{self.name}: {node.format_node()} needs {missing}; boundary {[(b[0].name, b[1]) for b in self.boundary]}"
-                )
-            a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
-            env[node] = node.target(*a, **kw)
+            env[node] = self._eval(node, env)
         res = []
         for _pi, node, item, _s, _st, _o in self.outputs:
             v = env[node]
             res.append(v if item is None else v[item])
         return res
+
+    def _eval(self, node, env):
+        """Evaluate `node` with ATen; inputs missing from `env` (e.g. empty tensors a kernel never
+        reads, constants) are evaluated from the functional graph first."""
+        for a in node.all_input_nodes:
+            if a not in env:
+                if a.op == "get_attr":
+                    env[a] = getattr(a.graph.owning_module, a.target)
+                elif a.op == "call_function":
+                    env[a] = self._eval(a, env)
+                else:  # an input the kernel never reads (only its shape matters, e.g. full_like)
+                    v = a.meta.get("val")
+                    if not isinstance(v, torch.Tensor):
+                        raise KeyError(f"fxlens: replaying {self.name}: {node.format_node()} needs {a.name}")
+                    env[a] = torch.zeros(v.shape, dtype=v.dtype, device=self.device)
+        a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
+        return node.target(*a, **kw)
 
     def _write(self, args, values) -> None:
         for (pi, _node, _item, shape, stride, off), v in zip(self.outputs, values, strict=True):

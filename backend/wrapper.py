@@ -67,10 +67,13 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
     if names:
         lines.append(f"    ({''.join(n + ', ' for n in names)}) = args")
     lines.append("    args.clear()")
+    for b, t in G.constants:
+        fmt.consts.append(t)
+        lines.append(f"    {b.name} = C[{len(fmt.consts) - 1}]  # constant")
     for b in G.placeholders:
         if b is not None and b.name not in mutated:
             lines.append(f"    {b.name} = _fix({b.name}, {tuple(b.shape)}, {tuple(b.stride)})")
-    allocated = {b.name for b in G.placeholders if b is not None}
+    allocated = {b.name for b in G.placeholders if b is not None} | {b.name for b, _ in G.constants}
     kit = iter(compiled)
     for it in items:
         if isinstance(it, Kernel):
