@@ -128,7 +128,7 @@ def _timing_findings(rows: list[dict], cuda: bool, breaks_in: dict[int, int]) ->
                 _finding(
                     "slower_than_eager",
                     f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
-                    f"({e / c:.2f}x) over {n} calls, plus {cs:.2f} s compiling",
+                    f"({c / e:.2f}x slower) over {n} calls, plus {cs:.2f} s compiling",
                     at["file"],
                     at["line"],
                     f"{first}compile a larger region (the whole step) so the fixed per-call cost is "

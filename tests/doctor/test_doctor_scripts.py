@@ -6,6 +6,7 @@ same ops as eager plus Dynamo's per-graph overhead, so with tiny tensors it cann
 
 import subprocess
 import sys
+from pathlib import Path
 
 from doctor_helpers import SCRIPTS, fxlens
 
@@ -107,7 +108,7 @@ def test_recompiles_every_call_and_needless_dynamic(doctored):
 
 
 def test_ddp_compiled_after_wrapping(doctored):
-    proc, result = doctored("ddp_wrong_order", "--nproc", "2")
+    proc, result = doctored("ddp_wrong_order", "--nproc", "2", "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _check_contract(result)
     (row,) = result["functions"]
@@ -116,6 +117,27 @@ def test_ddp_compiled_after_wrapping(doctored):
     assert (wrap["file"], wrap["line"]) == (str(SCRIPTS / "ddp_wrong_order.py"), 14)
     assert "model.compile()" in wrap["fix"] and "inner module" in wrap["fix"]
     assert result["exit_codes"] == {"eager": [0], "compiled": [0]}
+
+
+def test_every_way_to_compile_is_timed(doctored):
+    proc, result = doctored("forms")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_contract(result)
+    rows = [
+        (r["function"], r["kind"], r["line"], r["compiled_at"]["line"], r["calls"])
+        for r in result["functions"]
+    ]
+    assert rows == [
+        ("factory", "function", 6, 6, 3),
+        ("bare", "function", 11, 11, 0),
+        ("Net.forward", "module", 21, 26, 3),
+        ("Net.forward", "method", 21, 28, 3),
+    ]
+    (never,) = _kinds(result, "never_called")
+    assert (never["line"], never["function"]) == (11, "bare")
+    # the compiled module is still an OptimizedModule with its parameters (the script checks numerics)
+    log = (Path(result["session"]) / "output.log").read_text()
+    assert "OptimizedModule ['_orig_mod.lin.bias', '_orig_mod.lin.weight']" in log
 
 
 def test_result_lands_in_the_session(doctored):
