@@ -32,12 +32,13 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusio
     """Compile a Dynamo graph with AOTAutograd (min-cut partition) and fxlens's Triton codegen."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
+    traces = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return aot_module_simplified(
         gm,
         example_inputs,
-        fw_compiler=_compiler("forward", fusion),
-        bw_compiler=_compiler("backward", fusion),
-        inference_compiler=_compiler("inference", fusion),
+        fw_compiler=_compiler("forward", fusion, traces),
+        bw_compiler=_compiler("backward", fusion, traces),
+        inference_compiler=_compiler("inference", fusion, traces),
         decompositions=decomposition_table(),
         partition_fn=min_cut_rematerialization_partition,
         keep_inference_input_mutations=True,
@@ -53,9 +54,14 @@ def _is_dynamic(inputs) -> bool:
     return False
 
 
-def _compiler(kind: str, fusion: bool) -> Callable:
+def _compiler(kind: str, fusion: bool, traces: dict | None = None) -> Callable:
     def compiler(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         log_artifact(f"aten_{kind}_graph", lambda: gm.print_readable(print_output=False))
+        for n in gm.graph.nodes:  # the user's source line, from the Dynamo node it came from
+            if not n.meta.get("stack_trace") and traces:
+                st = next((traces[s] for s in _sources(n) if s in traces), None)
+                if st:
+                    n.meta["stack_trace"] = st
         if _is_dynamic(example_inputs):
             return _Specializing(gm, kind, fusion)
         return compile_aten(gm, list(example_inputs), kind, fusion)
@@ -102,6 +108,15 @@ def _concrete_metas(gm, args) -> dict:
     return metas
 
 
+def _sources(node) -> list[str]:
+    names, stack = [], list(node.meta.get("from_node") or [])
+    while stack:
+        src = stack.pop(0)
+        names.append(getattr(src, "name", ""))
+        stack.extend(getattr(src, "from_node", None) or [])
+    return names
+
+
 def _op_name(node) -> str:
     t = node.target
     return getattr(getattr(t, "_overloadpacket", t), "__name__", str(t)).split(".")[-1]
@@ -111,8 +126,9 @@ def _user_line(node) -> str:
     st = node.meta.get("stack_trace") if node is not None else None
     if not st:
         return ""
-    lines = [ln for ln in st.strip().splitlines() if ln.strip()]
-    return "\nUser source:\n" + "\n".join(lines[-2:])
+    lines = [ln for ln in st.rstrip().splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    last = max((i for i, ln in enumerate(lines) if ln.lstrip().startswith("File ")), default=len(lines) - 1)
+    return "\nUser source:\n" + "\n".join(lines[last : last + 2])
 
 
 def _node_msg(node, op: str) -> str:
