@@ -304,7 +304,7 @@ def render_text(result: dict) -> str:
     if not found:
         out.append("No findings: torch.compile does what it should here.")
     else:
-        out.append("Findings, by estimated cost to you (ms lost over this run; 0 = not measurable):")
+        out.append("Findings, by estimated cost to you (ms lost over this run):")
         for i, f in enumerate(found, 1):
             where = f"{short_path(f['file'])}:{f['line']}" if f["file"] else "?"
             cost = f"cost ~{f['cost_ms']:.0f} ms" if f["cost_ms"] else "cost not measured"
