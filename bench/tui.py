@@ -14,16 +14,21 @@ Usage: python bench/tui.py [--mb 200] [--ranks 4] [--rounds 3] [--write]
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
 import os
-import re
-import statistics
-import subprocess
 import sys
-import time
-from pathlib import Path
+
+# bench/ holds modules named like the stdlib's (bench/bisect.py): never import from this folder
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "tui" / "model_script.py"
@@ -207,7 +212,9 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     trace = make_trace(work, args.mb, args.ranks)
     size = sum(p.stat().st_size for p in trace.glob("*.log"))
+    load_before = os.getloadavg()[0]
     runs = [run_child(trace) for _ in range(args.rounds)]
+    load = f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     first = statistics.median(r["first_paint_s"] for r in runs)
     loaded = statistics.median(r["loaded_s"] for r in runs)
     groups: dict[str, list[float]] = {}
@@ -217,7 +224,7 @@ def main() -> int:
     every = sorted(x for v in groups.values() for x in v)
     p95 = every[min(len(every) - 1, int(0.95 * len(every)))]
     rows = [f"| {g} | {len(v)} | {statistics.median(v):.1f} | {max(v):.1f} |" for g, v in groups.items()]
-    text = f"""`python bench/tui.py --mb {args.mb} --ranks {args.ranks} --rounds {args.rounds} --write` (2-core CPU box shared with other work, torch 2.13 CPU, Textual headless at 120x40).
+    text = f"""`python bench/tui.py --mb {args.mb} --ranks {args.ranks} --rounds {args.rounds} --write` (CPU box shared with other work: {load} during the runs; torch 2.13 CPU, Textual headless at 120x40).
 
 Trace: {size / 2**20:.0f} MB in {args.ranks} rank logs, {runs[0]["compiles"]} compile ids (a real log of
 `tests/tui/model_script.py` replicated with shifted frame ids; the last rank diverges).

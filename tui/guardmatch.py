@@ -16,6 +16,8 @@ _TREE_PREFIX = re.compile(r"^[|+\- ]*")
 _TENSOR_REASON = re.compile(r"tensor '(?P<var>[^']+)' (?P<what>\w+) mismatch")
 _COMMENT = re.compile(r"\s{2,}#.*$")
 _ADDRESS = re.compile(r"\b\d{9,}\b")  # object ids: differ between compiles and processes
+# names Dynamo numbers per compile (`G['__builtins_dict___7']`): the same object in every compile
+_NUMBERED = re.compile(r"(__builtins_dict__|__import_\w+?|___stack)_*\d+\b")
 
 
 def normalise(text: str) -> str:
@@ -91,7 +93,7 @@ def guard_diff(old: list[str], new: list[str]) -> list[tuple[str, str]]:
     """
 
     def key(g: str) -> str:
-        return _ADDRESS.sub("<id>", normalise(g))
+        return _NUMBERED.sub(r"\1", _ADDRESS.sub("<id>", normalise(g)))
 
     def keep(g: str) -> bool:
         return not g.strip().startswith("Guard latency")  # a timing, not a guard

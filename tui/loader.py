@@ -6,6 +6,7 @@ the UI as it arrives, so the first rank paints while the others are still being 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,7 @@ GRAPH_KINDS = (
     "aot_backward_graph",
     "aot_joint_graph",
 )
+_RESUME_AT = re.compile(r"^torch_dynamo_resume_in_.+_at_(\d+)$")
 _HIDDEN = {"dynamo_start", "artifact:torch_version", "artifact:fxlens_stage"}
 
 
@@ -108,7 +110,11 @@ class FrameEntry:
     @property
     def label(self) -> str:
         where = f"{Path(self.file).name}:{self.line}" if self.file else "?"
-        resumed = f" [{self.co_name}]" if self.co_name and self.co_name != self.function else ""
+        resumed = ""
+        if self.co_name and self.co_name != self.function:
+            # torch_dynamo_resume_in_f_at_57: the rest of f after the graph break at line 57
+            m = _RESUME_AT.search(self.co_name)
+            resumed = f" (resume @{m[1]})" if m else f" [{self.co_name}]"
         return f"{self.function}{resumed}  {where}"
 
 

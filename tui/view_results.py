@@ -27,7 +27,7 @@ def _ladder(ev: dict) -> list[str]:
         mark = (
             "[green]✓ pass[/green]" if ok else "[red]✗ FAIL[/red]" if ok is False else "[dim]· skipped[/dim]"
         )
-        why = st.get("error") or st.get("reason") or st.get("detail") or ""
+        why = st.get("error") or st.get("note") or st.get("reason") or st.get("detail") or ""
         out.append(
             f"  {mark}  {escape(str(st.get('stage')))}"
             + (f"  [dim]{escape(str(why))[:80]}[/dim]" if why else "")
@@ -46,6 +46,8 @@ def _ladder(ev: dict) -> list[str]:
         if c.get("ops"):
             out.append(f"  ops {escape(', '.join(map(str, c.get('ops'))))}")
     out.append(f"\ncheck {escape(str(ev.get('check')))} · {ev.get('runs', '?')} runs")
+    if ev.get("next"):
+        out.append(f"next: [b]{escape(str(ev.get('next')))}[/b]")
     return out
 
 

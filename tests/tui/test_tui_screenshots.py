@@ -1,0 +1,43 @@
+"""SVG screenshots of the main views (Textual's save_screenshot), as the README shows them.
+
+Slow and opt-in for the README: `FXLENS_SCREENSHOTS_DIR=tui/screenshots python -m pytest -m slow
+tests/tui/test_tui_screenshots.py` rewrites the committed SVGs; otherwise they go to tmp_path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from tui_helpers import make_app, settle, wait_loaded
+
+pytestmark = [pytest.mark.tui, pytest.mark.slow]
+
+# (file name, trace fixture attribute, keys pressed after loading)
+SHOTS = [
+    ("tree-graph.svg", "session", ("t", "g", "j", "l", "j", "enter", "l", "a", "a", "v", "j")),
+    ("guards.svg", "session", ("t", "g", "j", "l", "j", "enter", "2")),
+    ("guards-diff.svg", "session", ("t", "g", "j", "l", "j", "enter", "2", "d")),
+    ("breaks.svg", "session", ("3",)),
+    ("recompiles.svg", "session", ("4",)),
+    ("kernels.svg", "session", ("5",)),
+    ("bisect.svg", "session", ("6",)),
+    ("metrics.svg", "session", ("7",)),
+    ("ranks.svg", "multi", ("8",)),
+    ("corrupt.svg", "corrupt", ()),
+]
+
+
+async def test_screenshots(in_root, tmp_path):
+    out = Path(os.environ.get("FXLENS_SCREENSHOTS_DIR") or tmp_path / "shots")
+    out.mkdir(parents=True, exist_ok=True)
+    for name, which, keys in SHOTS:
+        app = make_app(getattr(in_root, which), tmp_path)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_loaded(app, pilot)
+            await pilot.press(*keys)
+            await settle(app, pilot)
+            app.save_screenshot(name, path=str(out))
+        svg = (out / name).read_text()
+        assert svg.startswith("<svg") and "fxlens" in svg
