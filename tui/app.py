@@ -34,7 +34,7 @@ from fxlens.tui.view_guards import GuardsView
 from fxlens.tui.view_kernels import KernelsView
 from fxlens.tui.view_metrics import MetricsView, RanksView
 from fxlens.tui.view_results import ArtifactView, ResultsView
-from fxlens.tui.viewbase import AppData, Navigate, View
+from fxlens.tui.viewbase import AppData, Navigate, View, guarded
 from fxlens.tui.widgets import CompileTree, Info
 
 VIEW_CLASSES: tuple[type[View], ...] = (
@@ -228,6 +228,7 @@ class FxlensApp(App):
         self.view(view).show(**params)
 
     @on(Navigate)
+    @guarded
     def _navigate(self, message: Navigate) -> None:
         message.stop()
         self.goto(message.view, **message.params)
@@ -239,10 +240,12 @@ class FxlensApp(App):
             self.action_view(event.tab.id)
 
     @on(Tree.NodeExpanded, "#tree")
+    @guarded
     def _expanded(self, event: Tree.NodeExpanded) -> None:
         tree_mod.populate(event.node)
 
     @on(Tree.NodeSelected, "#tree")
+    @guarded
     def _selected(self, event: Tree.NodeSelected) -> None:
         if not event.node.data or not self.ready:
             return
@@ -259,6 +262,7 @@ class FxlensApp(App):
             entry, _label, rec = obj
             self.open_record(entry, rec)
 
+    @guarded
     def open_record(self, entry, rec) -> None:
         """Open one artifact record of a compile in the view that understands it."""
         base = {"rank": entry.rank, "compile_id": entry.compile_id}
@@ -282,6 +286,7 @@ class FxlensApp(App):
             self.goto("artifact", **base, kind=rec.kind, index=same.index(rec))
 
     # -- actions -------------------------------------------------------------------------------
+    @guarded
     def action_view(self, name: str) -> None:
         """Switch to view `name`, keeping the compile id in focus where the view has one."""
         if name == self.current_view:
@@ -298,17 +303,20 @@ class FxlensApp(App):
             params = dict(self.view(name).params)
         self.goto(name, **params)
 
+    @guarded
     def action_view_key(self, key: str) -> None:
         """Run the current view's action for `key` (see keys.view_key_bindings)."""
         action = keys.view_action(self.current_view, key)
         if action is not None:
             getattr(self.view(), f"action_{action}")()
 
+    @guarded
     def action_back(self) -> None:
         if self.history:
             self.future.append(self.location())
             self._show(*self.history.pop())
 
+    @guarded
     def action_forward(self) -> None:
         if self.future:
             self.history.append(self.location())
@@ -375,6 +383,7 @@ class FxlensApp(App):
             self.view().focus_main()
 
     @on(Input.Changed, "#search")
+    @guarded
     def _search_live(self, event: Input.Changed) -> None:
         if self._search_target == "view" and self.current_view not in ("guards", "artifact"):
             self.view().search(event.value)  # tables filter as you type
@@ -384,6 +393,7 @@ class FxlensApp(App):
         self.run_search(event.value)
         self.close_search()
 
+    @guarded
     def run_search(self, query: str) -> int:
         """Search the tree or the current view for `query`; returns the number of matches."""
         self.last_search = query

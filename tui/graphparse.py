@@ -12,7 +12,10 @@ import re
 from dataclasses import dataclass
 
 # f32[2, 4][4, 1]cpu  /  i64[][]cpu  /  f32[s0, 4][4, 1]cuda:0
-_ANNOT = re.compile(r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>[\w:]*)$")
+# (print_readable without include_stride/include_device prints just `f32[2, 4]`)
+_ANNOT = re.compile(
+    r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[\w:]*)$"
+)
 _ASSIGN = re.compile(r'^\s+(?P<name>[A-Za-z_]\w*)(?:: "(?P<annot>[^"]*)")? = (?P<rhs>.+)$')
 _PARAM = re.compile(r'(?P<name>[A-Za-z_]\w*)\s*:\s*"(?P<annot>[^"]*)"')
 _SIGNATURE = re.compile(r"^\s*def forward\(self,?(?P<params>.*)\):\s*$")
@@ -74,7 +77,8 @@ def _annotation(annot: str | None) -> tuple[str, str, str, str]:
     m = _ANNOT.match(annot.strip())
     if not m:
         return annot, "", "", ""
-    return f"[{m['shape']}]", m["dtype"], f"[{m['stride']}]", m["device"]
+    stride = f"[{m['stride']}]" if m["stride"] is not None else ""
+    return f"[{m['shape']}]", m["dtype"], stride, m["device"]
 
 
 def _classify(rhs: str) -> tuple[str, str]:

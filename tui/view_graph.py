@@ -12,7 +12,7 @@ from textual.containers import Container
 from fxlens.tui import keys
 from fxlens.tui.graphparse import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
 from fxlens.tui.loader import ARTIFACT_LABELS, is_graph_kind
-from fxlens.tui.viewbase import Navigate, View
+from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 from fxlens.userframes import short_path
 
@@ -93,6 +93,7 @@ class GraphView(View):
         code_view.set_code(_short_files(code), "python")
         self._fill_table()
 
+    @guarded
     def _fill_table(self) -> None:
         p = self.params
         table = self.query_one("#graph-nodes", VimTable)
@@ -167,6 +168,7 @@ class GraphView(View):
         i = (self.kinds.index(self.params.get("kind")) + 1) % len(self.kinds)
         self.post_message(Navigate("graph", **{**self.params, "kind": self.kinds[i], "node": None}))
 
+    @guarded
     def action_jump_kernel(self) -> None:
         node = self.selected()
         if node is None or self.data is None:
@@ -180,6 +182,7 @@ class GraphView(View):
                 return
         self.app.notify(f"no fxlens kernel lists node {node.name} (compile {cid})", severity="warning")
 
+    @guarded
     def search(self, query: str) -> int:
         self.params["filter"] = query
         self._fill_table()

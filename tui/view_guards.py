@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 
 from fxlens.tui import keys
 from fxlens.tui.guardmatch import FailedGuard, failed_guards, guard_diff
-from fxlens.tui.viewbase import View
+from fxlens.tui.viewbase import View, guarded
 from fxlens.tui.widgets import CodeView, Info
 
 
@@ -90,6 +90,7 @@ class GuardsView(View):
         if marks:
             code.goto_line(min(marks))
 
+    @guarded
     def action_toggle_diff(self) -> None:
         if "compile_id" not in self.params:
             return

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from fxlens.records import Kernel
 from fxlens.tui import keys
 from fxlens.tui.loader import is_graph_kind
-from fxlens.tui.viewbase import Navigate, View
+from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 
 _COLS = ("rank", "compile id", "graph", "kernel", "ops", "bytes read", "bytes written")
@@ -57,6 +57,7 @@ class KernelsView(View):
                 yield Info("", id="kernel-detail")
             yield CodeView(id="kernel-source")
 
+    @guarded
     def set_data(self, data) -> None:
         super().set_data(data)
         self.rows = list(data.session.kernels)
@@ -104,6 +105,7 @@ class KernelsView(View):
         if event.row_key.value is not None:
             self._detail(int(event.row_key.value))
 
+    @guarded
     def _detail(self, i: int) -> None:
         if i >= len(self.shown):
             return
@@ -125,11 +127,13 @@ class KernelsView(View):
         self.query_one("#kernel-detail", Info).set(
             f"[b]{escape(str(k.get('name', '?')))}[/b]\ncompile {cid} · {k.get('graph', '')}\n\n"
             f"[b]ops fused[/b]\n{ops}\n\n[b]graph nodes[/b]\n  {nodes}\n\n"
-            f"[b]bytes[/b]\n  read    {_kb(k.get('bytes_read'))}\n  written {_kb(k.get('bytes_written'))}\n\n"
-            f"{escape(str(k.get('source_path') or ''))}\n\n[dim]o: back to the graph node[/dim]"
+            f"[b]bytes[/b]\n  read    {_kb(k.get('bytes_read'))}\n  written {_kb(k.get('bytes_written'))}\n"
+            + "".join(f"  {escape(str(x))} {escape(str(k[x]))}\n" for x in ("numel", "rnumel") if x in k)
+            + f"\n{escape(str(k.get('source_path') or ''))}\n\n[dim]o: back to the graph node[/dim]"
         )
         self.query_one("#kernel-source", CodeView).set_code(str(k.get("source") or "(no source logged)"))
 
+    @guarded
     def action_jump_node(self) -> None:
         table = self.query_one("#kernels-table", VimTable)
         if not self.shown or self.data is None:
@@ -146,6 +150,7 @@ class KernelsView(View):
         kind = kind or next((x for x in kinds if x.startswith("aot_")), None) or (kinds[0] if kinds else None)
         self.post_message(Navigate("graph", rank=rank, compile_id=cid, kind=kind, node=node))
 
+    @guarded
     def search(self, query: str) -> int:
         self.query_text = query
         self._fill()

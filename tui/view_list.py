@@ -7,7 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
-from fxlens.tui.viewbase import View
+from fxlens.tui.viewbase import View, guarded
 from fxlens.tui.widgets import Info, VimTable
 
 
@@ -42,6 +42,7 @@ class ListView(View):
         """Markup for the detail pane of row `key`."""
         return ""
 
+    @guarded
     def set_data(self, data) -> None:
         super().set_data(data)
         self.all_rows = self.rows()
@@ -72,6 +73,7 @@ class ListView(View):
         if self.shown:
             self._show_detail(self.shown[min(self.table.cursor_row, len(self.shown) - 1)][0])
 
+    @guarded
     def _show_detail(self, key: str) -> None:
         self.params["key"] = key
         self.query_one(f"#{self.view_id}-detail", Info).set(self.detail(key))
@@ -89,6 +91,7 @@ class ListView(View):
         else:
             self._select(self.params.get("key"))
 
+    @guarded
     def search(self, query: str) -> int:
         self.params["filter"] = query
         self._drawn_filter = query

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 
 from fxlens.tui import keys
-from fxlens.tui.viewbase import Navigate, View, record_text
+from fxlens.tui.viewbase import Navigate, View, guarded, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
 from fxlens.userframes import short_path
 
@@ -101,6 +101,7 @@ class ResultsView(View):
                 yield Info("", id="results-detail")
             yield CodeView(id="results-code")
 
+    @guarded
     def set_data(self, data) -> None:
         super().set_data(data)
         table = self.query_one("#results-table", VimTable)
@@ -129,6 +130,7 @@ class ResultsView(View):
         if event.row_key.value is not None:
             self._detail(int(event.row_key.value))
 
+    @guarded
     def _detail(self, i: int) -> None:
         ev = self.data.summary.events[i]
         self.params["key"] = str(i)
@@ -145,6 +147,7 @@ class ResultsView(View):
                 code = f"# {repro}: not found on this machine"
         self.query_one("#results-code", CodeView).set_code(code)
 
+    @guarded
     def action_jump_culprit(self) -> None:
         events = self.data.summary.events if self.data and self.data.summary else []
         i = int(self.params.get("key", 0))

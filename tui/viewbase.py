@@ -7,6 +7,7 @@ keeps those locations as back/forward history; views never switch views themselv
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -95,6 +96,27 @@ def record_text(rec: Record) -> str:
     return text
 
 
+def guarded(method):
+    """Run a view method; an exception becomes an error notification, never a crash of the app.
+
+    A trace from another torch version can hold records shaped differently from what a view
+    expects: the view then says it could not show them, and everything else keeps working.
+    """
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - the point is to catch everything
+            name = getattr(self, "title", "") or type(self).__name__
+            self.app.notify(
+                f"{name}: could not show this ({type(e).__name__}: {e})", severity="error", timeout=8
+            )
+            return None
+
+    return wrapper
+
+
 class Navigate(Message):
     """Posted by a view or the tree: go to `view` at `params` (recorded in history)."""
 
@@ -119,6 +141,7 @@ class View(Vertical):
         """Receive the loaded data (called by the app when loading finishes)."""
         self.data = data
 
+    @guarded
     def show(self, **params) -> None:
         """Draw the view at `params`; views override `draw`."""
         self.params = {k: v for k, v in params.items() if v is not None}

@@ -76,3 +76,30 @@ async def test_session_without_logs_says_so(traces, tmp_path):
         for key in "12345678":
             await pilot.press(key)
         assert app.is_running
+
+
+async def test_odd_records_never_crash_the_app(traces, tmp_path):
+    """Events and kernel payloads shaped unlike what the views expect: notices, no crash."""
+    import shutil
+
+    from fxlens.session import append_event
+
+    odd = tmp_path / "odd"
+    shutil.copytree(traces.session, odd)
+    append_event(odd, "bisect", {"stages": "not a list", "culprit": "not a dict", "summary": 3})
+    log = next((odd / "trace").glob("*.log"))
+    text = log.read_text()
+    marker = '{"artifact": {"name": "fxlens_kernel", "encoding": "json"}'
+    i = text.index(marker)
+    j = text.index("\n", i)
+    # the first kernel's payload line becomes something that is not JSON
+    k = text.index("\n", j + 1)
+    log.write_text(text[: j + 1] + "\t[[[ not json\n" + text[k + 1 :])
+    app = make_app(odd, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(app, pilot)
+        await pilot.press("6", "v", "j", "j", "o")  # the odd bisect event, and its "culprit"
+        await pilot.press("5", "v", "j", "k", "o")  # kernels, one payload unreadable
+        await pilot.press("t", "g", "j", "l", "j", "enter", "a", "a", "v", "o")
+        assert app.is_running
+        assert app.current_view in ("graph", "kernels")
