@@ -196,7 +196,12 @@ class FxlensApp(App):
             notice.set(f"⚠ skipped while reading: {escape(skipped[0])}{more} — press ! for details")
             notice.add_class("shown")
         if not self.session.logs:
-            notice.set("⚠ this session has no TORCH_TRACE logs: the script compiled nothing")
+            runs = sorted(p for p in (self.session.path / "runs").glob("*/trace") if p.is_dir())
+            if runs:  # a bisect/minify session: each child run kept its own trace
+                where = escape(str(runs[-1].parent))
+                notice.set(f"⚠ results only: each run's trace is in runs/*/trace, e.g. fxlens tui {where}")
+            else:
+                notice.set("⚠ this session has no TORCH_TRACE logs: the script compiled nothing")
             notice.add_class("shown")
         ranks = self.session.ranks if summary else []
         n = sum(len(f.compiles) for r in self.data.ranks for f in r.frames)
@@ -206,6 +211,8 @@ class FxlensApp(App):
         first = next((c for r in self.data.ranks for f in r.frames for c in f.compiles), None)
         if first is not None and summary is not None:
             self._show("graph", {"rank": first.rank, "compile_id": first.compile_id})
+        elif summary is not None and summary.events:
+            self._show("results", {})
 
     # -- navigation ----------------------------------------------------------------------------
     def location(self) -> tuple[str, dict]:

@@ -145,7 +145,9 @@ class ResultsView(View):
                 code = Path(str(repro)).read_text(errors="replace")
             except OSError:
                 code = f"# {repro}: not found on this machine"
-        self.query_one("#results-code", CodeView).set_code(code)
+        pane = self.query_one("#results-code", CodeView)
+        pane.set_code(code)
+        pane.display = bool(code)  # no reproducer: the ladder gets the whole width
 
     @guarded
     def action_jump_culprit(self) -> None:
@@ -154,6 +156,12 @@ class ResultsView(View):
         c = (events[i].get("culprit") or {}) if i < len(events) else {}
         if not c.get("compile_id"):
             self.app.notify("this result names no culprit compile", severity="warning")
+        elif self.data.compile(None, c["compile_id"]) is None:
+            self.app.notify(
+                f"compile {c['compile_id']} is in the failing run's trace (runs/*/trace of this session), "
+                "not in this one",
+                severity="warning",
+            )
         elif c.get("kernel"):
             self.post_message(Navigate("kernels", compile_id=c["compile_id"], kernel=c["kernel"]))
         else:
