@@ -51,6 +51,11 @@ class MetricsView(ListView):
             )
         return out
 
+    def _stages(self, rank: int | None, cid: str) -> list[tuple[str, float]]:
+        c = self.data.compile(rank, cid)
+        recs = [r for r in c.records if r.kind == "compilation_metrics"] if c else []
+        return _stage_times(recs[-1].meta.get("compilation_metrics") or {}) if recs else []
+
     def detail(self, key: str) -> str:
         rank_s, cid = key.split("|", 1)
         rank = None if rank_s == "None" else int(rank_s)
@@ -67,9 +72,33 @@ class MetricsView(ListView):
             f" + backend {_s(m.backend_s)} s · {100 * (m.total_s or 0) / (total or 1):.1f}% of all compile time",
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
         ]
+        stages = self._stages(rank, cid)
+        if stages:
+            top = max(v for _, v in stages) or 1.0
+            lines += ["", "[b]time by stage[/b] (torch's compilation metrics)"]
+            lines += [f"  {escape(k):<40} {v:9.4f} s  {'█' * max(1, round(24 * v / top))}" for k, v in stages]
         if m.fail_type:
             lines += ["", f"[red]failed: {escape(m.fail_type)}[/red] {escape((m.fail_reason or '').strip())}"]
         return "\n".join(lines)
+
+
+_NOT_STAGES = ("start_time", "end_time", "start_time_us", "end_time_us")
+
+
+def _stage_times(meta: dict) -> list[tuple[str, float]]:
+    """(name, seconds) of every timing in a compilation_metrics record, longest first."""
+    out = []
+    for k, v in meta.items():
+        if k in _NOT_STAGES or not isinstance(v, int | float) or isinstance(v, bool) or not v:
+            continue
+        if k.endswith("_us"):
+            out.append((k[: -len("_us")], v / 1e6))
+        elif k.endswith("_s"):
+            out.append((k[: -len("_s")], float(v)))
+    seen: dict[str, float] = {}
+    for k, v in out:  # torch logs some timings both in s and in us
+        seen.setdefault(k, v)
+    return sorted(seen.items(), key=lambda kv: -kv[1])
 
 
 class RanksView(ListView):

@@ -202,7 +202,8 @@ async def test_metrics_view(in_root, tmp_path):
         assert [r[1] for r in rows] == [m.compile_id for m in session.metrics]
         for r, m in zip(rows, session.metrics, strict=True):
             assert float(r[5]) == pytest.approx(m.total_s, abs=1e-3)
-        assert "Dynamo" in app.query_one("#metrics-detail", Info).plain
+        detail = app.query_one("#metrics-detail", Info).plain
+        assert "Dynamo" in detail and "time by stage" in detail and "entire_frame_compile_time" in detail
 
 
 async def test_ranks_view_shows_divergence(in_root, tmp_path):
