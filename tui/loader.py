@@ -61,6 +61,14 @@ _RESUME_AT = re.compile(r"^torch_dynamo_resume_in_.+_at_(\d+)$")
 _HIDDEN = {"dynamo_start", "artifact:torch_version", "artifact:fxlens_stage"}
 
 
+def display_function(function: str, co_name: str) -> str:
+    """The user's function, with `(resume @57)` when torch compiled the rest of it after a break."""
+    if not co_name or co_name == function:
+        return function
+    m = _RESUME_AT.search(co_name)  # torch_dynamo_resume_in_f_at_57
+    return f"{function} (resume @{m[1]})" if m else f"{function} [{co_name}]"
+
+
 def is_graph_kind(kind: str) -> bool:
     """Whether a record kind holds printed FX graph code."""
     return kind in GRAPH_KINDS or (kind.startswith("artifact:fxlens_") and kind.endswith("_graph"))
@@ -110,12 +118,7 @@ class FrameEntry:
     @property
     def label(self) -> str:
         where = f"{Path(self.file).name}:{self.line}" if self.file else "?"
-        resumed = ""
-        if self.co_name and self.co_name != self.function:
-            # torch_dynamo_resume_in_f_at_57: the rest of f after the graph break at line 57
-            m = _RESUME_AT.search(self.co_name)
-            resumed = f" (resume @{m[1]})" if m else f" [{self.co_name}]"
-        return f"{self.function}{resumed}  {where}"
+        return f"{display_function(self.function, self.co_name)}  {where}"
 
 
 @dataclass

@@ -84,6 +84,17 @@ class ListView(View):
         if event.data_table is self.table and event.row_key.value is not None:
             self._show_detail(str(event.row_key.value))
 
+    @on(VimTable.HeaderSelected)
+    def _header(self, event: VimTable.HeaderSelected) -> None:
+        """Sort by the clicked column (numbers as numbers); a second click reverses."""
+        if event.data_table is not self.table:
+            return
+        col = list(self.table.columns).index(event.column_key.value)
+        reverse = self.params.get("sort") == col and not self.params.get("reverse")
+        self.params["sort"], self.params["reverse"] = col, reverse
+        self.all_rows.sort(key=lambda r: _sort_key(r[1][col] if col < len(r[1]) else ""), reverse=reverse)
+        self._fill()
+
     def draw(self) -> None:
         if self.params.get("filter", "") != getattr(self, "_drawn_filter", ""):
             self._drawn_filter = self.params.get("filter", "")
@@ -101,3 +112,11 @@ class ListView(View):
     def export_text(self) -> str:
         detail = self.query_one(f"#{self.view_id}-detail", Info).plain
         return f"{self.title}\n\n{self.table.export_text()}\n\n{detail}\n"
+
+
+def _sort_key(cell) -> tuple:
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    try:
+        return (0, float(text), "")
+    except ValueError:
+        return (1, 0.0, text)

@@ -7,8 +7,9 @@ from collections import Counter
 from rich.markup import escape
 from rich.text import Text
 
-from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE
+from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.view_list import ListView
+from fxlens.userframes import short_path
 
 
 def _s(v: float | None) -> str:
@@ -38,7 +39,7 @@ class MetricsView(ListView):
             cells = (
                 "-" if m.rank is None else str(m.rank),
                 m.compile_id,
-                m.function if m.co_name in ("", m.function) else f"{m.function} [{m.co_name}]",
+                display_function(m.function, m.co_name),
                 _s(dyn),
                 _s(m.backend_s),
                 _s(m.total_s),
@@ -67,7 +68,8 @@ class MetricsView(ListView):
             return ""
         total = sum(x.total_s or 0.0 for r in self.data.session.ranks for x in r.metrics)
         lines = [
-            f"[b]compile {escape(cid)}[/b] · {escape(m.function)} ({escape(m.co_name)}) · {escape(m.file)}:{m.line}",
+            f"[b]compile {escape(cid)}[/b] · {escape(display_function(m.function, m.co_name))} · "
+            f"{escape(short_path(m.file))}:{m.line}",
             f"total {_s(m.total_s)} s = Dynamo {_s(None if m.total_s is None else m.total_s - (m.backend_s or 0))} s"
             f" + backend {_s(m.backend_s)} s · {100 * (m.total_s or 0) / (total or 1):.1f}% of all compile time",
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",

@@ -204,6 +204,14 @@ async def test_metrics_view(in_root, tmp_path):
             assert float(r[5]) == pytest.approx(m.total_s, abs=1e-3)
         detail = app.query_one("#metrics-detail", Info).plain
         assert "Dynamo" in detail and "time by stage" in detail and "entire_frame_compile_time" in detail
+        # a click on the "total s" header sorts by it, numerically; a second click reverses
+        table = app.query_one("#metrics-table", VimTable)
+        x = 1 + sum(w + 2 for w in table._column_widths()[:5]) + 1
+        await pilot.click("#metrics-table", offset=(x, 0))
+        totals = [float(r[5]) for r in _rows(table)]
+        assert totals == sorted(totals)
+        await pilot.click("#metrics-table", offset=(x, 0))
+        assert [float(r[5]) for r in _rows(table)] == sorted(totals, reverse=True)
 
 
 async def test_ranks_view_shows_divergence(in_root, tmp_path):
