@@ -183,6 +183,11 @@ def doctor_script(
             )
             err.exit_code = code if code > 0 else 1
             raise err
+        if any(e.get("event") == "compile_call" for e in main_session.events):
+            raise FxlensError(
+                f"{script} called torch.compile but its process ended without reporting timings "
+                f"(os._exit or killed?) (session: {sdir})"
+            )
         raise FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
     rows = function_rows(eager_rounds, compiled_rounds)
     report = build_report(main_session, with_guards=False)
@@ -265,7 +270,10 @@ def render_text(result: dict) -> str:
         ]
         for f in result["functions"]
     ]
-    out.append("Compiled functions (per call at steady state):")
+    title = "Compiled functions (per call at steady state"
+    if any(f.get("backward_not_timed") for f in result["functions"]):
+        title += "; forward only: backward runs outside the call and shows in the wall time"
+    out.append(title + "):")
     out.append(
         tabulate(
             rows,

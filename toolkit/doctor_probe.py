@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass, field
 from fxlens.session import append_event
 from fxlens.userframes import is_user_file
 
-# keep at most this many per-call times per object (a loop of a million calls stays cheap)
-MAX_TIMES = 20000
+# keep at most this many per-call times per object: a loop of a million calls stays cheap, and
+# each rank's event stays one small append to the shared events file
+MAX_TIMES = 5000
 # distinct input-shape signatures remembered per object
 MAX_SIGNATURES = 32
 # distributed wrappers torch's docs say to compile inside of, by class name
@@ -56,6 +57,7 @@ class ProbeRecord:
     outside_compile_ms: float = 0.0  # compiles after the call returned (lazy backward)
     signatures: dict = field(default_factory=dict)  # input shapes -> calls
     shape_changes: int = 0  # calls whose input shapes differ from the previous call's
+    grad_calls: int = 0  # calls whose output requires grad: their backward runs outside the call
 
 
 @dataclass
@@ -140,6 +142,12 @@ def _signature(args: tuple, kwargs: dict) -> str:
     return repr(parts)
 
 
+def _requires_grad(out) -> bool:
+    """Whether a call's result (a tensor, or the first tensor of a tuple/list) requires grad."""
+    first = out[0] if isinstance(out, (tuple, list)) and out else out
+    return bool(getattr(first, "requires_grad", False))
+
+
 def _timed(fn, rec: ProbeRecord):
     """Wrap `fn` so each call is timed and recorded in `rec`; arguments and result pass through."""
     import torch
@@ -149,8 +157,9 @@ def _timed(fn, rec: ProbeRecord):
     last_sig = [None]
 
     def sync() -> None:
-        # only when the script already uses CUDA: initialising it here would cost seconds
-        if cuda.is_available() and cuda.is_initialized():
+        # only when the script already uses CUDA: initialising it here would cost seconds (and
+        # is_initialized() is cheap where is_available() is not: it runs inside the timed region)
+        if cuda.is_initialized():
             cuda.synchronize()
 
     @functools.wraps(fn)
@@ -169,11 +178,13 @@ def _timed(fn, rec: ProbeRecord):
         state.last = rec
         rec.calls += 1
         if len(rec.times_ms) < MAX_TIMES:
-            rec.times_ms.append(took * 1000)
+            rec.times_ms.append(round(took * 1000, 5))
             rec.compiles.append(state.compiles - n0)
-            rec.compile_ms.append((state.compile_s - s0) * 1000)
+            rec.compile_ms.append(round((state.compile_s - s0) * 1000, 3))
         if sig in rec.signatures or len(rec.signatures) < MAX_SIGNATURES:
             rec.signatures[sig] = rec.signatures.get(sig, 0) + 1
+        if _requires_grad(out):
+            rec.grad_calls += 1
         if last_sig[0] is not None and sig != last_sig[0]:
             rec.shape_changes += 1
         last_sig[0] = sig

@@ -160,6 +160,9 @@ def function_rows(eager_rounds: list[list[RunStats]], compiled_rounds: list[list
                 "dynamo_compile_s": _r(_median([r["traced_compile_s"] for r in row["compiled"]]), 3),
                 "distinct_shapes": len(sigs),
                 "shape_changes": rec.get("shape_changes", 0),
+                # forward only: the backward of these calls runs in loss.backward(), outside the
+                # timed call, so it shows in the script's wall time, not in eager_ms/compiled_ms
+                "backward_not_timed": bool(rec.get("grad_calls")),
                 "shapes": list(sigs)[:3],
                 "rounds": {"eager": len(row["eager"]), "compiled": len(row["compiled"])},
             }

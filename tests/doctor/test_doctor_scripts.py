@@ -48,8 +48,8 @@ def test_compile_helps_fused_pointwise_chain(doctored):
     assert proc.returncode == 0, proc.stderr[-3000:]
     _check_contract(result)
     (row,) = result["functions"]
-    assert (row["function"], row["line"], row["calls"]) == ("chain", 11, 40)
-    assert row["compiled_at"] == {"file": str(SCRIPTS / "helps.py"), "line": 17}
+    assert (row["function"], row["line"], row["calls"]) == ("chain", 15, 40)
+    assert row["compiled_at"] == {"file": str(SCRIPTS / "helps.py"), "line": 21}
     assert row["options"]["backend"] == "inductor"
     # inductor fuses 32 pointwise ops into one loop: many times faster, not a near call
     assert row["speedup"] > 1.0
@@ -113,6 +113,7 @@ def test_ddp_compiled_after_wrapping(doctored):
     _check_contract(result)
     (row,) = result["functions"]
     assert row["wrapped_in"] == "DistributedDataParallel" and row["calls"] == 6
+    assert row["backward_not_timed"]
     (wrap,) = _kinds(result, "compiled_after_wrap")
     assert (wrap["file"], wrap["line"]) == (str(SCRIPTS / "ddp_wrong_order.py"), 14)
     assert "model.compile()" in wrap["fix"] and "inner module" in wrap["fix"]
@@ -120,7 +121,7 @@ def test_ddp_compiled_after_wrapping(doctored):
 
 
 def test_every_way_to_compile_is_timed(doctored):
-    proc, result = doctored("forms")
+    proc, result = doctored("forms", "--backend", "aot_eager")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _check_contract(result)
     rows = [
@@ -133,6 +134,7 @@ def test_every_way_to_compile_is_timed(doctored):
         ("Net.forward", "module", 21, 26, 3),
         ("Net.forward", "method", 21, 28, 3),
     ]
+    assert {r["options"]["backend"] for r in result["functions"]} == {"aot_eager"}  # --backend
     (never,) = _kinds(result, "never_called")
     assert (never["line"], never["function"]) == (11, "bare")
     # the compiled module is still an OptimizedModule with its parameters (the script checks numerics)
