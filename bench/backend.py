@@ -1,0 +1,233 @@
+"""fxlens backend vs eager vs inductor: kernel counts, bytes moved, compile time (CPU, Triton interpreter).
+
+    python bench/backend.py            # print the table
+    python bench/backend.py --write    # also write it to the `## Backend` section of BENCHMARKS.md
+
+Counts:
+- eager: ATen ops dispatched (views and other metadata-only ops excluded), bytes = their tensor
+  inputs + outputs.
+- fxlens: Triton kernels (+ ATen externs, listed separately), bytes = sum of the kernels'
+  bytes_read + bytes_written (externs excluded, like inductor's count).
+- inductor: `cpu_backend="triton"` under TRITON_INTERPRET=1 with the backend hash stubbed;
+  `metrics.generated_kernel_count` and `num_bytes_accessed` recorded at codegen. The backward is
+  lowered eagerly (force_non_lazy_backward_lowering) so training counts do not depend on running
+  inductor's kernels, some of which call libdevice and cannot run in the interpreter.
+Compile time: first call minus a steady-state call (fxlens); for inductor, the time until its
+compiled code first runs (or fails in the interpreter).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# bench/ holds scripts named like stdlib modules (bisect.py): keep it off the import path.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (inductor's kernels need it)
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "backend"))
+from models import MLP, Block, ConvNet, RMSNorm  # noqa: E402
+
+_META_OPS = {"view", "_unsafe_view", "reshape", "permute", "expand", "squeeze", "unsqueeze", "slice", "select",
+             "as_strided", "t", "transpose", "alias", "detach", "split", "split_with_sizes", "unbind", "lift_fresh",
+             "_to_copy_noop", "empty", "empty_like", "empty_strided", "zeros", "ones", "full", "scalar_tensor",
+             "_local_scalar_dense", "sym_size", "sym_stride", "sym_numel", "is_same_size"}  # fmt: skip
+
+
+class _Count(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.kernels = 0
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket.__name__.rstrip("_") not in _META_OPS:
+            self.kernels += 1
+            ts = [
+                a for a in torch.utils._pytree.tree_leaves((args, kwargs, out)) if isinstance(a, torch.Tensor)
+            ]
+            self.bytes += sum(t.numel() * t.element_size() for t in ts)
+        return out
+
+
+def _cases():
+    torch.manual_seed(0)
+    x64 = torch.randn(64, 256)
+    yield (
+        "bias+GELU+residual",
+        (lambda x, b, r: F.gelu(x + b) + r),
+        (x64, torch.randn(256), torch.randn(64, 256)),
+        True,
+    )
+    yield "RMSNorm", RMSNorm(256), (x64,), True
+    ln = torch.nn.LayerNorm(256)
+    yield "LayerNorm", ln, (x64,), True
+    yield "softmax", (lambda x: torch.softmax(x, -1)), (x64,), True
+    yield "cross-entropy", F.cross_entropy, (torch.randn(64, 100), torch.randint(0, 100, (64,))), True
+    yield "MLP", MLP(256, 512, 64), (x64,), True
+    yield "GPT-2 block", Block(64, 4, 32), (torch.randn(2, 32, 64),), True
+    yield "conv net", ConvNet(), (torch.randn(4, 3, 8, 8),), True
+
+
+def _adamw():
+    torch.manual_seed(0)
+    m = MLP(64, 128, 16)
+    for p in m.parameters():
+        p.grad = torch.randn_like(p)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3)
+    return opt
+
+
+def _run(fn, args, train: bool):
+    args = [a.detach().clone().requires_grad_(train and a.is_floating_point()) for a in args]
+    out = fn(*args)
+    if train:
+        (out.float().square().sum() if out.dim() else out).backward()
+    return out
+
+
+def _eager(fn, args, train):
+    mode = _Count()
+    with mode:
+        if train:
+            _run(fn, args, True)
+        else:
+            with torch.no_grad():
+                _run(fn, args, False)
+    return mode.kernels, mode.bytes
+
+
+def _fxlens(fn, args, train):
+    from fxlens.backend import compile_fx
+
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    cfn = torch.compile(fn, backend="fxlens")
+    ctx = torch.enable_grad() if train else torch.no_grad()
+    with ctx:
+        t0 = time.perf_counter()
+        _run(cfn, args, train)
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        _run(cfn, args, train)
+        steady = time.perf_counter() - t0
+    graphs = list(compile_fx.COMPILED)
+    kernels = sum(len(g.kernels) for g in graphs)
+    externs = sum(sum(g.fallbacks.values()) for g in graphs)
+    nbytes = sum(k["bytes_read"] + k["bytes_written"] for g in graphs for k in g.kernels)
+    return kernels, externs, nbytes, max(first - steady, 0.0)
+
+
+def _inductor(fn, args, train):
+    import torch._inductor.config as ic
+    import torch.utils._triton as ut
+    from torch._inductor import metrics
+
+    ic.cpu_backend = "triton"
+    ic.force_disable_caches = True  # a cache hit skips codegen, and with it the counts
+    torch._logging.set_logs(inductor_metrics=True)  # num_bytes_accessed is only counted with this log on
+    ut.triton_hash_with_backend = lambda: "fxlens-bench-cpu-interpreter"
+    torch._functorch.config.force_non_lazy_backward_lowering = True
+    torch._dynamo.reset()
+    metrics.reset()
+    cfn = torch.compile(fn, backend="inductor")
+    ctx = torch.enable_grad() if train else torch.no_grad()
+    t0 = time.perf_counter()
+    ran = True
+    try:
+        with ctx:
+            _run(cfn, args, train)
+    except Exception:
+        ran = False
+    return metrics.generated_kernel_count, metrics.num_bytes_accessed, time.perf_counter() - t0, ran
+
+
+def measure() -> list[dict]:
+    rows = []
+    cases = list(_cases())
+    for name, fn, args, _ in cases:
+        for train in (False, True):
+            if isinstance(fn, torch.nn.Module):
+                fn_e, fn_f, fn_i = fn, copy.deepcopy(fn), copy.deepcopy(fn)
+            else:
+                fn_e = fn_f = fn_i = fn
+            ek, eb = _eager(fn_e, args, train)
+            fk, fx, fb, fc = _fxlens(fn_f, args, train)
+            ik, ib, ic_, ran = _inductor(fn_i, args, train)
+            rows.append(dict(case=name, mode="training" if train else "forward", eager_k=ek, eager_b=eb, fx_k=fk,
+                             fx_ext=fx, fx_b=fb, fx_c=fc, ind_k=ik, ind_b=ib, ind_c=ic_, ind_ran=ran))  # fmt: skip
+            print(_fmt_row(rows[-1]), flush=True)
+    # AdamW step: parameters updated in place
+    opt_e, opt_f, opt_i = _adamw(), _adamw(), _adamw()
+    mode = _Count()
+    with mode:
+        opt_e.step()
+    fk, fx, fb, fc = _fxlens(opt_f.step, (), False)
+    ik, ib, ic_, ran = _inductor(opt_i.step, (), False)
+    rows.append(dict(case="AdamW step", mode="step", eager_k=mode.kernels, eager_b=mode.bytes, fx_k=fk, fx_ext=fx,
+                     fx_b=fb, fx_c=fc, ind_k=ik, ind_b=ib, ind_c=ic_, ind_ran=ran))  # fmt: skip
+    print(_fmt_row(rows[-1]), flush=True)
+    return rows
+
+
+HEADER = (
+    "| case | mode | eager kernels | fxlens Triton kernels (+externs) | inductor Triton kernels | eager bytes | "
+    "fxlens bytes | inductor bytes | fxlens/inductor bytes | compile s fxlens | compile s inductor |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _fmt_row(r: dict) -> str:
+    ratio = f"{r['fx_b'] / r['ind_b']:.2f}" if r["ind_b"] else "n/a"
+    ind_c = f"{r['ind_c']:.2f}" + ("" if r["ind_ran"] else "*")
+    return (
+        f"| {r['case']} | {r['mode']} | {r['eager_k']} | {r['fx_k']} (+{r['fx_ext']}) | {r['ind_k']} | {r['eager_b']} | "
+        f"{r['fx_b']} | {r['ind_b']} | {ratio} | {r['fx_c']:.2f} | {ind_c} |"
+    )
+
+
+def write_section(text: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    start = old.find("## Backend")
+    if start < 0:
+        new = old.rstrip() + "\n\n" + text
+    else:
+        end = old.find("\n## ", start + 1)
+        new = old[:start] + text + (old[end + 1 :] if end >= 0 else "")
+    path.write_text(new if new.endswith("\n") else new + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
+    a = ap.parse_args()
+    print(HEADER)
+    rows = measure()
+    table = "\n".join([HEADER] + [_fmt_row(r) for r in rows])
+    text = (
+        "## Backend\n\n"
+        "`python bench/backend.py --write` (2-core CPU box shared with other work, torch 2.13 CPU, triton 3.9,\n"
+        "all Triton kernels under the interpreter). Kernel and byte counts are exact; compile times are\n"
+        "noisy. `*`: inductor's compiled code could not run in the interpreter (libdevice calls); its\n"
+        "counts are from codegen, its time is until the failure. Externs (matmul, convolution, attention,\n"
+        "unlowered ops) are ATen calls between fxlens's kernels.\n\n" + table + "\n"
+    )
+    if a.write:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()
