@@ -74,8 +74,10 @@ def validate_backend(spec: str) -> None:
 
 
 def _last_error_line(text: str) -> str:
-    lines = [ln for ln in (text or "").splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
-    return lines[-1].strip()[:200] if lines else ""
+    """The last `SomeError: message` line of a traceback (torch appends hints after it)."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+    errors = [ln for ln in lines if re.match(r"^[\w.]*(Error|Exception|Interrupt|Exit)\b", ln)]
+    return (errors or lines or [""])[-1][:200]
 
 
 @contextlib.contextmanager
@@ -136,12 +138,16 @@ def _no_failure_error(
     if exit_code == 0:
         what = "ran to completion" + (" and every compiled graph matched eager" if check != "crash" else "")
         return FxlensError(f"{script} does not fail with backend {backend_desc}: it {what}")
-    eager_code, _ = _run_child(script, script_args, "eager", session / "children" / "eager")
     last = _last_error_line(stderr)
+    compiled_any = graphs or any(
+        e.get("event") == "compile_call" for e in Session.open(session / "children" / "capture").events
+    )
+    if not compiled_any:
+        return FxlensError(f"{script} fails before compiling anything (exit status {exit_code}): {last}")
+    eager_code, _ = _run_child(script, script_args, "eager", session / "children" / "eager")
     if eager_code != 0:
         return FxlensError(f"{script} fails already in eager (backend 'eager'), not in the compiler: {last}")
-    where = "before compiling anything" if not graphs else "outside the compiled graphs"
-    return FxlensError(f"{script} fails {where} (exit status {exit_code}): {last}")
+    return FxlensError(f"{script} fails outside the compiled graphs (exit status {exit_code}): {last}")
 
 
 def _carried_env() -> tuple[tuple[str, str], ...]:
@@ -271,7 +277,8 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         values = _load_values(values_path) if values_path.exists() else {}
         example = [values.get(f"arg{i}", s.scalar) for i, s in enumerate(specs)]
         cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
-        kind = (failed or {}).get("kind", "crash")
+        # auto with no failure seen in the script's own run: accuracy mode also catches crashes
+        kind = (failed or {}).get("kind", "accuracy")
         chk = kind if check == "auto" else check
         base = ReproSpec(
             backend=meta["backend"],
@@ -283,6 +290,10 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         if spec is not None:
             found = (k, meta, cand, spec, sig)
             break
+    if found is None and failed is None:  # the script failed, but no compiled graph does
+        raise _no_failure_error(
+            script, script_args, session, exit_code, stderr_text, graphs, backend_desc, check
+        )
     if found is None:
         child_sig = (failed or {}).get("signature") or _last_error_line(stderr_text)
         raise FxlensError(

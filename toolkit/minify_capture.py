@@ -166,7 +166,8 @@ def capture(gm, example_inputs):
     state = {"first": True}
 
     def run(*args):
-        call_args = list(args[0]) if boxed else list(args)
+        # a boxed call passes one list (and the callee may clear it): copy it first
+        call_args = list(args[0]) if boxed and len(args) == 1 and isinstance(args[0], list) else list(args)
         first = state["first"]
         state["first"] = False
         if first:

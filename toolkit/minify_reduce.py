@@ -116,7 +116,16 @@ def _with_outputs(cand: Candidate, keep: list) -> Candidate:
 
 
 def ddmin_nodes(r: Reducer, cand: Candidate) -> Candidate:
-    """Delta debugging over nodes: a removed node's consumers read a new input of its meta."""
+    """Delta debugging over nodes: a removed node's consumers read a new input of its meta.
+
+    First one bold guess (the usual single-op fault after the ancestry cut): keep only the nodes
+    that produce outputs, every other node becomes an input."""
+    producers = {o.name for o in cand.outputs()}
+    rest = {x.name for x in cand.calls() if tensor_spec(x) is not None and x.name not in producers}
+    if rest:
+        guess = rebuild(cand, remove=rest)
+        if guess.num_calls < cand.num_calls and r.test([guess])[0]:
+            cand = guess
     n = 2
     while True:
         items = [x.name for x in cand.calls() if tensor_spec(x) is not None]
@@ -151,7 +160,11 @@ def drop_outputs(r: Reducer, cand: Candidate) -> Candidate:
 
 
 def shrink_shapes(r: Reducer, cand: Candidate) -> Candidate:
-    """Halve every dimension of every input while it still fails, then each input alone."""
+    """Every dimension 1 (one bold guess), else halve every dimension of every input while it
+    still fails, then each input alone."""
+    ones = with_inputs(cand, [_ones(s) for s in cand.inputs])
+    if ones.key() != cand.key() and r.test([ones])[0]:
+        return ones
     for _ in range(32):
         trial = with_inputs(cand, [halve(s) for s in cand.inputs])
         if trial.key() == cand.key() or not r.test([trial])[0]:
@@ -168,6 +181,13 @@ def shrink_shapes(r: Reducer, cand: Candidate) -> Candidate:
             break
         cand = found
     return cand
+
+
+def _ones(spec):
+    if not spec.is_tensor or not spec.shape:
+        return spec
+    shape = tuple(1 if d > 1 else d for d in spec.shape)
+    return replace(spec, shape=shape, stride=contiguous_stride(shape))
 
 
 def simplify_inputs(r: Reducer, cand: Candidate) -> Candidate:

@@ -29,7 +29,9 @@ def _call_nodes(repro_text: str) -> int:
     "backend, signature",
     [
         ("relu_compile_error_TESTING_ONLY", "ReluCompileError"),
-        ("relu_runtime_error_TESTING_ONLY", "AssertionError: ReluRuntimeError"),
+        pytest.param(
+            "relu_runtime_error_TESTING_ONLY", "AssertionError: ReluRuntimeError", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_single_op_crash_shrinks_to_a_reproducer_that_fails_the_same_way(minify_env, backend, signature):
@@ -122,3 +124,67 @@ def test_bad_backend_is_one_line_error(minify_env):
     )
     assert proc.returncode != 0
     assert "unknown backend 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _fxlens_backend_works() -> str | None:
+    """None when torch.compile(backend="fxlens") runs a tiny model here, else why not."""
+    code = "import torch; print(torch.compile(lambda x: torch.erf(x) + 1, backend='fxlens')(torch.ones(4)).sum())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "inject, check, signature_start",
+    [
+        ("compile_error:aten.erf", "crash", "RuntimeError: fxlens: injected compile_error"),
+        ("runtime_error:aten.erf", "crash", "RuntimeError: fxlens: injected runtime_error"),
+        ("accuracy:aten.erf", "accuracy", "AccuracyError"),
+    ],
+)
+def test_fxlens_injected_fault_shrinks_to_the_faulty_op(
+    minify_env, monkeypatch, inject, check, signature_start
+):
+    why = _fxlens_backend_works()
+    if why:
+        pytest.skip(f"the fxlens backend does not run here yet: {why}")
+    monkeypatch.setenv("FXLENS_INJECT", inject)
+    r = minify_script(MLP, ["fxlens", "4", "--op", "erf"], progress=False)
+    assert r["check"] == check
+    assert r["signature"].startswith(signature_start), r["signature"]
+    assert r["final_nodes"] <= 3 and r["reproduced"] == "3/3"
+    text = open(r["repro"]).read()
+    assert "torch.erf(" in text and f"os.environ.setdefault('FXLENS_INJECT', {inject!r})" in text
+    monkeypatch.delenv("FXLENS_INJECT")  # the reproducer carries it itself
+    assert run_fresh(r["repro"]) == (1, r["signature"])
+
+
+@pytest.mark.slow
+def test_inductor_config_fault_is_carried_into_the_reproducer(minify_env):
+    r = minify_script(str(SCRIPTS / "inductor_relu.py"), ["compile_error", "3"], progress=False)
+    assert r["signature"].startswith("InductorError: CppCompileError")
+    assert r["final_nodes"] <= 3
+    text = open(r["repro"]).read()
+    assert "torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = 'compile_error'" in text
+    assert run_fresh(r["repro"]) == (1, r["signature"])
+
+
+@pytest.mark.slow
+def test_segfaulting_backend_is_minified_without_killing_fxlens(minify_env):
+    r = minify_script(str(SCRIPTS / "segfault.py"), [], progress=False)
+    assert r["signature"] == "killed by SIGSEGV"
+    assert r["final_nodes"] <= 3 and r["reproduced"] == "3/3"
+    proc = subprocess.run([sys.executable, r["repro"]], capture_output=True, timeout=300)
+    assert proc.returncode == -11
+
+
+@pytest.mark.parametrize(
+    "script, message",
+    [
+        ("fails_outside.py", "fails outside the compiled graphs"),
+        ("fails_early.py", "fails before compiling anything.*ValueError: bad configuration file"),
+    ],
+)
+def test_failure_that_is_not_the_compilers_is_refused(minify_env, script, message):
+    with pytest.raises(FxlensError, match=message):
+        minify_script(str(SCRIPTS / script), [], progress=False)

@@ -1,0 +1,245 @@
+"""`fxlens minify` side by side with torch's own minifier, on the same failing graphs.
+
+For each case: run `fxlens minify` end to end (capture, reduce on the worker pool, write and re-run
+the reproducer 3 times), then hand the very graph fxlens captured (its code and recorded inputs,
+from the minify session) to `torch._functorch.fx_minifier.minifier` in-process, with a
+`module_fails` that compiles with the same backend and compares the same failure signature.
+Optionally (`--launcher`) also torch's `repro_after="aot"` launcher on the inductor case.
+
+Reported per case: queries, wall seconds, final call nodes, final input bytes.
+
+    python bench/minify.py [--cases relu_crash,relu_accuracy,fxlens_erf,inductor] [--launcher] [--write]
+
+`--write` replaces the `## Minify` section of BENCHMARKS.md with the table.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# bench/ holds other benchmarks named like stdlib modules (bisect.py): keep it off the import path
+sys.path[:] = [p for p in sys.path if p and not p.rstrip("/").endswith("/bench")]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "tests" / "minify" / "scripts"
+
+# name -> (script, args, extra environment, what it is)
+CASES = {
+    "relu_crash": ("mlp.py", ["relu_compile_error_TESTING_ONLY", "12"], {}, "compile crash, 12 blocks"),
+    "relu_accuracy": ("mlp.py", ["relu_accuracy_error_TESTING_ONLY", "12"], {}, "accuracy, 12 blocks"),
+    "fxlens_erf": (
+        "mlp.py",
+        ["fxlens", "8", "--op", "erf"],
+        {"FXLENS_INJECT": "compile_error:aten.erf"},
+        "fxlens backend, FXLENS_INJECT compile_error:aten.erf, 8 blocks",
+    ),
+    "inductor": ("inductor_relu.py", ["compile_error", "8"], {}, "inductor C++ inject_relu_bug, 8 blocks"),
+}
+
+
+def run_fxlens(name: str, work: Path) -> dict:
+    script, args, env, _ = CASES[name]
+    out = work / f"{name}.json"
+    env = {
+        **os.environ,
+        **env,
+        "FXLENS_SESSIONS_DIR": str(work / "sessions"),
+        "FXLENS_REPRO_DIR": str(work / "repro"),
+    }
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "minify", str(SCRIPTS / script), *args, "--json", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=work,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"fxlens minify failed on {name}: {proc.stderr[-2000:]}")
+    r = json.loads(out.read_text())
+    r["wall"] = time.perf_counter() - t0
+    return r
+
+
+def run_torch_minifier(name: str, r: dict) -> dict:
+    """torch's fx_minifier, in-process, on the graph fxlens captured (same inputs, same signature)."""
+    import torch
+    from torch._functorch.fx_minifier import minifier
+
+    from fxlens.backends import resolve
+    from fxlens.minify_check import run_check
+    from fxlens.minify_graph import CALL_OPS, load_graph_module
+
+    _, _, env, _ = CASES[name]
+    os.environ.update(env)
+    cap = Path(r["session"]) / "capture"
+    k = r["graph"]
+    meta = json.loads((cap / f"graph_{k}.json").read_text())
+    import torch._functorch.config
+    import torch._inductor.config
+
+    for line in meta["config"]:  # the script's config (e.g. inductor's injected bug), as fxlens carries it
+        exec(line, {"torch": torch})
+    values = torch.load(cap / f"values_{k}.pt", weights_only=True)
+    inps = [values[f"arg{i}"] for i in range(len(values))]
+    gm = load_graph_module((cap / f"graph_{k}.py").read_text())
+    backend = resolve(r["backend"])
+    queries = [0]
+
+    def module_fails(mod, inputs) -> bool:
+        queries[0] += 1
+        torch._dynamo.reset()
+        sig = run_check(
+            lambda: mod,
+            lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs],
+            backend,
+            r["check"],
+        )
+        return sig == r["signature"]
+
+    t0 = time.perf_counter()
+    stderr = sys.stderr
+    sys.stderr = open(os.devnull, "w")  # fx_minifier narrates every step
+    try:
+        small, small_inps = minifier(gm, inps, module_fails, dump_state=lambda *a: None)
+    finally:
+        sys.stderr.close()
+        sys.stderr = stderr
+    return {
+        "queries": queries[0],
+        "seconds": time.perf_counter() - t0,
+        "final_nodes": sum(1 for n in small.graph.nodes if n.op in CALL_OPS),
+        "input_bytes": sum(t.numel() * t.element_size() for t in small_inps if isinstance(t, torch.Tensor)),
+    }
+
+
+def run_launcher(name: str, work: Path) -> dict:
+    """torch's own route: TORCHDYNAMO_REPRO_AFTER=aot writes a launcher; run its minify step."""
+    script, args, env, _ = CASES[name]
+    d = work / f"launcher_{name}"
+    d.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        **env,
+        "TORCHDYNAMO_REPRO_AFTER": "aot",
+        "TORCHDYNAMO_REPRO_LEVEL": "2",
+        "TORCH_COMPILE_DEBUG_DIR": str(d),
+    }
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, str(SCRIPTS / script), *args], env=env, cwd=d, capture_output=True, text=True
+    )
+    launchers = sorted(d.rglob("minifier_launcher.py"))
+    if not launchers:
+        return {"error": "no launcher written"}
+    proc = subprocess.run(
+        [sys.executable, str(launchers[-1])],
+        env=env,
+        cwd=launchers[-1].parent,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - t0
+    text = proc.stdout + proc.stderr
+    queries = len(re.findall(r"^Strategy: ", text, re.M)) or None
+    repros = sorted(d.rglob("repro.py"))
+    final = None
+    if repros:
+        final = len(re.findall(r"^\s+\w+ = torch\.ops\.", repros[-1].read_text(), re.M))
+    return {"seconds": seconds, "strategies": queries, "final_nodes": final, "exit": proc.returncode}
+
+
+def table(rows: list[dict]) -> str:
+    head = (
+        "| case | original nodes | tool | queries | wall s | final nodes | input bytes |\n"
+        "|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for row in rows:
+        r, t = row["fxlens"], row["torch"]
+        lines.append(
+            f"| {row['case']} ({row['what']}) | {r['original_nodes']} | fxlens minify, end to end "
+            f"| {r['queries']} | {r['seconds']:.1f} | {r['final_nodes']} | {r['final_input_bytes']} |"
+        )
+        lines.append(f"| | | fxlens, reduction only | {r['queries']} | {r['timings']['reduce']:.1f} | | |")
+        lines.append(
+            f"| | | torch fx_minifier, in-process | {t['queries']} | {t['seconds']:.1f} "
+            f"| {t['final_nodes']} | {t['input_bytes']} |"
+        )
+        if row.get("launcher"):
+            ln = row["launcher"]
+            lines.append(
+                f"| | | torch repro_after=aot launcher | {ln.get('strategies')} strategies "
+                f"| {ln.get('seconds', 0):.1f} | {ln.get('final_nodes')} | |"
+            )
+    return head + "\n".join(lines) + "\n"
+
+
+def write_section(text: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    old = path.read_text() if path.exists() else "# Benchmarks\n"
+    section = "## Minify\n\n" + text
+    if "## Minify" in old:
+        old = re.sub(r"## Minify\n.*?(?=\n## |\Z)", lambda m: section.rstrip("\n") + "\n", old, flags=re.S)
+        path.write_text(old)
+    else:
+        path.write_text(old.rstrip("\n") + "\n\n" + section)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default="relu_crash,relu_accuracy,fxlens_erf")
+    ap.add_argument(
+        "--launcher", action="store_true", help="also torch's repro_after=aot launcher (inductor)"
+    )
+    ap.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
+    a = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for name in a.cases.split(","):
+            r = run_fxlens(name, work)
+            t = run_torch_minifier(name, r)
+            row = {"case": name, "what": CASES[name][3], "fxlens": r, "torch": t}
+            if a.launcher and name == "inductor":
+                row["launcher"] = run_launcher(name, work)
+            rows.append(row)
+            print(
+                json.dumps(
+                    {
+                        "case": name,
+                        "fxlens": {
+                            k: r[k]
+                            for k in (
+                                "original_nodes",
+                                "final_nodes",
+                                "queries",
+                                "seconds",
+                                "final_input_bytes",
+                                "timings",
+                            )
+                        },
+                        "torch": t,
+                        "launcher": row.get("launcher"),
+                    }
+                ),
+                flush=True,
+            )
+    text = table(rows)
+    print(text)
+    if a.write:
+        write_section(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,3 @@
+"""Raises before torch.compile is ever called."""
+
+raise ValueError("bad configuration file")
