@@ -84,7 +84,7 @@ def main() -> int:
     head = "| script | function | calls | eager ms | compiled ms | speedup | compile s | pays off after | findings | doctor wall |"
     print("## Doctor\n")
     print(
-        f"`python bench/doctor.py --calls {args.calls}` (2-core CPU box, torch 2.13 CPU; other work running).\n"
+        f"`python -P bench/doctor.py --calls {args.calls}` (2-core CPU box, torch 2.13 CPU; other work running).\n"
     )
     print(
         f"Probe overhead per call: {inside:.2f} µs inside the timed region (included in eager ms and "

@@ -190,6 +190,7 @@ def doctor_script(
             )
         raise FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
     rows = function_rows(eager_rounds, compiled_rounds)
+    _add_trace_compile_times(rows, main_session)
     report = build_report(main_session, with_guards=False)
     failed = None
     if codes["compiled"][0] and not codes["eager"][0]:
@@ -230,6 +231,23 @@ def doctor_script(
     info.update(command="doctor", doctor_rounds=rounds)
     write_info(sdir, info)
     return result
+
+
+def _add_trace_compile_times(rows: list[dict], session: Session) -> None:
+    """Each row's compile time as torch's compilation metrics count it (Dynamo + backend, rank 0).
+
+    `compile_s` is what the user waited (measured around the calls); this is torch's own figure
+    for the frames of the same function (resume functions included), None when none matched.
+    """
+    first_rank = session.rank_ids[0] if session.ranks else None
+    for row in rows:
+        name = (row["function"] or "").rsplit(".", 1)[-1]
+        secs = [
+            m.total_s or 0.0
+            for m in session.metrics
+            if m.rank == first_rank and m.file == row["file"] and m.function == name
+        ]
+        row["trace_compile_s"] = round(sum(secs), 3) if secs else None
 
 
 def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:
