@@ -27,7 +27,7 @@ from fxlens.errors import FxlensError
 from fxlens.session import Session, latest_session
 from fxlens.tui import command_for, keys
 from fxlens.tui import tree as tree_mod
-from fxlens.tui.loader import is_graph_kind, load_ranks, summarise
+from fxlens.tui.loader import is_graph_kind, load_ranks, ordered_logs, summarise
 from fxlens.tui.view_findings import BreaksView, RecompilesView
 from fxlens.tui.view_graph import GraphView
 from fxlens.tui.view_guards import GuardsView
@@ -148,11 +148,16 @@ class FxlensApp(App):
         tree.show_root = False
         tree.focus()
         self.query_one("#search", SearchInput).cursor_blink = self.cursor_blink
+        self._views = {v.view_id: v for v in self.query(View)}
+        # one line per log at once, so the screen is up while the logs are still being read
+        self._placeholders = {
+            str(log): tree_mod.add_placeholder(tree, log) for log in ordered_logs(self.session)
+        }
         self.load()
 
     def view(self, name: str | None = None) -> View:
         """The view widget `name` (default: the current one)."""
-        return self.query_one(f"#view-{name or self.current_view}", View)
+        return self._views[name or self.current_view]
 
     # -- loading (worker thread) -------------------------------------------------------------
     @work(thread=True, exclusive=True, group="load")
@@ -175,12 +180,18 @@ class FxlensApp(App):
 
     def _add_rank(self, entry, i: int) -> None:
         self.data.ranks.append(entry)
-        tree_mod.add_rank(self.query_one("#tree", CompileTree), entry, expand=i == 0)
+        node = self._placeholders.pop(entry.model.log, None)
+        tree_mod.add_rank(self.query_one("#tree", CompileTree), entry, expand=i == 0, node=node)
         self.sub_title = f"{self.session.path.name} · read {i + 1}/{len(self.session.logs)} log(s)…"
         self.timings.setdefault("first_rank", time.perf_counter())
 
     def _loaded(self, summary, error: str | None) -> None:
         self.data.summary = summary
+        for node in self._placeholders.values():  # logs that could not be read at all
+            node.set_label(
+                Text.assemble((str(node.label).split("  ")[0], "bold"), ("  unreadable (!)", "red"))
+            )
+        self._placeholders.clear()
         for v in self.query(View):
             if summary is not None:
                 v.set_data(self.data)

@@ -14,7 +14,7 @@ from pathlib import Path
 from fxlens.report import build_report
 from fxlens.session import Session
 from fxlens.trace_model import RankModel, build_rank_model
-from fxlens.trace_reader import Record, scan_log
+from fxlens.trace_reader import Record, rank_from_name, scan_log
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
 OUTCOMES = ("failed", "limit", "break", "recompile", "ok")
@@ -191,6 +191,11 @@ class Summary:
     skipped: list[str]
 
 
+def ordered_logs(session: Session) -> list[Path]:
+    """The session's logs in rank order (rank_2 before rank_10), logs without a rank last."""
+    return sorted(session.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name))
+
+
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
     """Read every log of `session`, yielding each rank's index as soon as it is read.
 
@@ -200,7 +205,7 @@ def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = N
     """
     models: list[RankModel] = []
     errors: list[str] = []
-    for log in session.logs:
+    for log in ordered_logs(session):
         try:
             model = build_rank_model(scan_log(log))
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:

@@ -6,9 +6,12 @@ with thousands of compiles adds a few hundred tree nodes up front.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual.widgets.tree import TreeNode
 
+from fxlens.trace_reader import rank_from_name
 from fxlens.tui.loader import (
     OUTCOME_LABEL,
     OUTCOME_STYLE,
@@ -35,15 +38,29 @@ def _frame_label(f: FrameEntry) -> Text:
     )
 
 
-def add_rank(tree: CompileTree, rank: RankEntry, expand: bool) -> TreeNode:
-    """Add one rank with its frames (their compiles are added on expand)."""
-    node = tree.root.add(
-        Text.assemble((rank.label, "bold"), (f"  {len(rank.frames)} frames", "dim")),
-        data=("rank", rank),
-        expand=expand,
-    )
+def add_placeholder(tree: CompileTree, log: Path) -> TreeNode:
+    """A node for a log still being read (replaced by `add_rank`): the UI is up before parsing."""
+    rank = rank_from_name(log)
+    who = f"rank {rank}" if rank is not None else log.name
+    try:
+        size = f"{log.stat().st_size / 2**20:.0f} MB"
+    except OSError:
+        size = "?"
+    return tree.root.add(Text.assemble((who, "bold"), (f"  reading {size}…", "dim")), data=None)
+
+
+def add_rank(tree: CompileTree, rank: RankEntry, expand: bool, node: TreeNode | None = None) -> TreeNode:
+    """Add one rank with its frames (their compiles are added on expand), in `node` if given."""
+    label = Text.assemble((rank.label, "bold"), (f"  {len(rank.frames)} frames", "dim"))
+    if node is None:
+        node = tree.root.add(label, data=("rank", rank))
+    else:
+        node.set_label(label)
+        node.data = ("rank", rank)
     for f in rank.frames:
         node.add(_frame_label(f), data=("frame", f))
+    if expand:
+        node.expand()
     return node
 
 
@@ -64,6 +81,8 @@ def populate(node: TreeNode) -> None:
 def find_compile(tree: CompileTree, rank: int | None, compile_id: str) -> TreeNode | None:
     """Expand the path to a compile id and return its node (None if not in the tree)."""
     for rnode in tree.root.children:
+        if not rnode.data:  # a log still being read, or unreadable
+            continue
         _, r = rnode.data
         if rank is not None and r.model.rank != rank:
             continue
@@ -82,7 +101,7 @@ def search(tree: CompileTree, query: str, after: TreeNode | None = None) -> Tree
     q = query.lower()
     hits: list[tuple[TreeNode, CompileEntry | None]] = []
     for rnode in tree.root.children:
-        for fnode in rnode.children:
+        for fnode in rnode.children if rnode.data else ():
             _, f = fnode.data
             if q in f.label.lower():
                 hits.append((fnode, None))
