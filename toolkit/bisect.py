@@ -92,7 +92,7 @@ def bisect_script(
     session_dir: str | os.PathLike | None = None,
     timeout: float | None = None,
     torch_bisector: bool = True,
-    echo=print,
+    echo=None,
 ) -> dict:
     """Bisect SCRIPT's failure; the public entry point (`fxlens demo` calls it).
 
@@ -111,6 +111,7 @@ def bisect_script(
         line, kernel, ops}, and outcome, stages, kernel, fusion, compiler_bisector, summary, next.
     """
     check_script(script)
+    echo = echo or (lambda line: print(line, flush=True))
     if check not in CHECKS:
         raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
@@ -255,9 +256,15 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
         if kernel:
             culprit.update(kernel=kernel.get("name"), ops=kernel.get("ops"))
         if stage == "fxlens":
-            base["fusion"] = find_fusion(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
+            graph_kind = (kernel or {}).get("graph")
+            base["fusion"] = find_fusion(
+                runs, confirm, stage, good, ordinal, culprit["compile_id"], kind, graph_kind
+            )
     elif stage in TORCH_BISECTABLE and torch_bisector:
-        base["compiler_bisector"] = _compiler_bisector(runs, stage, good, ordinal, kind)
+        # the other graphs run aot_eager, not aot_eager_decomp_partition: torch applies the
+        # bisector's inductor config changes to that backend's functorch config too, and crashes
+        plain = base["ladder"][1] if len(base["ladder"]) > 2 else good
+        base["compiler_bisector"] = _compiler_bisector(runs, stage, plain, ordinal, kind)
     return base
 
 
@@ -296,18 +303,22 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         runs.echo("  handing over to torch's CompilerBisector (inductor passes, configs, lowerings)")
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "fxlens.bisect_inductor", str(spec_path)],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             text=True,
         )
-        for line in proc.stdout.splitlines():
+        tail: list[str] = []
+        for line in proc.stdout:  # relay the driver's runs as they finish
             if line.startswith("  run "):
-                runs.echo(line)
+                runs.echo(line.rstrip("\n"))
+            tail = [*tail[-20:], line.rstrip("\n")]
+        proc.wait()
         out_path = Path(spec["out"])
         if not out_path.exists():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {tail[0]}"}
+            last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
+            return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {last}"}
         data = json.loads(out_path.read_text())
     return {**(data.get("result") or {"found": None}), "runs": len(data.get("runs", [])), **_err(data)}
 
@@ -337,7 +348,16 @@ def summary_line(r: dict) -> str:
             f"eager fails, the script without torch.compile passes: Dynamo's capture, {where} ({runs} runs)"
         )
     kind = (r.get("failure") or {}).get("kind", "failure")
-    return f"{kind} first at stage {r.get('first_failing_stage')}, {where}{kernel} ({runs} runs)"
+    cb = r.get("compiler_bisector") or {}
+    torch_part = ""
+    if cb.get("subsystem"):
+        num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
+        info = (
+            f" ({cb['debug_info']})" if cb.get("debug_info") and cb["debug_info"] != cb["subsystem"] else ""
+        )
+        torch_part = f", CompilerBisector: {cb['subsystem']}{num}{info}"
+    stage = r.get("first_failing_stage")
+    return f"{kind} first at stage {stage}, {where}{kernel}{torch_part} ({runs} runs)"
 
 
 def next_command(r: dict, script: str, args: list[str]) -> str | None:

@@ -22,6 +22,13 @@ from pathlib import Path
 from fxlens import config
 from fxlens.session import EVENTS_FILE, append_event
 
+if os.environ.get("TORCH_BISECT_BACKEND"):
+    # a run driven by torch's CompilerBisector: torch.compile would otherwise replace every
+    # backend, this wrapper included, with the bisected one (torch/__init__.py, `compile`)
+    import torch._inductor.config as _inductor_config
+
+    _inductor_config.test_configs.bisect_keep_custom_backend_for_inductor = True
+
 SPEC = "fxlens.bisect_backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
 _ordinals = itertools.count()
 _backends: dict[str, object] = {}

@@ -37,7 +37,6 @@ def run_driver(spec: dict) -> dict:
         echo=lambda line: print(line, flush=True),
         first=spec["first_run"],
     )
-    kind = spec["kind"]
     reused = {"n": 0}
 
     def fn() -> bool:
@@ -47,7 +46,13 @@ def run_driver(spec: dict) -> dict:
             # the whole-inductor run is the one fxlens just did for this graph: known to fail
             reused["n"] += 1
             return False
-        env = {"TORCH_COMPILE_BACKEND": backend, "TORCH_BISECT_BACKEND": backend}
+        env = {
+            "TORCH_COMPILE_BACKEND": backend,
+            "TORCH_BISECT_BACKEND": backend,
+            # with caches force-disabled inductor compiles in a fresh temporary cache dir, where
+            # the run would not find the bisector's state files; bisection bypasses the caches anyway
+            "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
+        }
         state = ""
         if subsystem:
             env["TORCH_BISECT_SUBSYSTEM"] = subsystem
@@ -61,7 +66,9 @@ def run_driver(spec: dict) -> dict:
             graphs=str(spec["graph"]),
             env=env,
         )
-        return not (out.failed and out.kind == kind)
+        # like torch's own `compiler_bisector run`: any failure is "bad" (a config change that
+        # crashes instead of diverging has not fixed the issue)
+        return not out.failed
 
     CompilerBisector.in_process_cache = cache_dir()  # shared with the runs through the env
     result = CompilerBisector.do_bisect(fn)

@@ -122,12 +122,20 @@ def find_kernel(
 
 
 def find_fusion(
-    runs: Runs, confirm: Outcome, stage: str, good: str, ordinal: int, compile_id: str, kind: str
+    runs: Runs,
+    confirm: Outcome,
+    stage: str,
+    good: str,
+    ordinal: int,
+    compile_id: str,
+    kind: str,
+    graph_kind: str | None = None,
 ) -> dict | None:
     """The first fusion decision whose application makes graph `ordinal` fail (FXLENS_FUSION_LIMIT).
 
     With no fusions applied the graph is as in the unfused stage, known good; with all applied it
-    fails; the limit is bisected in between.
+    fails; the limit is bisected in between. The limit applies to the forward and the backward
+    graph alike; `graph_kind` (the culprit kernel's graph) says whose decision to report.
     """
     per_graph = {
         str(f.get("graph")): list(f.get("decisions") or [])
@@ -151,6 +159,7 @@ def find_fusion(
     if k is None:
         return None
     hits = [(g, d[k - 1]) for g, d in per_graph.items() if len(d) >= k]
+    hits.sort(key=lambda h: h[0] != graph_kind)  # the culprit kernel's graph first
     graph, decision = hits[0]
     verb = "fuse" if decision.get("fused") else "keep apart"
     detail = (

@@ -47,6 +47,7 @@ def test_torch_testing_backends_name_stage_and_graph(bisect, backend, kind):
     assert ev["culprit"] == c and ev["summary"] == v["summary"] and ev["stages"] == v["stages"]
 
 
+@pytest.mark.slow
 def test_accuracy_with_training_checks_gradients(bisect):
     proc, v = bisect(MULTI, "relu_accuracy_error_TESTING_ONLY", "--train", "--check", "accuracy")
     assert proc.returncode == 0, proc.stderr
@@ -105,3 +106,13 @@ def test_script_without_torch_compile(bisect, tmp_path):
     proc, v = bisect(plain)
     assert proc.returncode != 0 and "never called torch.compile" in proc.stderr
     assert SCRIPTS.is_dir()
+
+
+@pytest.mark.slow
+def test_flaky_failure_is_reported_as_flaky(bisect, tmp_path):
+    marker = tmp_path / "failed-once"
+    proc, v = bisect(MULTI, "relu_compile_error_TESTING_ONLY", "--flaky", marker)
+    assert proc.returncode == 0, proc.stderr
+    assert marker.exists()
+    assert v["outcome"] == "flaky" and v["culprit"] is None
+    assert "flaky" in proc.stdout and "re-run" in proc.stdout

@@ -53,7 +53,7 @@ def test_first_failing_fusion_decision():
     for bad in range(1, 20):
         calls = []
 
-        def fails(k, bad=bad):
+        def fails(k, bad=bad, calls=calls):
             calls.append(k)
             return k >= bad
 

@@ -1,6 +1,9 @@
 """Three graphs (two graph breaks); torch.relu sits only in the third, inside `block`'s resume.
 
 usage: multi.py [BACKEND] [--train] [--op relu|erf|none] [--fail-eager] [--recompile-error]
+                [--inductor-relu-bug compile_error|accuracy] [--flaky MARKER]
+
+--flaky MARKER: relu only on the first run (the one that creates MARKER): a flaky failure.
 """
 
 import sys
@@ -11,7 +14,15 @@ argv = sys.argv[1:]
 BACKEND = argv[0] if argv and not argv[0].startswith("--") else "inductor"
 TRAIN = "--train" in argv
 OP = argv[argv.index("--op") + 1] if "--op" in argv else "relu"
+if "--flaky" in argv:
+    marker = argv[argv.index("--flaky") + 1]
+    try:
+        open(marker, "x").close()
+    except FileExistsError:
+        OP = "none"
 torch.manual_seed(0)
+if "--inductor-relu-bug" in argv:  # inductor's own fault injection, in its C++ codegen for relu
+    torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = argv[argv.index("--inductor-relu-bug") + 1]
 
 
 @torch.compile(backend=BACKEND)
