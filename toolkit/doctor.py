@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ from fxlens.errors import FxlensError
 from fxlens.report import build_report
 from fxlens.runner import REFUSED
 from fxlens.session import Session, append_event, new_session_dir, write_info
-from fxlens.userframes import short_path
+from fxlens.userframes import innermost_user_frame, parse_traceback, short_path
 
 OUTPUT_FILE = "output.log"  # the script's stdout and stderr, per child run
 
@@ -79,13 +80,24 @@ def _output_to(path: Path):
         os.close(saved[1])
 
 
-def _last_error_line(run_dir: Path) -> str:
+# the line of a traceback that names the exception: `RuntimeError: ...`, `torch._dynamo.exc.X: ...`
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Failed|Exit|Interrupt)\b.*")
+
+
+def _failure(run_dir: Path) -> tuple[str, str | None, int | None]:
+    """(the exception line, or the last output line; file and line of the innermost user frame)."""
     try:
-        lines = [ln.strip() for ln in (run_dir / OUTPUT_FILE).read_text(errors="replace").split("\n")]
+        text = (run_dir / OUTPUT_FILE).read_text(errors="replace")
     except OSError:
-        return ""
-    lines = [ln for ln in lines if ln]
-    return lines[-1][:200] if lines else ""
+        return "", None, None
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    why = next((ln for ln in reversed(lines) if _EXCEPTION_LINE.match(ln)), lines[-1] if lines else "")
+    frame = innermost_user_frame(parse_traceback(text))
+    return why[:200], (frame.file if frame else None), (frame.line if frame else None)
+
+
+def _last_error_line(run_dir: Path) -> str:
+    return _failure(run_dir)[0]
 
 
 def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
@@ -102,6 +114,13 @@ def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
         )
 
 
+def _where(f: dict) -> str:
+    """`file:line` of a finding (just the file when the line is unknown)."""
+    if not f.get("file"):
+        return "?"
+    return short_path(f["file"]) + (f":{f['line']}" if f.get("line") else "")
+
+
 def _summary(script: str, rows: list[dict], wall: dict, found: list[dict]) -> str:
     both = [r for r in rows if r["eager_ms"] is not None and r["compiled_ms"] is not None and r["calls"]]
     eager = sum(r["eager_ms"] * r["calls"] for r in both)
@@ -115,10 +134,7 @@ def _summary(script: str, rows: list[dict], wall: dict, found: list[dict]) -> st
     if wall["eager_s"] is not None and wall["compiled_s"] is not None:
         parts.append(f"script {wall['eager_s']:.2f} s eager vs {wall['compiled_s']:.2f} s compiled")
     top = found[0] if found else None
-    parts.append(
-        f"{len(found)} finding(s)"
-        + (f", top: {top['kind']} at {short_path(top['file'] or '?')}:{top['line']}" if top else "")
-    )
+    parts.append(f"{len(found)} finding(s)" + (f", top: {top['kind']} at {_where(top)}" if top else ""))
     return "; ".join(parts)
 
 
@@ -192,18 +208,19 @@ def doctor_script(
     rows = function_rows(eager_rounds, compiled_rounds)
     _add_trace_compile_times(rows, main_session)
     report = build_report(main_session, with_guards=False)
-    failed = None
+    failed, failed_at = None, None
     if codes["compiled"][0] and not codes["eager"][0]:
-        why = (
-            f"timed out after {timeout:g} s"
-            if codes["compiled"][0] == 124 and timeout
-            else _last_error_line(sdir)
-        )
+        why, file, line = _failure(sdir)
+        failed_at = (file, line) if file else None
+        if codes["compiled"][0] == 124 and timeout:
+            why = f"timed out after {timeout:g} s"
         failed = f"the compiled run exited with status {codes['compiled'][0]} but the eager run succeeded" + (
             f": {why}" if why else ""
         )
     memory = peak_memory(eager_rounds, compiled_rounds)
-    found = rank_findings(rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed)
+    found = rank_findings(
+        rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at
+    )
     wall = wall_times(eager_rounds, compiled_rounds)
     result = {
         "script": os.path.abspath(script),
@@ -332,7 +349,7 @@ def render_text(result: dict) -> str:
     else:
         out.append("Findings, by estimated cost to you (ms lost over this run):")
         for i, f in enumerate(found, 1):
-            where = f"{short_path(f['file'])}:{f['line']}" if f["file"] else "?"
+            where = _where(f)
             cost = f"cost ~{f['cost_ms']:.0f} ms" if f["cost_ms"] else "cost not measured"
             out.append(f"{i:>2}. [{f['kind']}] {f['message']}  ({cost})")
             out.append(f"    at {where}: {f['fix']}")

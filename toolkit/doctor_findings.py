@@ -97,12 +97,14 @@ def break_fix(reason: str, hints: list[str], source: str) -> str:
     return hint or f"move `{source.strip()}` out of the compiled function"
 
 
-def _timing_findings(rows: list[dict], cuda: bool, breaks_in: dict[int, int]) -> list[dict]:
+def _timing_findings(
+    rows: list[dict], cuda: bool, breaks_in: dict[int, int], failed: str | None = None
+) -> list[dict]:
     out = []
     for row in rows:
         fn, at = row["function"], row["compiled_at"]
         where = _loc(at["file"], at["line"])
-        if not row["calls"]:
+        if not row["calls"] and not failed:
             out.append(
                 _finding(
                     "never_called",
@@ -298,16 +300,32 @@ def _usage_findings(rows: list[dict]) -> list[dict]:
     return out
 
 
-def findings(rows: list[dict], report: dict, *, cuda: bool = False, failed: str | None = None) -> list[dict]:
-    """Every finding, most costly first (a failed compiled run always first; ties in KINDS order)."""
+def findings(
+    rows: list[dict],
+    report: dict,
+    *,
+    cuda: bool = False,
+    failed: str | None = None,
+    failed_at: tuple[str, int] | None = None,
+) -> list[dict]:
+    """Every finding, most costly first (a failed compiled run always first; ties in KINDS order).
+
+    Args:
+        rows: per-function rows (fxlens.doctor_stats.function_rows).
+        report: the compiled run's report (fxlens.report.build_report).
+        cuda: whether the script ran on CUDA (CUDA-only advice).
+        failed: why the compiled run failed where the eager one did not, if it did.
+        failed_at: (file, line) of the user's frame where it failed.
+    """
     out: list[dict] = []
     if failed:
+        file, line = failed_at or (report["source"].get("script"), None)
         out.append(
             _finding(
                 "compiled_run_failed",
                 failed,
-                report["source"].get("script"),
-                None,
+                file,
+                line,
                 "run `fxlens bisect` on the script to find the compiler stage at fault",
                 0.0,
                 None,
@@ -318,7 +336,7 @@ def findings(rows: list[dict], report: dict, *, cuda: bool = False, failed: str 
     for b in report["graph_breaks"]:
         if (o := _owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
             breaks_in[id(o)] = breaks_in.get(id(o), 0) + 1
-    out += _timing_findings(rows, cuda, breaks_in)
+    out += _timing_findings(rows, cuda, breaks_in, failed)
     out += _recompile_findings(rows, report)
     out += breaks
     out += _usage_findings(rows)

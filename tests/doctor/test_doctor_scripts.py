@@ -167,3 +167,16 @@ def test_bad_input_is_one_line(doctor_root, tmp_path):
         proc = fxlens(*args, env_root=doctor_root)
         assert proc.returncode == 2
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_compiled_run_that_fails_is_the_top_finding(doctored):
+    backend = f"{SCRIPTS / 'bad_backend.py'}:bad"
+    proc, result = doctored("hurts", "--backend", backend)
+    assert proc.returncode == 1  # the compiled run's own status
+    assert result["exit_codes"] == {"eager": [0], "compiled": [1]}
+    top = result["findings"][0]
+    assert top["kind"] == "compiled_run_failed"
+    assert "RuntimeError: backend exploded" in top["message"]
+    assert (top["file"], top["line"]) == (str(SCRIPTS / "bad_backend.py"), 5)
+    assert "fxlens bisect" in top["fix"]
+    assert not [f for f in result["findings"] if f["kind"] == "never_called"]
