@@ -17,10 +17,8 @@ from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import ContentSwitcher, Footer, Header, Input, Static, Tab, Tabs, Tree
+from textual.containers import Horizontal, Vertical
+from textual.widgets import ContentSwitcher, Footer, Header, Input, Tab, Tabs, Tree
 
 from fxlens import config
 from fxlens.errors import FxlensError
@@ -28,6 +26,7 @@ from fxlens.session import Session, latest_session
 from fxlens.tui import command_for, keys
 from fxlens.tui import tree as tree_mod
 from fxlens.tui.loader import is_graph_kind, load_ranks, ordered_logs, summarise
+from fxlens.tui.screens import SearchInput, TextScreen, help_text, skipped_text
 from fxlens.tui.view_findings import BreaksView, RecompilesView
 from fxlens.tui.view_graph import GraphView
 from fxlens.tui.view_guards import GuardsView
@@ -57,38 +56,6 @@ _ARTIFACT_VIEW = {
     "compilation_metrics": "metrics",
     "artifact:fxlens_kernel": "kernels",
 }
-
-
-class TextScreen(ModalScreen):
-    """A modal page of text (the key list, what was skipped); escape, q or ? closes it."""
-
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
-    # | key            | action |
-    # | escape / q / ? | close  |
-
-    def __init__(self, text: Text) -> None:
-        super().__init__()
-        self.text = text
-
-    @property
-    def plain(self) -> str:
-        """The page without styles."""
-        return self.text.plain
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(self.text, id="text")
-
-
-class SearchInput(Input):
-    """The `/` search line; escape cancels."""
-
-    BINDINGS = [Binding("escape", "cancel", "cancel search")]
-    # | key    | action        |
-    # | escape | cancel search |
-
-    def action_cancel(self) -> None:
-        self.app.close_search()
 
 
 class FxlensApp(App):
@@ -347,21 +314,10 @@ class FxlensApp(App):
         self.view().focus_main()
 
     def action_help(self) -> None:
-        text = Text.assemble(("fxlens tui keys", "bold"), "  (escape closes)\n\n")
-        for scope, k, what in keys.help_rows():
-            text.append(f"  {scope:<8} ", "dim")
-            text.append(f"{k:<30}", "bold")
-            text.append(f"{what}\n")
-        self.push_screen(TextScreen(text))
+        self.push_screen(TextScreen(help_text()))
 
     def action_show_skipped(self) -> None:
-        skipped = getattr(self, "skipped", [])
-        text = Text("Skipped while reading\n\n", style="bold")
-        for s in skipped:
-            text.append(f"• {s}\n", style="")
-        if not skipped:
-            text.append("Nothing was skipped: every line was readable.", style="")
-        self.push_screen(TextScreen(text))
+        self.push_screen(TextScreen(skipped_text(getattr(self, "skipped", []))))
 
     def action_export(self) -> Path | None:
         """Write the current view as text to `fxlens-<view>[-<compile id>].txt` in the export dir."""

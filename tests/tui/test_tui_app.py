@@ -9,8 +9,8 @@ from tui_helpers import make_app, wait_loaded
 from fxlens.cli import main as cli_main
 from fxlens.session import Session
 from fxlens.tui import command_for
-from fxlens.tui.app import TextScreen
 from fxlens.tui.graphparse import parse_graph
+from fxlens.tui.screens import TextScreen
 from fxlens.tui.widgets import CodeView, CompileTree, Info, VimTable
 
 pytestmark = pytest.mark.tui
