@@ -116,3 +116,15 @@ def test_flaky_failure_is_reported_as_flaky(bisect, tmp_path):
     assert marker.exists()
     assert v["outcome"] == "flaky" and v["culprit"] is None
     assert "flaky" in proc.stdout and "re-run" in proc.stdout
+
+
+def test_backend_defined_in_the_script(bisect):
+    script = SCRIPTS / "own_backend.py"
+    proc, v = bisect(script)
+    assert proc.returncode == 0, proc.stderr
+    assert v["backend"] == f"{script}:my_backend"
+    assert v["first_failing_stage"] == v["backend"]
+    assert [s["stage"] for s in v["stages"]] == ["eager", "aot_eager", v["backend"]]
+    c = v["culprit"]
+    assert (c["compile_id"], c["function"]) == ("1/0", "second")
+    assert "cannot compile tanh" in v["failure"]["error"]
