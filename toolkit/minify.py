@@ -21,6 +21,7 @@ import shutil
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from fxlens import config
@@ -159,7 +160,6 @@ def _carried_env() -> tuple[tuple[str, str], ...]:
 def _confirm(pool, cand, base_spec, values_path: Path | None, child_sig: str | None):
     """Compile the captured graph alone: the spec (inputs random or recorded, forward or also
     backward) under which it fails, and its signature; prefers the script's own signature."""
-    from dataclasses import replace
 
     from fxlens.repro_writer import render
 
@@ -189,6 +189,7 @@ def minify_script(
     check: str = "auto",
     out: str | None = None,
     *,
+    out_dir: str | None = None,
     json_path: str | None = None,
     progress: bool = True,
 ) -> dict:
@@ -199,7 +200,8 @@ def minify_script(
         script_args: its arguments.
         backend: the failing backend spec; None: the one the script passes to torch.compile.
         check: "crash", "accuracy" or "auto".
-        out: reproducer path; None: a fresh name in the repro dir (FXLENS_REPRO_DIR, repro_cases/).
+        out: reproducer path; None: a fresh name in `out_dir`.
+        out_dir: where a default-named reproducer goes; None: FXLENS_REPRO_DIR (repro_cases/).
         json_path: also write the result there.
         progress: draw the progress bar on stderr.
 
@@ -219,6 +221,8 @@ def minify_script(
     if backend:
         validate_backend(backend)
     cfg = config.load_minify()
+    if out_dir:
+        cfg = replace(cfg, repro_dir=Path(out_dir))
     t0 = time.perf_counter()
     session = new_session_dir(config.load().sessions_dir, script)
     write_info(
@@ -301,8 +305,6 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
             f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
         )
     k, meta, cand, spec, sig = found
-    from dataclasses import replace
-
     spec = replace(spec, signature=sig)
     original = cand.num_calls
     timings["confirm"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)

@@ -20,7 +20,7 @@ import torch
 
 # (pattern, replacement): one rule a line, applied in order to the first line of a message
 SIGNATURE_RULES = (
-    (r"0x[0-9a-fA-F]+", "0x?"),  # object addresses
+    (r"0x[0-9a-fA-F]+", "<addr>"),  # object addresses
     (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-+@~]+){2,}", "<path>"),  # temp dirs, cache files, source paths
     (r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b", r"\1"),  # fx node names: add_3 -> add
     (r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "N"),  # ids, sizes, counts: shapes shrink during reduction

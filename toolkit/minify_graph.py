@@ -95,7 +95,8 @@ class Candidate:
 
     def forward_source(self) -> str:
         """`def forward(self, arg0, ...)` as Python source."""
-        return self.graph.python_code(root_module="self").src.strip("\n")
+        src = self.graph.python_code(root_module="self").src.strip("\n")
+        return "\n".join(ln.rstrip() for ln in src.splitlines()).rstrip()
 
     def key(self) -> str:
         """Canonical hash: the same graph and inputs give the same key (the memo's key)."""

@@ -89,7 +89,6 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             + "".join(f"import {m}  # noqa: E402\n" for m in imports)
             + "\n".join(spec.config_lines)
         )
-    parts.append(check_source())
     parts.append("class Repro(torch.nn.Module):\n" + textwrap.indent(cand.forward_source(), "    "))
     if use_saved:
         parts.append(
@@ -99,8 +98,11 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     rows = ",\n".join(f"        {_input_expr(i, s, use_saved)}" for i, s in enumerate(cand.inputs))
     parts.append(f"def make_inputs():\n    return [\n{rows},\n    ]")
     parts.append(backend_loader(spec.backend))
+    parts.append(f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}")
     parts.append(
-        f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n\n"
+        "# --- the check fxlens minify ran (fxlens.minify_check, embedded: torch only) ---\n" + check_source()
+    )
+    parts.append(
         'if __name__ == "__main__":\n'
         "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED))"
     )

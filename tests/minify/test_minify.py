@@ -188,3 +188,28 @@ def test_segfaulting_backend_is_minified_without_killing_fxlens(minify_env):
 def test_failure_that_is_not_the_compilers_is_refused(minify_env, script, message):
     with pytest.raises(FxlensError, match=message):
         minify_script(str(SCRIPTS / script), [], progress=False)
+
+
+@pytest.mark.slow
+def test_ctrl_c_writes_the_best_reproducer_so_far(minify_env, tmp_path):
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "best.py"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fxlens.cli", "minify", str(SCRIPTS / "segfault.py"), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    seen = ""
+    deadline = time.monotonic() + 300
+    while "delta debugging" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
+    stdout, rest = proc.communicate(timeout=300)
+    assert out.exists(), seen + rest
+    assert "# note: interrupted" in out.read_text()
+    assert "interrupted, best so far" in stdout
