@@ -14,14 +14,20 @@ runs are counted the same way.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
+
+# this file is named like the stdlib's `bisect`, which `random` (via tempfile) imports: drop the
+# script's own folder from the path before anything imports it
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 CASE = """
 import os, sys
