@@ -271,7 +271,10 @@ def _inject_hit(inject, nodes):
 
 
 def _decision(d) -> dict:
-    a = d.a.name if isinstance(d.a, Kernel) else str(d.a)
+    a = d.a
+    while getattr(a, "merged_into", None) is not None:
+        a = a.merged_into
+    a = a.name if isinstance(a, Kernel) else str(a)
     return {"index": d.index, "fused": d.fused, "a": a, "b": d.b, "reason": d.reason}
 
 

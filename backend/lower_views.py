@@ -210,3 +210,30 @@ def _index(G, node, meta, x, indices):
         return x.load(ctx, list(idx[:k]) + vs + list(idx[k + nb :]))
 
     return Pointwise(fn, shape, meta.dtype, meta.device, node)
+
+
+@register(aten.scatter.value, aten.scatter.src)
+def _scatter(G, node, meta, x, dim, ind, src):
+    """out = x with out[..., ind[..., j, ...], ...] = src along `dim`; unrolled over ind's extent there."""
+    if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in (torch.int64, torch.int32):
+        return None
+    dim %= max(len(x.shape), 1)
+    k = ind.shape[dim] if ind.shape else 1
+    if k > 8 or any(ind.shape[d] != x.shape[d] for d in range(len(x.shape)) if d != dim) or (
+            isinstance(src, Value) and tuple(src.shape) != tuple(ind.shape)):  # fmt: skip
+        return None
+    x, ind = G.use(x, node), G.use(ind, node)
+    src = G.use(src, node) if isinstance(src, Value) else src
+    dt = meta.dtype
+
+    def fn(ctx, idx):
+        res = ctx.cast(x.load(ctx, idx), x.dtype, dt)
+        for j in range(k):  # later index positions win, as in ATen's serial CPU loop
+            at = list(idx[:dim]) + [str(j)] + list(idx[dim + 1 :])
+            raw = ind.load(ctx, at)
+            i = ctx.op(f"tl.where({raw} < 0, {raw} + {x.shape[dim]}, {raw})")
+            v = ctx.cast(src.load(ctx, at), src.dtype, dt) if isinstance(src, Value) else ctx.full(src, dt)
+            res = ctx.op(f"tl.where({i} == {idx[dim]}, {v}, {res})")
+        return res
+
+    return Pointwise(fn, _shape(meta), dt, meta.device, node)

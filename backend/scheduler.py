@@ -5,7 +5,7 @@ Rules, tried in order for each realized node B against earlier kernels (latest f
   - a pointwise node over a reduction's rows (numel == xnumel): epilogue;
   - a pointwise node over a reduction's full domain: prologue/epilogue in the row loop;
   - a reduction after a pointwise kernel over its full domain: prologue (the kernel becomes a reduction).
-A candidate must share a buffer with B; the scan stops at the first item B depends on (moving B
+A candidate must share a buffer with B (or be the kernel just before B, with the same domain); the scan stops at the first item B depends on (moving B
 before it "would create a cycle"); a trial codegen must succeed (same-index reads of values the
 kernel computes). FXLENS_FUSION_LIMIT=N applies only the first N decisions.
 """
@@ -69,7 +69,43 @@ def schedule(items: list, fusion: bool, budget: Budget, rmax: int) -> list:
             out.append(k)
             produced[id(k)] = set(writes)
             reads[id(k)] = set(r)
-    return out
+    return _merge_adjacent(out, budget, rmax) if fusion else out
+
+
+def _merge_adjacent(out: list, budget: Budget, rmax: int) -> list:
+    """A kernel over a reduction's rows (or its full domain) right before that reduction kernel joins it."""
+    res: list = []
+    for it in out:
+        prev = res[-1] if res else None
+        if isinstance(it, Kernel) and isinstance(prev, Kernel) and it.is_reduction and not prev.is_reduction:
+            full = tuple(it.full or ())
+            if all(numel(n.out.shape) == it.xnumel or tuple(n.out.shape) == full for n in prev.nodes):
+                cand = Kernel(prev.nodes + it.nodes, it.xnumel, it.rnumel, it.full, it.rdims)
+                if not budget.allowed():
+                    budget.record(False, prev, it.nodes[0].name, "not fused: beyond FXLENS_FUSION_LIMIT")
+                else:
+                    try:
+                        generate(cand, "probe", cand.rnumel <= rmax, None)
+                    except Incompatible as e:
+                        budget.record(False, prev, it.nodes[0].name, f"not fused: {e}")
+                    else:
+                        budget.record(
+                            True,
+                            prev,
+                            it.nodes[0].name,
+                            f"fused: prologue over the rows of ({it.xnumel}, {it.rnumel})",
+                        )
+                        prev.nodes, prev.xnumel, prev.rnumel, prev.full, prev.rdims = (
+                            cand.nodes,
+                            cand.xnumel,
+                            cand.rnumel,
+                            cand.full,
+                            cand.rdims,
+                        )
+                        it.merged_into = prev
+                        continue
+        res.append(it)
+    return res
 
 
 def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) -> bool:
@@ -79,7 +115,12 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
         if isinstance(it, Kernel):
             cand = _merged(it, sn)
             shared = r & (produced[id(it)] | reads[id(it)])
-            if cand is not None and shared:
+            adjacent = (
+                j == len(out) - 1
+                and cand is not None
+                and (cand.xnumel, cand.rnumel) == (it.xnumel, it.rnumel)
+            )
+            if cand is not None and (shared or adjacent):
                 if not budget.allowed():
                     budget.record(False, it, sn.name, "not fused: beyond FXLENS_FUSION_LIMIT")
                     return False
@@ -98,11 +139,12 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
                 produced[id(it)] |= writes
                 reads[id(it)] |= r
                 kind = "reduction rows" if cand.is_reduction else "pointwise"
+                why = f"shares {sorted(shared)[0]}" if shared else "adjacent, same domain"
                 budget.record(
                     True,
                     it,
                     sn.name,
-                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, shares {sorted(shared)[0]}",
+                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, {why}",
                 )
                 return True
         if (r & produced[id(it)]) or (mutated & reads[id(it)]):
