@@ -164,6 +164,10 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
     elif exit_code != 0:
         out.kind = "crash"
         out.error = out.error or _last_error_line(_stderr(sdir)) or f"exit status {exit_code}"
+    elif out.error:
+        # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
+        # eager): still the compiler failing
+        out.kind = "crash"
     elif out.divergence is not None:
         d = out.divergence
         out.kind = "accuracy"

@@ -128,3 +128,11 @@ def test_backend_defined_in_the_script(bisect):
     c = v["culprit"]
     assert (c["compile_id"], c["function"]) == ("1/0", "second")
     assert "cannot compile tanh" in v["failure"]["error"]
+
+
+def test_compile_error_swallowed_by_dynamo_still_counts(bisect):
+    proc, v = bisect(SCRIPTS / "suppressed.py", "--check", "crash")
+    assert proc.returncode == 0, proc.stderr
+    assert v["first_failing_stage"] == "relu_compile_error_TESTING_ONLY"
+    assert v["culprit"]["compile_id"] == "0/0" and v["culprit"]["function"] == "head"
+    assert v["runs"] == 3  # one graph: no graph search needed
