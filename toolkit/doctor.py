@@ -237,6 +237,7 @@ def doctor_script(
             "eager_process_s": _median_s(sdir, "eager", rounds),
             "compiled_process_s": _median_s(sdir, "compiled", rounds),
         },
+        "ranks": sorted({r.rank for r in compiled_rounds[0] if r.rank is not None}),
         "exit_codes": codes,
         "graph_breaks": sum(b["count"] for b in report["graph_breaks"]),
         "recompiles": len(report["recompiles"]),
@@ -289,7 +290,11 @@ def _num(x, fmt: str) -> str:
 
 def render_text(result: dict) -> str:
     """The human report: compiled functions side by side, memory and wall time, ranked findings."""
-    out = [f"fxlens doctor: {short_path(result['script'])}", result["summary"], ""]
+    ranks = result.get("ranks") or []
+    head = f"fxlens doctor: {short_path(result['script'])}"
+    if len(ranks) > 1:
+        head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
+    out = [head, result["summary"], ""]
     rows = [
         [
             f["function"],

@@ -115,6 +115,7 @@ def test_ddp_compiled_after_wrapping(doctored):
     (row,) = result["functions"]
     assert row["wrapped_in"] == "DistributedDataParallel" and row["calls"] == 6
     assert row["backward_not_timed"]
+    assert result["ranks"] == [0, 1] and "2 ranks" in proc.stdout
     (wrap,) = _kinds(result, "compiled_after_wrap")
     assert (wrap["file"], wrap["line"]) == (str(SCRIPTS / "ddp_wrong_order.py"), 14)
     assert "model.compile()" in wrap["fix"] and "inner module" in wrap["fix"]
