@@ -335,6 +335,12 @@ def summary_line(r: dict) -> str:
     outcome = r.get("outcome")
     runs = r.get("runs")
     if outcome == "nothing_fails":
+        other = next((s for s in r.get("stages") or [] if s.get("error")), None)
+        if other:  # it failed, in a way this --check does not follow
+            return (
+                f"no {r.get('check')} failure with {r.get('backend')}, but it fails otherwise: "
+                f"{other['error']} (try --check auto; {runs} run)"
+            )
         return f"nothing fails with {r.get('backend')} (check {r.get('check')}; {runs} run)"
     if outcome == "script_fails":
         return f"the script fails without torch.compile too: not a compiler problem ({runs} runs)"

@@ -85,3 +85,15 @@ def test_accuracy_tolerances_per_dtype():
     nan = torch.tensor([float("nan"), 1.0], dtype=torch.float64)
     assert compare("o", nan.float(), nan.float(), nan).ok
     assert not compare("o", torch.tensor([0.0, float("nan")]), nan.float(), nan).ok
+
+
+def test_summary_of_a_failure_the_check_does_not_follow():
+    from fxlens.bisect import summary_line
+
+    r = {"outcome": "nothing_fails", "backend": "inductor", "check": "accuracy", "runs": 1}
+    assert summary_line({**r, "stages": [{"stage": "inductor", "ok": True, "error": None}]}).startswith(
+        "nothing fails with inductor"
+    )
+    row = {"stage": "inductor", "ok": True, "error": "RuntimeError: boom"}
+    line = summary_line({**r, "stages": [row]})
+    assert "no accuracy failure" in line and "RuntimeError: boom" in line and "--check auto" in line
