@@ -43,15 +43,22 @@ def load_kernel(source: str, name: str, interpret: bool):
         os.replace(tmp, path)
     import triton
 
-    old = triton.knobs.runtime.interpret
-    triton.knobs.runtime.interpret = interpret
+    knobs = getattr(getattr(triton, "knobs", None), "runtime", None)  # triton >= 3.4; else the env var
+    old = knobs.interpret if knobs is not None else os.environ.get("TRITON_INTERPRET")
+    if knobs is not None:
+        knobs.interpret = interpret
+    elif interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
     try:
         spec = importlib.util.spec_from_file_location(f"fxlens_kernel_{digest}_{int(interpret)}", path)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
     finally:
-        triton.knobs.runtime.interpret = old
+        if knobs is not None:
+            knobs.interpret = old
+        elif old is None:
+            os.environ.pop("TRITON_INTERPRET", None)
     _MODULES[key] = mod
     return getattr(mod, name), path
 
