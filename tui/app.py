@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import re
 import time
 from pathlib import Path
@@ -91,6 +92,10 @@ class FxlensApp(App):
         self.last_search = ""
         self._search_target = "view"
         self.timings: dict[str, float] = {"start": time.perf_counter()}
+        # a debugging tool answers at once: no sliding tab underline or smooth scrolling, which
+        # cost repaints per key (TEXTUAL_ANIMATIONS=full in the environment brings them back)
+        if "TEXTUAL_ANIMATIONS" not in os.environ:
+            self.animation_level = "none"
         self.sub_title = f"{session.path.name} · reading {len(session.logs)} log(s)…"
 
     # -- layout ------------------------------------------------------------------------------
