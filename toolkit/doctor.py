@@ -14,7 +14,6 @@ Public API (used by `fxlens demo`): `doctor_script(script, args, backend=...) ->
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import statistics
@@ -26,14 +25,13 @@ from tabulate import tabulate
 from fxlens import config
 from fxlens.capture import check_script, refused_message, run_captured
 from fxlens.doctor_findings import findings as rank_findings
+from fxlens.doctor_probe import OUTPUT_FILE
 from fxlens.doctor_stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.errors import FxlensError
 from fxlens.report import build_report
 from fxlens.runner import REFUSED
 from fxlens.session import Session, append_event, new_session_dir, write_info
 from fxlens.userframes import innermost_user_frame, parse_traceback, short_path
-
-OUTPUT_FILE = "output.log"  # the script's stdout and stderr, per child run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,28 +56,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@contextlib.contextmanager
-def _output_to(path: Path):
-    """Send this process's stdout/stderr file descriptors (inherited by children) to `path`.
-
-    The script runs twice or more; its own output would drown the report, so it goes to a file in
-    its run's session directory and the last line is quoted when a run fails.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(path, "ab") as f:
-        os.dup2(f.fileno(), 1)
-        os.dup2(f.fileno(), 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(saved[0])
-        os.close(saved[1])
-
-
 # the line of a traceback that names the exception: `RuntimeError: ...`, `torch._dynamo.exc.X: ...`
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Failed|Exit|Interrupt)\b.*")
 
@@ -102,16 +78,18 @@ def _last_error_line(run_dir: Path) -> str:
 
 def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
     run_dir.mkdir(parents=True, exist_ok=True)
-    with _output_to(run_dir / OUTPUT_FILE):
-        return run_captured(
-            script,
-            list(args),
-            backend=backend if mode == "compiled" else None,
-            session_dir=str(run_dir),
-            nproc=nproc,
-            env={config.ENV_DOCTOR_PROBE: mode},
-            timeout=timeout,
-        )
+    # the script's own output goes to OUTPUT_FILE (the probe redirects it in the child); what is
+    # printed before that (torchrun's banner) is captured here and dropped
+    return run_captured(
+        script,
+        list(args),
+        backend=backend if mode == "compiled" else None,
+        session_dir=str(run_dir),
+        nproc=nproc,
+        env={config.ENV_DOCTOR_PROBE: mode},
+        timeout=timeout,
+        capture_output=True,
+    )
 
 
 def _where(f: dict) -> str:

@@ -32,6 +32,8 @@ from fxlens.userframes import is_user_file
 MAX_TIMES = 5000
 # distinct input-shape signatures remembered per object
 MAX_SIGNATURES = 32
+# the script's stdout and stderr, in its run's session directory
+OUTPUT_FILE = "output.log"
 # distributed wrappers torch's docs say to compile inside of, by class name
 _WRAPPER_CLASSES = ("DistributedDataParallel", "FullyShardedDataParallel")
 
@@ -282,8 +284,26 @@ def _flush() -> None:
     )
 
 
+def _redirect_output(session: str) -> None:
+    """Send this process's stdout and stderr to OUTPUT_FILE in the session.
+
+    doctor runs the script several times and its output would drown the report; doing it here,
+    in the child, leaves the parent's own file descriptors alone (a TUI calling doctor keeps its
+    terminal). Every rank appends to the same file.
+    """
+    if not session:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(os.path.join(session, OUTPUT_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def install(mode: str, script: str, session: str) -> None:
     """Set up the probe in the child process that runs SCRIPT (called by fxlens.runner)."""
+    _redirect_output(session)
     import torch
 
     _STATE.mode = mode
