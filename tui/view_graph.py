@@ -174,13 +174,37 @@ class GraphView(View):
         if node is None or self.data is None:
             return
         rank, cid = self.params.get("rank"), self.params.get("compile_id")
-        for k in self.data.kernel_payloads(rank, cid):
-            if node.name in (k.get("nodes") or ()):
-                self.post_message(
-                    Navigate("kernels", rank=rank, compile_id=cid, kernel=k.get("name"), node=node.name)
-                )
-                return
-        self.app.notify(f"no fxlens kernel lists node {node.name} (compile {cid})", severity="warning")
+        kernels = self.data.kernel_payloads(rank, cid)
+        # kernels name the nodes of the graph the backend lowered; a node of another graph (the
+        # Dynamo graph) reaches them through the user line both graphs print for it
+        names = [node.name] + self._lowered_nodes_at(node.source)
+        for name in names:
+            for k in kernels:
+                if name in (k.get("nodes") or ()):
+                    self.post_message(
+                        Navigate("kernels", rank=rank, compile_id=cid, kernel=k.get("name"), node=name)
+                    )
+                    return
+        self.app.notify(f"no fxlens kernel computes node {node.name} (compile {cid})", severity="warning")
+
+    def _lowered_nodes_at(self, source: str) -> list[str]:
+        """Nodes of this compile's fxlens ATen graphs that come from the same user line."""
+        entry = self.data.compile(self.params.get("rank"), self.params.get("compile_id", ""))
+        if not source or entry is None:
+            return []
+        out: list[str] = []
+        for rec in entry.records:
+            if (
+                rec.kind.startswith("artifact:fxlens_")
+                and is_graph_kind(rec.kind)
+                and rec.kind != self.params.get("kind")
+            ):
+                out += [
+                    n.name
+                    for n in parse_graph(rec.payload())
+                    if n.source == source and n.op == "call_function"
+                ]
+        return out
 
     @guarded
     def search(self, query: str) -> int:

@@ -127,6 +127,11 @@ async def test_node_to_kernel_and_back(in_root, tmp_path):
         assert app.current_view == "graph"
         await pilot.press("right_square_bracket")
         assert app.current_view == "kernels"
+        # from the Dynamo graph, whose node names the kernels do not use: through the user line
+        await pilot.press("t", "enter")
+        assert app.view().params["kind"] == "dynamo_output_graph"
+        await pilot.press("v", "slash", *"relu", "enter", "o")
+        assert app.current_view == "kernels" and app.view().params["kernel"] == "fxlens_k0_relu_mul"
 
 
 # -- guards, breaks, recompiles ---------------------------------------------------------------------
