@@ -19,6 +19,7 @@ from fxlens.session import append_event
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
 REFUSED = 3
+_SCRIPT_GLOBALS: list[dict] = []
 
 
 def patch_compile(override, script: str, session: str) -> None:
@@ -77,7 +78,9 @@ def run_script(script: str, args: list[str]) -> int:
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
     try:
-        runpy.run_path(script, run_name="__main__")
+        # keep the script's globals alive until interpreter shutdown, as plain `python` does: freeing
+        # them here (a DDP reducer, a gloo group) while threads still run can deadlock their destructors
+        _SCRIPT_GLOBALS.append(runpy.run_path(script, run_name="__main__"))
     except SystemExit as e:
         code = e.code
         if code is None:
@@ -89,7 +92,11 @@ def run_script(script: str, args: list[str]) -> int:
     except BaseException:  # the user's own error: show it the way Python would
         etype, value, tb = sys.exc_info()
         # drop the runner's own frames so the traceback starts in the user's script
-        while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__, "<frozen runpy>"):
+        while tb is not None and tb.tb_frame.f_code.co_filename in (
+            __file__,
+            runpy.__file__,
+            "<frozen runpy>",
+        ):
             tb = tb.tb_next
         traceback.print_exception(etype, value, tb)
         return 1
