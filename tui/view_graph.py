@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from rich.text import Text
-from textual import events, on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container
 
@@ -16,6 +16,8 @@ from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 from fxlens.userframes import short_path
 
+#: graphs whose printed code is bigger than this are read and parsed in a worker thread
+PARSE_IN_WORKER_BYTES = 256 * 1024
 _FILE_IN_COMMENT = re.compile(r"^(\s*# File: )(.+?):(?=\d+ in )", re.M)
 
 
@@ -52,6 +54,7 @@ class GraphView(View):
         self.nodes: list[Node] = []
         self.shown: list[Node] = []
         self.kinds: list[str] = []
+        self._token = 0
 
     def compose(self) -> ComposeResult:
         yield Info("Select a compile id in the tree (enter) to see its graph.", id="graph-title")
@@ -84,13 +87,35 @@ class GraphView(View):
             return
         self.params["kind"] = kind
         rec = next(r for r in reversed(entry.records) if r.kind == kind)
-        code = rec.payload()
-        self.nodes = parse_graph(code)
+        self._token += 1
+        where = f"rank {entry.rank} · " if entry.rank is not None else ""
+        head = f"{where}compile {entry.compile_id}"
         label = ARTIFACT_LABELS.get(kind, kind.removeprefix("artifact:"))
+        if rec.payload_span and rec.payload_span[1] - rec.payload_span[0] > PARSE_IN_WORKER_BYTES:
+            # a big graph is read and parsed off the event loop; the pane says so meanwhile
+            title.set(f"[b]{head}[/b] · {label} · reading…")
+            code_view.set_code("")
+            table.clear(columns=True)
+            self.nodes = self.shown = []
+            self._parse_in_worker(rec, head, label, self._token)
+        else:
+            code = rec.payload()
+            self._show_graph(self._token, head, label, code, parse_graph(code))
+
+    @work(thread=True, exclusive=True, group="graph-parse")
+    def _parse_in_worker(self, rec, head: str, label: str, token: int) -> None:
+        code = rec.payload()
+        nodes = parse_graph(code)
+        self.app.call_from_thread(self._show_graph, token, head, label, code, nodes)
+
+    @guarded
+    def _show_graph(self, token: int, head: str, label: str, code: str, nodes: list[Node]) -> None:
+        if token != self._token:  # the user moved on while this graph was parsed
+            return
+        self.nodes = nodes
         others = f"  (a: {len(self.kinds)} graphs)" if len(self.kinds) > 1 else ""
-        rank = f"rank {entry.rank} · " if entry.rank is not None else ""
-        title.set(f"[b]{rank}compile {entry.compile_id}[/b] · {label} · {len(self.nodes)} nodes{others}")
-        code_view.set_code(_short_files(code), "python")
+        self.query_one("#graph-title", Info).set(f"[b]{head}[/b] · {label} · {len(nodes)} nodes{others}")
+        self.query_one("#graph-code", CodeView).set_code(_short_files(code), "python")
         self._fill_table()
 
     @guarded

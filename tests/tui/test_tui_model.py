@@ -103,3 +103,22 @@ async def test_odd_records_never_crash_the_app(traces, tmp_path):
         await pilot.press("t", "g", "j", "l", "j", "enter", "a", "a", "v", "o")
         assert app.is_running
         assert app.current_view in ("graph", "kernels")
+
+
+async def test_big_graph_is_parsed_in_a_worker(traces, tmp_path, monkeypatch):
+    """Above PARSE_IN_WORKER_BYTES the graph view parses off the event loop, then fills in."""
+    import fxlens.tui.view_graph as view_graph
+    from fxlens.tui.widgets import VimTable
+
+    monkeypatch.setattr(view_graph, "PARSE_IN_WORKER_BYTES", 10)
+    app = make_app(traces.session, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(app, pilot)
+        await pilot.press("t", "g", "j", "l", "j", "enter")
+        for _ in range(200):
+            if app.view().nodes:
+                break
+            await pilot.pause(0.05)
+        table = app.query_one("#graph-nodes", VimTable)
+        assert [r[0] for r in table._rows_plain()] == [n.name for n in app.view().nodes]
+        assert "relu" in [r[0] for r in table._rows_plain()]
