@@ -187,7 +187,8 @@ class KernelCtx:
         if buf.node is not None:
             self.boundary[(buf.node, buf.item)] = buf
         self.loaded.setdefault(root.name, []).append(off)
-        self.read_elems[root.name] = self.read_elems.get(root.name, 0) + numel(buf.shape)
+        points = self.k.xnumel * (self.k.rnumel if "rindex" in off else 1)  # a gather reads one per point
+        self.read_elems[root.name] = self.read_elems.get(root.name, 0) + min(numel(buf.shape), points)
         p = self._param(root)
         if "xindex" not in off and "rindex" not in off:
             off = f"{off} + 0 * xindex"

@@ -73,3 +73,9 @@ def max_block() -> int:
     """FXLENS_MAX_BLOCK=N (default 16384): elements per program on CPU (the interpreter is fastest
     with few, large programs); on CUDA blocks are chosen for the GPU and this is ignored."""
     return int(os.environ.get("FXLENS_MAX_BLOCK", "16384"))
+
+
+def recompute_max_ops() -> int:
+    """FXLENS_RECOMPUTE_MAX_OPS=N (default 4): a pointwise value with several users whose code is at
+    most N lines (loads, ops and its store) is recomputed in each user instead of stored once."""
+    return int(os.environ.get("FXLENS_RECOMPUTE_MAX_OPS", "4"))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from torch.fx.node import map_aggregate
 
+from fxlens.backend import config
 from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
 from fxlens.backend.lower_views import VIEW_OPS
@@ -98,6 +99,8 @@ class GraphLowering:
         self.outputs: list = []
         self.mutations: list = []
         self.constants: list = []  # (Buffer, tensor) for get_attr nodes
+        self.realized: dict[int, Buffer] = {}
+        self.keep: list = []
         self.n = 0
         self.uses = self._count_uses()
         self.device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
@@ -125,6 +128,10 @@ class GraphLowering:
         """Store a lazy value into a new buffer (a scheduled node); buffers are returned as is."""
         if isinstance(v, Buffer) or not isinstance(v, Value):
             return v
+        if getattr(v, "alias_of", None) is not None:  # alias/detach/getitem: the same storage
+            return self._relabel(self.realize(v.alias_of), v.node)
+        if id(v) in self.realized:
+            return self.realized[id(v)]
         meta = self.meta(v.node) if v.node is not None else None
         item = getattr(v, "item", None)
         if isinstance(meta, (tuple, list)):
@@ -133,6 +140,8 @@ class GraphLowering:
         stride = _dense_strides(meta) if ok else contiguous_strides(v.shape)
         buf = Buffer(self.name(), tuple(v.shape), stride, v.dtype, v.device, v.node, item)
         self.items.append(SchedNode(v, buf))
+        self.realized[id(v)] = buf
+        self.keep.append(v)  # ids stay unique while memoized
         return buf
 
     def use(self, v, consumer) -> Value:
@@ -285,9 +294,21 @@ class GraphLowering:
         if out is None:
             return self.extern(node, args, kwargs)
         if isinstance(out, Pointwise) and not out.cheap and (self.uses.get(node, 0) > 1 or not self.fusion):
-            if node.target not in VIEW_OPS or not self.fusion:
+            if not self.fusion or (node.target not in VIEW_OPS and not self._recompute(out)):
                 out = self.realize(out)
         return out
+
+    def _recompute(self, v: Pointwise) -> bool:
+        """A small expression with several users is recomputed in each (saves a store and a load)."""
+        from fxlens.backend.codegen import Incompatible, Kernel, generate
+
+        probe = Buffer("probe", v.shape, contiguous_strides(v.shape), v.dtype, v.device)
+        try:
+            src = generate(Kernel([SchedNode(v, probe)], max(numel(v.shape), 1)), "probe", True, None)
+        except Incompatible:
+            return False
+        body = [ln for ln in src.source.split("xmask = xindex < xnumel")[-1].splitlines() if ln.strip()]
+        return len(body) <= config.recompute_max_ops() and len(src.params) <= 3
 
     def _relabel(self, v, node):
         """A tuple element, labelled with its getitem node (what ATen replays and reports see)."""
@@ -299,7 +320,9 @@ class GraphLowering:
             def fn(ctx, idx):
                 return inner.load(ctx, idx)
 
-            return Pointwise(fn, v.shape, v.dtype, v.device, node, cheap=v.cheap)
+            out = Pointwise(fn, v.shape, v.dtype, v.device, node, cheap=v.cheap)
+            out.alias_of = inner
+            return out
         return v
 
     def _same_device(self, meta) -> bool:
