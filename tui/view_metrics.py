@@ -159,10 +159,27 @@ class RanksView(ListView):
             lines += [f"  • {escape(d['message'])}" for d in div]
         else:
             lines.append("[green]All ranks compiled the same graphs, breaks and recompiles.[/green]")
+        lines += ["", *self._matrix(key)]
         r = next((x for x in self.data.session.ranks if str(x.rank) == key), None)
         if r is not None:
-            per_fn = Counter(g.function for g in r.graphs)
-            lines += ["", f"[b]rank {escape(key)}[/b]: graphs per function"]
-            lines += [f"  {escape(fn)}: {n}" for fn, n in per_fn.most_common(20)]
-            lines += [f"  [yellow]{escape(s)}[/yellow]" for s in r.skipped]
+            lines += [f"[yellow]rank {escape(key)}: {escape(s)}[/yellow]" for s in r.skipped]
         return "\n".join(lines)
+
+    def _matrix(self, key: str) -> list[str]:
+        """Compiles per (function, rank), the selected rank's column bold, rows that differ in red."""
+        ranks = self.data.session.ranks
+        counts = [Counter(m.function for m in r.metrics) for r in ranks]
+        fns = sorted(set().union(*counts), key=lambda f: (-max(c[f] for c in counts), f))
+        width = max([len("function")] + [len(f) for f in fns[:40]])
+        head = "".join(f"{'r' + str(r.rank):>7}" for r in ranks)
+        out = ["[b]compiles per function and rank[/b]", f"  {'function':<{width}}{head}"]
+        for fn in fns[:40]:
+            cells = []
+            for r, c in zip(ranks, counts, strict=True):
+                cell = f"{c[fn]:>7}"
+                cells.append(f"[b]{cell}[/b]" if str(r.rank) == key else cell)
+            row = f"  {escape(fn):<{width}}" + "".join(cells)
+            out.append(f"[red]{row}[/red]" if len({c[fn] for c in counts}) > 1 else row)
+        if len(fns) > 40:
+            out.append(f"  … {len(fns) - 40} more functions")
+        return out
