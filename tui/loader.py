@@ -208,11 +208,11 @@ def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = N
     for log in ordered_logs(session):
         try:
             model = build_rank_model(scan_log(log))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as e:
+            entry = index_rank(model)
+        except Exception as e:  # noqa: BLE001 - one bad log must not hide the others
             errors.append(f"{log.name}: unreadable ({type(e).__name__}: {e})")
             continue
         models.append(model)
-        entry = index_rank(model)
         if on_rank:
             on_rank(entry)
         yield entry

@@ -122,3 +122,19 @@ async def test_big_graph_is_parsed_in_a_worker(traces, tmp_path, monkeypatch):
         table = app.query_one("#graph-nodes", VimTable)
         assert [r[0] for r in table._rows_plain()] == [n.name for n in app.view().nodes]
         assert "relu" in [r[0] for r in table._rows_plain()]
+
+
+def test_a_log_that_cannot_be_read_is_skipped_not_fatal(traces, tmp_path):
+    """A rank log whose records break the model (a stack that is not a list) becomes a note."""
+    import shutil
+
+    trace = tmp_path / "trace"
+    shutil.copytree(traces.multi, trace)
+    bad = trace / "dedicated_log_torch_trace_rank_2_c.log"
+    bad.write_bytes(
+        b'V1202 10:37:53.447000 9632 x.py:1] {"dynamo_start": {"stack": 5}, "frame_id": 0, "frame_compile_id": 0}\n'
+    )
+    s = Session.open(trace)
+    entries = list(load_ranks(s))
+    assert [e.model.rank for e in entries] == [0, 1]
+    assert any("rank_2" in note and "unreadable" in note for note in s.skipped)
