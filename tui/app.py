@@ -282,15 +282,13 @@ class FxlensApp(App):
         if name == self.current_view:
             return
         cur = self.view().location()
-        params = {}
-        if name in ("graph", "guards", "artifact") and "compile_id" in cur:
+        params = dict(self.view(name).params)
+        same = params.get("compile_id") == cur.get("compile_id") and params.get("rank") == cur.get("rank")
+        if name in ("graph", "guards", "artifact") and "compile_id" in cur and not same:
+            # follow the compile id in focus; a view already on it keeps its own state (sort, node)
             params = {"rank": cur.get("rank"), "compile_id": cur["compile_id"]}
             if name == "artifact":
                 params["kind"] = "dynamo_output_graph"
-        elif name in ("graph", "guards") and "compile_id" in self.view(name).params:
-            params = dict(self.view(name).params)
-        else:
-            params = dict(self.view(name).params)
         self.goto(name, **params)
 
     @guarded
