@@ -132,6 +132,15 @@ class GraphLowering:
             return self._relabel(self.realize(v.alias_of), v.node)
         if id(v) in self.realized:
             return self.realized[id(v)]
+        if getattr(v, "view_of", None) is not None and self.fusion:
+            # realize the viewed value in its own shape (so it can stay in its producer's kernel),
+            # then view the buffer: a strided reinterpretation, no copy
+            base, node, meta, args = v.view_of
+            b = self._strided(node, meta, self.realize(base), args)
+            if b is not None:
+                self.realized[id(v)] = b
+                self.keep.append(v)
+                return b
         meta = self.meta(v.node) if v.node is not None else None
         item = getattr(v, "item", None)
         if isinstance(meta, (tuple, list)):
@@ -173,7 +182,9 @@ class GraphLowering:
         def fn(ctx, idx):
             return base.load(ctx, remap(idx))
 
-        return Pointwise(fn, shape, x.dtype, x.device, node, cheap=getattr(x, "cheap", False))
+        out = Pointwise(fn, shape, x.dtype, x.device, node, cheap=getattr(x, "cheap", False))
+        out.view_of = (base, node, meta, args)
+        return out
 
     def _strided(self, node, meta, x: Buffer, args):
         root = x.base
