@@ -77,5 +77,6 @@ def max_block() -> int:
 
 def recompute_max_ops() -> int:
     """FXLENS_RECOMPUTE_MAX_OPS=N (default 4): a pointwise value with several users whose code is at
-    most N lines (loads, ops and its store) is recomputed in each user instead of stored once."""
+    most N lines (loads, ops and its store; 4N for one-element values) is recomputed in each user
+    instead of stored once."""
     return int(os.environ.get("FXLENS_RECOMPUTE_MAX_OPS", "4"))
