@@ -93,6 +93,7 @@ def bisect_script(
     timeout: float | None = None,
     torch_bisector: bool = True,
     echo=None,
+    env: dict[str, str] | None = None,
 ) -> dict:
     """Bisect SCRIPT's failure; the public entry point (`fxlens demo` calls it).
 
@@ -105,6 +106,7 @@ def bisect_script(
         timeout: seconds a run may take before it counts as a hang.
         torch_bisector: hand an inductor failure over to torch's CompilerBisector.
         echo: called with one line per run (progress); `lambda line: None` for silence.
+        env: extra environment for every run (e.g. {"FXLENS_INJECT": "accuracy:aten.erf"}).
 
     Returns:
         The `--json` dict: first_failing_stage, check, runs, culprit {compile_id, function, file,
@@ -121,6 +123,7 @@ def bisect_script(
     write_info(sdir, info)
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
+    runs.extra_env.update(env or {})
     echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'}")
     result = _bisect(runs, script, list(args), backend, check, torch_bisector)
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
@@ -297,6 +300,7 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             "kind": kind,
             "good": good,
             "graph": ordinal,
+            "env": runs.extra_env,
             "cache_dir": str(Path(tmp) / "inductor-cache"),
             "out": str(Path(tmp) / "result.json"),
         }

@@ -37,6 +37,7 @@ def run_driver(spec: dict) -> dict:
         echo=lambda line: print(line, flush=True),
         first=spec["first_run"],
     )
+    runs.extra_env.update(spec.get("env") or {})
     reused = {"n": 0}
 
     def fn() -> bool:

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
     "kind,train,failure",
     [
         ("accuracy", True, "accuracy"),
-        ("compile_error", False, "crash"),
+        pytest.param("compile_error", False, "crash", marks=pytest.mark.slow),
         pytest.param("runtime_error", False, "crash", marks=pytest.mark.slow),
     ],
 )
@@ -56,3 +56,21 @@ def test_inject_names_stage_graph_and_kernel(bisect, kind, train, failure):
             if '"phase": "check"' in ln and '"ok": false' in ln
         ]
         assert {c["compile_id"] for c in checks} == {"2/0"}
+
+
+def test_python_api_for_the_demo(tmp_path, monkeypatch):
+    """`bisect_script` (what `fxlens demo` calls): same verdict as the CLI, env passed per call."""
+    from fxlens.bisect import bisect_script
+
+    monkeypatch.setenv("FXLENS_SESSIONS_DIR", str(tmp_path))
+    monkeypatch.delenv("FXLENS_INJECT", raising=False)
+    lines = []
+    v = bisect_script(
+        str(MULTI), ["fxlens", "--op", "erf"], None, "auto", echo=lines.append,
+        env={"FXLENS_INJECT": "compile_error:aten.erf"},
+    )  # fmt: skip
+    assert v["first_failing_stage"] == "fxlens_nofusion" and v["failure"]["kind"] == "crash"
+    c = v["culprit"]
+    assert c["compile_id"] == "2/0" and "erf" in c["kernel"] and c["ops"] == ["aten.erf.default"]
+    assert Path(v["session"]).parent == tmp_path
+    assert sum(ln.startswith("  run ") for ln in lines) == v["runs"]
