@@ -231,9 +231,29 @@ def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool
     call.fallbacks = dict(G.fallbacks)
     call.decisions = [_decision(d) for d in budget.decisions]
     call.wrapper_source = source
+    call.extern_bytes = sum(_extern_bytes(it) for it in items if isinstance(it, Extern))
     COMPILED.append(call)
     call.kind = kind
     return call
+
+
+def _extern_bytes(ext) -> int:
+    """Bytes an extern call reads and writes (its tensor arguments and results)."""
+    from torch.fx.node import map_aggregate
+
+    from fxlens.backend.ir import Buffer
+
+    bufs: list = []
+    map_aggregate((ext.args, ext.kwargs), lambda a: bufs.append(a) if isinstance(a, Buffer) else a)
+    bufs += [o for o in ext.outs if o is not None]
+    return sum(min(b.storage_numel(), max(1, _numel(b.shape))) * b.dtype.itemsize for b in bufs)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 def _item(sn):

@@ -103,7 +103,11 @@ class GraphLowering:
         self.keep: list = []
         self.n = 0
         self.uses = self._count_uses()
-        self.device = next((t.device for t in inputs if isinstance(t, torch.Tensor)), torch.device("cpu"))
+        devices = [t.device for t in inputs if isinstance(t, torch.Tensor)]
+        # kernels run on the accelerator when there is one (CPU scalars, e.g. optimizer steps, stay ATen)
+        self.device = next(
+            (d for d in devices if d.type != "cpu"), devices[0] if devices else torch.device("cpu")
+        )
 
     def meta(self, node):
         if self.metas is not None:
@@ -300,7 +304,10 @@ class GraphLowering:
         meta = self.meta(node)
         fn = LOWERINGS.get(node.target)
         out = None
-        if fn is not None and meta is not None and self._same_device(meta):
+        leaves: list = []
+        map_aggregate((args, kwargs), leaves.append)
+        same = all(v.device == self.device for v in leaves if isinstance(v, Value))
+        if fn is not None and meta is not None and same and self._same_device(meta):
             out = fn(self, node, meta, *args, **kwargs)
         if out is None:
             return self.extern(node, args, kwargs)

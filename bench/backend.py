@@ -7,7 +7,8 @@ Counts:
 - eager: ATen ops dispatched (views and other metadata-only ops excluded), bytes = their tensor
   inputs + outputs.
 - fxlens: Triton kernels (+ ATen externs, listed separately), bytes = sum of the kernels'
-  bytes_read + bytes_written (externs excluded, like inductor's count).
+  bytes_read + bytes_written plus the externs' tensor arguments and results (inductor's
+  num_bytes_accessed also counts its extern calls).
 - inductor: `cpu_backend="triton"` under TRITON_INTERPRET=1 with the backend hash stubbed;
   `metrics.generated_kernel_count` and `num_bytes_accessed` recorded at codegen. The backward is
   lowered eagerly (force_non_lazy_backward_lowering) so training counts do not depend on running
@@ -127,6 +128,7 @@ def _fxlens(fn, args, train):
     kernels = sum(len(g.kernels) for g in graphs)
     externs = sum(sum(g.fallbacks.values()) for g in graphs)
     nbytes = sum(k["bytes_read"] + k["bytes_written"] for g in graphs for k in g.kernels)
+    nbytes += sum(g.extern_bytes for g in graphs)  # inductor's count includes its extern calls too
     return kernels, externs, nbytes, max(first - steady, 0.0)
 
 
@@ -198,6 +200,22 @@ def _fmt_row(r: dict) -> str:
     )
 
 
+def _summary(rows: list[dict]) -> str:
+    n = len(rows)
+    k_ok = [r for r in rows if r["fx_k"] <= r["ind_k"]]
+    b_ok = [r for r in rows if r["ind_b"] and r["fx_b"] <= 1.05 * r["ind_b"]]
+    c_ok = [r for r in rows if r["fx_c"] <= r["ind_c"]]
+    over = ", ".join(f"{r['case']} {r['mode']} {r['fx_b'] / r['ind_b']:.2f}x" for r in rows if r not in b_ok)
+    return (
+        f"Targets: Triton kernel count <= inductor's on {len(k_ok)}/{n} cases; bytes within 5% of inductor's "
+        f"(or fewer) on {len(b_ok)}/{n}"
+        + (f" (over: {over})" if over else "")
+        + f"; compile time <= inductor's on "
+        f"{len(c_ok)}/{n} (inductor's time is to its first run or interpreter failure, so this is indicative). "
+        "bench/gpu.py (CUDA timings) has not been run: no GPU was lent to this task."
+    )
+
+
 def write_section(text: str) -> None:
     path = ROOT / "BENCHMARKS.md"
     old = path.read_text() if path.exists() else "# Benchmarks\n"
@@ -223,7 +241,7 @@ def main() -> None:
         "all Triton kernels under the interpreter). Kernel and byte counts are exact; compile times are\n"
         "noisy. `*`: inductor's compiled code could not run in the interpreter (libdevice calls); its\n"
         "counts are from codegen, its time is until the failure. Externs (matmul, convolution, attention,\n"
-        "unlowered ops) are ATen calls between fxlens's kernels.\n\n" + table + "\n"
+        "unlowered ops) are ATen calls between fxlens's kernels.\n\n" + table + "\n\n" + _summary(rows) + "\n"
     )
     if a.write:
         write_section(text)
