@@ -279,7 +279,7 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         values_path = cap / f"values_{k}.pt"
         specs = [InputSpec.from_json(s) for s in meta["inputs"]]
         values = _load_values(values_path) if values_path.exists() else {}
-        example = [values.get(f"arg{i}", s.scalar) for i, s in enumerate(specs)]
+        example = [_restore(values.get(f"arg{i}"), s) for i, s in enumerate(specs)]
         cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
         # auto with no failure seen in the script's own run: accuracy mode also catches crashes
         kind = (failed or {}).get("kind", "accuracy")
@@ -305,6 +305,8 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
             f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
         )
     k, meta, cand, spec, sig = found
+    if check == "auto" and not sig.startswith("AccuracyError"):
+        spec = replace(spec, check="crash")  # an exception: crash mode gives the same signature
     spec = replace(spec, signature=sig)
     original = cand.num_calls
     timings["confirm"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
@@ -346,6 +348,15 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     if json_path:
         Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _restore(value, spec):
+    """A recorded value as the graph saw it (saved detached: requires_grad comes from the meta)."""
+    if value is None:
+        return spec.scalar
+    if spec.requires_grad and (value.is_floating_point() or value.is_complex()):
+        value.requires_grad_(True)
+    return value
 
 
 def _load_values(path: Path) -> dict:

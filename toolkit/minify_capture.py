@@ -87,6 +87,27 @@ def _resolve_real(spec: str):
     return lookup_backend(backend) if isinstance(backend, str) else backend
 
 
+def _real_backend(spec: str, explicit: bool):
+    """(backend object, spec a worker can resolve). A backend the script built (say
+    `aot_autograd(...)` assigned to a global) may not resolve from its description: then find the
+    object by that description among the script's globals and name it `script.py:global`."""
+    from fxlens.errors import FxlensError
+
+    try:
+        return _resolve_real(spec), spec
+    except FxlensError:
+        if explicit:
+            raise
+    from fxlens.backends import describe
+
+    main = sys.modules.get("__main__")
+    main_file = os.path.abspath(getattr(main, "__file__", None) or sys.argv[0])
+    for name, obj in list(vars(main).items()):
+        if callable(obj) and not name.startswith("_") and describe(obj, main_file) == spec:
+            return obj, f"{main_file}:{name}"
+    raise FxlensError(f"cannot find the script's backend {spec!r} again (pass --backend)")
+
+
 def _graph_source(gm) -> str:
     body = gm.code.strip("\n")
     return (
@@ -153,8 +174,10 @@ def capture(gm, example_inputs):
         }
         torch.save({k2: v for k2, v in values.items() if isinstance(v, torch.Tensor)}, out / f"values_{k}.pt")
 
-    real = _resolve_real(spec)
-    save_values(example_inputs)  # before compiling: a segfault there must not lose them
+    save_values(example_inputs)  # first: a failure to resolve or a segfault must not lose them
+    real, spec = _real_backend(spec, explicit=bool(os.environ.get(config.ENV_MINIFY_BACKEND)))
+    meta["backend"] = spec
+    (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
     _status(out, graph=k, step="compile")
     try:
         compiled = real(gm, example_inputs)

@@ -229,8 +229,13 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
             n.meta["fxlens_spec"] = spec_of(result) if isinstance(result, torch.Tensor) else None
             return result
 
-    with torch.no_grad():
+    # with grad on, so a node that becomes an input keeps requires_grad (backward failures need
+    # it); without, when grad mode refuses the graph (in-place ops on leaves)
+    try:
         Recorder(gm).run(*values)
+    except RuntimeError:
+        with torch.no_grad():
+            Recorder(gm).run(*values)
     for n, spec in zip([n for n in gm.graph.nodes if n.op == "placeholder"], specs):
         n.meta["fxlens_spec"] = spec
     out = next(n for n in gm.graph.nodes if n.op == "output")

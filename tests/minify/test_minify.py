@@ -213,3 +213,14 @@ def test_ctrl_c_writes_the_best_reproducer_so_far(minify_env, tmp_path):
     assert out.exists(), seen + rest
     assert "# note: interrupted" in out.read_text()
     assert "interrupted, best so far" in stdout
+
+
+@pytest.mark.slow
+def test_backward_only_failure_is_reproduced_forward_and_backward(minify_env):
+    # the backend is an aot_autograd(...) object assigned to a global of the script
+    r = minify_script(str(SCRIPTS / "backward_fault.py"), [], progress=False)
+    assert r["signature"] == "NotImplementedError: no lowering for aten.threshold_backward"
+    assert r["backward"] and r["check"] == "crash"
+    assert r["backend"].endswith("backward_fault.py:backward_fault_backend")
+    assert r["final_nodes"] <= 2 and r["reproduced"] == "3/3"
+    assert run_fresh(r["repro"]) == (1, r["signature"])
