@@ -149,13 +149,14 @@ def run_launcher(name: str, work: Path) -> dict:
         text=True,
     )
     seconds = time.perf_counter() - t0
-    text = proc.stdout + proc.stderr
-    queries = len(re.findall(r"^Strategy: ", text, re.M)) or None
-    repros = sorted(d.rglob("repro.py"))
+    # each query of the launcher is one subprocess script in minifier/isolate/
+    queries = len(list(d.rglob("minifier/isolate/*.py")))
+    checkpoints = sorted(d.rglob("minifier/checkpoints/*.py"), key=lambda p: p.stat().st_mtime)
     final = None
-    if repros:
-        final = len(re.findall(r"^\s+\w+ = torch\.ops\.", repros[-1].read_text(), re.M))
-    return {"seconds": seconds, "strategies": queries, "final_nodes": final, "exit": proc.returncode}
+    if checkpoints:
+        text = checkpoints[-1].read_text()
+        final = len(re.findall(r"= torch\.ops\.", text))
+    return {"seconds": seconds, "queries": queries, "final_nodes": final, "exit": proc.returncode}
 
 
 def table(rows: list[dict]) -> str:
@@ -178,21 +179,22 @@ def table(rows: list[dict]) -> str:
         if row.get("launcher"):
             ln = row["launcher"]
             lines.append(
-                f"| | | torch repro_after=aot launcher | {ln.get('strategies')} strategies "
+                f"| | | torch repro_after=aot launcher, end to end | {ln.get('queries')} "
                 f"| {ln.get('seconds', 0):.1f} | {ln.get('final_nodes')} | |"
             )
     return head + "\n".join(lines) + "\n"
 
 
 def write_section(text: str) -> None:
+    """Replace the table of BENCHMARKS.md's `## Minify` section (its prose stays), or add one."""
     path = ROOT / "BENCHMARKS.md"
     old = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = "## Minify\n\n" + text
-    if "## Minify" in old:
-        old = re.sub(r"## Minify\n.*?(?=\n## |\Z)", lambda m: section.rstrip("\n") + "\n", old, flags=re.S)
-        path.write_text(old)
-    else:
-        path.write_text(old.rstrip("\n") + "\n\n" + section)
+    m = re.search(r"## Minify\n.*?(?=\n## |\Z)", old, flags=re.S)
+    if m is None:
+        path.write_text(old.rstrip("\n") + "\n\n## Minify\n\n" + text)
+        return
+    section = re.sub(r"(?:^\|.*\n)+", lambda _: text, m.group(0), count=1, flags=re.M)
+    path.write_text(old[: m.start()] + section + old[m.end() :])
 
 
 def main() -> int:
