@@ -21,6 +21,11 @@ from fxlens.backend.ir import (
     numel,
 )
 
+try:  # registers prims.fma, which Dynamo emits for addcmul_/lerp_ (optimizer steps)
+    import torch._inductor.inductor_prims  # noqa: F401
+except Exception:  # pragma: no cover - older torch
+    pass
+
 aten = torch.ops.aten
 prims = torch.ops.prims
 LOWERINGS: dict = {}
@@ -97,7 +102,6 @@ _ARITH = [
     (aten.div.Scalar, lambda a, b: f"{a} / {b}"),
     (aten.maximum.default, lambda a, b: f"tl.maximum({a}, {b})"),
     (aten.minimum.default, lambda a, b: f"tl.minimum({a}, {b})"),
-    (prims.fma.default, lambda a, b, c: f"{a} * {b} + {c}"),
     (aten.bitwise_and.Tensor, lambda a, b: f"{a} & {b}"),
     (aten.bitwise_or.Tensor, lambda a, b: f"{a} | {b}"),
     (aten.bitwise_xor.Tensor, lambda a, b: f"{a} ^ {b}"),
@@ -107,6 +111,8 @@ _ARITH = [
     (aten.logical_not.default, lambda a: f"({a} == 0)"),
     (aten.sign.default, lambda a: f"(({a} > 0).to(tl.float32) - ({a} < 0).to(tl.float32))"),
 ]
+if hasattr(prims, "fma"):
+    _ARITH.append((prims.fma.default, lambda a, b, c: f"{a} * {b} + {c}"))
 _FLOAT_ONLY = {
     aten.exp.default, aten.exp2.default, aten.log.default, aten.log2.default, aten.log1p.default,
     aten.expm1.default, aten.sqrt.default, aten.rsqrt.default, aten.sin.default, aten.cos.default,
