@@ -8,7 +8,9 @@ wrong; doctor's eager-vs-compiled verdict; then the command that opens the sessi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -37,6 +39,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@contextlib.contextmanager
+def _injected(fault: str):
+    """FXLENS_INJECT for the child runs of one step (bisect and minify read it in their children)."""
+    old = os.environ.get("FXLENS_INJECT")
+    os.environ["FXLENS_INJECT"] = fault
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("FXLENS_INJECT", None)
+        else:
+            os.environ["FXLENS_INJECT"] = old
+
+
 def _title(n: int, text: str) -> None:
     print(f"\n{'=' * 78}\n[{n}] {text}\n{'=' * 78}", flush=True)
 
@@ -53,36 +69,38 @@ def step_run(backend: str) -> Path:
     return result.session_dir
 
 
-def step_bisect(env: dict) -> None:
-    from fxlens.bisect import bisect_script, render_verdict
+def step_bisect() -> None:
+    from fxlens.bisect import bisect_script, render_text
 
-    print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens bisect {DEMO_FAILING.name}", flush=True)
-    result = bisect_script(str(DEMO_FAILING), [], backend="fxlens", check="auto", env=env)
-    print(render_verdict(result))
+    print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens bisect {DEMO_FAILING.name} --check accuracy", flush=True)
+    print(render_text(bisect_script(str(DEMO_FAILING), [], backend="fxlens", check="accuracy")))
 
 
-def step_minify(env: dict) -> None:
-    from fxlens.minify import minify_script, render_result
+def step_minify() -> None:
+    from fxlens.minify import minify_script, summary_line
 
-    print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens minify {DEMO_FAILING.name}", flush=True)
     out_dir = Path(config.load().sessions_dir) / "repros"
-    result = minify_script(
-        str(DEMO_FAILING), [], backend="fxlens", check="auto", out_dir=str(out_dir), env=env
+    print(
+        f"$ FXLENS_INJECT={DEMO_FAULT} fxlens minify {DEMO_FAILING.name} --check accuracy --out-dir {out_dir}",
+        flush=True,
     )
-    print(render_result(result))
+    result = minify_script(str(DEMO_FAILING), [], backend="fxlens", check="accuracy", out_dir=str(out_dir))
+    print(summary_line(result))
+    repro = Path(result["repro"])
+    if repro.is_file():
+        print(f"\n--- {repro} ---\n{repro.read_text()}")
 
 
 def step_doctor() -> None:
-    from fxlens.doctor import doctor_script, render_doctor
+    from fxlens.doctor import doctor_script, render_text
 
-    print(f"$ fxlens doctor {DEMO_MODEL.name} --backend inductor", flush=True)
-    print(render_doctor(doctor_script(str(DEMO_MODEL), [], backend="inductor")))
+    print(f"$ fxlens doctor {DEMO_MODEL.name}", flush=True)
+    print(render_text(doctor_script(str(DEMO_MODEL), [])))
 
 
 def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     only = set(args.only or ["run", "bisect", "minify", "doctor"])
-    fault_env = {**os.environ, "FXLENS_INJECT": DEMO_FAULT}
     session = None
     n = 0
     if "run" in only:
@@ -92,16 +110,18 @@ def main(args: argparse.Namespace) -> int:
     if "bisect" in only:
         n += 1
         _title(n, "Whose fault is a wrong result? Bisect the backend ladder to a stage, graph and kernel")
-        step_bisect(fault_env)
+        with _injected(DEMO_FAULT):
+            step_bisect()
     if "minify" in only:
         n += 1
         _title(n, "A reproducer for the bug report: minify the failing graph")
-        step_minify(fault_env)
+        with _injected(DEMO_FAULT):
+            step_minify()
     if "doctor" in only:
         n += 1
         _title(n, "Does compiling help at all? Eager vs compiled, side by side")
         step_doctor()
     print(f"\nfxlens demo finished in {time.perf_counter() - t0:.0f} s.")
     if session is not None:
-        print(f"Browse everything it captured:  fxlens tui {session}")
+        print(f"Browse everything it captured:  fxlens tui {shlex.quote(str(session))}")
     return 0

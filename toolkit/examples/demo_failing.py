@@ -1,8 +1,7 @@
 """fxlens demo: a model whose compiled version returns wrong numbers in one op.
 
-The fault is injected with torch's own test switch (inductor's `inject_relu_bug_TESTING_ONLY`
-has an equivalent in fxlens's backend: FXLENS_INJECT=accuracy:aten.erf); run it under the
-fxlens backend and compare with eager.
+The fault is injected with fxlens's test switch FXLENS_INJECT=accuracy:aten.erf (like inductor's
+`inject_relu_bug_TESTING_ONLY`): the fxlens backend corrupts the kernel that computes erf.
 """
 
 import torch
@@ -27,6 +26,4 @@ x = torch.randn(8, 16)
 expected = net(x)
 got = torch.compile(net, backend="fxlens")(x)
 err = (got - expected).abs().max().item()
-print(f"max abs error vs eager: {err:.3g}")
-if err > 1e-4:
-    raise SystemExit(f"compiled output differs from eager by {err:.3g}")
+print(f"max abs error vs eager: {err:.3g}")  # nothing crashes: only the numbers are wrong
