@@ -280,7 +280,13 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         specs = [InputSpec.from_json(s) for s in meta["inputs"]]
         values = _load_values(values_path) if values_path.exists() else {}
         example = [_restore(values.get(f"arg{i}"), s) for i, s in enumerate(specs)]
-        cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
+        try:
+            cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
+        except Exception as e:  # a graph fx cannot re-trace or run (higher-order ops, autocast regions)
+            raise FxlensError(
+                f"graph {k} (saved as {cap / f'graph_{k}.py'}) cannot be re-traced for reduction: "
+                f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            ) from None
         # auto with no failure seen in the script's own run: accuracy mode also catches crashes
         kind = (failed or {}).get("kind", "accuracy")
         chk = kind if check == "auto" else check
@@ -336,6 +342,8 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         graphs=len(graphs),
         session=str(session),
         backward=spec.backward,
+        # the graph reduced: Dynamo's, run forward (and backward when only that fails) by the backend
+        level="dynamo graph, forward and backward" if spec.backward else "dynamo graph",
         values_saved=spec.values_path is not None,
         original_input_bytes=cand.input_bytes,
         final_input_bytes=final.input_bytes,
