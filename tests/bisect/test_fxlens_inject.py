@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import MULTI, def_line
+from conftest import MULTI, SCRIPTS, def_line
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("fxlens.backend.compile_fx") is None,
@@ -74,3 +74,18 @@ def test_python_api_for_the_demo(tmp_path, monkeypatch):
     assert c["compile_id"] == "2/0" and "erf" in c["kernel"] and c["ops"] == ["aten.erf.default"]
     assert Path(v["session"]).parent == tmp_path
     assert sum(ln.startswith("  run ") for ln in lines) == v["runs"]
+
+
+@pytest.mark.slow
+def test_fault_only_fusion_triggers_names_the_fusion_decision(bisect):
+    proc, v = bisect(SCRIPTS / "fused_fault.py", "fxlens")
+    assert proc.returncode == 0, proc.stderr
+    assert v["first_failing_stage"] == "fxlens"
+    assert [s["ok"] for s in v["stages"]] == [True, True, True, False]
+    c = v["culprit"]
+    assert (c["compile_id"], c["function"]) == ("2/0", "block")
+    assert "erf" in c["kernel"] and "aten.erf.default" in c["ops"] and len(c["ops"]) > 1
+    f = v["fusion"]
+    # the first decision of the forward graph fuses erf with its consumer: the fault's trigger
+    assert f["decision"] == 1 and f["graph"] == "forward" and f["fused"] and f["a"] == "erf"
+    assert f["of"] > 1 and "fusion   decision 1 of" in proc.stdout
