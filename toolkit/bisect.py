@@ -367,6 +367,11 @@ def summary_line(r: dict) -> str:
         )
         torch_part = f", CompilerBisector: {cb['subsystem']}{num}{info}"
     stage = r.get("first_failing_stage")
+    g = r.get("graph") or {}
+    if outcome == "needs_several_graphs":
+        where = (
+            f"no single graph: graphs #{g.get('ordinal')}-#{g.get('to')} of {g.get('of')} fail only together"
+        )
     return f"{kind} first at stage {stage}, {where}{kernel}{torch_part} ({runs} runs)"
 
 

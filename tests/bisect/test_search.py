@@ -97,3 +97,11 @@ def test_summary_of_a_failure_the_check_does_not_follow():
     row = {"stage": "inductor", "ok": True, "error": "RuntimeError: boom"}
     line = summary_line({**r, "stages": [row]})
     assert "no accuracy failure" in line and "RuntimeError: boom" in line and "--check auto" in line
+
+
+def test_summary_when_no_single_graph_fails_alone():
+    from fxlens.bisect import summary_line
+
+    r = {"outcome": "needs_several_graphs", "first_failing_stage": "inductor", "runs": 7}
+    r.update(failure={"kind": "crash"}, graph={"ordinal": 1, "to": 3, "of": 4}, culprit={"compile_id": "1/0"})
+    assert "graphs #1-#3 of 4 fail only together" in summary_line(r)
