@@ -48,6 +48,10 @@ def patch_compile(override, script: str, session: str) -> None:
             )
         if override is not None:
             kwargs["backend"] = override
+        if model is None:
+            # `@torch.compile(backend=...)`: torch's own decorator would call torch.compile again (this
+            # wrapper) and record the call twice; call the original directly once the function is known
+            return lambda fn: original(fn, **kwargs)
         return original(model, **kwargs)
 
     compile._fxlens_patched = True

@@ -125,3 +125,16 @@ def test_report_prints_guards_per_compile_id(real_log):
     proc = fxlens("report", real_log, "--guards")
     assert proc.returncode == 0
     assert "Guards of 0/0 (" in proc.stdout and "TENSOR_MATCH" in proc.stdout
+
+
+def test_decorator_form_recorded_once_at_the_user_line(tmp_path):
+    script = tmp_path / "deco.py"
+    script.write_text(
+        "import torch\n\n@torch.compile(backend='eager')\ndef f(x):\n    return x + 1\n\nf(torch.ones(2))\n"
+    )
+    sessions = tmp_path / "sessions"
+    proc = fxlens("run", script, "--backend", "aot_eager", env={"FXLENS_SESSIONS_DIR": str(sessions)})
+    assert proc.returncode == 0, proc.stderr
+    (session,) = sessions.iterdir()
+    calls = [json.loads(x) for x in (session / "events.jsonl").read_text().splitlines()]
+    assert [(c["backend"], c["file"], c["line"], c["override"]) for c in calls] == [("eager", str(script), 3, True)]
