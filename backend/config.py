@@ -76,7 +76,7 @@ def max_block() -> int:
 
 
 def recompute_max_ops() -> int:
-    """FXLENS_RECOMPUTE_MAX_OPS=N (default 4): a pointwise value with several users whose code is at
+    """FXLENS_RECOMPUTE_MAX_OPS=N (default 6): a pointwise value with several users whose code is at
     most N lines (loads, ops and its store; 4N for one-element values) is recomputed in each user
     instead of stored once."""
-    return int(os.environ.get("FXLENS_RECOMPUTE_MAX_OPS", "4"))
+    return int(os.environ.get("FXLENS_RECOMPUTE_MAX_OPS", "6"))

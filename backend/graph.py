@@ -327,7 +327,7 @@ class GraphLowering:
             return False
         body = [ln for ln in src.source.split("xmask = xindex < xnumel")[-1].splitlines() if ln.strip()]
         budget = config.recompute_max_ops() * (4 if numel(v.shape) <= 1 else 1)  # scalars: cheap per program
-        return len(body) <= budget and len(src.params) <= 3
+        return len(body) <= budget and len([p for p in src.params if p.name != "probe"]) <= 3
 
     def _relabel(self, v, node):
         """A tuple element, labelled with its getitem node (what ATen replays and reports see)."""
