@@ -296,7 +296,10 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
             config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
             env=_carried_env(),
         )
+        t_confirm = time.perf_counter()
         spec, sig, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
+        # a candidate may take as long as the whole graph did (slow compilers on a busy machine)
+        pool.timeout = max(pool.timeout, 5 * (time.perf_counter() - t_confirm))
         if spec is not None:
             found = (k, meta, cand, spec, sig)
             break
@@ -327,6 +330,8 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     if bar:
         bar.done()
     pool.close()
+    # every distinct candidate's signature, for a look at what the reduction saw
+    (session / "queries.json").write_text(json.dumps(reducer.memo, indent=1))
 
     timings["reduce"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
     result = _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted)
