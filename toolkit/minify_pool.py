@@ -169,6 +169,9 @@ def worker_main() -> int:
 
         from fxlens.backends import resolve
 
+        # warm Dynamo up while the parent still captures: the first candidate then compiles faster
+        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+        torch._dynamo.reset()
         backend_spec = json.loads(sys.stdin.readline() or "{}").get("backend", "")
         backend = resolve(backend_spec)
     except BaseException as e:  # report and exit: the parent says the worker failed to start
