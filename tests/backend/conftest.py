@@ -61,5 +61,7 @@ def compiled(monkeypatch):
         out = torch.compile(fn, backend=backend, dynamic=dynamic)(*args)
         return out, list(compile_fx.COMPILED)
 
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 64, raising=False)
-    return run
+    # torch's config modules must be patched with their own context manager: monkeypatch's undo
+    # would delete the entry (it reads the old value in a way the config module does not answer)
+    with torch._dynamo.config.patch(recompile_limit=64):
+        yield run
