@@ -21,6 +21,7 @@ import sys
 sys.path[:] = [p for p in sys.path if p and not p.rstrip("/").endswith("/bench")]
 
 import argparse  # noqa: E402
+import copy  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -98,8 +99,9 @@ def run_torch_minifier(name: str, r: dict) -> dict:
     def module_fails(mod, inputs) -> bool:
         queries[0] += 1
         torch._dynamo.reset()
+        # a fresh copy per use: some backends (relu_accuracy_error_TESTING_ONLY) rewrite the graph
         sig = run_check(
-            lambda: mod,
+            lambda: copy.deepcopy(mod),
             lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs],
             backend,
             r["check"],
