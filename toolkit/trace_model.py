@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from fxlens.graph_code import parse_graph
 from fxlens.records import (
     CompileMetrics,
     Fallback,
@@ -28,24 +29,6 @@ from fxlens.userframes import (
 
 _BREAK_AT = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
 _LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
-_CALL = re.compile(r"^\s+(?P<name>\w+)(?:: \"[^\"]*\")? = (?P<rhs>.+)$")
-_OP_TARGET = re.compile(r"^(?P<target>[A-Za-z_][\w\.]*)\(")
-_MODULES = {"torch", "operator", "math", "builtins", "_operator", "torch_c", "fxlens", "numpy", "np", "F"}
-_BINOP = {
-    "+": "operator.add",
-    "-": "operator.sub",
-    "*": "operator.mul",
-    "/": "operator.truediv",
-    "//": "operator.floordiv",
-    "@": "operator.matmul",
-    "**": "operator.pow",
-    "%": "operator.mod",
-    ">": "operator.gt",
-    "<": "operator.lt",
-    ">=": "operator.ge",
-    "<=": "operator.le",
-    "==": "operator.eq",
-}
 
 
 @dataclass
@@ -182,27 +165,12 @@ def build_rank_model(scan: LogScan) -> RankModel:
 
 
 def _graph_ops(code: str) -> list[str]:
-    """The call targets of a Dynamo graph's printed code, one per op node."""
-    targets = []
-    for line in code.split("\n"):
-        m = _CALL.match(line)
-        if not m:
-            continue
-        rhs = m["rhs"].split(";")[0].strip()
-        if t := _OP_TARGET.match(rhs):
-            target = t["target"]
-            head = target.split(".")[0]
-            # `y.sum(...)` is a method call on a graph value, not a module function
-            targets.append(
-                target if head in _MODULES or "." not in target else "Tensor." + target.split(".")[-1]
-            )
-        elif (parts := rhs.split()) and len(parts) == 3 and parts[1] in _BINOP:
-            targets.append(_BINOP[parts[1]])
-        elif rhs.startswith("-") or rhs.startswith("~"):
-            targets.append("operator.neg" if rhs[0] == "-" else "operator.invert")
-        elif "[" in rhs and not rhs.startswith(("L[", "(")):
-            targets.append("operator.getitem")
-    return targets
+    """The call targets of a Dynamo graph's printed code, one per op node (methods as `Tensor.<name>`)."""
+    return [
+        "Tensor." + n.target if n.op == "call_method" else n.target
+        for n in parse_graph(code)
+        if n.op in ("call_function", "call_method", "call_module")
+    ]
 
 
 def _reasons(rec: Record) -> list[str]:

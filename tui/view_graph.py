@@ -9,8 +9,8 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container
 
+from fxlens.graph_code import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
 from fxlens.tui import keys
-from fxlens.tui.graphparse import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
 from fxlens.tui.loader import ARTIFACT_LABELS, is_graph_kind
 from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable

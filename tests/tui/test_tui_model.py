@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from tui_helpers import make_app, wait_loaded
 
+from fxlens.graph_code import filter_nodes, parse_graph, sort_nodes
 from fxlens.session import Session
-from fxlens.tui.graphparse import filter_nodes, parse_graph, sort_nodes
 from fxlens.tui.guardmatch import failed_guards, guard_diff, locate
 from fxlens.tui.loader import index_rank, load_ranks, summarise
 from fxlens.tui.widgets import Info
