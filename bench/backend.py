@@ -22,9 +22,6 @@ from __future__ import annotations
 import os
 import sys
 
-# bench/ holds scripts named like stdlib modules (bisect.py): keep it off the import path.
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
-
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported (inductor's kernels need it)
 
 import argparse  # noqa: E402

@@ -70,9 +70,13 @@ def big_log(tmp: Path, mb: int) -> Path:
     with open(out, "wb") as f:
         while size < mb * 1e6:
             shift = k * 1000
-            data = re.sub(rb'"frame_id": (\d+)', lambda m, s=shift: b'"frame_id": %d' % (int(m.group(1)) + s), src)
             data = re.sub(
-                rb'"compile_id": "(\d+)/', lambda m, s=shift: b'"compile_id": "%d/' % (int(m.group(1)) + s), data
+                rb'"frame_id": (\d+)', lambda m, s=shift: b'"frame_id": %d' % (int(m.group(1)) + s), src
+            )
+            data = re.sub(
+                rb'"compile_id": "(\d+)/',
+                lambda m, s=shift: b'"compile_id": "%d/' % (int(m.group(1)) + s),
+                data,
             )
             f.write(data)
             size += len(data)

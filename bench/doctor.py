@@ -4,8 +4,7 @@
    compiled_ms include) and in total (signature bookkeeping outside it), on a no-op function.
 2. `fxlens doctor` on the test scripts: its own wall time and the verdicts it reaches.
 
-Usage: python -P bench/doctor.py [--calls N]   (prints a Markdown section for BENCHMARKS.md;
--P keeps bench/ off sys.path, where bench/bisect.py would shadow the stdlib module)
+Usage: python bench/doctor.py [--calls N]   (prints a Markdown section for BENCHMARKS.md)
 """
 
 from __future__ import annotations

@@ -15,17 +15,13 @@ Reported per case: queries, wall seconds, final call nodes, final input bytes.
 
 from __future__ import annotations
 
-import sys
-
-# bench/ holds other benchmarks named like stdlib modules (bisect.py): keep it off the import path
-sys.path[:] = [p for p in sys.path if p and not p.rstrip("/").endswith("/bench")]
-
 import argparse  # noqa: E402
 import copy  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
 import subprocess  # noqa: E402
+import sys
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -14,19 +14,14 @@ Usage: python bench/tui.py [--mb 200] [--ranks 4] [--rounds 3] [--write]
 
 from __future__ import annotations
 
-import os
-import sys
-
-# bench/ holds modules named like the stdlib's (bench/bisect.py): never import from this folder
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
-
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
+import os
 import re  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import sys
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 

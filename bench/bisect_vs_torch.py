@@ -8,23 +8,17 @@ eager; fxlens's side is `fxlens bisect case.py` (stages, graph, then the same Co
 that graph alone). Every run of the case script appends a line to a counter file, so both sides'
 runs are counted the same way.
 
-    python bench/bisect.py            # prints the table
-    python bench/bisect.py --json F   # also writes the numbers
+    python bench/bisect_vs_torch.py            # prints the table
+    python bench/bisect_vs_torch.py --json F   # also writes the numbers
 """
 
 from __future__ import annotations
 
-import os
-import sys
-
-# this file is named like the stdlib's `bisect`, which `random` (via tempfile) imports: drop the
-# script's own folder from the path before anything imports it
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
-
 import argparse  # noqa: E402
 import json  # noqa: E402
+import os
 import subprocess  # noqa: E402
+import sys
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
