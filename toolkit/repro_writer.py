@@ -180,6 +180,7 @@ def signal_signature(returncode: int) -> str:
 
 def run_repro(path: Path, timeout: float = 300) -> tuple[int, str | None]:
     """Run a reproducer in a fresh interpreter: (exit status, printed signature)."""
+    path = Path(path).resolve()  # it runs from its own folder: a relative path would not resolve there
     env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE",)}
     try:
         proc = subprocess.run(

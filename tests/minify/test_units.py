@@ -1,6 +1,8 @@
 """Fast checks of minify's parts, in-process with real torch: signatures, the accuracy rule,
 canonical candidates, rendering, never overwriting."""
 
+from pathlib import Path
+
 import torch
 import torch.fx as fx
 
@@ -67,3 +69,15 @@ def test_fresh_path_never_returns_an_existing_file(tmp_path):
     (tmp_path / "r.py").write_text("x")
     (tmp_path / "r_2.py").write_text("x")
     assert fresh_path(tmp_path / "r.py") == tmp_path / "r_3.py"
+
+
+def test_run_repro_with_a_relative_path(tmp_path, monkeypatch):
+    # sessions default to a relative folder (.fxlens/sessions): the reproducer still runs
+    from fxlens.repro_writer import run_repro
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "r.py").write_text(
+        "import sys\nprint('fxlens-signature: X: y', file=sys.stderr)\nsys.exit(1)\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert run_repro(Path("d/r.py")) == (1, "X: y")
