@@ -88,7 +88,9 @@ def step_minify() -> None:
     print(summary_line(result))
     repro = Path(result["repro"])
     if repro.is_file():
-        print(f"\n--- {repro} ---\n{repro.read_text()}")
+        # the model and inputs; the check harness embedded below them is the same in every reproducer
+        text = repro.read_text().split("# --- the check fxlens minify ran")[0].rstrip()
+        print(f"\n--- {repro} (head) ---\n{text}\n...")
 
 
 def step_doctor() -> None:
