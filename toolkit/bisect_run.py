@@ -7,9 +7,6 @@ and torch's trace in that run's session are read back here. This module never im
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,15 +111,16 @@ class Runs:
         }
         t0 = time.perf_counter()
         sdir.mkdir(parents=True, exist_ok=True)
-        with _output_to(sdir / OUTPUT_FILE):
-            res = run_captured(
-                self.script,
-                self.script_args,
-                backend=WRAPPER if wrap else None,
-                session_dir=str(sdir),
-                env=child_env,
-                timeout=self.timeout,
-            )
+        res = run_captured(
+            self.script,
+            self.script_args,
+            backend=WRAPPER if wrap else None,
+            session_dir=str(sdir),
+            env=child_env,
+            timeout=self.timeout,
+            stdout=sdir / OUTPUT_FILE,
+            stderr=sdir / OUTPUT_FILE,
+        )
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
@@ -176,24 +174,6 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
             f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"
         )
     return out
-
-
-@contextlib.contextmanager
-def _output_to(path: Path):
-    """Send the child's stdout and stderr (inherited file descriptors) to a file in its run dir."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with open(path, "wb") as f:
-        os.dup2(f.fileno(), 1)
-        os.dup2(f.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
 
 
 def _stderr(sdir: Path) -> str:

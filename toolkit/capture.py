@@ -8,6 +8,7 @@ break, recompile and guard, and a crash of the script loses nothing already logg
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -74,8 +75,14 @@ def run_captured(
     env: dict | None = None,
     capture_output: bool = False,
     timeout: float | None = None,
+    stdout: str | os.PathLike | None = None,
+    stderr: str | os.PathLike | None = None,
 ) -> RunResult:
-    """Run SCRIPT under capture into a (new) session directory; returns its exit status."""
+    """Run SCRIPT under capture into a (new) session directory; returns its exit status.
+
+    `stdout` / `stderr` name files for the script's own output (the same path twice: interleaved),
+    so bisect and minify keep a child's traceback without it cluttering their own output.
+    """
     check_script(script)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
@@ -99,17 +106,24 @@ def run_captured(
     else:
         child_env.pop(config.ENV_BACKEND_OVERRIDE, None)
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            child_command(script, script_args, nproc),
-            env=child_env,
-            timeout=timeout,
-            capture_output=capture_output,
-            text=True,
-        )
-        code = proc.returncode
-    except subprocess.TimeoutExpired:
-        code = 124
+    with contextlib.ExitStack() as files:
+        out = files.enter_context(open(stdout, "wb")) if stdout else None
+        err = out if stderr and stdout and Path(stderr) == Path(stdout) else None
+        if stderr and err is None:
+            err = files.enter_context(open(stderr, "wb"))
+        streams = {} if capture_output else {"stdout": out, "stderr": err}
+        try:
+            proc = subprocess.run(
+                child_command(script, script_args, nproc),
+                env=child_env,
+                timeout=timeout,
+                capture_output=capture_output,
+                text=True,
+                **streams,
+            )
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            code = 124
     seconds = time.perf_counter() - t0
     info.update(exit_code=code, finished=time.time(), seconds=round(seconds, 3))
     write_info(sdir, info)

@@ -12,13 +12,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import os
 import re
 import shutil
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -81,30 +79,18 @@ def _last_error_line(text: str) -> str:
     return (errors or lines or [""])[-1][:200]
 
 
-@contextlib.contextmanager
-def _child_output(folder: Path):
-    """Send the child's stdout/stderr (inherited fds 1 and 2) to files: the script's own output and
-    traceback are kept for the error message and never clutter the minify output."""
-    folder.mkdir(parents=True, exist_ok=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(folder / "stdout.txt", "w") as out, open(folder / "stderr.txt", "w") as err:
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
 def _run_child(script, script_args, backend, folder: Path, env: dict | None = None):
     """run_captured into `folder`; (exit code, the child's stderr text)."""
-    with _child_output(folder / "output"):
-        result = run_captured(script, script_args, backend=backend, session_dir=str(folder), env=env)
+    (folder / "output").mkdir(parents=True, exist_ok=True)
+    result = run_captured(
+        script,
+        script_args,
+        backend=backend,
+        session_dir=str(folder),
+        env=env,
+        stdout=folder / "output" / "stdout.txt",
+        stderr=folder / "output" / "stderr.txt",
+    )
     if result.exit_code == REFUSED and (msg := refused_message(Session.open(folder))):
         raise FxlensError(msg)
     return result.exit_code, (folder / "output" / "stderr.txt").read_text(errors="replace")
