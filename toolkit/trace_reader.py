@@ -120,6 +120,7 @@ def scan_log(path: str | Path) -> LogScan:
     pending: Record | None = None  # a record waiting for its payload lines
     payload_start = 0
     offset = 0
+    line_no = 0
     with open(path, "rb") as f:
         for line_no, line in enumerate(f, 1):
             start = offset
@@ -168,7 +169,7 @@ def scan_log(path: str | Path) -> LogScan:
                 pending, payload_start = rec, -1
         if pending is not None:
             _close_payload(pending, payload_start, offset, scan)
-    scan.lines = line_no if "line_no" in locals() else 0
+    scan.lines = line_no
     if bad_lines:
         shown = ", ".join(map(str, bad_lines[:5])) + (" ..." if len(bad_lines) > 5 else "")
         scan.skipped.append(f"{path.name}: {len(bad_lines)} unreadable line(s) skipped (line {shown})")
