@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -17,7 +18,7 @@ from fxlens.errors import FxlensError
 from fxlens.records import RecompileCause
 from fxlens.rootcause import root_causes
 from fxlens.trace_model import RankModel, build_rank_model
-from fxlens.trace_reader import Record, find_logs, scan_log
+from fxlens.trace_reader import Record, find_logs, rank_from_name, scan_log
 
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
@@ -71,8 +72,39 @@ class Session:
     @cached_property
     def ranks(self) -> list[RankModel]:
         """One model per log, sorted by rank (logs without a rank keep their file order)."""
-        models = [build_rank_model(scan_log(log)) for log in self.logs]
-        return sorted(models, key=lambda m: (m.rank is None, m.rank if m.rank is not None else 0, m.log))
+        for _ in self.iter_ranks():
+            pass
+        return self.__dict__["ranks"]
+
+    def iter_ranks(self) -> Iterator[RankModel]:
+        """Yield each log's model as soon as it is read (logs in rank order); then `ranks` is set.
+
+        For callers that show ranks as they arrive (the TUI). Each log is read once. A log that cannot
+        be read at all becomes a note in `skipped`, never an exception: one bad rank must not hide
+        the others.
+        """
+        if "ranks" in self.__dict__:
+            yield from self.__dict__["ranks"]
+            return
+        models: list[RankModel] = []
+        errors: list[str] = []
+        for log in sorted(
+            self.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name)
+        ):
+            try:
+                model = build_rank_model(scan_log(log))
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"{log.name}: unreadable ({type(e).__name__}: {e})")
+                continue
+            models.append(model)
+            yield model
+        if errors:
+            if not models:
+                models.append(RankModel(rank=None, log=""))
+            models[0].skipped.extend(errors)
+        self.__dict__["ranks"] = sorted(
+            models, key=lambda m: (m.rank is None, m.rank if m.rank is not None else 0, m.log)
+        )
 
     def _all(self, attr: str) -> list:
         return [item for r in self.ranks for item in getattr(r, attr)]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from fxlens.report import build_report
 from fxlens.session import Session
-from fxlens.trace_model import RankModel, build_rank_model
-from fxlens.trace_reader import Record, rank_from_name, scan_log
+from fxlens.trace_model import RankModel
+from fxlens.trace_reader import Record, rank_from_name
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
 OUTCOMES = ("failed", "limit", "break", "recompile", "ok")
@@ -203,26 +203,11 @@ def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = N
     Session's own lookups (`records`, `guards`, `recompile_causes`) never read the logs again.
     A log that cannot be read at all becomes a note in `session.skipped`, never an exception.
     """
-    models: list[RankModel] = []
-    errors: list[str] = []
-    for log in ordered_logs(session):
-        try:
-            model = build_rank_model(scan_log(log))
-            entry = index_rank(model)
-        except Exception as e:  # noqa: BLE001 - one bad log must not hide the others
-            errors.append(f"{log.name}: unreadable ({type(e).__name__}: {e})")
-            continue
-        models.append(model)
+    for model in session.iter_ranks():
+        entry = index_rank(model)
         if on_rank:
             on_rank(entry)
         yield entry
-    if errors and models:
-        models[0].skipped.extend(errors)
-    elif errors:
-        models.append(RankModel(rank=None, log="", skipped=errors))
-    session.__dict__["ranks"] = sorted(
-        models, key=lambda m: (m.rank is None, m.rank if m.rank is not None else 0, m.log)
-    )
 
 
 def summarise(session: Session) -> Summary:
