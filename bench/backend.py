@@ -35,6 +35,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "backend"))
+from benchmarks_md import write_section  # noqa: E402
 from models import MLP, Block, ConvNet, RMSNorm  # noqa: E402
 
 _META_OPS = {"view", "_unsafe_view", "reshape", "permute", "expand", "squeeze", "unsqueeze", "slice", "select",
@@ -221,18 +222,6 @@ def _summary(rows: list[dict]) -> str:
     )
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    start = old.find("## Backend")
-    if start < 0:
-        new = old.rstrip() + "\n\n" + text
-    else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start] + text + (old[end + 1 :] if end >= 0 else "")
-    path.write_text(new if new.endswith("\n") else new + "\n")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
@@ -250,7 +239,7 @@ def main() -> None:
         "unlowered ops) are ATen calls between fxlens's kernels.\n\n" + table + "\n\n" + _summary(rows) + "\n"
     )
     if a.write:
-        write_section(text)
+        write_section("Backend", text)
 
 
 if __name__ == "__main__":

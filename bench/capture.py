@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks_md import write_section
+
 HERE = Path(__file__).resolve().parent
 WORKLOAD = HERE / "capture_workload.py"
 
@@ -138,14 +140,6 @@ def markdown(cap: dict, rep: dict) -> str:
     return "\n".join(lines)
 
 
-def write_section(md: str, path: Path) -> None:
-    """Replace this bench's `## Capture and report` section of BENCHMARKS.md, leaving the others."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n\n"
-    pattern = re.compile(r"^## Capture and report\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda _: md, text) if pattern.search(text) else text.rstrip() + "\n\n" + md
-    path.write_text(text)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -159,7 +153,7 @@ def main() -> None:
     md = markdown(cap, rep)
     print(md)
     if args.write:
-        write_section(md, HERE.parent / "BENCHMARKS.md")
+        write_section("Capture and report", md)
 
 
 if __name__ == "__main__":

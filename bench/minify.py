@@ -26,6 +26,8 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from benchmarks_md import write_table  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "minify" / "scripts"
 
@@ -183,18 +185,6 @@ def table(rows: list[dict]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    """Replace the table of BENCHMARKS.md's `## Minify` section (its prose stays), or add one."""
-    path = ROOT / "BENCHMARKS.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    m = re.search(r"## Minify\n.*?(?=\n## |\Z)", old, flags=re.S)
-    if m is None:
-        path.write_text(old.rstrip("\n") + "\n\n## Minify\n\n" + text)
-        return
-    section = re.sub(r"(?:^\|.*\n)+", lambda _: text, m.group(0), count=1, flags=re.M)
-    path.write_text(old[: m.start()] + section + old[m.end() :])
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default="relu_crash,relu_accuracy,fxlens_erf")
@@ -237,7 +227,7 @@ def main() -> int:
     text = table(rows)
     print(text)
     if a.write:
-        write_section(text)
+        write_table("Minify", text)
     return 0
 
 

@@ -25,6 +25,8 @@ import sys
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from benchmarks_md import write_section  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "tui" / "model_script.py"
 _FRAME = re.compile(rb'"frame_id": (\d+)')
@@ -192,15 +194,6 @@ def run_child(trace: Path) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def write_section(text: str) -> None:
-    path = ROOT / "BENCHMARKS.md"
-    old = path.read_text() if path.exists() else "# Benchmarks\n"
-    section = "## TUI\n\n" + text.strip() + "\n"
-    m = re.search(r"^## TUI\n.*?(?=^## |\Z)", old, flags=re.M | re.S)
-    new = old[: m.start()] + section + "\n" + old[m.end() :] if m else old.rstrip() + "\n\n" + section
-    path.write_text(new.rstrip() + "\n")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=int, default=200)
@@ -265,7 +258,7 @@ loaded box; it includes the highlighting worker thread when a code pane opens.
 """ + "\n".join(rows)
     print(text)
     if args.write:
-        write_section(text)
+        write_section("TUI", text)
     return 0
 
 
