@@ -21,7 +21,7 @@ from fxlens.backend.graph import Budget, Extern, GraphLowering
 from fxlens.backend.ir import Reduction
 from fxlens.backend.lower import decomposition_table
 from fxlens.backend.scheduler import schedule
-from fxlens.backend.trace_log import log_artifact, log_json
+from fxlens.backend.trace_log import for_compile, log_artifact, log_json
 from fxlens.backend.wrapper import build_wrapper
 
 # The most recent compiled graphs (kind, kernels, fallbacks, decisions): for tests and benchmarks.
@@ -76,6 +76,8 @@ class _Specializing:
 
     def __init__(self, gm, kind, fusion):
         self.gm, self.kind, self.fusion, self.cache = gm, kind, fusion, {}
+        # run-time compiles happen outside Dynamo's compile: keep its id for their artifacts
+        self.compile_id = torch._guards.CompileContext.current_compile_id()
 
     def __call__(self, args):
         key = tuple(
@@ -84,9 +86,10 @@ class _Specializing:
         )
         fn = self.cache.get(key)
         if fn is None:
-            fn = self.cache[key] = compile_aten(
-                self.gm, list(args), self.kind, self.fusion, _concrete_metas(self.gm, args)
-            )
+            with for_compile(self.compile_id):
+                fn = self.cache[key] = compile_aten(
+                    self.gm, list(args), self.kind, self.fusion, _concrete_metas(self.gm, args)
+                )
         return fn(args)
 
 

@@ -6,14 +6,38 @@ The backend needs nothing from the toolkit: a TORCH_TRACE from any job that comp
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import inspect
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from torch._logging import trace_structured
 
 # Every artifact the backend writes is named with this prefix so readers can pick them out.
 PREFIX = "fxlens_"
+
+# The compile id of artifacts written outside Dynamo's compile (dynamic shapes specialise at run
+# time, where torch has no current compile id): set by `for_compile`, passed to trace_structured.
+_COMPILE_ID: contextvars.ContextVar = contextvars.ContextVar("fxlens_compile_id", default=None)
+# older torch (2.11 on the GPU box) may lack the keyword: then run-time artifacts carry no id
+_HAS_COMPILE_ID = "compile_id" in inspect.signature(trace_structured).parameters
+
+
+@contextlib.contextmanager
+def for_compile(compile_id) -> Iterator[None]:
+    """Attribute artifacts logged inside the block to `compile_id` (a torch._guards.CompileId)."""
+    token = _COMPILE_ID.set(compile_id)
+    try:
+        yield
+    finally:
+        _COMPILE_ID.reset(token)
+
+
+def _id_kwargs() -> dict:
+    cid = _COMPILE_ID.get()
+    return {"compile_id": cid} if cid is not None and _HAS_COMPILE_ID else {}
 
 
 def log_artifact(name: str, payload: str | Callable[[], str]) -> None:
@@ -22,6 +46,7 @@ def log_artifact(name: str, payload: str | Callable[[], str]) -> None:
         "artifact",
         metadata_fn=lambda: {"name": PREFIX + name, "encoding": "string"},
         payload_fn=payload if callable(payload) else (lambda: payload),
+        **_id_kwargs(),
     )
 
 
@@ -31,4 +56,5 @@ def log_json(name: str, obj: Any | Callable[[], Any]) -> None:
         "artifact",
         metadata_fn=lambda: {"name": PREFIX + name, "encoding": "json"},
         payload_fn=lambda: json.dumps(obj() if callable(obj) else obj),
+        **_id_kwargs(),
     )
