@@ -276,23 +276,31 @@ def _prod_c(a, b):
 
 @triton.jit
 def _max_c(a, b):
-    return tl.maximum(a, b)
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
 def _min_c(a, b):
-    return tl.minimum(a, b)
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
 def _argmax_c(a, ai, b, bi):
-    take = (a > b) | ((a == b) & (ai < bi))
+    # NaN counts as the largest value, the first NaN wins (torch.argmax)
+    a_nan = a != a
+    b_nan = b != b
+    tie = (a == b) | (a_nan & b_nan)
+    take = (a > b) | (a_nan & ~b_nan) | (tie & (ai < bi))
     return tl.where(take, a, b), tl.where(take, ai, bi)
 
 
 @triton.jit
 def _argmin_c(a, ai, b, bi):
-    take = (a < b) | ((a == b) & (ai < bi))
+    # NaN counts as the smallest value, the first NaN wins (torch.argmin)
+    a_nan = a != a
+    b_nan = b != b
+    tie = (a == b) | (a_nan & b_nan)
+    take = (a < b) | (a_nan & ~b_nan) | (tie & (ai < bi))
     return tl.where(take, a, b), tl.where(take, ai, bi)
 """
 
@@ -301,8 +309,8 @@ def _combine(rtype: str, a: str, b: str) -> str:
     return {
         "sum": f"{a} + {b}",
         "prod": f"{a} * {b}",
-        "max": f"tl.maximum({a}, {b})",
-        "min": f"tl.minimum({a}, {b})",
+        "max": f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)",
+        "min": f"tl.minimum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)",
         "any": f"tl.maximum({a}, {b})",
     }[rtype]
 
@@ -349,8 +357,10 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         bv = ctx.op(_reduce("max" if r.rtype == "argmax" else "min", v))
         bi = ctx.op(f"{_reduce(r.rtype, v)}.to(tl.int64)")  # rindex already includes roff
         cmp = ">" if r.rtype == "argmax" else "<"
-        ctx.emit(f"{bidx} = tl.where({bv} {cmp} {best}, {bi}, {bidx})")
-        ctx.emit(f"{best} = tl.where({bv} {cmp} {best}, {bv}, {best})")
+        # a block wins if strictly better, or if it found the first NaN (NaN is the extreme, as in torch)
+        take = ctx.op(f"({bv} {cmp} {best}) | (({bv} != {bv}) & ({best} == {best}))")
+        ctx.emit(f"{bidx} = tl.where({take}, {bi}, {bidx})")
+        ctx.emit(f"{best} = tl.where({take}, {bv}, {best})")
     else:
         ctx.emit(f"{acc} = {_combine(r.rtype, acc, v)}")
     if looped:

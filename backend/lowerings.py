@@ -92,7 +92,8 @@ _ARITH = [
     (aten.sigmoid.default, lambda a: f"(1.0 / (1.0 + tl.exp(-{a})))"),  # tl.sigmoid is a stdlib @jit
     (aten.erf.default, lambda a: f"tl.math.erf({a})"),
     (aten.reciprocal.default, lambda a: f"(1.0 / {a})"),
-    (aten.relu.default, lambda a: f"tl.maximum({a}, 0)"),
+    # torch's max/min/relu/clamp propagate NaN; Triton's default (NONE) would drop it on the GPU
+    (aten.relu.default, lambda a: f"tl.maximum({a}, 0, propagate_nan=tl.PropagateNan.ALL)"),
     (aten.floor.default, lambda a: f"tl.floor({a})"),
     (aten.ceil.default, lambda a: f"tl.ceil({a})"),
     (aten.trunc.default, lambda a: f"tl.where({a} < 0, tl.ceil({a}), tl.floor({a}))"),
@@ -100,8 +101,8 @@ _ARITH = [
     (aten.mul.Scalar, lambda a, b: f"{a} * {b}"),
     (aten.div.Tensor, lambda a, b: f"{a} / {b}"),
     (aten.div.Scalar, lambda a, b: f"{a} / {b}"),
-    (aten.maximum.default, lambda a, b: f"tl.maximum({a}, {b})"),
-    (aten.minimum.default, lambda a, b: f"tl.minimum({a}, {b})"),
+    (aten.maximum.default, lambda a, b: f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"),
+    (aten.minimum.default, lambda a, b: f"tl.minimum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"),
     (aten.bitwise_and.Tensor, lambda a, b: f"{a} & {b}"),
     (aten.bitwise_or.Tensor, lambda a, b: f"{a} | {b}"),
     (aten.bitwise_xor.Tensor, lambda a, b: f"{a} ^ {b}"),
@@ -251,9 +252,9 @@ def _clamp(G, node, meta, a, lo=None, hi=None):
 
     def fmt(x):
         if lo is not None:
-            x = f"tl.maximum({x}, {_lit(lo)})"
+            x = f"tl.maximum({x}, {_lit(lo)}, propagate_nan=tl.PropagateNan.ALL)"
         if hi is not None:
-            x = f"tl.minimum({x}, {_lit(hi)})"
+            x = f"tl.minimum({x}, {_lit(hi)}, propagate_nan=tl.PropagateNan.ALL)"
         return x
 
     return pointwise(G, node, meta, [a], fmt)

@@ -212,3 +212,29 @@ def test_input_mutation_guarded(compiled, guards):
     torch.testing.assert_close(out, ref.sum())
     assert flat[:10].isnan().all() and flat[30:].isnan().all()
     assert sum(len(g.kernels) for g in graphs) >= 1
+
+
+NAN_OPS = {
+    "amax": lambda x: x.amax(-1),
+    "amin": lambda x: x.amin(-1),
+    "argmax": lambda x: x.argmax(-1),
+    "argmin": lambda x: x.argmin(-1),
+    "max_dim": lambda x: x.max(-1),
+    "maximum": lambda x: torch.maximum(torch.full_like(x, 0.3), x),
+    "minimum": lambda x: torch.minimum(x, torch.full_like(x, 0.3)),
+    "relu": torch.relu,
+    "clamp": lambda x: x.clamp(-0.5, 0.5),
+}
+
+
+@pytest.mark.parametrize("looped", [False, True])
+@pytest.mark.parametrize("name", sorted(NAN_OPS))
+def test_nan_propagates_like_eager(compiled, guards, monkeypatch, name, looped):
+    # torch's max/min/argmax/relu/clamp propagate NaN (the first NaN wins argmax/argmin); Triton's
+    # default maximum/minimum would drop it on the GPU
+    if looped:
+        monkeypatch.setenv("FXLENS_PERSISTENT_RMAX", "4")
+    x = make((5, 37), torch.float32)
+    x[1, 3] = x[1, 30] = x[3, 36] = float("nan")
+    x[4] = float("nan")
+    check(compiled, guards, NAN_OPS[name], x)
