@@ -129,6 +129,7 @@ class RecompileCause:
     message: str  # one line for humans
     fix: str  # what a PyTorch expert would suggest
     compile_ids: tuple[str, ...] = field(default=())
+    ranks: tuple[int | None, ...] = ()  # the ranks it happened on (None: a job without ranks)
 
 
 def to_dict(record) -> dict:

@@ -255,9 +255,11 @@ def render_text(report: dict, limit: int = 20) -> str:
         out.append("Recompiles, by root cause:")
         rows = [
             [c["count"], f"{c['function']} ({_loc(c['file'], c['line'])})", c["message"]]
+            + ([",".join(map(str, c["ranks"]))] if ranked else [])
             for c in report["recompile_causes"]
         ]
-        out.append(tabulate(rows, headers=["recompiles", "function", "cause"], tablefmt="simple"))
+        headers = ["recompiles", "function", "cause"] + (["ranks"] if ranked else [])
+        out.append(tabulate(rows, headers=headers, tablefmt="simple"))
         for c in report["recompile_causes"]:
             out.append(f"  fix for {c['subject']}: {c['fix']}")
         out.append("")

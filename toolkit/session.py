@@ -10,7 +10,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -143,12 +143,20 @@ class Session:
 
     @cached_property
     def recompile_causes(self) -> list[RecompileCause]:
-        # causes per rank are the same code, so group over the first rank that has recompiles
-        # and let divergence() flag ranks that differ
-        per_rank = [r for r in self.ranks if r.recompiles]
-        if not per_rank:
-            return []
-        return root_causes(per_rank[0].recompiles, per_rank[0].limit_hits)
+        """Root causes per rank, the same cause on several ranks listed once with all its ranks."""
+        merged: dict[tuple, RecompileCause] = {}
+        for r in self.ranks:
+            if not r.recompiles:
+                continue
+            for c in root_causes(r.recompiles, r.limit_hits):
+                key = (c.function, c.file, c.kind, c.subject, c.values)
+                seen = merged.get(key)
+                if seen is None:
+                    merged[key] = replace(c, ranks=(r.rank,))
+                else:  # keep the fuller account (more recompiles seen on that rank), all ranks listed
+                    best = c if c.count > seen.count else seen
+                    merged[key] = replace(best, ranks=(*seen.ranks, r.rank))
+        return sorted(merged.values(), key=lambda c: -c.count)
 
     def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
         """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""

@@ -16,5 +16,6 @@ def step(x):  # line 10
 
 f = torch.compile(step, backend="eager")
 out = f(torch.ones(4))
+f(torch.ones(4, dtype=torch.float64))  # both ranks recompile for the dtype (one cause, on both ranks)
 dist.all_reduce(out)
 dist.destroy_process_group()
