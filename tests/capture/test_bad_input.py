@@ -137,4 +137,6 @@ def test_decorator_form_recorded_once_at_the_user_line(tmp_path):
     assert proc.returncode == 0, proc.stderr
     (session,) = sessions.iterdir()
     calls = [json.loads(x) for x in (session / "events.jsonl").read_text().splitlines()]
-    assert [(c["backend"], c["file"], c["line"], c["override"]) for c in calls] == [("eager", str(script), 3, True)]
+    assert [(c["backend"], c["file"], c["line"], c["override"]) for c in calls] == [
+        ("eager", str(script), 3, True)
+    ]
