@@ -73,7 +73,6 @@ def run_captured(
     session_dir: str | None = None,
     nproc: int = 0,
     env: dict | None = None,
-    capture_output: bool = False,
     timeout: float | None = None,
     stdout: str | os.PathLike | None = None,
     stderr: str | os.PathLike | None = None,
@@ -111,15 +110,13 @@ def run_captured(
         err = out if stderr and stdout and Path(stderr) == Path(stdout) else None
         if stderr and err is None:
             err = files.enter_context(open(stderr, "wb"))
-        streams = {} if capture_output else {"stdout": out, "stderr": err}
         try:
             proc = subprocess.run(
                 child_command(script, script_args, nproc),
                 env=child_env,
                 timeout=timeout,
-                capture_output=capture_output,
-                text=True,
-                **streams,
+                stdout=out,
+                stderr=err,
             )
             code = proc.returncode
         except subprocess.TimeoutExpired:

@@ -88,7 +88,8 @@ def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
         nproc=nproc,
         env={config.ENV_DOCTOR_PROBE: mode},
         timeout=timeout,
-        capture_output=True,
+        stdout=os.devnull,  # the probe writes the script's output to output.log itself
+        stderr=os.devnull,
     )
 
 

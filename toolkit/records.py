@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,3 @@ class RecompileCause:
     fix: str  # what a PyTorch expert would suggest
     compile_ids: tuple[str, ...] = field(default=())
     ranks: tuple[int | None, ...] = ()  # the ranks it happened on (None: a job without ranks)
-
-
-def to_dict(record) -> dict:
-    return asdict(record)

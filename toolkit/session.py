@@ -25,6 +25,10 @@ EVENTS_FILE = "events.jsonl"
 TRACE_DIR = "trace"
 
 
+def _rank_order(rank: int | None, name: str) -> tuple:
+    return (rank is None, rank if rank is not None else 0, name)
+
+
 def _looks_like_trace(path: Path) -> bool:
     try:
         with open(path, "rb") as f:
@@ -76,6 +80,11 @@ class Session:
             pass
         return self.__dict__["ranks"]
 
+    @property
+    def ordered_logs(self) -> list[Path]:
+        """The logs in rank order (rank_2 before rank_10); logs without a rank last."""
+        return sorted(self.logs, key=lambda p: _rank_order(rank_from_name(p), p.name))
+
     def iter_ranks(self) -> Iterator[RankModel]:
         """Yield each log's model as soon as it is read (logs in rank order); then `ranks` is set.
 
@@ -102,9 +111,7 @@ class Session:
             if not models:
                 models.append(RankModel(rank=None, log=""))
             models[0].skipped.extend(errors)
-        self.__dict__["ranks"] = sorted(
-            models, key=lambda m: (m.rank is None, m.rank if m.rank is not None else 0, m.log)
-        )
+        self.__dict__["ranks"] = sorted(models, key=lambda m: _rank_order(m.rank, m.log))
 
     def _all(self, attr: str) -> list:
         return [item for r in self.ranks for item in getattr(r, attr)]

@@ -26,7 +26,7 @@ from fxlens.errors import FxlensError
 from fxlens.session import Session, latest_session
 from fxlens.tui import command_for, keys
 from fxlens.tui import tree as tree_mod
-from fxlens.tui.loader import is_graph_kind, load_ranks, ordered_logs, summarise
+from fxlens.tui.loader import is_graph_kind, load_ranks, summarise
 from fxlens.tui.screens import SearchInput, TextScreen, help_text, skipped_text
 from fxlens.tui.view_findings import BreaksView, RecompilesView
 from fxlens.tui.view_graph import GraphView
@@ -123,7 +123,7 @@ class FxlensApp(App):
         self._views = {v.view_id: v for v in self.query(View)}
         # one line per log at once, so the screen is up while the logs are still being read
         self._placeholders = {
-            str(log): tree_mod.add_placeholder(tree, log) for log in ordered_logs(self.session)
+            str(log): tree_mod.add_placeholder(tree, log) for log in self.session.ordered_logs
         }
         self.load()
 

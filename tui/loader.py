@@ -14,7 +14,7 @@ from pathlib import Path
 from fxlens.report import build_report
 from fxlens.session import Session
 from fxlens.trace_model import RankModel
-from fxlens.trace_reader import Record, rank_from_name
+from fxlens.trace_reader import Record
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
 OUTCOMES = ("failed", "limit", "break", "recompile", "ok")
@@ -189,11 +189,6 @@ class Summary:
     divergence: list[dict]
     events: list[dict]
     skipped: list[str]
-
-
-def ordered_logs(session: Session) -> list[Path]:
-    """The session's logs in rank order (rank_2 before rank_10), logs without a rank last."""
-    return sorted(session.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name))
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
