@@ -139,6 +139,8 @@ def function_rows(eager_rounds: list[list[RunStats]], compiled_rounds: list[list
         compiled_ms = _median([r["ms"] for r in row["compiled"]])
         compile_s = _median([r["compile_s"] for r in row["compiled"]])
         calls = (row["compiled"] or row["eager"] or [{"calls": 0}])[0]["calls"]
+        # from the reported (rounded) times, so the JSON keeps speedup == eager_ms / compiled_ms exactly
+        eager_ms, compiled_ms = _r(eager_ms), _r(compiled_ms)
         speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
         sigs = rec.get("signatures") or {}
         rows.append(
