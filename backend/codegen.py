@@ -129,6 +129,7 @@ class KernelCtx:
         self.read_elems: dict[str, int] = {}
         self.written: dict[str, Buffer] = {}
         self.uses_prod = False
+        self.helpers: dict[str, str] = {}  # extra @triton.jit helpers a lowering asked for (name -> source)
 
     # --- emission helpers -------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -430,7 +431,10 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
         ctx.lines.insert(1, "    xindex = xindex.to(tl.int64)")
     for sn in kernel.nodes:
         ctx.cse = {k: v for k, v in ctx.cse.items()}
-        if sn.is_reduction:
+        custom = getattr(sn.value, "emit", None)  # scans and scatters bring their own loop structure
+        if custom is not None:
+            custom(ctx, sn)
+        elif sn.is_reduction:
             _emit_reduction(ctx, sn)
         else:
             _emit_pointwise(ctx, sn)
@@ -439,6 +443,8 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
     head = ["import triton", "import triton.language as tl", ""]
     if ctx.red:
         head += _HELPERS.splitlines()
+    for helper in ctx.helpers.values():
+        head += helper.splitlines()
     head += [
         "",
         "@triton.jit",

@@ -80,3 +80,9 @@ def recompute_max_ops() -> int:
     most N lines (loads, ops and its store; 4N for one-element values) is recomputed in each user
     instead of stored once."""
     return int(os.environ.get("FXLENS_RECOMPUTE_MAX_OPS", "6"))
+
+
+def fallback_random() -> bool:
+    """FXLENS_FALLBACK_RANDOM=1: rand/randn/bernoulli/dropout run as ATen calls (eager's numbers)
+    instead of in-kernel Philox (like inductor's config.fallback_random)."""
+    return os.environ.get("FXLENS_FALLBACK_RANDOM", "").strip() not in ("", "0")

@@ -40,11 +40,22 @@ _EXTRA_DECOMPS = [
 ]
 
 
-@functools.cache
+# Random ops the backend generates in-kernel (lower_random.py): dropout as `rand_like(x) > p`, so
+# AOTAutograd saves the boolean mask for the backward pass. FXLENS_FALLBACK_RANDOM=1 keeps ATen's.
+_RANDOM_DECOMPS = [torch.ops.aten.native_dropout]
+
+
 def decomposition_table() -> dict:
     """fxlens's decomposition table: core ATen decompositions plus the few fusion-friendly extras."""
+    from fxlens.backend import config
+
+    return _decomposition_table(config.fallback_random())
+
+
+@functools.cache
+def _decomposition_table(fallback_random: bool) -> dict:
     table = dict(core_aten_decompositions())
-    table.update(get_decompositions(_EXTRA_DECOMPS))
+    table.update(get_decompositions(_EXTRA_DECOMPS + ([] if fallback_random else _RANDOM_DECOMPS)))
     # Attention runs as an extern (ATen's fused kernel): torch's core decomposition of
     # _scaled_dot_product_flash_attention_for_cpu gives wrong gradients (tiny GPT-2, torch 2.13).
     for op in list(table):

@@ -161,36 +161,7 @@ def _add_sub(G, node, meta, a, b, alpha=1):
     return pointwise(G, node, meta, [a, b], lambda x, y: f"{x} {sign} {y}{tail}")
 
 
-@register(aten.div.Tensor_mode)
-def _div_mode(G, node, meta, a, b, rounding_mode=None):
-    if not meta.dtype.is_floating_point:
-        return None  # integer floor/trunc division semantics differ between interpreter and GPU
-    if rounding_mode is None:
-        return pointwise(G, node, meta, [a, b], lambda x, y: f"{x} / {y}")
-    if rounding_mode == "floor":
-        return pointwise(G, node, meta, [a, b], lambda x, y: f"tl.floor({x} / {y})")
-    return pointwise(
-        G,
-        node,
-        meta,
-        [a, b],
-        lambda x, y: f"tl.where({x} / {y} < 0, tl.ceil({x} / {y}), tl.floor({x} / {y}))",
-    )
-
-
-@register(aten.remainder.Tensor, aten.remainder.Scalar, aten.fmod.Tensor, aten.fmod.Scalar)
-def _rem(G, node, meta, a, b):
-    if not meta.dtype.is_floating_point:
-        return None
-    if node.target in (aten.remainder.Tensor, aten.remainder.Scalar):
-        return pointwise(G, node, meta, [a, b], lambda x, y: f"({x} - {y} * tl.floor({x} / {y}))")
-    return pointwise(
-        G,
-        node,
-        meta,
-        [a, b],
-        lambda x, y: f"({x} - {y} * tl.where({x} / {y} < 0, tl.ceil({x} / {y}), tl.floor({x} / {y})))",
-    )
+# div with rounding_mode, floor_divide, remainder, fmod: lower_division.py
 
 
 _CMP = {

@@ -21,12 +21,19 @@ def _new_kernel(sn: SchedNode) -> Kernel:
     if isinstance(sn.value, Reduction):
         r = sn.value
         return Kernel([sn], r.xnumel, r.rnumel, tuple(r.full), tuple(r.rdims))
-    return Kernel([sn], numel(sn.out.shape))
+    return Kernel([sn], sn.domain[0])
+
+
+def _alone(nodes) -> bool:
+    """Nodes that keep a kernel to themselves (indirect stores over their own domain, lower_index)."""
+    return any(getattr(n, "alone", False) for n in nodes)
 
 
 def _merged(k: Kernel, sn: SchedNode) -> Kernel | None:
     """The kernel `k` with `sn` appended, if their iteration domains are compatible."""
     n = numel(sn.out.shape)
+    if _alone([sn, *k.nodes]):
+        return None
     if isinstance(sn.value, Reduction):
         r = sn.value
         if k.is_reduction:
@@ -77,7 +84,8 @@ def _merge_adjacent(out: list, budget: Budget, rmax: int) -> list:
     res: list = []
     for it in out:
         prev = res[-1] if res else None
-        if isinstance(it, Kernel) and isinstance(prev, Kernel) and it.is_reduction and not prev.is_reduction:
+        if (isinstance(it, Kernel) and isinstance(prev, Kernel) and it.is_reduction and not prev.is_reduction
+                and not _alone(prev.nodes + it.nodes)):  # fmt: skip
             full = tuple(it.full or ())
             if all(numel(n.out.shape) == it.xnumel or tuple(n.out.shape) == full for n in prev.nodes):
                 cand = Kernel(prev.nodes + it.nodes, it.xnumel, it.rnumel, it.full, it.rdims)
