@@ -140,10 +140,13 @@ async def _drain(app) -> None:
 
 
 async def _painted(app) -> None:
-    """Wait for the next screen refresh (the frame that shows the result)."""
+    """Wait until the screen has painted what the key changed (the frame that shows the result).
+
+    Textual repaints only the widgets marked dirty; the callback runs after that update (at once
+    when nothing is dirty). Forcing a full-screen repaint here would time a frame no key causes.
+    """
     painted = asyncio.Event()
     app.call_after_refresh(painted.set)
-    app.screen.refresh()
     await painted.wait()
 
 

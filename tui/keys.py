@@ -1,6 +1,7 @@
 """Every key of the TUI in one registry: widgets build their BINDINGS from it, `?` lists it.
 
-A key action is (keys, action, description, scope). Scopes: "app" (anywhere), "tree" (the compile-id
+A key action is (keys, action, description, scope). Scopes: "app" (anywhere in a session screen:
+its actions run on tui/session_screen.py's SessionScreen, or on the App when prefixed `app.`), "tree" (the compile-id
 tree), "table" (every table), "graph", "guards", "kernels", "results", "code" (code panes).
 """
 
@@ -22,7 +23,7 @@ class KeyAction:
     show: bool = False  # shown in the footer
 
 
-# The view switch keys: "1".."9" in the order of VIEW_ORDER (tui/app.py).
+# The view switch keys: "1".."9" in the order of VIEW_ORDER (tui/session_screen.py).
 VIEW_KEYS = {
     "graph": "1",
     "guards": "2",
@@ -43,19 +44,20 @@ _VIEW_NAMES = {
 
 REGISTRY: tuple[KeyAction, ...] = (
     # -- anywhere ------------------------------------------------------------------------------
-    KeyAction("question_mark", "app.help", "list every key", "app", True),
-    KeyAction("slash", "app.search", "search / filter the current view", "app", True),
-    KeyAction("n", "app.search_next", "next search match", "app"),
-    KeyAction("left_square_bracket,alt+left", "app.back", "back in history", "app", True),
-    KeyAction("right_square_bracket,alt+right", "app.forward", "forward in history", "app"),
-    KeyAction("x", "app.export", "export the current view as text", "app", True),
-    KeyAction("t", "app.focus_tree", "focus the compile-id tree", "app"),
-    KeyAction("v", "app.focus_view", "focus the current view", "app"),
-    KeyAction("exclamation_mark", "app.show_skipped", "what was skipped while reading", "app"),
+    KeyAction("question_mark", "help", "list every key", "app", True),
+    KeyAction("slash", "search", "search / filter the current view", "app", True),
+    KeyAction("n", "search_next", "next search match", "app"),
+    KeyAction("left_square_bracket,alt+left", "back", "back in history", "app", True),
+    KeyAction("right_square_bracket,alt+right", "forward", "forward in history", "app"),
+    KeyAction("x", "export", "export the current view as text", "app", True),
+    KeyAction("t", "focus_tree", "focus the compile-id tree", "app"),
+    KeyAction("v", "focus_view", "focus the current view", "app"),
+    KeyAction("exclamation_mark", "show_skipped", "what was skipped while reading", "app"),
+    KeyAction("escape", "close_session", "back to the session a run was opened from", "app", True),
     KeyAction("ctrl+p", "app.command_palette", "command palette", "app"),
     KeyAction("q", "app.quit", "quit", "app", True),
     *(
-        KeyAction(key, f"app.view('{view}')", f"{_VIEW_NAMES.get(view, view)} view", "app", view == "graph")
+        KeyAction(key, f"view('{view}')", f"{_VIEW_NAMES.get(view, view)} view", "app", view == "graph")
         for view, key in VIEW_KEYS.items()
     ),
     # -- the compile-id tree ------------------------------------------------------------------
@@ -89,6 +91,7 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("o", "jump_node", "jump back to the graph node", "kernels", True),
     # -- results view -------------------------------------------------------------------------
     KeyAction("o", "jump_culprit", "jump to the culprit's kernel (or graph)", "results", True),
+    KeyAction("r", "open_run", "open the selected run's trace (escape comes back)", "results", True),
 )
 
 

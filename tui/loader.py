@@ -6,6 +6,7 @@ the UI as it arrives, so the first rank paints while the others are still being 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from fxlens.report import build_report
 from fxlens.session import Session
 from fxlens.trace_model import RankModel
-from fxlens.trace_reader import Record
+from fxlens.trace_reader import Record, find_logs
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
 OUTCOMES = ("failed", "limit", "break", "recompile", "ok")
@@ -189,6 +190,7 @@ class Summary:
     divergence: list[dict]
     events: list[dict]
     skipped: list[str]
+    runs: list[dict] = field(default_factory=list)  # child runs with a trace (see child_runs)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -215,4 +217,40 @@ def summarise(session: Session) -> Summary:
         divergence=report["divergence"],
         events=[e for e in report["events"] if e.get("event") in ("bisect", "minify", "doctor")],
         skipped=list(report["skipped"]),
+        runs=child_runs(session),
     )
+
+
+# where bisect (runs/NN-label) and minify (children/NAME) keep the sessions of their child runs
+RUN_DIRS = ("runs", "children")
+
+
+def child_runs(session: Session) -> list[dict]:
+    """The child runs of a bisect or minify session that kept a trace, in run order.
+
+    Each is `{path, name, exit_code, logs, mb}`; a run is itself a session (session.json, trace/).
+    """
+    if session.kind != "session":
+        return []
+    out = []
+    for sub in RUN_DIRS:
+        d = session.path / sub
+        for run in sorted(d.iterdir()) if d.is_dir() else ():
+            trace = run / "trace"
+            logs = find_logs(trace) if trace.is_dir() else []
+            if not logs:
+                continue
+            try:
+                info = json.loads((run / "session.json").read_text())
+            except (OSError, ValueError):
+                info = {}
+            out.append(
+                {
+                    "path": run,
+                    "name": f"{sub}/{run.name}",
+                    "exit_code": info.get("exit_code") if isinstance(info, dict) else None,
+                    "logs": len(logs),
+                    "mb": sum(p.stat().st_size for p in logs) / 2**20,
+                }
+            )
+    return out

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 
-from rich.text import Text
+from rich.markup import escape
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container
@@ -16,8 +17,8 @@ from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 from fxlens.userframes import short_path
 
-#: graphs whose printed code is bigger than this are read and parsed in a worker thread
-PARSE_IN_WORKER_BYTES = 256 * 1024
+#: parsed graphs kept per view, so going back to a graph shows it at once
+CACHE_GRAPHS = 32
 _FILE_IN_COMMENT = re.compile(r"^(\s*# File: )(.+?):(?=\d+ in )", re.M)
 
 
@@ -26,8 +27,23 @@ def _short_files(code: str) -> str:
     return _FILE_IN_COMMENT.sub(lambda m: m[1] + short_path(m[2]) + ":", code)
 
 
+def _key(rec) -> tuple:
+    """What identifies a graph record across draws (the Record objects are shared, not copied)."""
+    return (str(rec.path), rec.line_no, rec.kind)
+
+
+def read_graph(rec) -> tuple[str, list[Node]]:
+    """(code as shown, nodes) of a graph record: reads the payload from disk and parses it."""
+    code = rec.payload()
+    return _short_files(code), parse_graph(code)
+
+
 class GraphView(View):
     """Graph code (highlighted, the selected node marked) and the node table.
+
+    Every graph is read and parsed in a worker thread while the pane says "reading…"; parsed
+    graphs are cached, and a redraw of the graph on screen only re-sorts, re-filters or moves the
+    cursor, whichever the params changed.
 
     Params: rank, compile_id, kind (record kind of the graph), node (selected node name),
     sort (column), reverse, filter.
@@ -54,7 +70,11 @@ class GraphView(View):
         self.nodes: list[Node] = []
         self.shown: list[Node] = []
         self.kinds: list[str] = []
+        self.loading = False  # a graph is being read in the worker; the pane shows a placeholder
         self._token = 0
+        self._parsed: OrderedDict[tuple, tuple[str, list[Node]]] = OrderedDict()
+        self._on_screen: tuple | None = None  # _key of the graph shown
+        self._table_state: tuple | None = None  # (filter, sort, reverse) the table was filled with
 
     def compose(self) -> ComposeResult:
         yield Info("Select a compile id in the tree (enter) to see its graph.", id="graph-title")
@@ -66,77 +86,104 @@ class GraphView(View):
     def on_resize(self, event: events.Resize) -> None:
         self.query_one("#graph-panes").set_class(event.size.width >= 130, "wide")
 
+    def _clear(self, title: str | None = None) -> None:
+        if title is not None:
+            self.query_one("#graph-title", Info).set(title)
+        self.query_one("#graph-code", CodeView).set_code("")
+        self.query_one("#graph-nodes", VimTable).clear(columns=True)
+        self.nodes, self.shown = [], []
+        self._on_screen = self._table_state = None
+
     def draw(self) -> None:
         p = self.params
-        title = self.query_one("#graph-title", Info)
-        code_view = self.query_one("#graph-code", CodeView)
-        table = self.query_one("#graph-nodes", VimTable)
         entry = self.data.compile(p.get("rank"), p["compile_id"]) if "compile_id" in p else None
         if entry is None:
-            code_view.set_code("")
-            table.clear(columns=True)
-            self.nodes = self.shown = []
+            self._token += 1
+            self._clear()
             return
         self.kinds = list(dict.fromkeys(r.kind for r in entry.records if is_graph_kind(r.kind)))
         kind = p.get("kind") if p.get("kind") in self.kinds else (self.kinds[0] if self.kinds else None)
         if kind is None:
-            title.set(f"compile {p['compile_id']}: no graph was logged (see the tree for its artifacts)")
-            code_view.set_code("")
-            table.clear(columns=True)
-            self.nodes = self.shown = []
+            self._token += 1
+            self._clear(f"compile {p['compile_id']}: no graph was logged (see the tree for its artifacts)")
             return
         self.params["kind"] = kind
         rec = next(r for r in reversed(entry.records) if r.kind == kind)
+        key = _key(rec)
+        if key == self._on_screen:  # the same graph: only sort, filter or the node may change
+            self._fill_table()
+            return
         self._token += 1
         where = f"rank {entry.rank} · " if entry.rank is not None else ""
         head = f"{where}compile {entry.compile_id}"
         label = ARTIFACT_LABELS.get(kind, kind.removeprefix("artifact:"))
-        if rec.payload_span and rec.payload_span[1] - rec.payload_span[0] > PARSE_IN_WORKER_BYTES:
-            # a big graph is read and parsed off the event loop; the pane says so meanwhile
-            title.set(f"[b]{head}[/b] · {label} · reading…")
-            code_view.set_code("")
-            table.clear(columns=True)
-            self.nodes = self.shown = []
-            self._parse_in_worker(rec, head, label, self._token)
-        else:
-            code = rec.payload()
-            self._show_graph(self._token, head, label, code, parse_graph(code))
+        if key in self._parsed:
+            self._parsed.move_to_end(key)
+            self._show_graph(self._token, key, head, label, *self._parsed[key])
+            return
+        # read and parse off the event loop; the pane says so meanwhile
+        self.loading = True
+        self._clear(f"[b]{head}[/b] · {label} · reading…")
+        self._parse_in_worker(rec, key, head, label, self._token)
 
-    @work(thread=True, exclusive=True, group="graph-parse")
-    def _parse_in_worker(self, rec, head: str, label: str, token: int) -> None:
-        code = rec.payload()
-        nodes = parse_graph(code)
-        self.app.call_from_thread(self._show_graph, token, head, label, code, nodes)
+    @work(thread=True, exclusive=True, group="graph-parse", exit_on_error=False)
+    def _parse_in_worker(self, rec, key: tuple, head: str, label: str, token: int) -> None:
+        try:
+            code, nodes = read_graph(rec)
+        except Exception as e:  # noqa: BLE001 - a graph we cannot read is a message, not a crash
+            self.app.call_from_thread(self._failed, token, head, label, f"{type(e).__name__}: {e}")
+            return
+        self.app.call_from_thread(self._show_graph, token, key, head, label, code, nodes)
+
+    def _failed(self, token: int, head: str, label: str, error: str) -> None:
+        if token == self._token:
+            self.loading = False
+            self.query_one("#graph-title", Info).set(
+                f"[b]{head}[/b] · {label} · [red]could not read this graph: {escape(error)}[/red]"
+            )
 
     @guarded
-    def _show_graph(self, token: int, head: str, label: str, code: str, nodes: list[Node]) -> None:
+    def _show_graph(
+        self, token: int, key: tuple, head: str, label: str, code: str, nodes: list[Node]
+    ) -> None:
         if token != self._token:  # the user moved on while this graph was parsed
             return
+        self._parsed[key] = (code, nodes)
+        while len(self._parsed) > CACHE_GRAPHS:
+            self._parsed.popitem(last=False)
+        self.loading = False
         self.nodes = nodes
+        self._on_screen = key
+        self._table_state = None
         others = f"  (a: {len(self.kinds)} graphs)" if len(self.kinds) > 1 else ""
         self.query_one("#graph-title", Info).set(f"[b]{head}[/b] · {label} · {len(nodes)} nodes{others}")
-        self.query_one("#graph-code", CodeView).set_code(_short_files(code), "python")
+        self.query_one("#graph-code", CodeView).set_code(code, "python")
         self._fill_table()
 
     @guarded
     def _fill_table(self) -> None:
+        """Fill the node table for the params; only the cursor moves when sort and filter are as drawn."""
         p = self.params
         table = self.query_one("#graph-nodes", VimTable)
-        nodes = filter_nodes(self.nodes, p.get("filter", ""))
-        if p.get("sort"):
-            nodes = sort_nodes(nodes, p["sort"], bool(p.get("reverse")))
-        self.shown = nodes
-        table.clear(columns=True)
-        for c in COLUMNS:
-            arrow = (" ▼" if p.get("reverse") else " ▲") if p.get("sort") == c else ""
-            table.add_column(c + arrow, key=c)
-        for n in nodes:
-            table.add_row(*(Text(n.cell(c)) for c in COLUMNS), key=n.name)
+        state = (p.get("filter", ""), p.get("sort"), bool(p.get("reverse")))
+        if state != self._table_state:
+            nodes = filter_nodes(self.nodes, state[0])
+            if state[1]:
+                nodes = sort_nodes(nodes, state[1], state[2])
+            self.shown = nodes
+            self._table_state = state
+            table.clear(columns=True)
+            for c in COLUMNS:
+                arrow = (" ▼" if state[2] else " ▲") if state[1] == c else ""
+                table.add_column(c + arrow, key=c)
+            for n in nodes:
+                table.add_row(*(n.cell(c) for c in COLUMNS), key=n.name)
+        names = [n.name for n in self.shown]
         want = p.get("node")
-        names = [n.name for n in nodes]
-        if want in names:
+        if want in names and names.index(want) != table.cursor_row:
             table.move_cursor(row=names.index(want), scroll=True)
-        self._mark(nodes[table.cursor_row] if nodes and table.cursor_row < len(nodes) else None)
+        shown = self.shown
+        self._mark(shown[table.cursor_row] if shown and table.cursor_row < len(shown) else None)
 
     def _mark(self, node: Node | None) -> None:
         code_view = self.query_one("#graph-code", CodeView)
@@ -199,37 +246,39 @@ class GraphView(View):
         if node is None or self.data is None:
             return
         rank, cid = self.params.get("rank"), self.params.get("compile_id")
-        kernels = self.data.kernel_payloads(rank, cid)
+        entry = self.data.compile(rank, cid)
         # kernels name the nodes of the graph the backend lowered; a node of another graph (the
         # Dynamo graph) reaches them through the user line both graphs print for it
-        names = [node.name] + self._lowered_nodes_at(node.source)
+        lowered = [
+            rec
+            for rec in (entry.records if entry and node.source else ())
+            if rec.kind.startswith("artifact:fxlens_")
+            and is_graph_kind(rec.kind)
+            and rec.kind != self.params.get("kind")
+        ]
+        self._find_kernel(node, rank, cid, lowered)
+
+    @work(thread=True, exclusive=True, group="graph-jump", exit_on_error=False)
+    def _find_kernel(self, node: Node, rank, cid: str, lowered: list) -> None:
+        """Find the kernel of `node` off the event loop (it may parse the lowered graphs)."""
+        try:
+            kernels = self.data.kernel_payloads(rank, cid)
+            names = [node.name]
+            for rec in lowered:
+                parsed = self._parsed.get(_key(rec)) or read_graph(rec)
+                names += [n.name for n in parsed[1] if n.source == node.source and n.op == "call_function"]
+        except Exception as e:  # noqa: BLE001
+            self.app.call_from_thread(self.app.notify, f"graph: {type(e).__name__}: {e}", severity="error")
+            return
         for name in names:
             for k in kernels:
                 if name in (k.get("nodes") or ()):
-                    self.post_message(
-                        Navigate("kernels", rank=rank, compile_id=cid, kernel=k.get("name"), node=name)
-                    )
+                    target = Navigate("kernels", rank=rank, compile_id=cid, kernel=k.get("name"), node=name)
+                    self.app.call_from_thread(self.post_message, target)
                     return
-        self.app.notify(f"no fxlens kernel computes node {node.name} (compile {cid})", severity="warning")
-
-    def _lowered_nodes_at(self, source: str) -> list[str]:
-        """Nodes of this compile's fxlens ATen graphs that come from the same user line."""
-        entry = self.data.compile(self.params.get("rank"), self.params.get("compile_id", ""))
-        if not source or entry is None:
-            return []
-        out: list[str] = []
-        for rec in entry.records:
-            if (
-                rec.kind.startswith("artifact:fxlens_")
-                and is_graph_kind(rec.kind)
-                and rec.kind != self.params.get("kind")
-            ):
-                out += [
-                    n.name
-                    for n in parse_graph(rec.payload())
-                    if n.source == source and n.op == "call_function"
-                ]
-        return out
+        self.app.call_from_thread(
+            self.app.notify, f"no fxlens kernel computes node {node.name} (compile {cid})", severity="warning"
+        )
 
     @guarded
     def search(self, query: str) -> int:

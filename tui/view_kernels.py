@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.markup import escape
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -81,7 +80,7 @@ class KernelsView(View):
                 _kb(k.bytes_read),
                 _kb(k.bytes_written),
             )
-            table.add_row(*(Text(c) for c in cells), key=str(i))
+            table.add_row(*cells, key=str(i))
         if not self.shown:
             self.query_one("#kernel-detail", Info).set(
                 "No fxlens kernels in this session: they appear when a script compiles with backend='fxlens'."

@@ -59,7 +59,7 @@ class ListView(View):
         table.clear(columns=True)
         table.add_columns(*self.columns)
         for key, cells, _ in self.shown:
-            table.add_row(*(c if isinstance(c, Text) else Text(str(c)) for c in cells), key=key)
+            table.add_row(*cells, key=key)  # plain str cells: Text is made per visible line
         if not self.shown:
             self.query_one(f"#{self.view_id}-detail", Info).set(
                 self.empty if not self.all_rows else "no row matches the search"

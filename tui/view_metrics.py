@@ -11,6 +11,10 @@ from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.view_list import ListView
 from fxlens.userframes import short_path
 
+# one styled cell per outcome, shared by every row (the table copies a cell when it draws it):
+# thousands of rows of Text objects would be garbage the cyclic GC rescans on every key
+_OUTCOME_CELL = {k: Text(v, style=OUTCOME_STYLE[k]) for k, v in OUTCOME_LABEL.items()}
+
 
 def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
@@ -44,7 +48,7 @@ class MetricsView(ListView):
                 _s(m.backend_s),
                 _s(m.total_s),
                 "-" if m.guard_count is None else str(m.guard_count),
-                Text(OUTCOME_LABEL[outcome], style=OUTCOME_STYLE[outcome]),
+                _OUTCOME_CELL[outcome],
                 bar,
             )
             out.append(

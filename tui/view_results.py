@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.markup import escape
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 
 from fxlens.tui import keys
 from fxlens.tui.viewbase import Navigate, View, guarded, record_text
@@ -76,10 +76,19 @@ def _doctor(ev: dict) -> list[str]:
     return out
 
 
-class ResultsView(View):
-    """The session's bisect/minify/doctor events; the selected one's ladder, culprit and repro code.
+class OpenRun(Message):
+    """Posted by the results view: open the session of a child run (its trace) on top of this one."""
 
-    Params: key (event index).
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+
+class ResultsView(View):
+    """The session's bisect/minify/doctor events; the selected one's ladder, culprit and repro code;
+    the child runs that kept a trace (`r` opens one in this app, escape comes back).
+
+    Params: key (event index), run (the selected run's name).
     """
 
     view_id = "results"
@@ -87,29 +96,40 @@ class ResultsView(View):
     BINDINGS = keys.bindings("results")
     # | key | action                                  |
     # | o   | jump to the culprit's kernel (or graph) |
+    # | r   | open the selected run's trace           |
     DEFAULT_CSS = """
     ResultsView #results-table { height: 8; }
     ResultsView Horizontal { height: 1fr; }
-    ResultsView #results-scroll { width: 1fr; padding: 0 1; border-right: solid $primary; }
+    ResultsView #results-left { width: 1fr; border-right: solid $primary; }
+    ResultsView #results-scroll { height: 1fr; padding: 0 1; }
+    ResultsView #results-runs { height: 9; border-top: solid $primary; display: none; }
+    ResultsView #results-runs.shown { display: block; }
     ResultsView #results-code { width: 1fr; }
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[dict] = []
 
     def compose(self) -> ComposeResult:
         yield VimTable(id="results-table")
         with Horizontal():
-            with VerticalScroll(id="results-scroll"):
-                yield Info("", id="results-detail")
+            with Vertical(id="results-left"):
+                with VerticalScroll(id="results-scroll"):
+                    yield Info("", id="results-detail")
+                yield VimTable(id="results-runs")
             yield CodeView(id="results-code")
 
     @guarded
     def set_data(self, data) -> None:
         super().set_data(data)
+        self._fill_runs(data.summary.runs if data.summary else [])
         table = self.query_one("#results-table", VimTable)
         table.clear(columns=True)
         table.add_columns("#", "event", "summary")
         events = data.summary.events if data.summary else []
         for i, ev in enumerate(events):
-            table.add_row(str(i + 1), str(ev.get("event")), Text(str(ev.get("summary", ""))), key=str(i))
+            table.add_row(str(i + 1), str(ev.get("event")), str(ev.get("summary", "")), key=str(i))
         if not events:
             self.query_one("#results-detail", Info).set(
                 "No bisect, minify or doctor results in this session: run `fxlens bisect SCRIPT` or "
@@ -118,7 +138,42 @@ class ResultsView(View):
         else:
             self._detail(0)
 
+    def _fill_runs(self, runs: list[dict]) -> None:
+        self.runs = runs
+        table = self.query_one("#results-runs", VimTable)
+        table.clear(columns=True)
+        table.add_columns("run (r: open its trace)", "exit", "logs", "MB")
+        for r in runs:
+            code = r["exit_code"]
+            table.add_row(
+                r["name"], "?" if code is None else str(code), str(r["logs"]), f"{r['mb']:.1f}", key=r["name"]
+            )
+        table.set_class(bool(runs), "shown")
+        if runs:  # the last run is the one that confirmed the verdict
+            table.move_cursor(row=len(runs) - 1)
+
+    def selected_run(self) -> dict | None:
+        """The run under the runs table's cursor."""
+        table = self.query_one("#results-runs", VimTable)
+        return self.runs[table.cursor_row] if self.runs and table.cursor_row < len(self.runs) else None
+
+    @on(VimTable.RowHighlighted, "#results-runs")
+    def _run_row(self, event: VimTable.RowHighlighted) -> None:
+        event.stop()
+        if event.row_key.value is not None:
+            self.params["run"] = event.row_key.value
+
+    def action_open_run(self) -> None:
+        run = self.selected_run()
+        if run is None:
+            self.app.notify("this session kept no child runs with a trace", severity="warning")
+            return
+        self.post_message(OpenRun(run["path"]))
+
     def draw(self) -> None:
+        names = [r["name"] for r in self.runs]
+        if self.params.get("run") in names:
+            self.query_one("#results-runs", VimTable).move_cursor(row=names.index(self.params["run"]))
         if "key" in self.params and self.data and self.data.summary:
             i = int(self.params["key"])
             if i < len(self.data.summary.events):
@@ -127,6 +182,7 @@ class ResultsView(View):
 
     @on(VimTable.RowHighlighted, "#results-table")
     def _row(self, event: VimTable.RowHighlighted) -> None:
+        event.stop()
         if event.row_key.value is not None:
             self._detail(int(event.row_key.value))
 
@@ -158,8 +214,8 @@ class ResultsView(View):
             self.app.notify("this result names no culprit compile", severity="warning")
         elif self.data.compile(None, c["compile_id"]) is None:
             self.app.notify(
-                f"compile {c['compile_id']} is in the failing run's trace (runs/*/trace of this session), "
-                "not in this one",
+                f"compile {c['compile_id']} is in a run's trace, not in this session: "
+                "r opens the selected run (escape comes back)",
                 severity="warning",
             )
         elif c.get("kernel"):
@@ -167,9 +223,15 @@ class ResultsView(View):
         else:
             self.post_message(Navigate("graph", compile_id=c["compile_id"]))
 
+    def focus_main(self) -> None:
+        events = self.query_one("#results-table", VimTable)
+        (events if events.row_count or not self.runs else self.query_one("#results-runs", VimTable)).focus()
+
     def export_text(self) -> str:
+        runs = self.query_one("#results-runs", VimTable).export_text() if self.runs else ""
         return (
             self.query_one("#results-table", VimTable).export_text()
+            + ("\n\nRuns:\n" + runs if runs else "")
             + "\n\n"
             + self.query_one("#results-detail", Info).plain
             + "\n\n"

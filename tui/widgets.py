@@ -6,17 +6,25 @@ worker thread, so a 10,000-line graph opens at once and colours in a moment late
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Static, Tree
 
 from fxlens.tui import keys
 from fxlens.tui.table import VimTable
+
+#: highlighted code kept for every code pane, (language, code) -> lines: revisiting a graph,
+#: kernel or guard list shows its colours at once instead of re-running the highlighter
+CACHE_HIGHLIGHTED = 48
+_HIGHLIGHTED: OrderedDict[tuple[str, str], list[Text]] = OrderedDict()
 
 MARK_STYLES = {
     "cursor": Style(bgcolor="grey23"),
@@ -45,6 +53,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
+        self._code = ""
         self._plain: list[str] = []
         self._lines: list[Text] | None = None
         self._token = 0
@@ -66,26 +75,39 @@ class CodeView(ScrollView, can_focus=True):
     def set_code(
         self, code: str, language: str | None = "python", marks: dict[int, str] | None = None
     ) -> None:
-        """Show `code` from the top; `language` None shows it unhighlighted."""
-        self._plain = code.split("\n") if code else []
-        self._lines = None
-        self._token += 1
+        """Show `code` from the top; `language` None shows it unhighlighted.
+
+        The same code again keeps its lines and colours (only marks and scroll are reset); code
+        highlighted recently takes its colours from the cache instead of the worker.
+        """
         self.marks = dict(marks or {})
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        if code == self._code and language == self.language:
+            self.refresh()
+            return
+        self._code = code
+        self._plain = code.split("\n") if code else []
+        self._token += 1
         self.language = language
+        self._lines = _HIGHLIGHTED.get((language, code)) if language and code else None
+        if self._lines is not None:
+            _HIGHLIGHTED.move_to_end((language, code))
         width = max((len(x) for x in self._plain), default=0) + 8
         self.virtual_size = Size(width, len(self._plain))
-        self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
-        if language and self._plain:
+        if language and self._plain and self._lines is None:
             self._highlight(code, language, self._token)
 
     @work(thread=True, exclusive=True, group="highlight")
     def _highlight(self, code: str, language: str, token: int) -> None:
         text = Syntax(code, language, theme="monokai", background_color="default").highlight(code)
         lines = text.split("\n", allow_blank=True)
-        self.app.call_from_thread(self._set_highlighted, lines, token)
+        self.app.call_from_thread(self._set_highlighted, lines, token, (language, code))
 
-    def _set_highlighted(self, lines: list[Text], token: int) -> None:
+    def _set_highlighted(self, lines: list[Text], token: int, key: tuple[str, str]) -> None:
+        _HIGHLIGHTED[key] = lines  # render_line copies a line before styling it: shared safely
+        while len(_HIGHLIGHTED) > CACHE_HIGHLIGHTED:
+            _HIGHLIGHTED.popitem(last=False)
         if token == self._token:
             self._lines = lines
             self.refresh()
@@ -169,6 +191,76 @@ class CompileTree(Tree):
         self.scroll_end(animate=False)
 
 
+class KeyBar(Widget):
+    """The footer: the active keys on one line, repainted only when they change.
+
+    Textual's Footer recomposes (mounts a widget per key, restyles, re-lays out the screen) on
+    every focus change, which was most of what moving focus between the tree and a view cost.
+    This bar is one line of text; a click on a key presses it.
+    """
+
+    COMPONENT_CLASSES = {"keybar--key", "keybar--palette"}
+    DEFAULT_CSS = """
+    KeyBar { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
+    KeyBar > .keybar--key { color: $footer-key-foreground; text-style: bold; }
+    KeyBar > .keybar--palette { color: $footer-description-foreground; }
+    """
+    PALETTE = "^p command palette "
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._text = Text()
+        self._spans: list[tuple[int, int, str]] = []  # (start, end, key) for clicks
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._bindings_changed(self.screen)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen) -> None:
+        if screen is not self.screen:
+            return
+        key_style = self.get_component_rich_style("keybar--key")
+        text, spans = Text(no_wrap=True), []
+        seen: set[str] = set()
+        for _ns, binding, enabled, _tip in screen.active_bindings.values():
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            start = text.cell_len
+            text.append(f" {self.app.get_key_display(binding)} ", key_style if enabled else "dim")
+            text.append(f"{binding.description} ", "" if enabled else "dim")
+            spans.append((start, text.cell_len, binding.key.split(",")[0]))
+        if text.plain != self._text.plain:
+            self._text, self._spans = text, spans
+            self.refresh()
+
+    def render(self) -> Text:
+        width = self.size.width
+        room = width - len(self.PALETTE)
+        line = self._text.copy()
+        line.truncate(max(0, room - 1), overflow="ellipsis", pad=True)
+        if room > 20:
+            line.append(" " + self.PALETTE, self.get_component_rich_style("keybar--palette"))
+        return line
+
+    @property
+    def plain(self) -> str:
+        """The keys shown, as text."""
+        return self._text.plain
+
+    def on_click(self, event: events.Click) -> None:
+        if event.x >= self.size.width - len(self.PALETTE):
+            self.app.action_command_palette()
+            return
+        for start, end, key in self._spans:
+            if start <= event.x < end:
+                self.app.simulate_key(key)
+                return
+
+
 class Info(Static):
     """A Static that remembers its markup, so a view can export what it shows as plain text."""
 
@@ -190,4 +282,4 @@ class Info(Static):
             return self.markup
 
 
-__all__ = ["CodeView", "CompileTree", "Info", "VimTable"]
+__all__ = ["CodeView", "CompileTree", "Info", "KeyBar", "VimTable"]

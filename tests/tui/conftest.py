@@ -42,6 +42,7 @@ class Traces:
     multi: Path  # a TORCH_TRACE dir with rank_0 and rank_1 logs that diverge
     corrupt: Path  # one log, truncated mid-record, with a garbage line
     repro: Path  # the minified reproducer the minify event points to
+    bisect: Path  # a bisect session: no trace of its own, two child runs under runs/ with theirs
 
 
 def _run(script: Path, trace: Path, *args: str) -> subprocess.Popen:
@@ -126,7 +127,28 @@ def traces(tmp_path_factory) -> Traces:
     lines = cut.split(b"\n")
     lines.insert(len(lines) // 3, b"this line is not a trace record {{{")
     (corrupt / "dedicated_log_torch_trace_cut.log").write_bytes(b"\n".join(lines))
-    return Traces(root, session, multi, corrupt, repro)
+    # laid out as fxlens bisect lays out its session (toolkit/bisect_run.py: runs/<n>-<label>)
+    bisect = root / "bisect"
+    bisect.mkdir()
+    write_info(bisect, {"script": str(script), "argv": [], "command": "bisect", "exit_code": 0})
+    for n, (label, log) in enumerate((("fxlens_eager", log0), ("fxlens", log1)), 1):
+        run = bisect / "runs" / f"{n:02d}-{label}"
+        (run / "trace").mkdir(parents=True)
+        shutil.copy(log, run / "trace" / log.name)
+        write_info(run, {"script": str(script), "argv": [], "backend": label, "exit_code": n - 1})
+    append_event(
+        bisect,
+        "bisect",
+        {
+            "first_failing_stage": "fxlens",
+            "check": "crash",
+            "runs": 2,
+            "culprit": {"compile_id": "1/1", "function": "f", "file": str(script), "line": 60},
+            "stages": [{"stage": "fxlens_eager", "ok": True}, {"stage": "fxlens", "ok": False}],
+            "summary": "first failing stage fxlens: compile 1/1 in f",
+        },
+    )
+    return Traces(root, session, multi, corrupt, repro, bisect)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from textual.command import CommandPalette
-from tui_helpers import make_app, wait_loaded
+from tui_helpers import make_app, press, wait_loaded
 
 from fxlens.cli import main as cli_main
 from fxlens.graph_code import parse_graph
@@ -23,7 +23,7 @@ def _rows(table: VimTable) -> list[list[str]]:
 
 async def _open_first_compile(pilot) -> None:
     """Tree: rank 0 is expanded; go to its first frame, expand it, open its first compile id."""
-    await pilot.press("t", "g", "j", "l", "j", "enter")
+    await press(pilot, "t", "g", "j", "l", "j", "enter")
     await pilot.pause()
 
 
@@ -70,7 +70,7 @@ async def test_tree_shows_frames_compiles_and_outcomes(in_root, tmp_path):
         await _open_first_compile(pilot)
         node = tree.cursor_node
         assert node.data[0] == "compile" and node.data[1].compile_id == "0/0"
-        await pilot.press("l")  # its artifacts
+        await press(pilot, "l")  # its artifacts
         labels = [str(c.label) for c in node.children]
         assert "Dynamo FX graph" in labels and "guards" in labels and "graph break" in labels
 
@@ -89,12 +89,12 @@ async def test_graph_view_node_table_sort_and_filter(in_root, tmp_path):
         relu = next(r for r in _rows(table) if "relu" in r[2])
         assert relu[1] == "call_function" and relu[3] == "[4, 8]" and relu[4] == "f32" and relu[5] == "[8, 1]"
         assert "model.py:56" in relu[7]
-        await pilot.press("v", "s", "s")  # sort by op
+        await press(pilot, "v", "s", "s")  # sort by op
         ops = [r[1] for r in _rows(table)]
         assert ops == sorted(ops) and view.params["sort"] == "op"
-        await pilot.press("S")
+        await press(pilot, "S")
         assert [r[1] for r in _rows(table)] == sorted(ops, reverse=True)
-        await pilot.press("slash", *"relu", "enter")
+        await press(pilot, "slash", *"relu", "enter")
         assert [r[0] for r in _rows(table)] and all("relu" in " ".join(r).lower() for r in _rows(table))
         # the code pane marks the selected node's line
         code_view = app.query_one("#graph-code", CodeView)
@@ -108,29 +108,29 @@ async def test_node_to_kernel_and_back(in_root, tmp_path):
         await wait_loaded(app, pilot)
         await _open_first_compile(pilot)
         while app.view().params.get("kind") != "artifact:fxlens_aten_forward_graph":
-            await pilot.press("a")
-        await pilot.press("v", "slash", *"mul", "enter")
+            await press(pilot, "a")
+        await press(pilot, "v", "slash", *"mul", "enter")
         assert app.view().selected().name == "mul"
-        await pilot.press("o")
+        await press(pilot, "o")
         assert app.current_view == "kernels"
         k = app.view().params
         assert k["kernel"] == "fxlens_k0_relu_mul" and k["compile_id"] == "0/0"
         detail = app.query_one("#kernel-detail", Info).plain
         assert "aten.relu.default" in detail and "aten.mul.Tensor" in detail and "read" in detail
         assert "fxlens_k0_relu_mul" in app.query_one("#kernel-source", CodeView).text()
-        await pilot.press("o")  # back to the node the kernel computes
+        await press(pilot, "o")  # back to the node the kernel computes
         assert app.current_view == "graph" and app.view().selected().name == "mul"
         assert app.view().params["kind"] == "artifact:fxlens_aten_forward_graph"
-        await pilot.press("left_square_bracket")
+        await press(pilot, "left_square_bracket")
         assert app.current_view == "kernels"
-        await pilot.press("left_square_bracket")
+        await press(pilot, "left_square_bracket")
         assert app.current_view == "graph"
-        await pilot.press("right_square_bracket")
+        await press(pilot, "right_square_bracket")
         assert app.current_view == "kernels"
         # from the Dynamo graph, whose node names the kernels do not use: through the user line
-        await pilot.press("t", "enter")
+        await press(pilot, "t", "enter")
         assert app.view().params["kind"] == "dynamo_output_graph"
-        await pilot.press("v", "slash", *"relu", "enter", "o")
+        await press(pilot, "v", "slash", *"relu", "enter", "o")
         assert app.current_view == "kernels" and app.view().params["kernel"] == "fxlens_k0_relu_mul"
 
 
@@ -140,14 +140,14 @@ async def test_guards_failed_guard_and_diff(in_root, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
         await _open_first_compile(pilot)
-        await pilot.press("2")
+        await press(pilot, "2")
         assert app.current_view == "guards"
         code = app.query_one("#guards-code", CodeView)
         failed = [i for i, m in code.marks.items() if m == "failed"]
         assert len(failed) == 1
         assert "TENSOR_MATCH" in code.lines[failed[0]] and "L['x']" in code.lines[failed[0]]
         assert "recompile 0/1" in app.query_one("#guards-title", Info).plain
-        await pilot.press("d")
+        await press(pilot, "d")
         title = app.query_one("#guards-title", Info).plain
         assert "guard diff 0/0 → 0/1" in title
         removed = [code.lines[i] for i, m in code.marks.items() if m == "removed"]
@@ -159,7 +159,7 @@ async def test_breaks_view_hints_and_source(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("3")
+        await press(pilot, "3")
         rows = _rows(app.query_one("#breaks-table", VimTable))
         assert rows == [["2", "model.py:57", "f", "Failed to trace builtin operator"]]
         detail = app.query_one("#breaks-detail", Info).plain
@@ -171,7 +171,7 @@ async def test_recompiles_view_cause_and_fix(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("4")
+        await press(pilot, "4")
         rows = _rows(app.query_one("#recompiles-table", VimTable))
         assert rows and all(r[1] == "f" for r in rows)
         assert any("dim 0" in r[3] for r in rows)
@@ -184,14 +184,14 @@ async def test_results_view_bisect_and_minify(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("6")
+        await press(pilot, "6")
         assert [r[1] for r in _rows(app.query_one("#results-table", VimTable))] == ["bisect", "minify"]
         detail = app.query_one("#results-detail", Info).plain
         assert "✓ pass  fxlens_aot_eager" in detail and "✗ FAIL  fxlens" in detail
         assert "fxlens_k0_relu_mul" in detail
-        await pilot.press("o")  # the culprit kernel
+        await press(pilot, "o")  # the culprit kernel
         assert app.current_view == "kernels" and app.view().params["kernel"] == "fxlens_k0_relu_mul"
-        await pilot.press("left_square_bracket", "v", "j")
+        await press(pilot, "left_square_bracket", "v", "j")
         detail = app.query_one("#results-detail", Info).plain
         assert "6 → 2" in detail
         assert app.query_one("#results-code", CodeView).text() == in_root.repro.read_text()
@@ -201,7 +201,7 @@ async def test_metrics_view(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("7")
+        await press(pilot, "7")
         rows = _rows(app.query_one("#metrics-table", VimTable))
         session = Session.open(in_root.session)
         assert [r[1] for r in rows] == [m.compile_id for m in session.metrics]
@@ -225,7 +225,7 @@ async def test_ranks_view_shows_divergence(in_root, tmp_path):
         await wait_loaded(app, pilot)
         tree = app.query_one("#tree", CompileTree)
         assert [str(n.label).split()[:2] for n in tree.root.children] == [["rank", "0"], ["rank", "1"]]
-        await pilot.press("8")
+        await press(pilot, "8")
         rows = _rows(app.query_one("#ranks-table", VimTable))
         assert [r[0] for r in rows] == ["0", "1"]
         assert int(rows[1][3]) == int(rows[0][3]) + 2  # rank 1 recompiled both frames once more
@@ -240,14 +240,14 @@ async def test_tree_search_and_next(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("t", "slash", *"1/1", "enter")
+        await press(pilot, "t", "slash", *"1/1", "enter")
         await pilot.pause()
         tree = app.query_one("#tree", CompileTree)
         assert tree.has_focus and tree.cursor_node.data[1].compile_id == "1/1"
-        await pilot.press("slash", *"recompile", "enter")
+        await press(pilot, "slash", *"recompile", "enter")
         await pilot.pause()
         first = tree.cursor_node.data[1].compile_id
-        await pilot.press("n")
+        await press(pilot, "n")
         await pilot.pause()
         second = tree.cursor_node.data[1].compile_id
         assert {first, second} == {"0/1", "1/1"}
@@ -257,17 +257,17 @@ async def test_help_palette_and_export(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("question_mark")
+        await press(pilot, "question_mark")
         assert isinstance(app.screen, TextScreen)
         text = app.screen.plain
         assert "jump from the node to its kernel" in text and "export the current view" in text
-        await pilot.press("escape")
-        await pilot.press("ctrl+p")
+        await press(pilot, "escape")
+        await press(pilot, "ctrl+p")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
-        await pilot.press("escape")
+        await press(pilot, "escape")
         await _open_first_compile(pilot)
-        await pilot.press("x")
+        await press(pilot, "x")
         path = app.last_export
         assert path is not None and path.parent == tmp_path / "exports"
         text = path.read_text()
@@ -281,9 +281,9 @@ async def test_corrupt_log_shows_notice_and_still_works(in_root, tmp_path):
         notice = app.query_one("#notice", Info)
         assert notice.has_class("shown") and "skipped" in notice.plain
         assert "unreadable line" in notice.plain or "no payload" in notice.plain
-        await pilot.press("exclamation_mark")
+        await press(pilot, "exclamation_mark")
         assert "unreadable" in app.screen.plain
-        await pilot.press("escape")
+        await press(pilot, "escape")
         for key in "123456789":
-            await pilot.press(key)  # every view draws what is readable
+            await press(pilot, key)  # every view draws what is readable
         assert app.is_running and app.query_one("#tree", CompileTree).root.children

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from tui_helpers import make_app, wait_loaded
+from tui_helpers import make_app, press, wait_loaded
 
 from fxlens.tui.widgets import CodeView, Info
 
@@ -34,14 +34,14 @@ async def test_node_to_real_kernel_and_back(tmp_path, monkeypatch):
     app = make_app(tmp_path / "trace", tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("t", "g", "j", "l", "j", "enter")
+        await press(pilot, "t", "g", "j", "l", "j", "enter")
         while app.view().params.get("kind") != "artifact:fxlens_aten_inference_graph":
-            await pilot.press("a")
-        await pilot.press("v", "slash", *"sin", "enter", "o")
+            await press(pilot, "a")
+        await press(pilot, "v", "slash", *"sin", "enter", "o")
         assert app.current_view == "kernels"
         detail = app.query_one("#kernel-detail", Info).plain
         assert "aten.sin.default" in detail and "sin" in detail
         assert "@triton.jit" in app.query_one("#kernel-source", CodeView).text()
-        await pilot.press("o")
+        await press(pilot, "o")
         assert app.current_view == "graph" and app.view().selected().name == "sin"
         assert app.view().selected().dtype == "f32" and app.view().selected().shape == "[8, 16]"

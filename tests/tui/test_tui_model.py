@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tui_helpers import make_app, wait_loaded
+from tui_helpers import make_app, press, wait_loaded
 
 from fxlens.graph_code import filter_nodes, parse_graph, sort_nodes
 from fxlens.session import Session
@@ -74,7 +74,7 @@ async def test_session_without_logs_says_so(traces, tmp_path):
         notice = app.query_one("#notice", Info)
         assert notice.has_class("shown") and "no TORCH_TRACE logs" in notice.plain
         for key in "12345678":
-            await pilot.press(key)
+            await press(pilot, key)
         assert app.is_running
 
 
@@ -98,30 +98,11 @@ async def test_odd_records_never_crash_the_app(traces, tmp_path):
     app = make_app(odd, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(app, pilot)
-        await pilot.press("6", "v", "j", "j", "o")  # the odd bisect event, and its "culprit"
-        await pilot.press("5", "v", "j", "k", "o")  # kernels, one payload unreadable
-        await pilot.press("t", "g", "j", "l", "j", "enter", "a", "a", "v", "o")
+        await press(pilot, "6", "v", "j", "j", "o")  # the odd bisect event, and its "culprit"
+        await press(pilot, "5", "v", "j", "k", "o")  # kernels, one payload unreadable
+        await press(pilot, "t", "g", "j", "l", "j", "enter", "a", "a", "v", "o")
         assert app.is_running
         assert app.current_view in ("graph", "kernels")
-
-
-async def test_big_graph_is_parsed_in_a_worker(traces, tmp_path, monkeypatch):
-    """Above PARSE_IN_WORKER_BYTES the graph view parses off the event loop, then fills in."""
-    import fxlens.tui.view_graph as view_graph
-    from fxlens.tui.widgets import VimTable
-
-    monkeypatch.setattr(view_graph, "PARSE_IN_WORKER_BYTES", 10)
-    app = make_app(traces.session, tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_loaded(app, pilot)
-        await pilot.press("t", "g", "j", "l", "j", "enter")
-        for _ in range(200):
-            if app.view().nodes:
-                break
-            await pilot.pause(0.05)
-        table = app.query_one("#graph-nodes", VimTable)
-        assert [r[0] for r in table._rows_plain()] == [n.name for n in app.view().nodes]
-        assert "relu" in [r[0] for r in table._rows_plain()]
 
 
 def test_a_log_that_cannot_be_read_is_skipped_not_fatal(traces, tmp_path):

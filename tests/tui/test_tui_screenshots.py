@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tui_helpers import make_app, settle, wait_loaded
+from tui_helpers import make_app, press, settle, wait_loaded
 
 pytestmark = [pytest.mark.tui, pytest.mark.slow]
 
@@ -36,7 +36,7 @@ async def test_screenshots(in_root, tmp_path):
         app = make_app(getattr(in_root, which), tmp_path)
         async with app.run_test(size=(120, 36)) as pilot:
             await wait_loaded(app, pilot)
-            await pilot.press(*keys)
+            await press(pilot, *keys)
             await settle(app, pilot)
             app.save_screenshot(name, path=str(out))
         svg = (out / name).read_text()

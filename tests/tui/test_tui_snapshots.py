@@ -7,7 +7,7 @@ compile times and guard object ids change from run to run. Update with `--snapsh
 from __future__ import annotations
 
 import pytest
-from tui_helpers import make_app, settle, wait_loaded
+from tui_helpers import make_app, press, settle, wait_loaded
 
 pytestmark = pytest.mark.tui
 SIZE = (120, 40)
@@ -16,7 +16,7 @@ SIZE = (120, 40)
 def _run(*keys: str):
     async def run_before(pilot) -> None:
         await wait_loaded(pilot.app, pilot)
-        await pilot.press(*keys)
+        await press(pilot, *keys)
         await settle(pilot.app, pilot)
 
     return run_before

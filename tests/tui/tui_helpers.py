@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from fxlens.tui.app import FxlensApp
@@ -36,3 +37,27 @@ async def settle(app: FxlensApp, pilot, timeout: float = 10.0) -> None:
         await pilot.pause(0.05)
         waited += 0.05
     await pilot.pause()
+
+
+async def settled(app: FxlensApp, pilot, timeout: float = 30.0) -> None:
+    """Wait until no worker is pending or running (graph parsing, highlighting, session loading).
+
+    A worker hands its result to the UI with call_from_thread, which returns once the UI has run
+    it: a finished worker's result is on screen.
+    """
+    from textual.worker import WorkerState
+
+    waited = 0.0
+    while busy := [w for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]:
+        assert waited < timeout, f"workers still running: {busy}"
+        await asyncio.sleep(0.01)
+        waited += 0.01
+    if waited:  # let the messages the results caused be handled
+        await pilot.pause()
+
+
+async def press(pilot, *keys: str) -> None:
+    """Press `keys` one by one, each once the work of the one before is on screen."""
+    for key in keys:
+        await pilot.press(key)
+        await settled(pilot.app, pilot)
