@@ -240,3 +240,32 @@ def test_scatter_kernel_replays_from_its_destination(compiled, monkeypatch):
     out, graphs = compiled(fn, x, i, v)
     torch.testing.assert_close(out, fn(x, i, v))
     assert "index_put" in graphs[0].kernels[1]["name"]
+
+
+def test_convnet_lowers_its_pooling():
+    # model level: tests/backend/models.py's conv net (conv, batchnorm, relu, max_pool2d, linear);
+    # only convolution and matmuls stay ATen calls
+    import copy
+
+    from models import ConvNet
+
+    torch.manual_seed(0)
+    m, x = ConvNet(), torch.randn(2, 3, 8, 8)
+    ref_m = copy.deepcopy(m)
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    out = torch.compile(m, backend="fxlens")(x)
+    ref = ref_m(x)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
+    out.square().sum().backward()
+    ref.square().sum().backward()
+    for p, q in zip(m.parameters(), ref_m.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
+    fallbacks = _fallbacks(compile_fx.COMPILED)
+    assert not [op for op in fallbacks if "pool" in op], fallbacks
+    assert set(fallbacks) <= {
+        "aten.convolution.default",
+        "aten.convolution_backward.default",
+        "aten.addmm.default",
+        "aten.mm.default",
+    }, fallbacks
