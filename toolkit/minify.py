@@ -143,10 +143,15 @@ def _carried_env() -> tuple[tuple[str, str], ...]:
     return tuple((k, os.environ[k]) for k in CARRIED_ENV if os.environ.get(k))
 
 
+def _usable(sig: str | None) -> bool:
+    return bool(sig) and not sig.startswith(("eager:", "candidate error", "worker exited"))
+
+
 def _confirm(pool, cand, base_spec, values_path: Path | None, child_sig: str | None):
     """Compile the captured graph alone: the spec (inputs random or recorded, forward or also
-    backward) under which it fails, and its signature; prefers the script's own signature."""
-
+    backward) under which it fails, its signature (the script's own preferred), whether it is
+    flaky, and every signature seen. Options are tried in order, cheapest first, each a few times
+    at once on the pool: a failure that does not show every time is flaky."""
     from fxlens.repro_writer import render
 
     options = [replace(base_spec, values_path=None)]
@@ -154,18 +159,21 @@ def _confirm(pool, cand, base_spec, values_path: Path | None, child_sig: str | N
         options.append(replace(base_spec, values_path=str(values_path)))
     if any(s.requires_grad for s in cand.inputs):
         options += [replace(o, backward=True) for o in options]
-    sigs = pool.evaluate([render(cand, o) for o in options])
-    usable = [
-        (o, s)
-        for o, s in zip(options, sigs)
-        if s and not s.startswith(("eager:", "candidate error", "worker exited"))
-    ]
-    for o, s in usable:
-        if s == child_sig:
-            return o, s, sigs
-    if usable:
-        return usable[0][0], usable[0][1], sigs
-    return None, None, sigs
+    reps = min(max(2, pool.size), 4)
+    seen: list = []
+    fallback = None
+    for o in options:
+        sigs = pool.evaluate([render(cand, o)] * reps)
+        seen += sigs
+        hits = [s for s in sigs if _usable(s)]
+        if not hits:
+            continue
+        sig = child_sig if child_sig in hits else max(set(hits), key=hits.count)
+        found = (o, sig, any(s != sig for s in sigs))
+        if sig == child_sig or child_sig is None:
+            return (*found, seen)
+        fallback = fallback or found
+    return (*(fallback or (None, None, False)), seen)
 
 
 def minify_script(
@@ -238,7 +246,7 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     """The body of minify_script, with its worker pool already starting."""
     from fxlens.minify_capture import baseline_config_lines, captured_graphs, failing_graph
     from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
-    from fxlens.minify_reduce import ProgressBar, Reducer, reduce
+    from fxlens.minify_reduce import FLAKY_RETRIES, ProgressBar, Reducer, reduce
     from fxlens.repro_writer import ReproSpec, render
 
     # the parent idles while the script runs: import torch and probe the config baseline meanwhile
@@ -281,9 +289,10 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
             check=chk,
             config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
             env=_carried_env(),
+            dynamic=bool(meta.get("dynamic")),
         )
         t_confirm = time.perf_counter()
-        spec, sig, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
+        spec, sig, flaky, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
         # a candidate may take as long as the whole graph did (slow compilers on a busy machine)
         pool.timeout = max(pool.timeout, 5 * (time.perf_counter() - t_confirm))
         if spec is not None:
@@ -303,10 +312,16 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     if check == "auto" and not sig.startswith("AccuracyError"):
         spec = replace(spec, check="crash")  # an exception: crash mode gives the same signature
     spec = replace(spec, signature=sig)
-    original = cand.num_calls
     timings["confirm"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
+    dynamo_nodes, aot_note = cand.num_calls, None
+    if spec.backward:  # the failure needs backward: find the ATen graph it lives in
+        cand, spec, aot_note = _aot_level(pool, cand, spec, session)
+        timings["aot_capture"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
+    original = cand.num_calls
     bar = ProgressBar(original=original) if progress else None
-    reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar)
+    # a flaky failure: a candidate that passes is tried again before it counts as passing
+    retries = FLAKY_RETRIES if flaky else 0
+    reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar, retries=retries)
     interrupted = False
     try:
         final = reduce(reducer, cand)
@@ -332,14 +347,22 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         graph=k,
         graphs=len(graphs),
         session=str(session),
-        backward=spec.backward,
-        # the graph reduced: Dynamo's, run forward (and backward when only that fails) by the backend
-        level="dynamo graph, forward and backward" if spec.backward else "dynamo graph",
+        backward=spec.backward or spec.level == "backward",
+        # the graph reduced: Dynamo's, run forward (and backward when only that fails) by the
+        # backend; or the AOTAutograd forward/backward graph, compiled by its inner compiler
+        level=spec.level_name,
+        aot_graph=None if spec.level == "dynamo" else spec.level,
+        dynamo_nodes=dynamo_nodes,
+        dynamic=spec.dynamic,
+        flaky_in_reduction=flaky,
+        retries=reducer.retried,
         values_saved=spec.values_path is not None,
         original_input_bytes=cand.input_bytes,
         final_input_bytes=final.input_bytes,
         interrupted=interrupted,
     )
+    if aot_note:
+        result["aot_note"] = aot_note
     timings["write_and_verify"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
     result["timings"] = timings
     result["summary"] = summary_line(result)
@@ -347,6 +370,19 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     if json_path:
         Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _aot_level(pool, cand, spec, session: Path):
+    """(candidate, spec, note): the AOTAutograd graph (forward or backward) that fails alone with
+    the backend's inner compiler, when the backend has one fxlens knows; else the Dynamo graph
+    as it was, with the reason in the note."""
+    from fxlens.minify_aot import find_failing
+
+    found, why = find_failing(pool, cand, spec, spec.signature, session / "aten")
+    if found is None:
+        return cand, spec, f"reduced at the Dynamo level: {why}"
+    aten, aten_spec = found
+    return aten, replace(aten_spec, signature=spec.signature), None
 
 
 def _restore(value, spec):

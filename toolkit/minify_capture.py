@@ -161,6 +161,8 @@ def capture(gm, example_inputs):
         "backend": spec,
         "inputs": [spec_of(x).to_json() for x in inputs],
         "config": config_lines(),
+        # dynamic=True (or a size marked dynamic): Dynamo passes symbolic sizes as SymInt inputs
+        "dynamic": any(isinstance(x, torch.SymInt) for x in example_inputs),
         "num_calls": sum(
             1 for n in saved.graph.nodes if n.op in ("call_function", "call_method", "call_module")
         ),

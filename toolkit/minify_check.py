@@ -22,6 +22,8 @@ import torch
 SIGNATURE_RULES = (
     (r"0x[0-9a-fA-F]+", "<addr>"),  # object addresses
     (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-+@~]+){2,}", "<path>"),  # temp dirs, cache files, source paths
+    # generated kernel names list the ops fused into them, which reduction changes
+    (r"\b(?:fxk|triton_(?:poi|red|per|tem)|cpp_fused)_\w+", "<kernel>"),
     (r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b", r"\1"),  # fx node names: add_3 -> add
     (r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "N"),  # ids, sizes, counts: shapes shrink during reduction
     (r"\s+", " "),  # whitespace runs
@@ -115,7 +117,7 @@ def _to64(x):
     return x
 
 
-def run_check(model_cls, make_inputs, backend, check="crash", backward=False):
+def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dynamic=False):
     """Run the model eagerly, then compiled with `backend`; the failure's signature, or None.
 
     Args:
@@ -124,22 +126,47 @@ def run_check(model_cls, make_inputs, backend, check="crash", backward=False):
         backend: what `torch.compile(backend=...)` accepts.
         check: "crash" (only exceptions count) or "accuracy" (also divergence from fp64).
         backward: also run backward through every output that requires grad.
+        dynamic: compile with dynamic=True (symbolic shapes), as the original script did.
     """
     try:
         eager = _run(model_cls(), make_inputs(), backward)
     except Exception as e:
         return "eager: " + signature_of(e)
     try:
-        compiled = _run(torch.compile(model_cls(), backend=backend), make_inputs(), backward)
+        model = torch.compile(model_cls(), backend=backend, dynamic=True if dynamic else None)
+        compiled = _run(model, make_inputs(), backward)
     except Exception as e:
         return signature_of(e)
-    if check == "accuracy":
+    return _accuracy(model_cls, make_inputs, backward, eager, compiled) if check == "accuracy" else None
+
+
+def _accuracy(model_cls, make_inputs, backward, eager, compiled):
+    try:
+        ref64 = _run(model_cls(), [_to64(x) for x in make_inputs()], backward)
+    except Exception:
+        ref64 = eager  # a graph that cannot run in fp64: compare with eager as is
+    return accuracy_failure(ref64, eager, compiled)
+
+
+def run_aten_check(model_cls, make_inputs, compiler, check="crash", dynamic=False):
+    """An ATen-level (AOTAutograd forward or backward) graph: trace it with make_fx as torch's own
+    repro scripts do, hand it to the backend's inner ATen compiler directly, run the result."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with torch.no_grad():
         try:
-            ref64 = _run(model_cls(), [_to64(x) for x in make_inputs()], backward)
-        except Exception:
-            ref64 = eager  # a graph that cannot run in fp64: compare with eager as is
-        return accuracy_failure(ref64, eager, compiled)
-    return None
+            eager = model_cls()(*make_inputs())
+            inputs = make_inputs()
+            gm = make_fx(model_cls(), tracing_mode="symbolic" if dynamic else "real")(*inputs)
+        except Exception as e:
+            return "eager: " + signature_of(e)
+        try:
+            fn = compiler(gm, inputs)
+            boxed = getattr(fn, "_boxed_call", False)
+            compiled = fn(list(make_inputs())) if boxed else fn(*make_inputs())
+        except Exception as e:
+            return signature_of(e)
+        return _accuracy(model_cls, make_inputs, False, eager, compiled) if check == "accuracy" else None
 
 
 def rand_tensor(shape, stride, dtype, device, requires_grad, seed, lo=0, hi=2, value=None):
@@ -167,9 +194,13 @@ def rand_tensor(shape, stride, dtype, device, requires_grad, seed, lo=0, hi=2, v
     return t.requires_grad_(requires_grad) if (t.is_floating_point() or t.is_complex()) else t
 
 
-def main(model_cls, make_inputs, load_backend, check, backward, expected):
-    """Reproducer entry point: exit 1 printing the signature when it fails, else exit 0."""
-    sig = run_check(model_cls, make_inputs, load_backend(), check, backward)
+def main(model_cls, make_inputs, load_backend, check, backward, expected, dynamic=False, load_inner=None):
+    """Reproducer entry point: exit 1 printing the signature when it fails, else exit 0. With
+    `load_inner`, the graph is an ATen graph compiled by the backend's inner compiler."""
+    if load_inner is not None:
+        sig = run_aten_check(model_cls, make_inputs, load_inner(), check, dynamic)
+    else:
+        sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic)
     if sig is None:
         print("did not reproduce: the compiled model ran and matched", file=sys.stderr)
         return 0

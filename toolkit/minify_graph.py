@@ -51,6 +51,8 @@ class InputSpec:
 
 def spec_of(value, saved: str | None = None) -> InputSpec:
     """The InputSpec of a runtime value (a tensor or a scalar)."""
+    if isinstance(value, torch.SymInt):  # dynamic=True: a size Dynamo made symbolic; its real value
+        value = value.node.hint
     if not isinstance(value, torch.Tensor):
         return InputSpec(is_tensor=False, scalar=value if isinstance(value, (int, float, bool)) else None)
     lo, hi = 0, 1
@@ -209,11 +211,30 @@ def contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(stride))
 
 
+class _TracedOps:
+    """`torch.ops` while tracing captured code: every op call becomes a node, also calls without
+    a traced argument (`aten.full`, `aten.scalar_tensor`), which plain tracing would run once and
+    bake in as a constant attribute."""
+
+    def __init__(self, tracer: fx.Tracer, obj=None):
+        self._tracer, self._obj = tracer, torch.ops if obj is None else obj
+
+    def __getattr__(self, name: str):
+        obj = getattr(self._obj, name)
+        if isinstance(obj, torch._ops.OpOverload):
+            tracer = self._tracer
+            return lambda *args, **kwargs: tracer.create_proxy("call_function", obj, args, kwargs)
+        return _TracedOps(self._tracer, obj)
+
+
 def load_graph_module(source: str, class_name: str = "CapturedGraph") -> fx.GraphModule:
     """Trace the graph module defined by `source` (captured code, never a pickle) back into FX."""
-    namespace: dict = {"__name__": "fxlens_captured"}
+    tracer = fx.Tracer()
+    namespace: dict = {"__name__": "fxlens_captured", "fxlens_traced_ops": _TracedOps(tracer)}
+    source = re.sub(r"\btorch\.ops\.", "fxlens_traced_ops.", source)
     exec(compile(source, "<fxlens captured graph>", "exec"), namespace)
-    return fx.symbolic_trace(namespace[class_name]())
+    root = namespace[class_name]()
+    return fx.GraphModule(root, tracer.trace(root), class_name)
 
 
 def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:

@@ -85,12 +85,13 @@ class Worker:
             return None
         return json.loads(line) if line else None
 
-    def ask(self, src: str, timeout: float) -> str | None:
-        """The signature of one candidate (None: it passes)."""
+    def ask(self, src: str, timeout: float, call: str | None = None) -> str | None:
+        """The signature of one candidate (None: it passes); with `call`, what the function of
+        that name defined by `src` returns when called with (backend, backend spec)."""
         self._start()
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps({"src": src}) + "\n")
+            self.proc.stdin.write(json.dumps({"src": src, "call": call}) + "\n")
             self.proc.stdin.flush()
         except BrokenPipeError:
             pass
@@ -133,12 +134,16 @@ class Pool:
         for w in self.workers:
             w.backend = backend
 
-    def _one(self, src: str) -> str | None:
+    def _one(self, src: str, call: str | None = None) -> str | None:
         w = self.free.get()
         try:
-            return w.ask(src, self.timeout)
+            return w.ask(src, self.timeout, call)
         finally:
             self.free.put(w)
+
+    def call(self, src: str, call: str) -> str | None:
+        """Run function `call` defined by `src` in a worker (e.g. capturing ATen graphs)."""
+        return self.executor.submit(self._one, src, call).result()
 
     def evaluate(self, sources: list[str]) -> list[str | None]:
         """Signatures of `sources`, in order (evaluated concurrently)."""
@@ -179,24 +184,31 @@ def worker_main() -> int:
         return 1
     answer({"ready": True})
     for line in sys.stdin:
-        src = json.loads(line)["src"]
+        msg = json.loads(line)
         t0 = time.perf_counter()
         namespace: dict = {"__name__": "fxlens_candidate"}
         try:
-            exec(compile(src, "<fxlens candidate>", "exec"), namespace)
-            sig = namespace["run_check"](
-                namespace["Repro"],
-                namespace["make_inputs"],
-                backend,
-                namespace["CHECK"],
-                namespace["BACKWARD"],
-            )
+            exec(compile(msg["src"], "<fxlens candidate>", "exec"), namespace)
+            sig = _evaluate(namespace, backend, backend_spec, msg.get("call"))
         except Exception as e:  # the candidate itself is broken (e.g. inputs cannot be built)
             sig = f"candidate error: {type(e).__name__}: {e}"
         finally:
             torch._dynamo.reset()  # forget compiled candidates: memory and recompile limits
         answer({"sig": sig, "seconds": round(time.perf_counter() - t0, 3)})
     return 0
+
+
+def _evaluate(ns: dict, backend, backend_spec: str, call: str | None) -> str | None:
+    """One candidate's signature, at its level (the Dynamo graph, or an ATen graph compiled by
+    the backend's inner compiler); or the result of the function `call`."""
+    if call:
+        return ns[call](backend, backend_spec)
+    if ns.get("LEVEL", "dynamo") != "dynamo":
+        compiler = ns["load_inner"](backend)
+        return ns["run_aten_check"](ns["Repro"], ns["make_inputs"], compiler, ns["CHECK"], ns["DYNAMIC"])
+    return ns["run_check"](
+        ns["Repro"], ns["make_inputs"], backend, ns["CHECK"], ns["BACKWARD"], ns["DYNAMIC"]
+    )
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ from dataclasses import replace
 
 from fxlens.minify_graph import Candidate, contiguous_stride, halve, rebuild, tensor_spec, with_inputs
 
+#: how many more times a candidate that passes is tried when the failure being minified is flaky
+FLAKY_RETRIES = 3
+
 
 class Reducer:
     """Test candidates for "still fails the same way", counting queries and tracking the best."""
@@ -25,8 +28,11 @@ class Reducer:
         signature: str,
         parallel: int,
         progress: Callable[[Reducer], None] | None = None,
+        retries: int = 0,
     ):
         self.evaluate, self.render, self.signature = evaluate, render, signature
+        self.retries = retries  # flaky failure: a passing candidate is tried up to this many more times
+        self.retried = 0  # queries spent on those retries
         self.parallel = max(1, parallel)
         self.memo: dict[str, str | None] = {}
         self.queries = 0
@@ -42,9 +48,19 @@ class Reducer:
             if k not in self.memo and k not in todo:
                 todo[k] = c
         if todo:
-            sigs = self.evaluate([self.render(c) for c in todo.values()])
+            srcs = {k: self.render(c) for k, c in todo.items()}
+            sigs = self.evaluate(list(srcs.values()))
             self.queries += len(todo)
             self.memo.update(zip(todo.keys(), sigs))
+            for _ in range(self.retries):
+                # only a pass can be the flaky failure not showing; a different failure is kept
+                again = [k for k in todo if self.memo[k] is None]
+                if not again:
+                    break
+                sigs = self.evaluate([srcs[k] for k in again])
+                self.queries += len(again)
+                self.retried += len(again)
+                self.memo.update((k, s) for k, s in zip(again, sigs) if s is not None)
         result = [self.memo[k] == self.signature for k in keys]
         for c, ok in zip(cands, result):
             if ok and (self.best is None or _size(c) < _size(self.best)):

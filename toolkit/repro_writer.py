@@ -38,6 +38,51 @@ class ReproSpec:
     config_lines: tuple[str, ...] = ()  # non-default torch._dynamo/_inductor/_functorch config
     env: tuple[tuple[str, str], ...] = ()  # carried environment switches
     values_path: str | None = None  # recorded input values (torch.save), when the check needs them
+    dynamic: bool = False  # the script compiled with dynamic=True (symbolic shapes)
+    # "dynamo": the Dynamo graph, compiled with torch.compile(backend=...); "forward", "backward",
+    # "inference": an AOTAutograd ATen graph, compiled by the backend's inner compiler (`inner`)
+    level: str = "dynamo"
+    inner: str = ""  # a key of INNER_COMPILERS
+
+    @property
+    def level_name(self) -> str:
+        """The level, as `--json` and the session event show it."""
+        if self.level == "dynamo":
+            return "dynamo graph, forward and backward" if self.backward else "dynamo graph"
+        return f"aot {self.level} graph"
+
+
+# the inner ATen compiler of a backend, as `load_inner()` source (its body); `kind` is filled in
+INNER_COMPILERS = {
+    # inductor's compiler of one ATen graph, as torch's repro_after="aot" scripts call it
+    "inductor": "from torch._inductor.compile_fx import compile_fx_inner\n\n"
+    "return functools.partial(compile_fx_inner, is_backward={is_backward}, is_inference={is_inference})",
+    "fxlens": "from fxlens.backend.compile_fx import compile_aten\n\n"
+    "return lambda gm, inputs: compile_aten(gm, list(inputs), {kind!r}, fusion=True)",
+    "fxlens_nofusion": "from fxlens.backend.compile_fx import compile_aten\n\n"
+    "return lambda gm, inputs: compile_aten(gm, list(inputs), {kind!r}, fusion=False)",
+    # an aot_autograd(fw_compiler=..., bw_compiler=...) backend object: the compiler it names
+    "aot_autograd": "kw = (backend or load_backend()).kwargs\n"
+    "return next(kw[n] for n in {names!r} if kw.get(n) is not None)",
+}
+# which aot_autograd keyword compiles which graph (AOTAutograd falls back to fw_compiler)
+_AOT_COMPILER_NAMES = {
+    "forward": ("fw_compiler",),
+    "backward": ("bw_compiler", "fw_compiler"),
+    "inference": ("inference_compiler", "fw_compiler"),
+}
+
+
+def inner_loader(inner: str, kind: str) -> str:
+    """Source of `load_inner(backend=None)`: the inner compiler of graph `kind` (forward, ...)."""
+    body = INNER_COMPILERS[inner].format(
+        kind=kind,
+        is_backward=kind == "backward",
+        is_inference=kind == "inference",
+        names=_AOT_COMPILER_NAMES[kind],
+    )
+    imports = "    import functools\n\n" if "functools" in body else ""
+    return "def load_inner(backend=None):\n" + imports + textwrap.indent(body, "    ")
 
 
 def check_source() -> str:
@@ -98,13 +143,23 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     rows = ",\n".join(f"        {_input_expr(i, s, use_saved)}" for i, s in enumerate(cand.inputs))
     parts.append(f"def make_inputs():\n    return [\n{rows},\n    ]")
     parts.append(backend_loader(spec.backend))
-    parts.append(f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}")
+    aten = spec.level != "dynamo"
+    if aten:
+        parts.append(
+            f"# the failure lives in the AOTAutograd {spec.level} graph: compile it with the backend's\n"
+            "# inner ATen compiler, as the backend itself does\n" + inner_loader(spec.inner, spec.level)
+        )
+    parts.append(
+        f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n"
+        f"DYNAMIC = {spec.dynamic!r}\nLEVEL = {spec.level!r}"
+    )
     parts.append(
         "# --- the check fxlens minify ran (fxlens.minify_check, embedded: torch only) ---\n" + check_source()
     )
     parts.append(
         'if __name__ == "__main__":\n'
-        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED))"
+        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
+        + (", load_inner))" if aten else "))")
     )
     return "\n\n\n".join(parts) + "\n"
 
@@ -137,6 +192,7 @@ def header(
         f"# versions: torch {torch.__version__}, triton {triton_version}, fxlens {__version__}",
         f"# backend: {spec.backend}",
         f"# check: {spec.check}{' (forward and backward)' if spec.backward else ''}",
+        f"# level: {spec.level_name}{', dynamic=True' if spec.dynamic else ''}",
         f"# nodes: {original_nodes} original -> {final_nodes} final ({queries} queries)",
         f"# expect: exit 1, {SIGNATURE_PREFIX}{spec.signature}",
     ]

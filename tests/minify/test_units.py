@@ -81,3 +81,75 @@ def test_run_repro_with_a_relative_path(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     assert run_repro(Path("d/r.py")) == (1, "X: y")
+
+
+def test_captured_aten_code_keeps_calls_without_traced_inputs():
+    # plain fx tracing would run aten.full once and bake its result in as a constant attribute
+    from fxlens.minify_graph import load_graph_module
+
+    src = (
+        "import torch\n\n\nclass CapturedGraph(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        full = torch.ops.aten.full.default([2], 3.0, dtype=torch.float32)\n"
+        "        return (torch.ops.aten.mul.Tensor(x, full),)\n"
+    )
+    gm = load_graph_module(src)
+    assert [n.op for n in gm.graph.nodes].count("get_attr") == 0
+    assert [n.target for n in gm.graph.nodes if n.op == "call_function"] == [
+        torch.ops.aten.full.default,
+        torch.ops.aten.mul.Tensor,
+    ]
+    cand = candidate_from_module(gm, [torch.ones(2)])
+    assert cand.num_calls == 2 and "torch.ops.aten.full.default(" in cand.forward_source()
+
+
+def test_aten_level_candidate_calls_the_inner_compiler(tmp_path):
+    # an ATen graph rendered at the backward level: make_fx, then the named inner compiler
+    from dataclasses import replace
+
+    from fxlens.minify_check import run_aten_check
+
+    gm = fx.symbolic_trace(_AtenModel())
+    cand = candidate_from_module(gm, [torch.randn(4, 4), torch.randn(4, 4)])
+    spec = ReproSpec(backend="aot_eager", check="crash", level="backward", inner="aot_autograd")
+    src = render(cand, spec)
+    assert "def load_inner(" in src and "LEVEL = 'backward'" in src
+    ns = {"__name__": "candidate"}
+    exec(compile(src, "candidate", "exec"), ns)
+
+    def failing_bw(gm, example_inputs):
+        if any(n.target is torch.ops.aten.threshold_backward.default for n in gm.graph.nodes):
+            raise NotImplementedError("no lowering for threshold_backward_3")
+        return gm
+
+    from torch._dynamo.backends.common import aot_autograd
+
+    backend = aot_autograd(fw_compiler=lambda gm, _: gm, bw_compiler=failing_bw)
+    compiler = ns["load_inner"](backend)
+    assert compiler is failing_bw  # the backward level picks the bw_compiler
+    sig = run_aten_check(ns["Repro"], ns["make_inputs"], compiler, "crash")
+    assert sig == "NotImplementedError: no lowering for threshold_backward"
+    fw_ns = {"__name__": "candidate"}
+    exec(compile(render(cand, replace(spec, level="forward")), "candidate", "exec"), fw_ns)
+    assert fw_ns["load_inner"](backend) is not failing_bw  # the forward level: fw_compiler
+
+
+class _AtenModel(torch.nn.Module):
+    def forward(self, grad, x):
+        return (torch.ops.aten.threshold_backward.default(grad, torch.ops.aten.relu.default(x), 0),)
+
+
+def test_flaky_failure_candidates_that_pass_are_retried():
+    from fxlens.minify_reduce import Reducer
+
+    cand = _mlp()
+    answers = iter([None, None, "E: x", None])  # passes twice, then fails with the signature
+
+    def evaluate(srcs):
+        return [next(answers) for _ in srcs]
+
+    r = Reducer(evaluate, lambda c: c.key(), "E: x", 1, retries=3)
+    assert r.test([cand]) == [True]
+    assert r.queries == 3 and r.retried == 2
+    plain = Reducer(lambda srcs: [None for _ in srcs], lambda c: c.key(), "E: x", 1)
+    assert plain.test([cand]) == [False] and plain.queries == 1

@@ -1,19 +1,27 @@
 """A model whose backend (defined here, passed to torch.compile as a callable) fails two compiles
-in three: the counter lives in the file FLAKY_COUNTER names, so fresh interpreters share it."""
+in three: the counter lives in the file FLAKY_COUNTER names (locked: minify's workers compile at
+the same time), so fresh interpreters share it."""
 
+import fcntl
 import os
 
 import torch
 
 
+def _next_count() -> int:
+    with open(os.environ["FLAKY_COUNTER"], "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        n = int(f.read() or 0)
+        f.seek(0)
+        f.truncate()
+        f.write(str(n + 1))
+        return n
+
+
 def flaky_backend(gm, example_inputs):
-    if any(n.target is torch.relu for n in gm.graph.nodes):
-        path = os.environ["FLAKY_COUNTER"]
-        n = int(open(path).read() or 0) if os.path.exists(path) else 0
-        with open(path, "w") as f:
-            f.write(str(n + 1))
-        if n % 3 != 2:
-            raise RuntimeError("flaky relu lowering failed")
+    if any(n.target is torch.relu for n in gm.graph.nodes) and _next_count() % 3 != 2:
+        raise RuntimeError("flaky relu lowering failed")
     return gm
 
 
