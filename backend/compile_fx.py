@@ -260,7 +260,7 @@ def _numel(shape) -> int:
 
 
 def _item(sn):
-    return sn.value.item if isinstance(sn.value, Reduction) else None
+    return getattr(sn.value, "item", None)  # which output of a multi-output node (reductions, max_pool2d)
 
 
 def _buffers(o):

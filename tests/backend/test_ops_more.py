@@ -231,15 +231,44 @@ def test_scatter_add_and_wide_scatter(compiled, guards, dtype):
     )
 
 
-def test_scatter_kernel_replays_from_its_destination(compiled, monkeypatch):
-    # FXLENS_KERNEL_FALLBACK replays a kernel as its ATen ops: the scatter kernel must start from the
-    # copied destination (not zeros), so accumulate=True adds exactly once
-    monkeypatch.setenv("FXLENS_KERNEL_FALLBACK", "inference:1")
-    x, v, i = make((5, 6), torch.float32), make((3, 6), torch.float32), torch.tensor([0, 0, 3])
-    fn = lambda x, i, v: x.index_put((i,), v, accumulate=True) + 1  # noqa: E731
-    out, graphs = compiled(fn, x, i, v)
-    torch.testing.assert_close(out, fn(x, i, v))
-    assert "index_put" in graphs[0].kernels[1]["name"]
+HOOK_CASES = {
+    "max_pool_indices": (lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), lambda: (make((2, 3, 8, 8), torch.float32),)),
+    "avg_adaptive": (lambda x: F.adaptive_avg_pool2d(F.avg_pool2d(x, 2), 3), lambda: (make((2, 3, 8, 8), torch.float32),)),
+    "scans": (lambda x: x.cumsum(2).cumprod(-1), lambda: (make((2, 3, 8, 8), torch.float32) * 0.1,)),
+    # accumulate=True: a replay of the scatter kernel must start from the copied destination (not
+    # zeros) and add exactly once
+    "index_put_acc": (lambda x, i, v: x.index_put((i,), v, accumulate=True) * 2,
+                      lambda: (make((5, 4), torch.float32), torch.tensor([0, 2, 2]), make((3, 4), torch.float32))),
+    "int_division": (lambda a, b: (a // b, a % b, torch.fmod(a, b)),
+                     lambda: (make((4, 5), torch.int64) * 3, torch.tensor([-3, -2, 1, 2, 5]))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("hook", ["nofusion", "check_kernels", "kernel_fallback"])
+@pytest.mark.parametrize("name", sorted(HOOK_CASES))
+def test_new_kernels_under_the_bisector_hooks(compiled, monkeypatch, name, hook):
+    """fxlens_nofusion, FXLENS_CHECK_KERNELS (fp64 ATen replay agrees) and FXLENS_KERNEL_FALLBACK
+    (every kernel replayed as its ATen ops) give eager's results on the new lowerings."""
+    from fxlens.backend import runtime
+
+    fn, inputs = HOOK_CASES[name]
+    args = inputs()
+    logged = []
+    if hook == "check_kernels":
+        monkeypatch.setattr(runtime, "log_json", lambda kind, obj: logged.append(obj))
+        monkeypatch.setenv("FXLENS_CHECK_KERNELS", "1")
+    if hook == "kernel_fallback":
+        monkeypatch.setenv("FXLENS_KERNEL_FALLBACK", "0,1,2,3")
+    out, graphs = compiled(fn, *args, backend="fxlens_nofusion" if hook == "nofusion" else "fxlens")
+    for o, r in zip(out if isinstance(out, tuple) else (out,), _as_tuple(fn(*args)), strict=True):
+        torch.testing.assert_close(o, r, atol=1e-5, rtol=1e-5)
+    assert _fallbacks(graphs) == {}
+    if hook == "check_kernels":
+        assert len(logged) == sum(len(g.kernels) for g in graphs) and all(c["ok"] for c in logged), logged
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
 
 
 def test_convnet_lowers_its_pooling():
