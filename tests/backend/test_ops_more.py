@@ -43,6 +43,8 @@ def test_integer_division(compiled, guards, name, dtype):
     fn = INTDIV[name]
     a = make((4, 6), dtype) * 3  # values -15..15 (ints): quotients of both signs and remainders
     check(compiled, guards, fn, a, _divisor((4, 6), dtype, strided=True))
+    if dtype in (torch.float16, torch.int8):
+        return
     check(compiled, guards, fn, make((2, 3, 6), dtype) * 3, _divisor((6,), dtype))  # broadcast
     check(compiled, guards, lambda x: fn(x, -4), a)  # negative scalar divisor
     check(compiled, guards, lambda x: fn(x, 3), a)
@@ -73,8 +75,11 @@ SCANS = {
 }
 
 
-@pytest.mark.parametrize("looped", [False, True])
-@pytest.mark.parametrize("dtype", [*FLOATS, torch.int32, torch.int64, torch.bool])
+@pytest.mark.parametrize(
+    "dtype,looped",
+    [(torch.float32, False), (torch.float32, True), (torch.int64, True)]
+    + [(dt, False) for dt in (torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool)],
+)
 @pytest.mark.parametrize("name", sorted(SCANS))
 def test_scans(compiled, guards, monkeypatch, name, dtype, looped):
     if looped:  # rows longer than 4 loop over 4-wide blocks, carrying the running total
@@ -82,7 +87,10 @@ def test_scans(compiled, guards, monkeypatch, name, dtype, looped):
     if name.startswith("cumprod") and dtype == torch.bool:
         pytest.skip("cumprod of bool is not a thing eager does either")
     fn = SCANS[name]
-    for shape, strided in [((11,), False), ((5, 9), True), ((2, 3, 7), False)]:
+    shapes = (
+        [((11,), False), ((5, 9), True), ((2, 3, 7), False)] if dtype == torch.float32 else [((5, 9), True)]
+    )
+    for shape, strided in shapes:
         x = make(shape, dtype, strided=strided)
         if dtype.is_floating_point and name.startswith("cumprod"):
             x = (x * 0.3 + 1).to(dtype)  # keep products in range
