@@ -327,6 +327,7 @@ class SessionScreen(Screen):
         """Back to the session this run was opened from (as it was left)."""
         if self.parent_screen is not None:
             self.app.pop_screen()
+            self.app.release_frozen()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         # escape only means something in a run opened from another session

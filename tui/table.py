@@ -7,6 +7,7 @@ columns from the header and the first rows, and renders the visible lines only (
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -126,6 +127,11 @@ class VimTable(ScrollView, can_focus=True):
         self._rows.append((key, cells))
         self._changed()
 
+    def add_rows(self, rows: Iterable[tuple[str | None, tuple]]) -> None:
+        """Append (key, cells) rows at once: one size update and one repaint for all of them."""
+        self._rows.extend(rows)
+        self._changed()
+
     @property
     def row_count(self) -> int:
         return len(self._rows)
@@ -136,7 +142,9 @@ class VimTable(ScrollView, can_focus=True):
 
     def _changed(self) -> None:
         self._widths = None
-        self.virtual_size = Size(self.virtual_size.width, len(self._rows) + 1)
+        size = Size(self.virtual_size.width, len(self._rows) + 1)
+        if size != self.virtual_size:  # a new virtual size re-lays out the screen: only when it changes
+            self.virtual_size = size
         self.refresh()
 
     def _column_widths(self) -> list[int]:
@@ -146,7 +154,9 @@ class VimTable(ScrollView, can_focus=True):
                 for i, c in enumerate(cells[: len(widths)]):
                     widths[i] = max(widths[i], min(_MAX_COL, _cell_len(c)))
             self._widths = widths
-            self.virtual_size = Size(sum(widths) + _GAP * len(widths) + 1, len(self._rows) + 1)
+            size = Size(sum(widths) + _GAP * len(widths) + 1, len(self._rows) + 1)
+            if size != self.virtual_size:
+                self.virtual_size = size
         return self._widths
 
     # -- cursor --------------------------------------------------------------------------------

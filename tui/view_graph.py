@@ -176,8 +176,7 @@ class GraphView(View):
             for c in COLUMNS:
                 arrow = (" ▼" if state[2] else " ▲") if state[1] == c else ""
                 table.add_column(c + arrow, key=c)
-            for n in nodes:
-                table.add_row(*(n.cell(c) for c in COLUMNS), key=n.name)
+            table.add_rows((n.name, tuple(n.cell(c) for c in COLUMNS)) for n in nodes)
         names = [n.name for n in self.shown]
         want = p.get("node")
         if want in names and names.index(want) != table.cursor_row:

@@ -48,6 +48,7 @@ class KernelsView(View):
         self.rows: list[Kernel] = []  # the session's records; payloads are read on selection
         self.shown: list[Kernel] = []
         self.query_text = ""
+        self._detailed: Kernel | None = None  # the kernel the detail panes show
 
     def compose(self) -> ComposeResult:
         yield VimTable(id="kernels-table")
@@ -70,18 +71,23 @@ class KernelsView(View):
         ]
         table.clear(columns=True)
         table.add_columns(*_COLS)
-        for i, k in enumerate(self.shown):
-            cells = (
-                "-" if k.rank is None else str(k.rank),
-                k.compile_id,
-                k.graph,
-                k.name,
-                str(len(k.ops)),
-                _kb(k.bytes_read),
-                _kb(k.bytes_written),
+        table.add_rows(
+            (
+                str(i),
+                (
+                    "-" if k.rank is None else str(k.rank),
+                    k.compile_id,
+                    k.graph,
+                    k.name,
+                    str(len(k.ops)),
+                    _kb(k.bytes_read),
+                    _kb(k.bytes_written),
+                ),
             )
-            table.add_row(*cells, key=str(i))
+            for i, k in enumerate(self.shown)
+        )
         if not self.shown:
+            self._detailed = None
             self.query_one("#kernel-detail", Info).set(
                 "No fxlens kernels in this session: they appear when a script compiles with backend='fxlens'."
             )
@@ -109,6 +115,9 @@ class KernelsView(View):
         if i >= len(self.shown):
             return
         kr = self.shown[i]
+        if kr is self._detailed:  # draw() shows it, then the cursor's RowHighlighted asks again
+            return
+        self._detailed = kr
         rank, cid = kr.rank, kr.compile_id
         k = {
             "name": kr.name,

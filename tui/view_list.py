@@ -58,8 +58,7 @@ class ListView(View):
         table = self.table
         table.clear(columns=True)
         table.add_columns(*self.columns)
-        for key, cells, _ in self.shown:
-            table.add_row(*cells, key=key)  # plain str cells: Text is made per visible line
+        table.add_rows((key, cells) for key, cells, _ in self.shown)  # plain str: Text per drawn line
         if not self.shown:
             self.query_one(f"#{self.view_id}-detail", Info).set(
                 self.empty if not self.all_rows else "no row matches the search"

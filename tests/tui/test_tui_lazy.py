@@ -108,3 +108,24 @@ async def test_key_bar_follows_focus_and_clicks(in_root, tmp_path):
         await pilot.click("#keys", offset=(x, 0))
         await settled(app, pilot)
         assert isinstance(app.screen, TextScreen)
+
+
+async def test_full_garbage_collections_wait_for_idle_time(in_root, tmp_path):
+    import gc
+
+    before = gc.get_threshold()
+    app = make_app(in_root.session, tmp_path)
+    app.IDLE_GC_S = 0.2
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_loaded(app, pilot)
+        assert gc.get_threshold()[2] > 10**6  # no automatic full collection while the app runs
+        app.idle_gc_ms.clear()
+        gc.collect(1)  # something for the old generation, as keys leave behind
+        await press(pilot, *OPEN_FIRST_COMPILE, "2", "3", "1")
+        for _ in range(100):
+            if app.idle_gc_ms:
+                break
+            await pilot.pause(0.05)
+        assert app.idle_gc_ms, "no collection ran once the keys stopped"
+        assert gc.get_count()[2] == 0 and gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before  # restored when the app ends
