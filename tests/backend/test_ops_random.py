@@ -159,3 +159,40 @@ def test_dropout_mlp_trains(compiled):
     model.eval()
     with torch.no_grad():  # the trained model, eval mode: dropout off, matches eager
         torch.testing.assert_close(torch.compile(model, backend="fxlens")(x), model(x), atol=1e-5, rtol=1e-5)
+
+
+_SAME_AS_TL_RAND = """
+@triton.jit
+def k(p_seed, p_out, n: tl.constexpr):
+    x = tl.arange(0, n)
+    s = tl.load(p_seed)
+    tl.store(p_out + x, _fx_rand(s, x))
+    tl.store(p_out + n + x, tl.rand(s, x))
+    tl.store(p_out + 2 * n + x, _fx_randn(s, x))
+    tl.store(p_out + 3 * n + x, tl.randn(s, x))
+
+
+out = torch.empty(4 * 1024)
+k[(1,)](torch.tensor([1234567890123]), out, 1024)
+a, b, c, d = out.view(4, 1024)
+assert torch.equal(a, b) and torch.equal(c, d), "differs from tl.rand / tl.randn"
+print("same")
+"""
+
+
+def test_inlined_philox_is_triton_rand(tmp_path):
+    # Triton's stdlib tl.rand cannot be called from kernels loaded with the interpret knob, so the
+    # backend inlines the same Philox; with TRITON_INTERPRET=1 set before import both run: compare
+    import os
+    import subprocess
+    import sys
+
+    from fxlens.backend.lower_random import _PHILOX
+
+    script = tmp_path / "philox_check.py"  # triton.jit reads its functions' source from the file
+    script.write_text(
+        "import torch\nimport triton\nimport triton.language as tl\n" + _PHILOX + _SAME_AS_TL_RAND
+    )
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "same" in r.stdout, r.stderr[-2000:]
