@@ -40,7 +40,7 @@ def _int_body(kind, ctx, x, y, dt):
 
 def _float_body(kind, ctx, x, y, dt):
     if kind == "trunc":
-        d = ctx.op(f"{x} / {y}")
+        d = ctx.op(f"tl.math.div_rn({x}, {y})")  # IEEE division: `/` is approximate on the GPU
         if dt != compute_dtype(dt):  # eager rounds the quotient to fp16/bf16 before truncating it
             d = ctx.op(f"{d}.to({TL_DTYPE[dt]}).to(tl.float32)")
         return ctx.op(f"tl.where({d} < 0, tl.ceil({d}), tl.floor({d}))")
@@ -50,7 +50,7 @@ def _float_body(kind, ctx, x, y, dt):
     adjust = ctx.op(f"({mod} != 0) & (({y} < 0) != ({mod} < 0))")
     if kind == "remainder":
         return ctx.op(f"tl.where({adjust}, {mod} + {y}, {mod})")
-    div = ctx.op(f"({x} - {mod}) / {y}")
+    div = ctx.op(f"({x} - {mod}) / {y}")  # near an integer; rounded below, so `/` may be approximate
     div = ctx.op(f"tl.where({adjust}, {div} - 1.0, {div})")
     fl = ctx.op(f"tl.floor({div})")
     fl = ctx.op(f"tl.where({div} - {fl} > 0.5, {fl} + 1.0, {fl})")
