@@ -40,7 +40,8 @@ def _int_body(kind, ctx, x, y, dt):
 
 def _float_body(kind, ctx, x, y, dt):
     if kind == "trunc":
-        d = ctx.op(f"tl.math.div_rn({x}, {y})")  # IEEE division: `/` is approximate on the GPU
+        # IEEE division: fp32 `/` is approximate on the GPU (fp64 `/` is exact, and div_rn is fp32 only)
+        d = ctx.op(f"tl.math.div_rn({x}, {y})" if compute_dtype(dt) == torch.float32 else f"{x} / {y}")
         if dt != compute_dtype(dt):  # eager rounds the quotient to fp16/bf16 before truncating it
             d = ctx.op(f"{d}.to({TL_DTYPE[dt]}).to(tl.float32)")
         return ctx.op(f"tl.where({d} < 0, tl.ceil({d}), tl.floor({d}))")
