@@ -44,6 +44,7 @@ _VIEW_NAMES = {
 
 REGISTRY: tuple[KeyAction, ...] = (
     # -- anywhere ------------------------------------------------------------------------------
+    KeyAction("escape", "close_session", "back to the session this run was opened from", "app", True),
     KeyAction("question_mark", "help", "list every key", "app", True),
     KeyAction("slash", "search", "search / filter the current view", "app", True),
     KeyAction("n", "search_next", "next search match", "app"),
@@ -53,7 +54,6 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("t", "focus_tree", "focus the compile-id tree", "app"),
     KeyAction("v", "focus_view", "focus the current view", "app"),
     KeyAction("exclamation_mark", "show_skipped", "what was skipped while reading", "app"),
-    KeyAction("escape", "close_session", "back to the session a run was opened from", "app", True),
     KeyAction("ctrl+p", "app.command_palette", "command palette", "app"),
     KeyAction("q", "app.quit", "quit", "app", True),
     *(

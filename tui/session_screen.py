@@ -180,9 +180,14 @@ class SessionScreen(Screen):
             more = f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
             notice.set(f"⚠ skipped while reading: {escape(skipped[0])}{more} — press ! for details")
             notice.add_class("shown")
+        runs = self.view("results").runs
+        if runs:  # a bisect/minify session: each child run kept its own trace
+            tree_mod.add_runs(self.query_one("#tree", CompileTree), runs)
         if not self.session.logs:
-            if self.view("results").runs:  # a bisect/minify session: each child run kept its own trace
-                notice.set("⚠ results only: each run's trace is in its own folder — 6, then r opens one")
+            if runs:
+                notice.set(
+                    "⚠ results only: each run kept its own trace — enter on a run in the tree opens it"
+                )
             else:
                 notice.set("⚠ this session has no TORCH_TRACE logs: the script compiled nothing")
             notice.add_class("shown")
@@ -253,7 +258,9 @@ class SessionScreen(Screen):
         if not event.node.data or not self.ready:
             return
         kind, obj = event.node.data
-        if kind == "compile":
+        if kind == "run":
+            self.post_message(OpenRun(obj["path"]))
+        elif kind == "compile":
             has_graph = any(is_graph_kind(r.kind) for r in obj.records)
             self.goto(
                 "graph" if has_graph else "artifact",

@@ -64,6 +64,19 @@ def add_rank(tree: CompileTree, rank: RankEntry, expand: bool, node: TreeNode | 
     return node
 
 
+def add_runs(tree: CompileTree, runs: list[dict]) -> TreeNode:
+    """A "child runs" section: the runs of a bisect/minify session that kept a trace (enter opens one)."""
+    node = tree.root.add(Text.assemble(("child runs", "bold"), (f"  {len(runs)}", "dim")), data=None)
+    for r in runs:
+        failed = r["exit_code"] not in (0, None)
+        label = Text.assemble(
+            ("● ", "red" if failed else "green"), (r["name"], ""), (f"  exit {r['exit_code']}", "dim")
+        )
+        node.add_leaf(label, data=("run", r))
+    node.expand()
+    return node
+
+
 def populate(node: TreeNode) -> None:
     """Add the children of a frame or compile node the first time it is expanded."""
     if node.children or not node.data:

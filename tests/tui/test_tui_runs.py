@@ -21,7 +21,12 @@ async def test_open_a_bisect_run_trace_and_come_back(in_root, tmp_path):
         base = app.screen
         assert app.current_view == "results"  # the session has results and runs, no trace
         notice = app.query_one("#notice", Info)
-        assert "results only" in notice.plain and "r opens" in notice.plain
+        assert "results only" in notice.plain and "enter on a run" in notice.plain
+        (section,) = app.query_one("#tree", CompileTree).root.children  # the runs, in the tree too
+        assert [str(n.label).split()[1] for n in section.children] == [
+            "runs/01-fxlens_eager",
+            "runs/02-fxlens",
+        ]
         runs = app.query_one("#results-runs", VimTable)
         assert [r[0] for r in runs._rows_plain()] == ["runs/01-fxlens_eager", "runs/02-fxlens"]
         assert [r[1] for r in runs._rows_plain()] == ["0", "1"]  # exit codes from session.json
@@ -45,7 +50,7 @@ async def test_open_a_bisect_run_trace_and_come_back(in_root, tmp_path):
         assert app.screen is base and app.current_view == "results"
         assert app.query_one("#results-runs", VimTable).cursor_row == 0
         assert app.view().params["run"] == "runs/01-fxlens_eager"
-        await press(pilot, "j", "r")  # the other run: a fresh screen on its own trace
+        await press(pilot, "t", "G", "enter")  # the other run, from the tree: a fresh screen
         await wait_loaded(app, pilot)
         assert app.screen is not base and "02-fxlens" in app.screen.sub_title
         compiles = {c.compile_id for r in app.data.ranks for f in r.frames for c in f.compiles}

@@ -23,14 +23,22 @@ SHOTS = [
     ("recompiles.svg", "session", ("4",)),
     ("kernels.svg", "session", ("5",)),
     ("bisect.svg", "session", ("6",)),
+    ("bisect-runs.svg", "bisect", ("v", "tab", "tab")),
+    ("bisect-run-open.svg", "bisect", ("v", "tab", "tab", "k", "r", "3")),
     ("metrics.svg", "session", ("7",)),
     ("ranks.svg", "multi", ("8",)),
     ("corrupt.svg", "corrupt", ()),
 ]
 
 
+# resolved now: the in_root fixture changes the working directory before the test runs
+SHOTS_DIR = (
+    Path(os.environ["FXLENS_SCREENSHOTS_DIR"]).resolve() if os.environ.get("FXLENS_SCREENSHOTS_DIR") else None
+)
+
+
 async def test_screenshots(in_root, tmp_path):
-    out = Path(os.environ.get("FXLENS_SCREENSHOTS_DIR") or tmp_path / "shots")
+    out = SHOTS_DIR or tmp_path / "shots"
     out.mkdir(parents=True, exist_ok=True)
     for name, which, keys in SHOTS:
         app = make_app(getattr(in_root, which), tmp_path)
