@@ -136,17 +136,28 @@ class View(Vertical):
         super().__init__(id=f"view-{self.view_id}")
         self.data: AppData | None = None
         self.params: dict = {}
+        self._drawn = False  # whether the view shows `params` for the current data
 
     def set_data(self, data: AppData) -> None:
         """Receive the loaded data (called by the app when loading finishes)."""
         self.data = data
+        self._drawn = False
 
     @guarded
     def show(self, **params) -> None:
-        """Draw the view at `params`; views override `draw`."""
-        self.params = {k: v for k, v in params.items() if v is not None}
+        """Draw the view at `params`; views override `draw`.
+
+        Showing the location the view already shows draws nothing: switching back to a view keeps
+        its scroll positions and cursors, and costs only the repaint.
+        """
+        params = {k: v for k, v in params.items() if v is not None}
+        if self._drawn and params == self.params:
+            return
+        self.params = params
         if self.data is not None:
+            self._drawn = False
             self.draw()
+            self._drawn = True
 
     def draw(self) -> None:
         """Redraw from `self.data` and `self.params`."""

@@ -270,6 +270,8 @@ class Info(Static):
 
     def set(self, markup: str) -> None:
         """Show `markup` (dynamic parts must be escaped with rich.markup.escape)."""
+        if markup == self.markup:
+            return  # an update re-lays out the screen (auto height): only when the text changes
         self.markup = markup
         self.update(markup)
 

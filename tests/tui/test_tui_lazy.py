@@ -94,6 +94,17 @@ async def test_view_switches_keep_state_without_rereading(in_root, tmp_path, mon
         assert code._lines is lines
 
 
+async def test_a_scrolled_pane_stays_scrolled_across_view_switches(in_root, tmp_path):
+    app = make_app(in_root.session, tmp_path)
+    async with app.run_test(size=(100, 16)) as pilot:  # small: the guard list scrolls
+        await wait_loaded(app, pilot)
+        await press(pilot, *OPEN_FIRST_COMPILE, "2", "v", "g", "j", "j", "j")
+        guards = app.query_one("#guards-code", CodeView)
+        assert guards.has_focus and guards.scroll_offset.y == 3
+        await press(pilot, "3", "1", "2")
+        assert app.current_view == "guards" and guards.scroll_offset.y == 3
+
+
 async def test_key_bar_follows_focus_and_clicks(in_root, tmp_path):
     app = make_app(in_root.session, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
