@@ -26,7 +26,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from benchmarks_md import write_table  # noqa: E402
+from benchmarks_md import write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "minify" / "scripts"
@@ -159,6 +159,55 @@ def run_launcher(name: str, work: Path) -> dict:
     return {"seconds": seconds, "queries": queries, "final_nodes": final, "exit": proc.returncode}
 
 
+METHOD = """`python bench/minify.py --cases {cases}{launcher}` (2-core CPU box shared with other
+engineers' builds and tests, torch 2.13 CPU, triton 3.9; the load average is given per case).
+
+Each case runs `fxlens minify` end to end (capture run of the script, confirming the failing graph,
+reduction on a pool of 2 worker processes, and 3 re-runs of the reproducer: one in a new interpreter,
+two forked from a process that had only imported torch), then gives the very graph fxlens captured
+(its code and recorded inputs) to torch's own `torch._functorch.fx_minifier.minifier`, in-process,
+with a `module_fails` that compiles with the same backend and compares the same failure signature
+(`fxlens.minify_check.run_check`). With `--launcher`, the inductor case also runs torch's own
+end-to-end route: the script under `TORCHDYNAMO_REPRO_AFTER=aot`, then the `minifier_launcher.py` it
+writes. Final nodes are call nodes; input bytes are the reproducer's inputs (fxlens: seeded random
+inputs of the final shapes; torch: the recorded tensors it keeps).
+"""
+
+PHASES = ("capture", "confirm", "aot_capture", "reduce", "of_which_verify")
+
+
+def phase_table(rows: list[dict]) -> str:
+    """Where fxlens's wall time went, per case (from its --json `timings`), with the load average."""
+    head = (
+        "| case | capture run | confirm | ATen capture | reduce | verify (3 re-runs) | total | load avg |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for row in rows:
+        t = row["fxlens"]["timings"]
+        cells = " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in PHASES)
+        lines.append(f"| {row['case']} | {cells} | {row['fxlens']['seconds']:.1f} | {row['load']} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def ratio_lines(rows: list[dict]) -> str:
+    out = []
+    for row in rows:
+        ln = row.get("launcher") or {}
+        if ln.get("seconds") and ln.get("queries"):
+            r = row["fxlens"]
+            out.append(
+                f"- {row['case']}: fxlens {r['seconds']:.1f} s / torch launcher {ln['seconds']:.1f} s = "
+                f"**{r['seconds'] / ln['seconds']:.2f}x** wall time; queries {r['queries']} / "
+                f"{ln['queries']} = {r['queries'] / ln['queries']:.2f}x (load average {row['load']})"
+            )
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def table(rows: list[dict]) -> str:
     head = (
         "| case | original nodes | tool | queries | wall s | final nodes | input bytes |\n"
@@ -191,17 +240,20 @@ def main() -> int:
     ap.add_argument(
         "--launcher", action="store_true", help="also torch's repro_after=aot launcher (inductor)"
     )
-    ap.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
+    ap.add_argument("--write", action="store_true", help="write the section into BENCHMARKS.md")
+    ap.add_argument("--notes", metavar="FILE", help="Markdown appended to the written section (analysis)")
     a = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name in a.cases.split(","):
+            load = _load()
             r = run_fxlens(name, work)
             t = run_torch_minifier(name, r)
             row = {"case": name, "what": CASES[name][3], "fxlens": r, "torch": t}
             if a.launcher and name == "inductor":
                 row["launcher"] = run_launcher(name, work)
+            row["load"] = f"{load} -> {_load()}"
             rows.append(row)
             print(
                 json.dumps(
@@ -224,10 +276,19 @@ def main() -> int:
                 ),
                 flush=True,
             )
-    text = table(rows)
+    text = (
+        table(rows)
+        + "\nWhere fxlens's end-to-end seconds went (its `--json` timings; load average 1/5/15 min "
+        "before -> after the case):\n\n" + phase_table(rows)
+    )
+    if ratios := ratio_lines(rows):
+        text += '\nAgainst torch\'s `repro_after="aot"` launcher, same script, same load:\n\n' + ratios
     print(text)
     if a.write:
-        write_table("Minify", text)
+        notes = Path(a.notes).read_text() if a.notes else ""
+        write_section(
+            "Minify", f"{METHOD.format(cases=a.cases, launcher=' --launcher' * a.launcher)}\n{text}\n{notes}"
+        )
     return 0
 
 

@@ -111,6 +111,17 @@ def _capture(script, script_args, backend, check, session: Path):
     return cap, code, stderr
 
 
+def _first_backend(cap: Path, done: threading.Event) -> str | None:
+    """The backend spec of the first graph the capture child compiles (polled while it runs)."""
+    from fxlens.minify_capture import read_status
+
+    while not done.wait(0.2):
+        first = next((r for r in read_status(cap) if r.get("step") == "compile"), None)
+        if first is not None:
+            return json.loads((cap / f"graph_{first['graph']}.json").read_text())["backend"]
+    return None
+
+
 def _no_failure_error(
     script,
     script_args,
@@ -234,26 +245,58 @@ def minify_script(
     timings: dict[str, float] = {}
     # workers import torch while the script runs; told the backend once it is known
     pool = Pool(size=cfg.workers, timeout=cfg.timeout, log_dir=session / "workers", cwd=os.getcwd())
+    closers: list = []
     try:
         return _minify(
-            script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool
+            script,
+            script_args,
+            backend,
+            check,
+            out,
+            json_path,
+            progress,
+            cfg,
+            t0,
+            session,
+            timings,
+            pool,
+            closers,
         )
     finally:
         pool.close()
+        for close in closers:
+            close()
 
 
-def _minify(script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool):
-    """The body of minify_script, with its worker pool already starting."""
+def _minify(
+    script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool, closers
+):
+    """The body of minify_script, with its worker pool already starting; what it starts besides
+    goes into `closers` (called when it is done, however it ends)."""
     from fxlens.minify_capture import baseline_config_lines, captured_graphs, failing_graph
     from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
     from fxlens.minify_reduce import FLAKY_RETRIES, ProgressBar, Reducer, reduce
+    from fxlens.minify_verify import Zygote
     from fxlens.repro_writer import ReproSpec, render
 
-    # the parent idles while the script runs: import torch and probe the config baseline meanwhile
+    # the parent idles while the script runs: import torch and probe the config baseline meanwhile,
+    # and have the workers resolve and warm up the backend as soon as the script names it
     warm: dict = {}
-    warmer = threading.Thread(target=lambda: warm.update(baseline=baseline_config_lines()), daemon=True)
+    captured = threading.Event()
+
+    def meanwhile() -> None:
+        warm.update(baseline=baseline_config_lines())
+        spec = backend or _first_backend(session / "capture", captured)
+        if spec:
+            pool.set_backend(spec)
+            pool.prepare()
+
+    warmer = threading.Thread(target=meanwhile, daemon=True)
     warmer.start()
-    cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session)
+    try:
+        cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session)
+    finally:
+        captured.set()
     warmer.join()
     timings["capture"] = round(time.perf_counter() - t0, 2)
     graphs = captured_graphs(cap)
@@ -318,6 +361,9 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
         cand, spec, aot_note = _aot_level(pool, cand, spec, session)
         timings["aot_capture"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
     original = cand.num_calls
+    # the reproducer's re-runs fork from this one: it imports torch while the reduction runs
+    zygote = Zygote(_preload(spec))
+    closers.append(zygote.close)
     bar = ProgressBar(original=original) if progress else None
     # a flaky failure: a candidate that passes is tried again before it counts as passing
     retries = FLAKY_RETRIES if flaky else 0
@@ -335,7 +381,7 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     (session / "queries.json").write_text(json.dumps(reducer.memo, indent=1))
 
     timings["reduce"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
-    result = _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted)
+    result = _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted, zygote)
     result.update(
         check=spec.check,
         signature=sig,
@@ -364,12 +410,25 @@ def _minify(script, script_args, backend, check, out, json_path, progress, cfg, 
     if aot_note:
         result["aot_note"] = aot_note
     timings["write_and_verify"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
+    timings["of_which_verify"] = result.pop("verify_seconds")
+    # when the last worker had imported torch and warmed Dynamo up (seconds after the pool started)
+    timings["workers_warm_at"] = pool.warm_at()
     result["timings"] = timings
     result["summary"] = summary_line(result)
     append_event(session, "minify", result)
     if json_path:
         Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _preload(spec) -> list[str]:
+    """Modules the reproducer's backend compiles with (imported ahead by the zygote)."""
+    mods = ["torch._dynamo"]
+    if "inductor" in (spec.backend, spec.inner):
+        mods.append("torch._inductor.compile_fx")
+    if spec.backend in ("fxlens", "fxlens_nofusion"):
+        mods.append("fxlens.backend.compile_fx")
+    return mods
 
 
 def _aot_level(pool, cand, spec, session: Path):
@@ -400,7 +459,7 @@ def _load_values(path: Path) -> dict:
     return torch.load(path, weights_only=True)
 
 
-def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted) -> dict:
+def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted, zygote) -> dict:
     """Verify the reproducer in fresh interpreters (in the session), then copy it to its place."""
     from fxlens.repro_writer import default_name, fresh_path, header, render, verify
 
@@ -429,7 +488,9 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
     )
     staged = work / target.name
     staged.write_text(text)
-    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns)
+    t_verify = time.perf_counter()
+    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, zygote=zygote)
+    verify_s = round(time.perf_counter() - t_verify, 2)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(staged, target)
     if spec.values_path:
@@ -438,6 +499,7 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
         "repro": str(target),
         "reproduced": f"{ok}/{0 if interrupted else cfg.reruns}",
         "flaky": 0 < ok < cfg.reruns,
+        "verify_seconds": verify_s,
     }
 
 

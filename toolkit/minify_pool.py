@@ -33,6 +33,7 @@ class Worker:
         self.backend, self.env, self.log, self.cwd = "", env, log, cwd
         self.proc: subprocess.Popen | None = None
         self.ready = False
+        self.warm_time: float | None = None  # time.time() when it had imported torch and warmed up
         self.lines: queue.Queue = queue.Queue()
 
     def spawn(self) -> None:
@@ -66,6 +67,9 @@ class Worker:
         self.proc.stdin.write(json.dumps({"backend": self.backend}) + "\n")
         self.proc.stdin.flush()
         ready = self._next(STARTUP_TIMEOUT_S)
+        if ready is not None and "warm" in ready:  # sent before the backend: torch imported
+            self.warm_time = self.warm_time or ready["warm"]
+            ready = self._next(STARTUP_TIMEOUT_S)
         if ready is None or ready.get("ready") is not True:
             err = ready.get("error") if ready else "no answer"
             self.stop()
@@ -118,6 +122,7 @@ class Pool:
 
     def __init__(self, *, size: int = 0, timeout: float = 120.0, log_dir: Path, cwd=None):
         self.size = size or os.cpu_count() or 1
+        self.started = time.time()
         self.timeout = timeout
         env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE", "FXLENS_BACKEND_OVERRIDE")}
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -130,9 +135,27 @@ class Pool:
         self.executor = ThreadPoolExecutor(max_workers=self.size)
 
     def set_backend(self, backend: str) -> None:
-        """The backend spec every candidate is compiled with (sent to each worker on first use)."""
+        """The backend spec every candidate is compiled with (sent to each worker on first use;
+        a worker that resolved another one is restarted)."""
         for w in self.workers:
+            if w.backend and w.backend != backend:
+                w.stop()
             w.backend = backend
+
+    def prepare(self) -> None:
+        """Have every worker resolve the backend (and warm it up) now, in the background."""
+
+        def start_one() -> None:
+            w = self.free.get()
+            try:
+                w._start()
+            except RuntimeError:  # the first candidate's ask retries and reports it
+                pass
+            finally:
+                self.free.put(w)
+
+        for _ in self.workers:
+            self.executor.submit(start_one)
 
     def _one(self, src: str, call: str | None = None) -> str | None:
         w = self.free.get()
@@ -148,6 +171,11 @@ class Pool:
     def evaluate(self, sources: list[str]) -> list[str | None]:
         """Signatures of `sources`, in order (evaluated concurrently)."""
         return list(self.executor.map(self._one, sources))
+
+    def warm_at(self) -> float | None:
+        """Seconds after the pool started when the last worker had imported torch and warmed up."""
+        times = [w.warm_time for w in self.workers if w.warm_time is not None]
+        return round(max(times) - self.started, 2) if times else None
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
@@ -177,8 +205,10 @@ def worker_main() -> int:
         # warm Dynamo up while the parent still captures: the first candidate then compiles faster
         torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
         torch._dynamo.reset()
+        answer({"warm": time.time()})
         backend_spec = json.loads(sys.stdin.readline() or "{}").get("backend", "")
         backend = resolve(backend_spec)
+        _warm_backend(torch, backend_spec)
     except BaseException as e:  # report and exit: the parent says the worker failed to start
         answer({"ready": False, "error": f"{type(e).__name__}: {e}"})
         return 1
@@ -196,6 +226,19 @@ def worker_main() -> int:
             torch._dynamo.reset()  # forget compiled candidates: memory and recompile limits
         answer({"sig": sig, "seconds": round(time.perf_counter() - t0, 3)})
     return 0
+
+
+def _warm_backend(torch, spec: str) -> None:
+    """Import what the backend compiles with, and for inductor compile one tiny graph (its
+    first compile pays for imports and C++ toolchain probing), before the first candidate."""
+    if spec == "inductor":
+        try:
+            torch.compile(lambda x: x * 2 + 1, backend="inductor")(torch.ones(8))
+        except Exception:  # a broken inductor shows on the first candidate, with its signature
+            pass
+        torch._dynamo.reset()
+    elif spec in ("fxlens", "fxlens_nofusion"):
+        import fxlens.backend.compile_fx  # noqa: F401
 
 
 def _evaluate(ns: dict, backend, backend_spec: str, call: str | None) -> str | None:

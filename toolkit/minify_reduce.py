@@ -7,6 +7,7 @@ being minified. Every pass is a function `(reducer, candidate) -> candidate` in 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -89,6 +90,13 @@ def cut_ancestry(r: Reducer, cand: Candidate) -> Candidate:
     nodes = [n for n in cand.calls() if tensor_spec(n) is not None]
     if len(nodes) < 2:
         return cand
+    # the error names an ATen op (`aten.le`): that op alone, before any search
+    named = [n for n in nodes if (op := _aten_op(n)) and re.search(rf"{re.escape(op)}(?![\w])", r.signature)]
+    if named:
+        alone = [_with_outputs(cand, [n]) for n in named[: r.parallel]]
+        for c, ok in zip(alone, r.test(alone)):
+            if ok:
+                return c
     order = {n: i for i, n in enumerate(cand.calls())}
 
     def prefix(k: int) -> Candidate:
@@ -112,9 +120,22 @@ def cut_ancestry(r: Reducer, cand: Candidate) -> Candidate:
             lo = max([k for k, ok in zip(points, results) if not ok and k < hi], default=lo)
         else:
             lo = points[-1]
-    best = prefix(hi) if hi < len(nodes) and r.test([prefix(hi)])[0] else cand
+    # the failing node alone, and the prefix ending at it, in one round
     alone = _with_outputs(cand, [nodes[hi - 1]])
-    return alone if r.test([alone])[0] else best
+    trials = [alone, prefix(hi)] if hi < len(nodes) else [alone]
+    ok = r.test(trials)
+    if ok[0]:
+        return alone
+    return trials[1] if len(ok) > 1 and ok[1] else cand
+
+
+def _aten_op(node) -> str | None:
+    """`aten.le` for a call of torch.ops.aten.le.Scalar (ATen graphs), else None."""
+    import torch
+
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target.overloadpacket)
+    return None
 
 
 def _with_outputs(cand: Candidate, keep: list) -> Candidate:
@@ -149,7 +170,8 @@ def ddmin_nodes(r: Reducer, cand: Candidate) -> Candidate:
             return cand
         n = min(n, len(items))
         chunks = [items[i * len(items) // n : (i + 1) * len(items) // n] for i in range(n)]
-        proposals = [rebuild(cand, remove=set(ch)) for ch in chunks if ch]
+        # a graph left without calls cannot show a compiler's failure: not worth a query
+        proposals = [p for p in (rebuild(cand, remove=set(ch)) for ch in chunks if ch) if p.num_calls]
         found = r.first_failing(proposals)
         if found is not None and found.num_calls < cand.num_calls:
             cand = found
@@ -179,8 +201,12 @@ def shrink_shapes(r: Reducer, cand: Candidate) -> Candidate:
     """Every dimension 1 (one bold guess), else halve every dimension of every input while it
     still fails, then each input alone."""
     ones = with_inputs(cand, [_ones(s) for s in cand.inputs])
-    if ones.key() != cand.key() and r.test([ones])[0]:
-        return ones
+    # boldest first, in the same round: every dimension 1 and every input simplified
+    boldest = with_inputs(cand, [_simplest(_ones(s)) for s in cand.inputs])
+    trials = [c for c in (boldest, ones) if c.key() != cand.key()]
+    for c, ok in zip(trials, r.test(trials) if trials else []):
+        if ok:
+            return c
     for _ in range(32):
         trial = with_inputs(cand, [halve(s) for s in cand.inputs])
         if trial.key() == cand.key() or not r.test([trial])[0]:
@@ -206,14 +232,23 @@ def _ones(spec):
     return replace(spec, shape=shape, stride=contiguous_stride(shape))
 
 
+# the input simplifications, each tried alone by simplify_inputs (all at once by shrink_shapes)
+_SIMPLIFY = (
+    lambda s: replace(s, stride=contiguous_stride(s.shape)) if s.is_tensor else s,
+    lambda s: replace(s, dtype="float32") if s.dtype in ("float16", "bfloat16", "float64") else s,
+    lambda s: replace(s, requires_grad=False),
+)
+
+
+def _simplest(spec):
+    for edit in _SIMPLIFY:
+        spec = edit(spec)
+    return spec
+
+
 def simplify_inputs(r: Reducer, cand: Candidate) -> Candidate:
     """Contiguous strides, float32 for other float dtypes, no requires_grad: each where it still fails."""
-    edits = (
-        lambda s: replace(s, stride=contiguous_stride(s.shape)) if s.is_tensor else s,
-        lambda s: replace(s, dtype="float32") if s.dtype in ("float16", "bfloat16", "float64") else s,
-        lambda s: replace(s, requires_grad=False),
-    )
-    for edit in edits:
+    for edit in _SIMPLIFY:
         new = [edit(s) for s in cand.inputs]
         if new != cand.inputs:
             trial = with_inputs(cand, new)

@@ -254,11 +254,18 @@ def run_repro(path: Path, timeout: float = 300) -> tuple[int, str | None]:
     return proc.returncode, signature_in(proc.stderr)
 
 
-def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300) -> int:
-    """How many of `runs` fresh-interpreter runs exit non-zero with `signature` (run concurrently:
-    they are independent processes, and most of each is importing torch)."""
+def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300, zygote=None) -> int:
+    """How many of `runs` re-runs exit non-zero with `signature`. They run concurrently (independent
+    processes). One is always `python FILE` in a new interpreter; with a `zygote`
+    (`fxlens.minify_verify`), the others are forked from it and skip importing torch."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=runs) as ex:
-        results = list(ex.map(lambda _: run_repro(path, timeout), range(runs)))
-    return sum(int(code != 0 and sig == signature) for code, sig in results)
+        forks = ex.submit(zygote.run, path, runs - 1, timeout) if zygote is not None and runs > 1 else None
+        fresh = list(ex.map(lambda _: run_repro(path, timeout), range(1 if forks else runs)))
+        forked = forks.result() if forks else []
+    if forks is not None and forked is None:  # the zygote is gone: plain interpreters instead
+        forked = [run_repro(path, timeout) for _ in range(runs - 1)]
+    else:
+        forked = [(code, signal_signature(code) if code < 0 else signature_in(err)) for code, err in forked]
+    return sum(int(code != 0 and sig == signature) for code, sig in [*fresh, *forked])
