@@ -78,6 +78,8 @@ class FxlensApp(App):
     def _collect_when_idle(self) -> None:
         if time.monotonic() - self._last_input < self.IDLE_GC_S or gc.get_count()[2] == 0:
             return  # typing, or nothing reached the old generation since the last collection
+        if not all(s.ready for s in self.screen_stack if isinstance(s, SessionScreen)):
+            return  # a loader is filling memory (and freezes it when done): nothing to win yet
         t0 = time.perf_counter()
         gc.collect()
         gc.freeze()
