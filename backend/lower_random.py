@@ -141,3 +141,11 @@ def _bernoulli(G, node, meta, x, p=None, *, generator=None):
         return ctx.cast(ctx.op(f"({r} < {pv})"), torch.bool, dt)
 
     return Pointwise(fn, shape, dt, meta.device, node)
+
+
+@register(aten.empty.memory_format, aten.empty_permuted.default)
+def _empty(G, node, meta, *args, **kwargs):
+    """Uninitialized memory may hold anything: zeros, never stored (dropout2d and alpha_dropout
+    decompose to `empty(...).bernoulli_(p)`, which overwrites it)."""
+    shape, dt = _shape(meta), meta.dtype
+    return Pointwise(lambda ctx, idx: ctx.full(0, dt), shape, dt, meta.device, node, cheap=True)

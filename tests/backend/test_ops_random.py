@@ -196,3 +196,16 @@ def test_inlined_philox_is_triton_rand(tmp_path):
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "same" in r.stdout, r.stderr[-2000:]
+
+
+def test_channel_dropout_and_alpha_dropout(compiled, guards):
+    x = torch.rand(8, 16, 3, 3) + 0.5
+    out, graphs = compiled(lambda x: F.dropout2d(x, 0.5, training=True), x)
+    kept = (out != 0).flatten(2)
+    assert (kept.all(-1) | (~kept).all(-1)).all(), "dropout2d zeroes whole channels"
+    assert 0.3 < kept.all(-1).double().mean() < 0.7
+    torch.testing.assert_close(out[out != 0], (x * 2)[out != 0])
+    assert _fallbacks(graphs) == {}
+    out, graphs = compiled(lambda x: F.alpha_dropout(x, 0.2, training=True), torch.zeros(64, 64))
+    assert out.unique().numel() == 2 and abs(out.mean()) < 0.05  # alpha dropout keeps mean 0
+    assert _fallbacks(graphs) == {}
