@@ -306,7 +306,7 @@ def main() -> int:
     gc_ms = [r["idle_gc_ms"] for r in runs]
     paced = [x for r in runs for x in r["paced_gc_ms"]] or [0.0]
     text = (
-        f"""`python bench/tui.py --mb {args.mb} --ranks {args.ranks} --rounds {args.rounds} --write` (2-core CPU box shared with other work: {load} during the runs; torch 2.13 CPU, Textual headless at 120x40).
+        f"""`python bench/tui.py --mb {args.mb} --ranks {args.ranks} --rounds {args.rounds} --write` (CPU box shared with other work: {load} during the runs; torch 2.13 CPU, Textual headless at 120x40).
 
 Trace: {size / 2**20:.0f} MB in {args.ranks} rank logs, {runs[0]["compiles"]} compile ids (a real log of
 `tests/tui/model_script.py` replicated with shifted frame ids; the last rank diverges).
@@ -321,7 +321,9 @@ Keystroke latency (target: a keystroke answers within 100 ms), from the key even
 frame that shows its result: for a graph that is not parsed yet and for `o` (node → kernel), the
 result, not the "reading…" placeholder painted first. Wall time counts waiting for a core on this
 shared box; CPU time (all threads of the process, the highlighting worker included) is what the key
-costs on an idle core. p50 / p95 / max in ms, {args.rounds} rounds of the same {len(KEYS)} keys:
+costs on an idle core. (Before 2026-12-02 15:00 this bench forced a full-screen repaint after each
+key; it now waits for the frame the key dirtied, which is what a terminal gets.) p50 / p95 / max
+in ms, {args.rounds} rounds of the same {len(KEYS)} keys:
 
 | keys | n | wall p50 / p95 / max | CPU p50 / p95 / max |
 |---|---|---|---|
