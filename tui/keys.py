@@ -90,7 +90,7 @@ REGISTRY: tuple[KeyAction, ...] = (
     # -- kernels view -------------------------------------------------------------------------
     KeyAction("o", "jump_node", "jump back to the graph node", "kernels", True),
     # -- results view -------------------------------------------------------------------------
-    KeyAction("o", "jump_culprit", "jump to the culprit's kernel (or graph)", "results", True),
+    KeyAction("o", "jump_culprit", "jump to the culprit's kernel or graph (in its run)", "results", True),
     KeyAction("r", "open_run", "open the selected run's trace (escape comes back)", "results", True),
 )
 

@@ -78,10 +78,13 @@ class SessionScreen(Screen):
     # | ctrl+p         | command palette                   |
     # | q              | quit                              |
 
-    def __init__(self, session: Session, parent: SessionScreen | None = None) -> None:
+    def __init__(
+        self, session: Session, parent: SessionScreen | None = None, at: tuple[str, dict] | None = None
+    ) -> None:
         super().__init__()
         self.session = session
         self.parent_screen = parent
+        self.open_at = at  # (view, params) to go to once the logs are read
         self.data = AppData(session)
         self.ready = False
         self.current_view = "graph"
@@ -204,6 +207,8 @@ class SessionScreen(Screen):
             self._show("graph", {"rank": first.rank, "compile_id": first.compile_id})
         elif summary is not None and (summary.events or self.view("results").runs):
             self._show("results", {})
+        if self.open_at is not None and summary is not None:
+            self.goto(self.open_at[0], **self.open_at[1])  # `[` goes back to where it opened
 
     # -- navigation ----------------------------------------------------------------------------
     def location(self) -> tuple[str, dict]:
@@ -240,7 +245,8 @@ class SessionScreen(Screen):
         except FxlensError as e:
             self.notify(str(e), severity="error")
             return
-        self.app.push_screen(SessionScreen(session, parent=self))
+        at = (message.view, message.params) if message.view else None
+        self.app.push_screen(SessionScreen(session, parent=self, at=at))
 
     @on(Tabs.TabActivated, "#tabs")
     def _tab(self, event: Tabs.TabActivated) -> None:

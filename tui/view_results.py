@@ -77,11 +77,14 @@ def _doctor(ev: dict) -> list[str]:
 
 
 class OpenRun(Message):
-    """Posted by the results view: open the session of a child run (its trace) on top of this one."""
+    """Posted by the results view or the tree: open the session of a child run (its trace) on top
+    of this one, at `view`/`params` once it is read (default: where a session opens)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, view: str | None = None, **params) -> None:
         super().__init__()
         self.path = path
+        self.view = view
+        self.params = params
 
 
 class ResultsView(View):
@@ -95,7 +98,7 @@ class ResultsView(View):
     title = "Bisect"
     BINDINGS = keys.bindings("results")
     # | key | action                                  |
-    # | o   | jump to the culprit's kernel (or graph) |
+    # | o   | jump to the culprit's kernel or graph (opening the run that has it) |
     # | r   | open the selected run's trace           |
     DEFAULT_CSS = """
     ResultsView #results-table { height: 8; }
@@ -213,11 +216,13 @@ class ResultsView(View):
         if not c.get("compile_id"):
             self.app.notify("this result names no culprit compile", severity="warning")
         elif self.data.compile(None, c["compile_id"]) is None:
-            self.app.notify(
-                f"compile {c['compile_id']} is in a run's trace, not in this session: "
-                "r opens the selected run (escape comes back)",
-                severity="warning",
-            )
+            run = self.selected_run()  # the last run by default: the one that confirmed the culprit
+            if run is None:
+                self.app.notify(f"compile {c['compile_id']} is not in this session", severity="warning")
+                return
+            # the culprit lives in a run's trace: open that run at it (escape comes back)
+            view, params = ("kernels", {"kernel": c["kernel"]}) if c.get("kernel") else ("graph", {})
+            self.post_message(OpenRun(run["path"], view, compile_id=c["compile_id"], **params))
         elif c.get("kernel"):
             self.post_message(Navigate("kernels", compile_id=c["compile_id"], kernel=c["kernel"]))
         else:

@@ -30,8 +30,16 @@ async def test_open_a_bisect_run_trace_and_come_back(in_root, tmp_path):
         runs = app.query_one("#results-runs", VimTable)
         assert [r[0] for r in runs._rows_plain()] == ["runs/01-fxlens_eager", "runs/02-fxlens"]
         assert [r[1] for r in runs._rows_plain()] == ["0", "1"]  # exit codes from session.json
-        await press(pilot, "o")  # the culprit is in a run's trace, not in this session's
-        assert app.current_view == "results"
+        # the culprit (compile 1/1) is in a run's trace: o opens the last run at its graph
+        await press(pilot, "o")
+        culprit = app.screen
+        assert isinstance(culprit, SessionScreen) and culprit.parent_screen is base
+        await wait_loaded(app, pilot)
+        assert "02-fxlens" in culprit.sub_title
+        assert app.current_view == "graph" and app.view().params["compile_id"] == "1/1"
+        assert "compile 1/1" in culprit.query_one("#graph-title", Info).plain
+        await press(pilot, "escape")
+        assert app.screen is base and app.current_view == "results"
         await press(pilot, "v", "tab", "tab")  # events table, detail, runs table
         assert app.focused is runs
         await press(pilot, "k", "r")  # the first run: open it
