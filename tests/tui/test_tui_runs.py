@@ -74,3 +74,28 @@ async def test_plain_session_has_no_runs(in_root, tmp_path):
         await press(pilot, "6", "r")
         assert app.screen is app.main and app.main.parent_screen is None
         assert not app.query_one("#results-runs", VimTable).display
+
+
+def test_child_runs_of_bisect_and_minify_sessions(in_root, tmp_path):
+    """bisect keeps runs/<n>-<label>, minify children/<name>; a run without a trace is not listed."""
+    import shutil
+
+    from fxlens.session import write_info
+    from fxlens.tui.loader import child_runs
+
+    s = tmp_path / "minify"
+    s.mkdir()
+    write_info(s, {"command": "minify"})
+    log = next((in_root.session / "trace").glob("*.log"))
+    (s / "children" / "capture" / "trace").mkdir(parents=True)
+    shutil.copy(log, s / "children" / "capture" / "trace" / log.name)
+    (s / "children" / "capture" / "session.json").write_text("{not json")  # still listed
+    (s / "runs" / "01-empty" / "trace").mkdir(parents=True)  # no log: not a run to open
+    runs = child_runs(Session.open(s))
+    assert [r["name"] for r in runs] == ["children/capture"]
+    assert runs[0]["exit_code"] is None and runs[0]["logs"] == 1 and runs[0]["mb"] > 0
+    assert [r["name"] for r in child_runs(Session.open(in_root.bisect))] == [
+        "runs/01-fxlens_eager",
+        "runs/02-fxlens",
+    ]
+    assert child_runs(Session.open(in_root.multi)) == []  # a trace directory has no runs
