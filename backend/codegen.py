@@ -15,7 +15,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, Reduction, compute_dtype, full_index, linear, numel
+from fxlens.backend.ir import (
+    TL_DTYPE,
+    Buffer,
+    Pointwise,
+    Recip,
+    Reduction,
+    compute_dtype,
+    full_index,
+    linear,
+    numel,
+)
+from fxlens.backend.symbolic import bindings, hint, is_static, render, used_symbols
 
 
 class Incompatible(Exception):
@@ -67,21 +78,37 @@ class Kernel:
         return "x" if numel(sn.out.shape) == self.xnumel else "r"
 
 
+def persistent(k: Kernel, rmax: int) -> bool:
+    """Whole rows in one block only when the row length is known: a symbolic one is always looped
+    (RBLOCK cannot follow a size known only at run time without recompiling)."""
+    return is_static(k.rnumel) and k.rnumel <= rmax
+
+
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
-def index_equal(a: str, b: str, xnumel: int, rnumel: int) -> bool:
-    """Whether two index expressions agree on the whole iteration domain (evaluated with numpy)."""
+def index_equal(a: str, b: str, xnumel, rnumel) -> bool:
+    """Whether two index expressions agree on the whole iteration domain (evaluated with numpy).
+
+    With symbolic sizes the expressions are sampled at two bindings of the size symbols: their
+    hints, and distinct small values (two symbols sharing a hint are not taken as equal)."""
     if a == b:
         return True
     names = set(_IDENT.findall(a)) | set(_IDENT.findall(b))
-    if not names <= {"xindex", "rindex"}:
+    syms = names - {"xindex", "rindex"}
+    envs = bindings() if syms or not is_static(xnumel, rnumel) else [{}]
+    if not syms <= set(envs[0]):
         return False
-    xs = _sample(xnumel)[:, None]
-    rs = _sample(rnumel)[None, :]
-    env = {"xindex": xs, "rindex": rs, "__builtins__": {}}
-    va, vb = eval(a, env), eval(b, env)  # noqa: S307 - our own generated arithmetic
-    return bool(np.all(np.broadcast_to(va, (xs.size, rs.size)) == np.broadcast_to(vb, (xs.size, rs.size))))
+    for sym_env in envs:
+        xn, rn = (int(eval(render(n), {"__builtins__": {}}, sym_env)) for n in (xnumel, rnumel))  # noqa: S307
+        xs = _sample(xn)[:, None]
+        rs = _sample(rn)[None, :]
+        env = {"xindex": xs, "rindex": rs, "__builtins__": {}, **sym_env}
+        va, vb = eval(a, env), eval(b, env)  # noqa: S307 - our own generated arithmetic
+        shape = (xs.size, rs.size)
+        if not np.all(np.broadcast_to(va, shape) == np.broadcast_to(vb, shape)):
+            return False
+    return True
 
 
 def _sample(n: int) -> np.ndarray:
@@ -95,6 +122,8 @@ def _sample(n: int) -> np.ndarray:
 
 
 def _lit(v) -> str:
+    if not is_static(v):
+        return render(v)  # a symbolic size used as a scalar operand (x / n)
     if isinstance(v, bool):
         return "1" if v else "0"
     if isinstance(v, float):
@@ -198,8 +227,9 @@ class KernelCtx:
         if buf.node is not None:
             self.boundary[(buf.node, buf.item)] = buf
         self.loaded.setdefault(root.name, []).append(off)
-        points = self.k.xnumel * (self.k.rnumel if "rindex" in off else 1)  # a gather reads one per point
-        self.read_elems[root.name] = self.read_elems.get(root.name, 0) + min(numel(buf.shape), points)
+        # a gather reads one per point; counted at the size hints when sizes are symbolic
+        points = hint(self.k.xnumel) * (hint(self.k.rnumel) if "rindex" in off else 1)
+        self.read_elems[root.name] = self.read_elems.get(root.name, 0) + min(hint(numel(buf.shape)), points)
         p = self._param(root)
         if "xindex" not in off and "rindex" not in off:
             off = f"{off} + 0 * xindex"
@@ -374,7 +404,9 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
     out_dt = torch.int64 if arg else acc_dt
     if r.rtype == "any":
         res, out_dt = ctx.op(f"{res} != 0"), torch.bool
-    if r.scale is not None:
+    if isinstance(r.scale, Recip):  # 1/n of a symbolic n: divided at run time
+        res = ctx.op(f"{res} / {render(r.scale.n)}")
+    elif r.scale is not None:
         res = ctx.op(f"{res} * {_lit(float(r.scale))}")
     from fxlens.backend.ir import decompose
 
@@ -411,6 +443,7 @@ class KernelSource:
     read_bytes: int
     written: dict
     loaded: set
+    size_args: list = field(default_factory=list)  # size symbols the kernel takes, in order
 
 
 def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | None, perturb: bool = False):
@@ -439,7 +472,8 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
         else:
             _emit_pointwise(ctx, sn)
     params = list(ctx.params.values())
-    sig = ", ".join(f"p_{b.name}" for b in params)
+    size_args = used_symbols("\n".join(ctx.lines))  # symbolic sizes: scalar arguments
+    sig = ", ".join([f"p_{b.name}" for b in params] + size_args)
     head = ["import triton", "import triton.language as tl", ""]
     if ctx.red:
         head += _HELPERS.splitlines()
@@ -452,16 +486,26 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
     ]
     src = "\n".join(head + ctx.lines) + "\n"
     read_bytes = sum(
-        min(n, max(ctx.params[r].storage_numel(), 1)) * ctx.params[r].dtype.itemsize
+        min(n, max(hint(ctx.params[r].storage_numel()), 1)) * ctx.params[r].dtype.itemsize
         for r, n in ctx.read_elems.items()
     )
     return KernelSource(
-        src, params, persistent, ctx.closure, ctx.boundary, read_bytes, ctx.written, set(ctx.loaded)
+        src,
+        params,
+        persistent,
+        ctx.closure,
+        ctx.boundary,
+        read_bytes,
+        ctx.written,
+        set(ctx.loaded),
+        size_args,
     )
 
 
 def _needs_int64(kernel: Kernel) -> bool:
-    big = kernel.xnumel * kernel.rnumel
+    """int64 indexing when the domain or a buffer reaches 2**31 (at the size hints: a symbolic kernel
+    compiled with int32 checks its sizes at launch, see CompiledKernel)."""
+    big = hint(kernel.xnumel) * hint(kernel.rnumel)
     for sn in kernel.nodes:
-        big = max(big, sn.out.base.storage_numel())
+        big = max(big, hint(sn.out.base.storage_numel()))
     return big >= 2**31 - 1

@@ -16,16 +16,19 @@ import torch
 from torch._functorch.aot_autograd import aot_module_simplified
 
 from fxlens.backend import config
-from fxlens.backend.codegen import Kernel, generate
+from fxlens.backend.codegen import Kernel, generate, persistent
 from fxlens.backend.graph import Budget, Extern, GraphLowering
 from fxlens.backend.ir import Reduction
 from fxlens.backend.lower import decomposition_table
 from fxlens.backend.scheduler import schedule
+from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
 from fxlens.backend.trace_log import for_compile, log_artifact, log_json
 from fxlens.backend.wrapper import build_wrapper
 
 # The most recent compiled graphs (kind, kernels, fallbacks, decisions): for tests and benchmarks.
 COMPILED: collections.deque = collections.deque(maxlen=64)
+# Graphs with symbolic sizes that fell back to per-shape specialization: {graph, reason}.
+DYNAMIC_FALLBACKS: collections.deque = collections.deque(maxlen=64)
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusion: bool = True) -> Callable:
@@ -63,19 +66,38 @@ def _compiler(kind: str, fusion: bool, traces: dict | None = None) -> Callable:
                 if st:
                     n.meta["stack_trace"] = st
         if _is_dynamic(example_inputs):
-            return _Specializing(gm, kind, fusion)
+            try:  # once, with symbolic sizes: kernels and wrapper take the sizes at run time
+                return compile_aten(gm, list(example_inputs), kind, fusion, dynamic=True)
+            except SymbolicUnsupported as e:
+                return _Specializing(gm, kind, fusion, str(e))
+            except TypeError as e:  # a size comparison sympy cannot decide: a gap in the lowering
+                where = e.__traceback__
+                while where.tb_next is not None:
+                    where = where.tb_next
+                return _Specializing(
+                    gm,
+                    kind,
+                    fusion,
+                    f"{e} (at {where.tb_frame.f_code.co_filename.split('/')[-1]}:{where.tb_lineno})",
+                )
         return compile_aten(gm, list(example_inputs), kind, fusion)
 
     return compiler
 
 
 class _Specializing:
-    """dynamic=True: compile once per concrete input signature seen at run time (sizes baked in)."""
+    """The fallback for symbolic sizes the compiler cannot express: compile once per concrete input
+    signature seen at run time (sizes baked in). Why is logged (`fxlens_dynamic_fallback`)."""
 
     _boxed_call = True
 
-    def __init__(self, gm, kind, fusion):
+    def __init__(self, gm, kind, fusion, reason: str):
         self.gm, self.kind, self.fusion, self.cache = gm, kind, fusion, {}
+        self.reason = reason
+        DYNAMIC_FALLBACKS.append({"graph": kind, "reason": reason})
+        log_json(
+            "dynamic_fallback", {"graph": kind, "reason": reason, "action": "specialize per input shape"}
+        )
         # run-time compiles happen outside Dynamo's compile: keep its id for their artifacts
         self.compile_id = torch._guards.CompileContext.current_compile_id()
 
@@ -138,20 +160,32 @@ def _node_msg(node, op: str) -> str:
     return f" (op {op}, FX node {node.name})\nWhile executing {node.format_node()}{_user_line(node)}"
 
 
-def _blocks(k: Kernel, persistent: bool, cuda: bool, rmax: int) -> tuple[int, int]:
+def _blocks(k: Kernel, whole_rows: bool, cuda: bool, rmax: int) -> tuple[int, int]:
+    """XBLOCK/RBLOCK; symbolic numels are taken at their hints (any block size is correct: loads
+    and stores are masked, and a symbolic row length is always reduced in a loop)."""
     import triton
 
     p2 = triton.next_power_of_2
     cap = 4096 if cuda else config.max_block()
+    xn, rn = hint(k.xnumel), hint(k.rnumel)
     if not k.is_reduction:
-        return (1024 if cuda else min(p2(max(k.xnumel, 1)), cap)), 1
-    r = p2(max(k.rnumel, 1)) if persistent else max(1, 1 << (max(rmax, 1).bit_length() - 1))
-    x = max(1, min(p2(max(k.xnumel, 1)), max(cap // r, 1)))
+        return (1024 if cuda else min(p2(max(xn, 1)), cap)), 1
+    r = p2(max(rn, 1)) if whole_rows else max(1, 1 << (max(rmax, 1).bit_length() - 1))
+    x = max(1, min(p2(max(xn, 1)), max(cap // r, 1)))
     return x, r
 
 
-def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool, metas: dict | None = None):
-    """Compile one ATen graph to a boxed callable `call(args)` (a generated wrapper)."""
+def compile_aten(
+    gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool, metas: dict | None = None, dynamic=False
+):
+    """Compile one ATen graph to a boxed callable `call(args)` (a generated wrapper).
+
+    dynamic: `inputs` carry symbolic sizes (SymInts) and the result serves every size."""
+    with bind(hints_of(inputs) if dynamic else {}):
+        return _compile_aten(gm, inputs, kind, fusion, metas, dynamic)
+
+
+def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     from fxlens.backend.runtime import CompiledKernel, load_kernel
 
     inject = config.inject()
@@ -175,7 +209,7 @@ def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool
             outside.setdefault(b.base.name, set()).add("out")
     probes = {}
     for k in kernels:
-        probes[id(k)] = generate(k, "probe", k.rnumel <= rmax, None)
+        probes[id(k)] = generate(k, "probe", persistent(k, rmax), None)
         for r in probes[id(k)].loaded:
             outside.setdefault(r, set()).add(id(k))
     fallback = config.kernel_fallback()
@@ -192,16 +226,16 @@ def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool
         if inject is not None and inject.kind == "compile_error" and hit is not None:
             raise RuntimeError(f"fxlens: injected compile_error compiling kernel {k.name}{_node_msg(*hit)}")
         needed = {r for r, users in outside.items() if users - {id(k)}}
-        persistent = k.rnumel <= rmax
+        whole_rows = persistent(k, rmax)
         src = generate(
             k,
             k.name,
-            persistent,
+            whole_rows,
             needed,
             perturb=inject is not None and inject.kind == "accuracy" and hit is not None,
         )
         fn, path = load_kernel(src.source, k.name, interpret=not cuda and config.interpret())
-        xb, rb = _blocks(k, persistent, cuda, rmax)
+        xb, rb = _blocks(k, whole_rows, cuda, rmax)
         pidx = {b.name: j for j, b in enumerate(src.params)}
         boundary = [
             (n, item, pidx[b.base.name], b.shape, b.stride, b.offset) for (n, item), b in src.boundary.items()
@@ -214,15 +248,18 @@ def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool
             node_msg=_node_msg(*hit) if hit else "",
             runtime_error=inject is not None and inject.kind == "runtime_error" and hit is not None,
             fallback=k.name in fallback or f"{kind}:{i}" in fallback or str(i) in fallback,
-            check=config.check_kernels(), grid=((k.xnumel + xb - 1) // xb,),
+            check=config.check_kernels(), size_args=src.size_args, int64="xindex.to(tl.int64)" in src.source,
         )  # fmt: skip
         compiled.append((ck, [b.name for b in src.params]))
-        written = sum(b.storage_numel() * b.dtype.itemsize for b in src.written.values())
+        written = sum(hint(b.storage_numel()) * b.dtype.itemsize for b in src.written.values())
         records.append({
             "graph": kind, "name": k.name, "ops": ops, "nodes": [n.name for n in named],
-            "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": k.xnumel * k.rnumel,
-            "rnumel": k.rnumel, "source": src.source, "source_path": path,
+            "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": hint(k.xnumel * k.rnumel),
+            "rnumel": hint(k.rnumel), "source": src.source, "source_path": path,
         })  # fmt: skip
+        if not is_static(k.xnumel, k.rnumel):  # numbers above are at the first call's sizes
+            records[-1]["symbolic"] = {"numel": str(k.xnumel * k.rnumel), "rnumel": str(k.rnumel),
+                                       "size_args": src.size_args}  # fmt: skip
     source, call = build_wrapper(G, items, compiled, kind)
     log_artifact("ir", ir_dump)
     log_json("fusion", lambda: {"graph": kind, "decisions": [_decision(d) for d in budget.decisions]})
@@ -235,6 +272,8 @@ def compile_aten(gm: torch.fx.GraphModule, inputs: list, kind: str, fusion: bool
     call.decisions = [_decision(d) for d in budget.decisions]
     call.wrapper_source = source
     call.extern_bytes = sum(_extern_bytes(it) for it in items if isinstance(it, Extern))
+    call.dynamic = dynamic
+    call.size_symbols = dict(G.size_sources)
     COMPILED.append(call)
     call.kind = kind
     return call
@@ -249,7 +288,7 @@ def _extern_bytes(ext) -> int:
     bufs: list = []
     map_aggregate((ext.args, ext.kwargs), lambda a: bufs.append(a) if isinstance(a, Buffer) else a)
     bufs += [o for o in ext.outs if o is not None]
-    return sum(min(b.storage_numel(), max(1, _numel(b.shape))) * b.dtype.itemsize for b in bufs)
+    return sum(min(hint(b.storage_numel()), max(1, hint(_numel(b.shape)))) * b.dtype.itemsize for b in bufs)
 
 
 def _numel(shape) -> int:
@@ -315,7 +354,7 @@ def _ir_dump(G, rmax) -> str:
             continue
         assert isinstance(it, SchedNode)
         k = _new_kernel(it)
-        src = generate(k, "probe", k.rnumel <= rmax, None)
+        src = generate(k, "probe", persistent(k, rmax), None)
         ops = [_op_name(n) for n in sorted(src.closure, key=lambda n: n.name) if n.op == "call_function"]
         v = it.value
         what = (

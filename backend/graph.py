@@ -21,6 +21,8 @@ from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
 from fxlens.backend.lower_views import VIEW_OPS
 from fxlens.backend.lowerings import LOWERINGS
+from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
+from fxlens.backend.symbolic_views import strided_view
 
 aten = torch.ops.aten
 
@@ -69,7 +71,9 @@ class Budget:
 
 
 def is_non_overlapping_and_dense(t) -> bool:
-    dims = sorted((int(st), int(sz)) for st, sz in zip(t.stride(), t.shape, strict=True) if int(sz) != 1)
+    # symbolic strides are ordered by their hints, then compared as expressions
+    pairs = zip(sizes(t.stride()), sizes(t.shape), strict=True)
+    dims = sorted(((st, sz) for st, sz in pairs if sz != 1), key=lambda p: (hint(p[0]), hint(p[1])))
     expect = 1
     for st, sz in dims:
         if st != expect:
@@ -78,10 +82,10 @@ def is_non_overlapping_and_dense(t) -> bool:
     return True
 
 
-def _dense_strides(meta) -> tuple[int, ...]:
+def _dense_strides(meta) -> tuple:
     if isinstance(meta, torch.Tensor) and is_non_overlapping_and_dense(meta):
-        return tuple(int(s) for s in meta.stride())
-    return contiguous_strides([int(s) for s in meta.shape])
+        return sizes(meta.stride())
+    return contiguous_strides(sizes(meta.shape))
 
 
 class GraphLowering:
@@ -104,6 +108,7 @@ class GraphLowering:
         self.keep: list = []
         self.n = 0
         self.uses = self._count_uses()
+        self.size_sources: dict = {}  # size symbol name -> wrapper expression computing it
         devices = [t.device for t in inputs if isinstance(t, torch.Tensor)]
         # kernels run on the accelerator when there is one (CPU scalars, e.g. optimizer steps, stay ATen)
         self.device = next(
@@ -174,7 +179,7 @@ class GraphLowering:
 
     # --- views ----------------------------------------------------------------------------------
     def view(self, node, meta, x: Value, args, remap):
-        shape = tuple(int(s) for s in meta.shape)
+        shape = sizes(meta.shape)
         if isinstance(x, Buffer):
             b = self._strided(node, meta, x, args)
             if b is not None:
@@ -193,6 +198,12 @@ class GraphLowering:
 
     def _strided(self, node, meta, x: Buffer, args):
         root = x.base
+        if not is_static(*x.shape, *x.stride, x.offset, *sizes(meta.shape)):
+            view = strided_view(x, node.target, args, sizes(meta.shape))
+            if view is None:
+                return None
+            shape, stride, offset = view
+            return Buffer(root.name, shape, stride, x.dtype, x.device, node, None, offset, root, root.kind)
         t = torch.empty(max(x.storage_numel() + x.offset, 1), dtype=x.dtype, device="meta")
         t = t.as_strided(x.shape, x.stride, x.offset)
         try:
@@ -220,6 +231,14 @@ class GraphLowering:
         return self.view(node, meta, x, args, _view_remap(_N, x, meta, args))
 
     def view_as(self, buf: Buffer, shape, node, item):
+        if not is_static(*buf.shape, *buf.stride, buf.offset, *shape):
+            view = strided_view(buf, aten.view.default, (list(shape),), tuple(shape))
+            if view is None:
+                raise SymbolicUnsupported(f"view of {buf.name} {list(buf.shape)} as {list(shape)}")
+            root = buf.base
+            return Buffer(
+                root.name, view[0], view[1], buf.dtype, buf.device, node, item, view[2], root, root.kind
+            )
         t = torch.empty(max(buf.storage_numel() + buf.offset, 1), dtype=buf.dtype, device="meta")
         out = t.as_strided(buf.shape, buf.stride, buf.offset).view(shape)
         root = buf.base
@@ -240,8 +259,8 @@ class GraphLowering:
         outs = []
         for i, m in enumerate(metas):
             if isinstance(m, torch.Tensor):
-                outs.append(Buffer(f"{name}_{i}" if multi else name, tuple(int(s) for s in m.shape),
-                                   tuple(int(s) for s in m.stride()), m.dtype, m.device, node,
+                outs.append(Buffer(f"{name}_{i}" if multi else name, sizes(m.shape),
+                                   sizes(m.stride()), m.dtype, m.device, node,
                                    i if multi else None, kind="extern"))  # fmt: skip
             else:
                 outs.append(None)
@@ -274,13 +293,25 @@ class GraphLowering:
         return buf
 
     def _placeholder(self, node, t):
+        i = len(self.placeholders)
         if not isinstance(t, torch.Tensor):
             self.placeholders.append(None)
+            if isinstance(t, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                t = size(t)
+                self._size_source(t, f"i{i}")
             return t
-        buf = Buffer(f"arg{len(self.placeholders)}", tuple(int(s) for s in t.shape),
-                     tuple(int(s) for s in t.stride()), t.dtype, t.device, node, kind="input")  # fmt: skip
+        buf = Buffer(f"arg{i}", sizes(t.shape), sizes(t.stride()), t.dtype, t.device, node, kind="input")
+        for d, s in enumerate(buf.shape):
+            self._size_source(s, f"arg{i}.size({d})")
+        for d, s in enumerate(buf.stride):
+            self._size_source(s, f"arg{i}.stride({d})")
         self.placeholders.append(buf)
         return buf
+
+    def _size_source(self, s, code: str) -> None:
+        """Where the wrapper reads a size symbol from (the first input that has it as a size)."""
+        if not is_static(s) and s.is_Symbol:
+            self.size_sources.setdefault(s.name, code)
 
     def _call(self, node):
         args = map_aggregate(node.args, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
@@ -301,6 +332,10 @@ class GraphLowering:
             flat = []
             map_aggregate((args, kwargs), flat.append)
             if not any(isinstance(a, Value) for a in flat):
+                if isinstance(self.meta(node), torch.SymInt):  # size arithmetic: torch's own expression
+                    return size(self.meta(node))
+                if not is_static(*[a for a in flat if not isinstance(a, (str, float, torch.dtype))]):
+                    raise SymbolicUnsupported(f"{node.target} on symbolic sizes ({node.name})")
                 return node.target(*args, **kwargs)  # symbolic-size arithmetic, now concrete
         meta = self.meta(node)
         fn = LOWERINGS.get(node.target)
@@ -322,12 +357,17 @@ class GraphLowering:
         from fxlens.backend.codegen import Incompatible, Kernel, generate
 
         probe = Buffer("probe", v.shape, contiguous_strides(v.shape), v.dtype, v.device)
+        n = numel(v.shape)
         try:
-            src = generate(Kernel([SchedNode(v, probe)], max(numel(v.shape), 1)), "probe", True, None)
+            src = generate(
+                Kernel([SchedNode(v, probe)], n if not is_static(n) else max(n, 1)), "probe", True, None
+            )
         except Incompatible:
             return False
         body = [ln for ln in src.source.split("xmask = xindex < xnumel")[-1].splitlines() if ln.strip()]
-        budget = config.recompute_max_ops() * (4 if numel(v.shape) <= 1 else 1)  # scalars: cheap per program
+        budget = config.recompute_max_ops() * (
+            4 if is_static(n) and n <= 1 else 1
+        )  # scalars: cheap per program
         return len(body) <= budget and len([p for p in src.params if p.name != "probe"]) <= 3
 
     def _relabel(self, v, node):

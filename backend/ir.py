@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from fxlens.backend.symbolic import is_static, render, smax1
+
 TL_DTYPE = {
     torch.float32: "tl.float32",
     torch.float16: "tl.float16",
@@ -42,7 +44,7 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     out, acc = [], 1
     for s in reversed(shape):
         out.append(acc)
-        acc *= max(s, 1)
+        acc *= smax1(s)
     return tuple(reversed(out))
 
 
@@ -55,18 +57,18 @@ def decompose(var: str, sizes: Sequence[int]) -> list[str]:
         if s == 1:
             out.append("0")
             continue
-        e = var if st == 1 else f"({var} // {st})"
-        out.append(e if i == first else f"({e} % {s})")
+        e = var if st == 1 else f"({var} // {render(st)})"
+        out.append(e if i == first else f"({e} % {render(s)})")
     return out
 
 
 def linear(idx: Sequence[str], strides: Sequence[int], offset: int = 0) -> str:
     """`offset + sum(idx[d] * strides[d])` as a string, skipping zero terms."""
-    terms = [str(offset)] if offset else []
+    terms = [render(offset)] if offset != 0 else []
     for i, st in zip(idx, strides, strict=True):
         if i == "0" or st == 0:
             continue
-        terms.append(i if st == 1 else f"{i} * {st}")
+        terms.append(i if st == 1 else f"{i} * {render(st)}")
     return " + ".join(terms) if terms else "0"
 
 
@@ -110,7 +112,7 @@ class Buffer(Value):
     def load(self, ctx, idx: Sequence[str]) -> str:
         return ctx.load(self, idx)
 
-    def storage_numel(self) -> int:
+    def storage_numel(self):
         if numel(self.shape) == 0:
             return 0
         return 1 + sum((s - 1) * st for s, st in zip(self.shape, self.stride, strict=True))
@@ -139,6 +141,20 @@ class Pointwise(Value):
         return self.fn(ctx, list(idx))
 
 
+@dataclass(frozen=True)
+class Recip:
+    """The scale 1/n of a reduction over a symbolic number n of elements (mean, variance)."""
+
+    n: object  # a sympy expression
+
+
+def reciprocal(n, zero=float("nan")):
+    """1/n as a reduction scale: a float when n is known, else `Recip(n)` (divided at run time)."""
+    if not is_static(n):
+        return Recip(n)
+    return 1.0 / n if n > 0 else zero
+
+
 @dataclass(eq=False)
 class Reduction(Value):
     """`rtype` over dims `rdims` of `src` (a Value of shape `full`); realized by the scheduler."""
@@ -152,7 +168,7 @@ class Reduction(Value):
     device: torch.device
     node: torch.fx.Node | None = None
     item: int | None = None
-    scale: float | None = None  # multiply the result (mean = sum * 1/N)
+    scale: float | Recip | None = None  # multiply the result (mean = sum * 1/N)
     extra_nodes: list = field(default_factory=list)
 
     @property

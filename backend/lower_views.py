@@ -19,6 +19,7 @@ from fxlens.backend.ir import (
     numel,
 )
 from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.symbolic import is_static, render, size
 
 aten = torch.ops.aten
 
@@ -75,17 +76,26 @@ def _view_remap(node, x, meta, args):
         dim = (args[0] if args else 0) % len(ins)
         start = args[1] if len(args) > 1 and args[1] is not None else 0
         step = args[3] if len(args) > 3 else 1
-        start = max(0, min(start + ins[dim] if start < 0 else start, ins[dim]))
+        if is_static(start, ins[dim]):
+            start = max(0, min(start + ins[dim] if start < 0 else start, ins[dim]))
+        elif is_static(start) and start < 0:
+            start = start + ins[dim]  # symbolic: torch's meta already checked the bounds
+        if not isinstance(step, int):
+            return None
 
         def remap(idx):
             idx = list(idx)
-            idx[dim] = f"({start} + {step} * {idx[dim]})" if (start or step != 1) else idx[dim]
+            idx[dim] = f"({render(start)} + {step} * {idx[dim]})" if (start != 0 or step != 1) else idx[dim]
             return idx
 
         return remap
     if t == aten.select.int:
-        dim, i = args[0] % len(ins), args[1] % ins[args[0] % len(ins)]
-        return lambda idx: list(idx[:dim]) + [str(i)] + list(idx[dim:])
+        dim, i = args[0] % len(ins), args[1]
+        if is_static(i, ins[dim]):
+            i %= ins[dim]
+        elif is_static(i) and i < 0:
+            i = i + ins[dim]
+        return lambda idx: list(idx[:dim]) + [render(i)] + list(idx[dim:])
     return None
 
 
@@ -109,7 +119,7 @@ def _split(G, node, meta, x, sizes, dim=0):
     dim %= len(x.shape)
     out, start = [], 0
     for m in meta:
-        n = int(m.shape[dim])
+        n = size(m.shape[dim])
         out.append(G.slice(node, m, x, dim, start, start + n))
         start += n
     return tuple(out)
@@ -132,17 +142,17 @@ def _cat(G, node, meta, xs, dim=0):
         for j in range(len(xs) - 1, -1, -1):
             x, off = xs[j], offs[j]
             i = list(idx)
-            i[dim] = f"tl.minimum(tl.maximum({idx[dim]} - {off}, 0), {x.shape[dim] - 1})"
+            i[dim] = f"tl.minimum(tl.maximum({idx[dim]} - {render(off)}, 0), {render(x.shape[dim] - 1)})"
             v = ctx.cast(x.load(ctx, i), x.dtype, dt)
-            res = v if res is None else ctx.op(f"tl.where({idx[dim]} < {offs[j + 1]}, {v}, {res})")
+            res = v if res is None else ctx.op(f"tl.where({idx[dim]} < {render(offs[j + 1])}, {v}, {res})")
         return res
 
     return Pointwise(fn, shape, dt, meta.device, node)
 
 
 # --- gathers ------------------------------------------------------------------------------------
-def _wrap(ctx, v, size):
-    return ctx.op(f"tl.where({v} < 0, {v} + {size}, {v})")
+def _wrap(ctx, v, n):
+    return ctx.op(f"tl.where({v} < 0, {v} + {render(n)}, {v})")
 
 
 @register(aten.embedding.default)
@@ -219,7 +229,7 @@ def _scatter(G, node, meta, x, dim, ind, src):
         return None
     dim %= max(len(x.shape), 1)
     k = ind.shape[dim] if ind.shape else 1
-    if k > 8 or any(ind.shape[d] != x.shape[d] for d in range(len(x.shape)) if d != dim) or (
+    if not is_static(k, x.shape[dim]) or k > 8 or any(ind.shape[d] != x.shape[d] for d in range(len(x.shape)) if d != dim) or (
             isinstance(src, Value) and tuple(src.shape) != tuple(ind.shape)):  # fmt: skip
         return None
     x, ind = G.use(x, node), G.use(ind, node)

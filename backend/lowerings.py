@@ -19,7 +19,9 @@ from fxlens.backend.ir import (
     broadcast_index,
     compute_dtype,
     numel,
+    reciprocal,
 )
+from fxlens.backend.symbolic import is_static, sizes
 
 try:  # registers prims.fma, which Dynamo emits for addcmul_/lerp_ (optimizer steps)
     import torch._inductor.inductor_prims  # noqa: F401
@@ -40,8 +42,8 @@ def register(*ops):
     return deco
 
 
-def _shape(meta) -> tuple[int, ...]:
-    return tuple(int(s) for s in meta.shape)
+def _shape(meta) -> tuple:
+    return sizes(meta.shape)
 
 
 def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result=True) -> Pointwise:
@@ -58,7 +60,7 @@ def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result
                 args.append(ctx.cast(var, v.dtype, cdt))
             else:
                 args.append(_lit(v))
-        if not any(isinstance(v, Value) for v in vals):
+        if not any(isinstance(v, Value) for v in vals) and is_static(*vals):
             return ctx.full(eval(fmt(*args), {"float": float}), out_dt)  # noqa: S307
         res = ctx.op(fmt(*args))
         return ctx.cast(res, cdt, out_dt) if cast_result else res
@@ -71,6 +73,7 @@ def _promoted(*xs) -> torch.dtype:
         torch.empty([1] * bool(x.shape), dtype=x.dtype, device="meta") if isinstance(x, Value) else x
         for x in xs
     ]
+    ms = [m if is_static(m) else 1 for m in ms]  # a symbolic size is an int
     return torch.result_type(*ms) if len(ms) == 2 else ms[0].dtype
 
 
@@ -306,7 +309,7 @@ def _full(G, node, meta, *args, **kwargs):
 
 @register(aten.arange.start_step, aten.arange.start, aten.arange.default)
 def _arange(G, node, meta, *args, **kwargs):
-    nums = [a for a in args if isinstance(a, (int, float))]
+    nums = [a for a in args if isinstance(a, (int, float)) or not is_static(a)]
     start, step = (0, 1) if len(nums) == 1 else (nums[0], nums[2] if len(nums) > 2 else 1)
     return _iota(meta, node, start, step)
 
@@ -374,7 +377,7 @@ def _mean(G, node, meta, x, dims=None, keepdim=False, dtype=None):
         return None
     rd = _dims(dims, len(x.shape))
     n = numel([x.shape[d] for d in rd]) if x.shape else 1
-    return reduction(G, node, meta, x, dims, "sum", keepdim, scale=1.0 / max(n, 1), src_dtype=dtype)
+    return reduction(G, node, meta, x, dims, "sum", keepdim, scale=reciprocal(n, 1.0), src_dtype=dtype)
 
 
 @register(aten.amax.default, aten.amin.default, aten.max.default, aten.min.default)
@@ -416,7 +419,7 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
     n = numel([x.shape[d] for d in rd])
     corr = 1 if correction is None else correction
     mean = reduction(G, node, _Meta(_keep(x.shape, rd), mmeta.dtype, x.device), x, rd, "sum", True,
-                     item=1 if both else None, scale=1.0 / max(n, 1))  # fmt: skip
+                     item=1 if both else None, scale=reciprocal(n, 1.0))  # fmt: skip
     full = x.shape
 
     def sq(ctx, idx):
@@ -427,7 +430,7 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
 
     src = Pointwise(sq, full, compute_dtype(x.dtype), x.device, None)
     var = G.realize(Reduction(src, "sum", rd, keepdim, _shape(vmeta), vmeta.dtype, x.device, node,
-                              0 if both else None, 1.0 / max(n - corr, 0) if n - corr > 0 else float("nan")))  # fmt: skip
+                              0 if both else None, reciprocal(n - corr)))  # fmt: skip
     if not both:
         return var
     return var, (mean if keepdim else G.view_as(mean, _shape(mmeta), node, 1))

@@ -65,13 +65,17 @@ def load_kernel(source: str, name: str, interpret: bool):
 
 @dataclass(eq=False)
 class CompiledKernel:
-    """A launchable kernel plus what the hooks need to replay it as ATen ops."""
+    """A launchable kernel plus what the hooks need to replay it as ATen ops.
+
+    The wrapper calls it as `K(*buffers, *size_args, xnumel=N, rnumel=R)`: with symbolic sizes the
+    size arguments and numels are computed by the wrapper at run time and the grid follows from them.
+    Shapes in `boundary`/`outputs` may be sympy expressions over `size_args`."""
 
     name: str
     graph: str
     fn: object
-    xnumel: int
-    rnumel: int
+    xnumel: object  # int, or a sympy expression (for reports; the launch gets the wrapper's value)
+    rnumel: object
     xblock: int
     rblock: int
     ops: list[str]
@@ -82,20 +86,36 @@ class CompiledKernel:
     runtime_error: bool = False
     fallback: bool = False
     check: bool = False
-    grid: tuple = field(default=(1,))
+    size_args: list = field(default_factory=list)  # names of the size symbols it takes
+    int64: bool = False  # indexes in int64 (else int32: checked at launch when sizes are symbolic)
 
-    def __call__(self, *args) -> None:
+    def __call__(self, *args, xnumel: int, rnumel: int) -> None:
         if self.runtime_error:
             raise RuntimeError(f"fxlens: injected runtime_error launching kernel {self.name}{self.node_msg}")
-        if self.xnumel == 0:
+        if xnumel == 0:
             return
+        n = len(args) - len(self.size_args)
+        bufs = args[:n]
+        self.sizes = dict(zip(self.size_args, args[n:], strict=True))
+        if self.size_args and not self.int64 and xnumel * rnumel >= 2**31 - 1:
+            raise RuntimeError(
+                f"fxlens: kernel {self.name} was compiled with int32 indexing for sizes like its first call; "
+                f"{xnumel} x {rnumel} elements need int64 (compile without dynamic=True for these sizes)"
+            )
         if self.fallback:
-            self._write(args, self.replay(args, fp64=False))
+            self._write(bufs, self.replay(bufs, fp64=False))
             return
-        snap = [a.clone() for a in args] if self.check else None
-        self.fn[self.grid](*args, self.xnumel, self.rnumel, XBLOCK=self.xblock, RBLOCK=self.rblock)
+        snap = [a.clone() for a in bufs] if self.check else None
+        grid = ((xnumel + self.xblock - 1) // self.xblock,)
+        self.fn[grid](*args, xnumel, rnumel, XBLOCK=self.xblock, RBLOCK=self.rblock)
         if snap is not None:
-            self._check(snap, args)
+            self._check(snap, bufs)
+
+    def _layout(self, shape, stride, off):
+        from fxlens.backend.symbolic import evaluate
+
+        env = getattr(self, "sizes", {})
+        return [evaluate(s, env) for s in shape], [evaluate(s, env) for s in stride], evaluate(off, env)
 
     def replay(self, args, fp64: bool) -> list:
         """Evaluate this kernel's FX nodes with ATen on `args`; returns the output values."""
@@ -106,6 +126,7 @@ class CompiledKernel:
             if node in inside:
                 continue
             a = args[pi]
+            shape, stride, off = self._layout(shape, stride, off)
             t = a.as_strided(shape, stride, a.storage_offset() + off)
             if fp64 and t.is_floating_point():
                 t = t.double()
@@ -131,16 +152,24 @@ class CompiledKernel:
                 elif a.op == "call_function":
                     env[a] = self._eval(a, env)
                 else:  # an input the kernel never reads (only its shape matters, e.g. full_like)
+                    from fxlens.backend.symbolic import evaluate, size
+
                     v = a.meta.get("val")
+                    sizes = getattr(self, "sizes", {})
+                    if isinstance(v, torch.SymInt):  # a size input: its value from the size arguments
+                        env[a] = evaluate(size(v), sizes)
+                        continue
                     if not isinstance(v, torch.Tensor):
                         raise KeyError(f"fxlens: replaying {self.name}: {node.format_node()} needs {a.name}")
-                    env[a] = torch.zeros(v.shape, dtype=v.dtype, device=self.device)
+                    shape = [evaluate(size(s), sizes) for s in v.shape]
+                    env[a] = torch.zeros(shape, dtype=v.dtype, device=self.device)
         a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
         return node.target(*a, **kw)
 
     def _write(self, args, values) -> None:
         for (pi, _node, _item, shape, stride, off), v in zip(self.outputs, values, strict=True):
             a = args[pi]
+            shape, stride, off = self._layout(shape, stride, off)
             dst = a.as_strided(shape, stride, a.storage_offset() + off)
             if dst.data_ptr() != v.data_ptr():
                 dst.copy_(v.reshape(dst.shape) if v.shape != dst.shape else v)
@@ -151,6 +180,7 @@ class CompiledKernel:
         ok = True
         for (pi, _n, _i, shape, stride, off), r in zip(self.outputs, ref, strict=True):
             a = args[pi]
+            shape, stride, off = self._layout(shape, stride, off)
             got = a.as_strided(shape, stride, a.storage_offset() + off)
             r = r.reshape(got.shape) if r.shape != got.shape else r
             if got.dtype.is_floating_point:

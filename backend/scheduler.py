@@ -12,7 +12,7 @@ kernel computes). FXLENS_FUSION_LIMIT=N applies only the first N decisions.
 
 from __future__ import annotations
 
-from fxlens.backend.codegen import Incompatible, Kernel, SchedNode, generate
+from fxlens.backend.codegen import Incompatible, Kernel, SchedNode, generate, persistent
 from fxlens.backend.graph import Budget, Extern
 from fxlens.backend.ir import Reduction, numel
 
@@ -50,7 +50,7 @@ def _merged(k: Kernel, sn: SchedNode) -> Kernel | None:
 
 
 def _reads(sn: SchedNode, rmax: int) -> set[str]:
-    src = generate(_new_kernel(sn), "probe", _new_kernel(sn).rnumel <= rmax, None)
+    src = generate(_new_kernel(sn), "probe", persistent(_new_kernel(sn), rmax), None)
     return {b.name for b in src.params} - ({sn.out.base.name} if not sn.mutation else set())
 
 
@@ -93,7 +93,7 @@ def _merge_adjacent(out: list, budget: Budget, rmax: int) -> list:
                     budget.record(False, prev, it.nodes[0].name, "not fused: beyond FXLENS_FUSION_LIMIT")
                 else:
                     try:
-                        generate(cand, "probe", cand.rnumel <= rmax, None)
+                        generate(cand, "probe", persistent(cand, rmax), None)
                     except Incompatible as e:
                         budget.record(False, prev, it.nodes[0].name, f"not fused: {e}")
                     else:
@@ -133,7 +133,7 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
                     budget.record(False, it, sn.name, "not fused: beyond FXLENS_FUSION_LIMIT")
                     return False
                 try:
-                    generate(cand, "probe", cand.rnumel <= rmax, None)
+                    generate(cand, "probe", persistent(cand, rmax), None)
                 except Incompatible as e:
                     budget.record(False, it, sn.name, f"not fused: {e}")
                     return False

@@ -13,6 +13,7 @@ import torch
 from fxlens.backend.codegen import Kernel
 from fxlens.backend.graph import Extern
 from fxlens.backend.ir import Buffer
+from fxlens.backend.symbolic import SymbolicUnsupported, is_static, render, used_symbols
 
 
 def allocate(shape, stride, dtype, device) -> torch.Tensor:
@@ -24,10 +25,15 @@ def _alloc(shape, stride, dtype, device):
     return allocate(shape, stride, dtype, device)
 
 
+def _tup(xs) -> str:
+    """A tuple of sizes as wrapper code (symbolic ones computed from the size variables)."""
+    return "(" + "".join(render(x) + ", " for x in xs) + ")"
+
+
 def _view(b: Buffer) -> str:
     if b.is_full_view():
         return b.base.name
-    return f"_v({b.base.name}, {tuple(b.shape)}, {tuple(b.stride)}, {b.offset - b.base.offset})"
+    return f"_v({b.base.name}, {_tup(b.shape)}, {_tup(b.stride)}, {render(b.offset - b.base.offset)})"
 
 
 class _Fmt:
@@ -37,6 +43,8 @@ class _Fmt:
     def __call__(self, a) -> str:
         if isinstance(a, Buffer):
             return _view(a)
+        if not is_static(a):
+            return render(a)
         if a is None or isinstance(a, (bool, str)):
             return repr(a)
         if isinstance(a, int):
@@ -55,6 +63,10 @@ class _Fmt:
         return f"C[{len(self.consts) - 1}]"
 
 
+def _unbound(source: str, sources: dict) -> list[str]:
+    return [s for s in used_symbols(source) if s not in sources]
+
+
 def build_wrapper(G, items: list, compiled: list, kind: str):
     """Wrapper source and the boxed callable `call(args)` for one compiled graph."""
     from fxlens.backend.runtime import fix_layout
@@ -62,17 +74,19 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
     fmt = _Fmt()
     externs: list = []
     mutated = {sn.out.base.name for it in items if isinstance(it, Kernel) for sn in it.nodes if sn.mutation}
-    names = [b.name if b is not None else f"s{i}" for i, b in enumerate(G.placeholders)]
+    names = [b.name if b is not None else f"i{i}" for i, b in enumerate(G.placeholders)]
     lines = [f"# fxlens wrapper ({kind} graph)", "def call(args):"]
     if names:
         lines.append(f"    ({''.join(n + ', ' for n in names)}) = args")
     lines.append("    args.clear()")
+    for sym, code in sorted(G.size_sources.items()):  # the size symbols, from the inputs
+        lines.append(f"    {sym} = {code}")
     for b, t in G.constants:
         fmt.consts.append(t)
         lines.append(f"    {b.name} = C[{len(fmt.consts) - 1}]  # constant")
     for b in G.placeholders:
         if b is not None and b.name not in mutated:
-            lines.append(f"    {b.name} = _fix({b.name}, {tuple(b.shape)}, {tuple(b.stride)})")
+            lines.append(f"    {b.name} = _fix({b.name}, {_tup(b.shape)}, {_tup(b.stride)})")
     allocated = {b.name for b in G.placeholders if b is not None} | {b.name for b, _ in G.constants}
     kit = iter(compiled)
     for it in items:
@@ -83,10 +97,13 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
                 if b.name in params and b.name not in allocated:
                     allocated.add(b.name)
                     lines.append(
-                        f"    {b.name} = _empty({tuple(b.shape)}, {tuple(b.stride)}, dtype={b.dtype}, device=DEV)"
+                        f"    {b.name} = _empty({_tup(b.shape)}, {_tup(b.stride)}, dtype={b.dtype}, device=DEV)"
                     )
             idx = len(compiled) and [c for c, _ in compiled].index(ck)
-            lines.append(f"    K[{idx}]({', '.join(params)})  # {ck.name}")
+            kargs = ", ".join(
+                [*params, *ck.size_args, f"xnumel={render(it.xnumel)}", f"rnumel={render(it.rnumel)}"]
+            )
+            lines.append(f"    K[{idx}]({kargs})  # {ck.name}")
         else:
             assert isinstance(it, Extern)
             externs.append(it.node.target)
@@ -98,10 +115,13 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
             for o in it.outs:
                 if o is not None:
                     allocated.add(o.name)
-                    lines.append(f"    {o.name} = _fix({o.name}, {tuple(o.shape)}, {tuple(o.stride)})")
+                    lines.append(f"    {o.name} = _fix({o.name}, {_tup(o.shape)}, {_tup(o.stride)})")
     ret = [fmt(o) for o in G.outputs]
     lines.append(f"    return [{', '.join(ret)}]")
     source = "\n".join(lines) + "\n"
+    missing = _unbound(source, G.size_sources)
+    if missing:
+        raise SymbolicUnsupported(f"size symbols {missing} are not sizes or strides of any input")
     ns = {
         "torch": torch,
         "K": [c for c, _ in compiled],
