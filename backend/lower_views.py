@@ -194,6 +194,17 @@ def _gather(G, node, meta, x, dim, ind, sparse_grad=False):
     return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)
 
 
+def _broadcast_shapes(shapes) -> tuple:
+    """torch.broadcast_shapes for sizes that may be symbolic (torch's meta already checked them)."""
+    nd = max(len(s) for s in shapes)
+    out = [1] * nd
+    for s in shapes:
+        for d, n in enumerate(s, nd - len(s)):
+            if n != 1:
+                out[d] = n
+    return tuple(out)
+
+
 @register(aten.index.Tensor)
 def _index(G, node, meta, x, indices):
     pos = [i for i, t in enumerate(indices) if t is not None]
@@ -204,7 +215,7 @@ def _index(G, node, meta, x, indices):
         return None
     x = G.use(x, node)
     inds = [G.use(t, node) for t in inds]
-    bshape = tuple(torch.broadcast_shapes(*[t.shape for t in inds]))
+    bshape = _broadcast_shapes([t.shape for t in inds])
     k, m = pos[0], len(pos)
     shape = _shape(meta)
     if shape != tuple(x.shape[:k]) + bshape + tuple(x.shape[k + m :]):

@@ -418,6 +418,7 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
     rd = _dims(dims, len(x.shape))
     n = numel([x.shape[d] for d in rd])
     corr = 1 if correction is None else correction
+    corr = int(corr) if float(corr).is_integer() else corr  # 1.0 from the decomposition: keep n - corr an int
     mean = reduction(G, node, _Meta(_keep(x.shape, rd), mmeta.dtype, x.device), x, rd, "sum", True,
                      item=1 if both else None, scale=reciprocal(n, 1.0))  # fmt: skip
     full = x.shape

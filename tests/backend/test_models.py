@@ -95,11 +95,15 @@ def test_log_softmax_one_kernel_and_cross_entropy_two():
     assert len(fwd) == 2, [k["name"] for k in fwd]
 
 
-def test_dynamic_shapes_recompile_per_shape():
+def test_dynamic_shapes_compile_once():
+    from fxlens.backend import compile_fx
+
+    compile_fx.COMPILED.clear()
     f = _compile_dynamic(lambda x: torch.softmax(x * 2, -1).sum(0))
     for n in (3, 5, 9):
         x = torch.randn(n, 7)
         torch.testing.assert_close(f(x), torch.softmax(x * 2, -1).sum(0))
+    assert [c.dynamic for c in compile_fx.COMPILED] == [True]  # sizes are kernel arguments
 
 
 def _compile_dynamic(fn):
@@ -143,7 +147,7 @@ def test_tiny_hf_transformer():
     assert len(_kernels()) > 5
 
 
-def test_dynamic_training_specializes_per_shape():
+def test_dynamic_training():
     torch.manual_seed(0)
     m = MLP()
     ref = copy.deepcopy(m)

@@ -1,0 +1,235 @@
+"""dynamic=True: one compile with symbolic sizes serves every shape (sizes passed to kernels)."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+import sympy
+import torch
+import torch.nn.functional as F
+from models import MLP
+
+from fxlens.backend import compile_fx, runtime
+from fxlens.backend.codegen import index_equal
+from fxlens.backend.symbolic import bind
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Every kernel source handed to the Triton loader (a cache hit would not reach it twice)."""
+    seen: list = []
+    real = runtime.load_kernel
+
+    def load(source, name, interpret):
+        seen.append(source)
+        return real(source, name, interpret)
+
+    monkeypatch.setattr(runtime, "load_kernel", load)
+    return seen
+
+
+@pytest.fixture
+def artifacts(monkeypatch):
+    got: dict = {}
+    monkeypatch.setattr(
+        compile_fx, "log_artifact", lambda n, p: got.setdefault(n, []).append(p() if callable(p) else p)
+    )
+    monkeypatch.setattr(
+        compile_fx, "log_json", lambda n, p: got.setdefault(n, []).append(p() if callable(p) else p)
+    )
+    return got
+
+
+def _fresh():
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    compile_fx.DYNAMIC_FALLBACKS.clear()
+
+
+def _marked(t, *dims):
+    for d in dims:
+        torch._dynamo.mark_dynamic(t, d)
+    return t
+
+
+def _sym(call, arg: str, dim: int) -> str:
+    """The size symbol of input `arg`'s dim `dim`, as the wrapper checks the input's layout."""
+    m = re.search(rf"{arg} = _fix\({arg}, \(([^)]*)\)", call.wrapper_source)
+    name = m.group(1).split(", ")[dim]
+    assert name in call.size_symbols
+    return name
+
+
+def _check_once(fn, make, ns, dynamic=True, atol=1e-5, rtol=1e-4):
+    """Run `fn` compiled on inputs `make(n)` for each n: outputs match eager; one compile in all.
+    dynamic=None: only the dims `make` marks dynamic (mark_dynamic) are symbolic."""
+    _fresh()
+    cfn = torch.compile(fn, backend="fxlens", dynamic=dynamic)
+    for n in ns:
+        args = make(n)
+        torch.testing.assert_close(cfn(*args), fn(*args), atol=atol, rtol=rtol)
+    assert list(compile_fx.DYNAMIC_FALLBACKS) == []
+    (call,) = compile_fx.COMPILED  # the inference graph, compiled once for all shapes
+    assert call.dynamic and call.size_symbols
+    return call
+
+
+def _size_args(call) -> set:
+    return {a for k in call.kernels for a in k.get("symbolic", {}).get("size_args", [])}
+
+
+def test_pointwise_chain_broadcast(guards, loads):
+    def f(x, y, b):
+        return ((x * 2 + y).relu() - b).sigmoid() * x.shape[0]
+
+    call = _check_once(f, lambda n: (torch.randn(n, 6), torch.randn(n, 1), torch.randn(6)), (3, 5, 11))
+    assert len(call.kernels) == 1 and len(loads) == 1  # one kernel, loaded once for the 3 shapes
+    (k,) = call.kernels
+    rows, cols = _sym(call, "arg2", 0), _sym(call, "arg2", 1)  # dynamic=True: 6 is symbolic too
+    assert sorted(k["symbolic"]["size_args"]) == sorted([rows, cols])  # both are kernel arguments
+    assert f"p_buf0, {', '.join(k['symbolic']['size_args'])}, xnumel, rnumel, XBLOCK" in k["source"]
+    assert f" * {rows}\n" in k["source"]  # x.shape[0] as a scalar operand
+    assert "xnumel=(" in call.wrapper_source and f"{rows} = " in call.wrapper_source
+    assert guards.check() >= 3  # every call allocated its output, none written out of bounds
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_sum_over_dynamic_and_static_dim(guards, loads, dim):
+    call = _check_once(lambda x: (x.exp() * 2).sum(dim), lambda n: (_marked(torch.randn(n, 7), 0),), (3, 6, 10), dynamic=None)  # fmt: skip
+    (k,) = call.kernels
+    # dim 0 is the dynamic one: a symbolic row length is reduced in a loop, never in one block;
+    # rows of the static 7 are reduced whole (persistent), the number of rows is symbolic
+    assert ("for roff in range" in k["source"]) == (dim == 0)
+    n = _sym(call, "arg1", 0)
+    assert (k["symbolic"]["rnumel"], k["symbolic"]["numel"]) == (("7", f"7*{n}") if dim else (n, f"7*{n}"))
+    assert len(loads) == 1
+
+
+def test_softmax_rows_of_dynamic_length(guards, loads):
+    call = _check_once(lambda x: torch.softmax(x * 3, -1), lambda n: (torch.randn(4, n),), (5, 9, 17))
+    assert len(call.kernels) == 1 and "for roff in range" in call.kernels[0]["source"]
+    assert len(loads) == 1
+
+
+@pytest.mark.parametrize("dyn_rows", [True, False])
+def test_layernorm(guards, dyn_rows):
+    def make(n):
+        if dyn_rows:
+            return _marked(torch.randn(n, 8), 0), torch.randn(8), torch.randn(8)
+        return _marked(torch.randn(3, n), 1), _marked(torch.randn(n), 0), _marked(torch.randn(n), 0)
+
+    call = _check_once(lambda x, w, b: F.layer_norm(x, x.shape[-1:], w, b), make, (4, 6, 13), dynamic=None)
+    (k,) = call.kernels
+    assert ("for roff in range" in k["source"]) == (not dyn_rows)
+
+
+def test_views_with_dynamic_dims(guards):
+    def f(x):
+        y = (x * 2).view(x.shape[0], -1, 2).sum(-1)  # a view of a lazy value: index remapping
+        z = y.t().reshape(-1) + 1  # transpose + reshape of a realized buffer
+        return y[1:] * 3, z, x.unsqueeze(1).expand(-1, 3, -1).sum(1)
+
+    call = _check_once(f, lambda n: (torch.randn(n, 2 * n),), (3, 5, 8))
+    assert "_empty(" in call.wrapper_source and call.kernels
+
+
+def test_matmul_extern_and_epilogue(guards, loads):
+    call = _check_once(lambda x, w, b: torch.relu(x @ w + b), lambda n: (torch.randn(n, 5), torch.randn(5, 3), torch.randn(3)), (2, 7, 12))  # fmt: skip
+    assert dict(call.fallbacks) in ({"aten.mm.default": 1}, {"aten.addmm.default": 1})
+    assert len(loads) == len(call.kernels) == 1
+
+
+def test_mlp_forward_backward_one_compile_each(guards, loads):
+    torch.manual_seed(0)
+    m = MLP()
+    ref = copy.deepcopy(m)
+    _fresh()
+    cm = torch.compile(m, backend="fxlens", dynamic=True)
+    for n in (3, 6, 10):
+        x = torch.randn(n, 32)
+        out, r = cm(x), ref(x)
+        torch.testing.assert_close(out, r, atol=1e-5, rtol=1e-4)
+        out.square().sum().backward()
+        r.square().sum().backward()
+        for p, q in zip(m.parameters(), ref.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
+    assert sorted(c.kind for c in compile_fx.COMPILED) == ["backward", "forward"]
+    assert all(c.dynamic for c in compile_fx.COMPILED) and not compile_fx.DYNAMIC_FALLBACKS
+    assert len(loads) == sum(len(c.kernels) for c in compile_fx.COMPILED)
+    bwd = next(c for c in compile_fx.COMPILED if c.kind == "backward")
+    assert any(
+        k["symbolic"]["rnumel"] in bwd.size_symbols for k in bwd.kernels if "symbolic" in k
+    )  # bias grads
+
+
+def test_mark_dynamic_one_dim(guards, loads):
+    def f(x):
+        return torch.softmax(x, -1) * x.sum(0)
+
+    _fresh()
+    cfn = torch.compile(f, backend="fxlens")
+    for n in (4, 7, 12):
+        x = torch.randn(n, 5)
+        torch._dynamo.mark_dynamic(x, 0)
+        torch.testing.assert_close(cfn(x), f(x))
+    (call,) = compile_fx.COMPILED
+    assert call.dynamic and len(call.size_symbols) == 1  # dim 1 stays static
+    assert "(5, 1, )" in call.wrapper_source or ", 5, " in call.wrapper_source
+
+
+def test_automatic_dynamic_after_a_shape_change(guards, loads):
+    def f(x):
+        return (x.cos() + 1).mean(-1)
+
+    _fresh()
+    cfn = torch.compile(f, backend="fxlens")  # no dynamic=True: torch turns dynamic on the change
+    for n in (4, 9):
+        x = torch.randn(n, 6)
+        torch.testing.assert_close(cfn(x), f(x))
+    static, dynamic = compile_fx.COMPILED
+    assert not static.dynamic and dynamic.dynamic
+    n_loads = len(loads)
+    x = torch.randn(15, 6)
+    torch.testing.assert_close(cfn(x), f(x))  # shape C: served by the dynamic graph
+    assert len(compile_fx.COMPILED) == 2 and len(loads) == n_loads
+
+
+def test_fallback_specializes_and_says_why(guards, artifacts):
+    def f(x):
+        return x * (x.shape[0] / 2)  # a float computed from a size: no integer size expression
+
+    _fresh()
+    cfn = torch.compile(f, backend="fxlens", dynamic=True)
+    for n in (3, 5, 8):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(cfn(x), f(x))
+    (fb,) = compile_fx.DYNAMIC_FALLBACKS
+    assert fb["graph"] == "inference" and "truediv" in fb["reason"]
+    assert [a["reason"] for a in artifacts["dynamic_fallback"]] == [fb["reason"]]
+    assert len(compile_fx.COMPILED) == 3 and not any(c.dynamic for c in compile_fx.COMPILED)  # one per shape
+
+
+def test_artifacts_show_symbolic_sizes(artifacts):
+    call = _check_once(lambda x: (x + 1).sum(-1), lambda n: (torch.randn(3, n),), (4, 8, 9))
+    ir = artifacts["ir"][0]
+    (kernel,) = artifacts["kernel"]
+    rows, cols = _sym(call, "arg2", 0), _sym(call, "arg2", 1)
+    assert kernel["symbolic"]["rnumel"] == cols and kernel["numel"] == 3 * 4  # numbers at the first call
+    assert kernel["symbolic"]["size_args"] == [cols] and f"xindex * {cols} + rindex" in kernel["source"]
+    assert f"input [{rows}, {cols}]" in ir and f"reduce sum dims=[1] of [{rows}, {cols}] -> [{rows}]" in ir
+    assert f"    {cols} = " in artifacts["wrapper"][0]
+
+
+def test_index_equal_tells_symbols_with_equal_hints_apart():
+    s0, s1 = sympy.symbols("s0 s1", positive=True, integer=True)
+    with bind({s0: 4, s1: 4}):
+        assert not index_equal("(xindex % s0)", "(xindex % s1)", 4 * s0, 1)
+        assert index_equal("(xindex // s0) * s0 + (xindex % s0)", "xindex", s1 * s0, 1)
+
+
+def test_int32_kernel_refuses_sizes_past_its_indexing():
+    ck = runtime.CompiledKernel("k", "forward", None, 0, 1, 1, 1, [], [], [], [], size_args=["s0"])
+    with pytest.raises(RuntimeError, match="int64"):
+        ck(torch.empty(1), 2**31, xnumel=2**31, rnumel=1)
