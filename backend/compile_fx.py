@@ -265,7 +265,10 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     log_json("fusion", lambda: {"graph": kind, "decisions": [_decision(d) for d in budget.decisions]})
     for rec in records:
         log_json("kernel", rec)
-    log_json("fallbacks", {"graph": kind, "ops": dict(G.fallbacks)})
+    log_json(
+        "fallbacks",
+        {"graph": kind, "ops": dict(G.fallbacks), **({"symbolic": G.static_only} if G.static_only else {})},
+    )
     log_artifact("wrapper", source)
     call.kernels = records
     call.fallbacks = dict(G.fallbacks)
@@ -273,6 +276,7 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     call.wrapper_source = source
     call.extern_bytes = sum(_extern_bytes(it) for it in items if isinstance(it, Extern))
     call.dynamic = dynamic
+    call.static_only = dict(G.static_only)
     call.size_symbols = dict(G.size_sources)
     COMPILED.append(call)
     call.kind = kind

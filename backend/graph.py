@@ -100,6 +100,7 @@ class GraphLowering:
         self.env: dict = {}
         self.items: list = []  # SchedNode | Extern, in execution order
         self.fallbacks: Counter = Counter()
+        self.static_only: dict[str, str] = {}  # op -> why it is an extern under symbolic sizes
         self.placeholders: list[Buffer | None] = []
         self.outputs: list = []
         self.mutations: list = []
@@ -344,7 +345,13 @@ class GraphLowering:
         map_aggregate((args, kwargs), leaves.append)
         same = all(v.device == self.device for v in leaves if isinstance(v, Value))
         if fn is not None and meta is not None and same and self._same_device(meta):
-            out = fn(self, node, meta, *args, **kwargs)
+            if fn.__module__ not in SYMBOLIC_READY and _symbolic(meta, leaves):
+                # written for static sizes (sizes formatted into index text): the op runs as ATen
+                self.static_only[str(node.target)] = (
+                    f"{fn.__module__.split('.')[-1]} lowers static sizes only"
+                )
+            else:
+                out = fn(self, node, meta, *args, **kwargs)
         if out is None:
             return self.extern(node, args, kwargs)
         if isinstance(out, Pointwise) and not out.cheap and (self.uses.get(node, 0) > 1 or not self.fusion):
@@ -404,6 +411,20 @@ class GraphLowering:
                 pending[i] = (node_, dst, self.realize(src))
         for node_, dst, src in pending:
             self.items.append(SchedNode(_copy_value(node_, dst, src), dst, mutation=True))
+
+
+# Lowering modules audited for symbolic sizes (every size printed through symbolic.render, no
+# comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
+# they see is symbolic.
+SYMBOLIC_READY = {"fxlens.backend.lowerings", "fxlens.backend.lower_views"}
+
+
+def _symbolic(meta, leaves) -> bool:
+    metas = meta if isinstance(meta, (tuple, list)) else [meta]
+    for m in metas:
+        if isinstance(m, torch.Tensor) and not is_static(*sizes(m.shape)):
+            return True
+    return any(not is_static(*v.shape) if isinstance(v, Value) else not is_static(v) for v in leaves)
 
 
 def _copy_value(node, dst: Buffer, src: Value) -> Pointwise:
