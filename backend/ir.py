@@ -48,6 +48,15 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+class FlatIndex(list):
+    """Per-dim indices that `decompose` made from one flat index: `linear` over the same row-major
+    layout folds them back into the flat index (no divisions, which cost most with sizes known
+    only at run time)."""
+
+    var: str = ""
+    sizes: tuple = ()
+
+
 def decompose(var: str, sizes: Sequence[int]) -> list[str]:
     """Per-dimension index expressions of a flat row-major index `var` over `sizes`."""
     strides = contiguous_strides(sizes)
@@ -59,11 +68,17 @@ def decompose(var: str, sizes: Sequence[int]) -> list[str]:
             continue
         e = var if st == 1 else f"({var} // {render(st)})"
         out.append(e if i == first else f"({e} % {render(s)})")
-    return out
+    flat = FlatIndex(out)
+    flat.var, flat.sizes = var, tuple(sizes)
+    return flat
 
 
 def linear(idx: Sequence[str], strides: Sequence[int], offset: int = 0) -> str:
     """`offset + sum(idx[d] * strides[d])` as a string, skipping zero terms."""
+    if isinstance(idx, FlatIndex) and len(strides) == len(idx.sizes) and any(s != 1 for s in idx.sizes):
+        dense = contiguous_strides(idx.sizes)
+        if all(st == c for s, st, c in zip(idx.sizes, strides, dense, strict=True) if s != 1):
+            return idx.var if offset == 0 else f"{render(offset)} + {idx.var}"
     terms = [render(offset)] if offset != 0 else []
     for i, st in zip(idx, strides, strict=True):
         if i == "0" or st == 0:
@@ -74,6 +89,8 @@ def linear(idx: Sequence[str], strides: Sequence[int], offset: int = 0) -> str:
 
 def broadcast_index(idx: Sequence[str], in_shape: Sequence[int], out_shape: Sequence[int]) -> list[str]:
     """Index into an input of `in_shape` broadcast to `out_shape` (right-aligned, size-1 dims -> 0)."""
+    if tuple(in_shape) == tuple(out_shape):
+        return idx  # same shape: the index as it is (a FlatIndex stays one)
     lead = len(out_shape) - len(in_shape)
     return ["0" if s == 1 and out_shape[lead + d] != 1 else idx[lead + d] for d, s in enumerate(in_shape)]
 
@@ -138,7 +155,7 @@ class Pointwise(Value):
     def load(self, ctx, idx: Sequence[str]) -> str:
         if self.node is not None:
             ctx.enter(self.node)
-        return self.fn(ctx, list(idx))
+        return self.fn(ctx, idx if isinstance(idx, FlatIndex) else list(idx))
 
 
 @dataclass(frozen=True)
