@@ -333,7 +333,7 @@ class GraphLowering:
             flat = []
             map_aggregate((args, kwargs), flat.append)
             if not any(isinstance(a, Value) for a in flat):
-                if isinstance(self.meta(node), torch.SymInt):  # size arithmetic: torch's own expression
+                if isinstance(self.meta(node), (torch.SymInt, torch.SymFloat)):  # torch's own expression
                     return size(self.meta(node))
                 if not is_static(*[a for a in flat if not isinstance(a, (str, float, torch.dtype))]):
                     raise SymbolicUnsupported(f"{node.target} on symbolic sizes ({node.name})")

@@ -26,15 +26,29 @@ class SymbolicUnsupported(Exception):
 
 # symbol -> hint of the graph being compiled
 _HINTS: contextvars.ContextVar = contextvars.ContextVar("fxlens_size_hints", default=None)
+# expression -> name of a size the wrapper precomputes (Max/Min: no common Python/Triton text)
+_DERIVED: contextvars.ContextVar = contextvars.ContextVar("fxlens_derived_sizes", default=None)
 
 
 @contextlib.contextmanager
 def bind(hints: dict) -> Iterator[None]:
     token = _HINTS.set(dict(hints))
+    token2 = _DERIVED.set({})
     try:
         yield
     finally:
         _HINTS.reset(token)
+        _DERIVED.reset(token2)
+
+
+def derived() -> list[tuple[str, str]]:
+    """(name, Python code) of the sizes the wrapper precomputes, in order of first use."""
+    return [(name, _python(e)) for e, name in (_DERIVED.get() or {}).items()]
+
+
+def _python(e) -> str:
+    args = ", ".join(render(a) for a in e.args)
+    return f"{type(e).__name__.lower()}({args})"
 
 
 def hints_of(values) -> dict:
@@ -54,18 +68,21 @@ def hints_of(values) -> dict:
 
 
 def size(s):
-    """A size as the IR keeps it: an int, or a sympy expression when it is symbolic."""
-    if isinstance(s, torch.SymInt):
+    """A size as the IR keeps it: an int, or a sympy expression when it is symbolic. A SymFloat
+    computed from sizes (batch norm's n / (n - 1)) is kept as a float expression the same way."""
+    if isinstance(s, (torch.SymInt, torch.SymFloat)):
         s = s.node.expr
     if isinstance(s, sympy.Basic):
-        if s.is_Integer:
-            return int(s)
         if not s.free_symbols:
-            raise SymbolicUnsupported(f"non-integer size {s}")
+            if s.is_Integer:
+                return int(s)
+            if s.is_Float:
+                return float(s)
+            raise SymbolicUnsupported(f"size expression {s} is not a number")
         return s
-    if isinstance(s, (torch.SymFloat, torch.SymBool)):
+    if isinstance(s, torch.SymBool):
         raise SymbolicUnsupported(f"symbolic {type(s).__name__} {s}")
-    return int(s)
+    return int(s) if not isinstance(s, float) else s
 
 
 def sizes(shape) -> tuple:
@@ -92,11 +109,16 @@ def bindings() -> list[dict]:
     symbol (so two different symbols that happen to share a hint are still told apart)."""
     table = _HINTS.get() or {}
     alt = {sym: 3 + 2 * i for i, sym in enumerate(sorted(table, key=str))}
-    return [{str(k): v for k, v in table.items()}, {str(k): v for k, v in alt.items()}]
+    out = []
+    for env in (table, alt):
+        d = {str(k): v for k, v in env.items()}
+        d.update({name: int(e.xreplace(env)) for e, name in (_DERIVED.get() or {}).items()})
+        out.append(d)
+    return out
 
 
 def symbol_names() -> set[str]:
-    return {str(s) for s in (_HINTS.get() or {})}
+    return {str(s) for s in (_HINTS.get() or {})} | set((_DERIVED.get() or {}).values())
 
 
 def render(e) -> str:
@@ -107,6 +129,8 @@ def render(e) -> str:
         return str(e)
     if e.is_Integer:
         return str(int(e))
+    if e.is_Float:
+        return repr(float(e))
     if e.is_Symbol:
         return e.name
     if e.is_Add:
@@ -116,6 +140,15 @@ def render(e) -> str:
     if e.is_Pow and e.exp.is_Integer and int(e.exp) > 0:
         return "(" + "*".join([render(e.base)] * int(e.exp)) + ")"
     fname = type(e).__name__
+    if fname in ("IntTrueDiv", "FloatTrueDiv"):  # float results (Triton's / of ints is a float division)
+        return f"({render(e.args[0])} / {render(e.args[1])})"
+    if fname == "ToFloat":
+        return f"({render(e.args[0])} * 1.0)"
+    table = _DERIVED.get()
+    if fname in ("Max", "Min") and table is not None:  # precomputed by the wrapper, a kernel argument
+        for a in e.args:
+            render(a)  # its operands first: a nested Max gets the smaller name
+        return table.setdefault(e, f"ps{len(table)}")
     # Triton's // and % truncate toward zero, Python's floor: emitted only for non-negative operands
     if fname in ("FloorDiv", "Mod", "PythonMod") and all(a.is_nonnegative for a in e.args):
         op = "//" if fname == "FloorDiv" else "%"
@@ -123,6 +156,10 @@ def render(e) -> str:
     if fname == "ModularIndexing" and all(a.is_nonnegative for a in e.args):
         base, div, mod = (render(a) for a in e.args)
         return f"(({base} // {div}) % {mod})"
+    if fname in ("FloorDiv", "Mod", "PythonMod", "ModularIndexing"):
+        raise SymbolicUnsupported(
+            f"size expression {e} ({fname}) may have a negative operand (Triton's // and % truncate, Python's floor)"
+        )
     raise SymbolicUnsupported(f"size expression {e} ({fname}) has no integer rendering")
 
 

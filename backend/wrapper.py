@@ -13,7 +13,7 @@ import torch
 from fxlens.backend.codegen import Kernel
 from fxlens.backend.graph import Extern
 from fxlens.backend.ir import Buffer
-from fxlens.backend.symbolic import SymbolicUnsupported, is_static, render, used_symbols
+from fxlens.backend.symbolic import SymbolicUnsupported, derived, is_static, render, used_symbols
 
 
 def allocate(shape, stride, dtype, device) -> torch.Tensor:
@@ -81,6 +81,7 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
     lines.append("    args.clear()")
     for sym, code in sorted(G.size_sources.items()):  # the size symbols, from the inputs
         lines.append(f"    {sym} = {code}")
+    at_sizes = len(lines)
     for b, t in G.constants:
         fmt.consts.append(t)
         lines.append(f"    {b.name} = C[{len(fmt.consts) - 1}]  # constant")
@@ -118,8 +119,9 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
                     lines.append(f"    {o.name} = _fix({o.name}, {_tup(o.shape)}, {_tup(o.stride)})")
     ret = [fmt(o) for o in G.outputs]
     lines.append(f"    return [{', '.join(ret)}]")
+    lines[at_sizes:at_sizes] = [f"    {name} = {code}" for name, code in derived()]
     source = "\n".join(lines) + "\n"
-    missing = _unbound(source, G.size_sources)
+    missing = _unbound(source, {**G.size_sources, **dict(derived())})
     if missing:
         raise SymbolicUnsupported(f"size symbols {missing} are not sizes or strides of any input")
     ns = {

@@ -198,7 +198,7 @@ def test_automatic_dynamic_after_a_shape_change(guards, loads):
 
 def test_fallback_specializes_and_says_why(guards, artifacts):
     def f(x):
-        return x * (x.shape[0] / 2)  # a float computed from a size: no integer size expression
+        return x * ((2 - x.shape[0]) % 3)  # Python's % of a negative size: no Triton text for it
 
     _fresh()
     cfn = torch.compile(f, backend="fxlens", dynamic=True)
@@ -206,9 +206,27 @@ def test_fallback_specializes_and_says_why(guards, artifacts):
         x = torch.randn(n, 4)
         torch.testing.assert_close(cfn(x), f(x))
     (fb,) = compile_fx.DYNAMIC_FALLBACKS
-    assert fb["graph"] == "inference" and "truediv" in fb["reason"]
+    assert fb["graph"] == "inference" and "PythonMod" in fb["reason"] and "negative" in fb["reason"]
     assert [a["reason"] for a in artifacts["dynamic_fallback"]] == [fb["reason"]]
     assert len(compile_fx.COMPILED) == 3 and not any(c.dynamic for c in compile_fx.COMPILED)  # one per shape
+
+
+def test_float_of_a_size_and_precomputed_max(guards, loads):
+    def f(x):
+        return (x * (x.shape[0] / 2))[: max(x.shape[0] - 2, 1)] + 1  # a SymFloat, a Max(...) size
+
+    call = _check_once(f, lambda n: (torch.randn(n, 3),), (4, 7, 10))
+    (k,) = call.kernels
+    n = _sym(call, "arg2", 0)
+    assert f"ps0 = max(1, (-2 + {n}))" in call.wrapper_source  # the wrapper computes the Max ...
+    assert "_empty((ps0, " in call.wrapper_source  # ... and allocates with it
+    assert f"* ({n} / 2)" in k["source"] and len(loads) == 1
+
+
+def test_unaudited_lowerings_run_as_aten_under_symbolic_sizes(guards):
+    call = _check_once(lambda x: x.cumsum(-1) * 2, lambda n: (torch.randn(3, n),), (4, 6, 9))
+    assert call.static_only == {"aten.cumsum.default": "lower_scan lowers static sizes only"}
+    assert dict(call.fallbacks) == {"aten.cumsum.default": 1}
 
 
 def test_artifacts_show_symbolic_sizes(artifacts):
