@@ -111,10 +111,14 @@ class CompiledKernel:
         if snap is not None:
             self._check(snap, bufs)
 
+    def _env(self) -> dict:
+        """Size symbols at this call: the graph's (set by the wrapper when hooks are on) and its own."""
+        return {**getattr(self, "graph_sizes", {}), **getattr(self, "sizes", {})}
+
     def _layout(self, shape, stride, off):
         from fxlens.backend.symbolic import evaluate
 
-        env = getattr(self, "sizes", {})
+        env = self._env()
         return [evaluate(s, env) for s in shape], [evaluate(s, env) for s in stride], evaluate(off, env)
 
     def replay(self, args, fp64: bool) -> list:
@@ -155,7 +159,7 @@ class CompiledKernel:
                     from fxlens.backend.symbolic import evaluate, size
 
                     v = a.meta.get("val")
-                    sizes = getattr(self, "sizes", {})
+                    sizes = self._env()
                     if isinstance(v, torch.SymInt):  # a size input: its value from the size arguments
                         env[a] = evaluate(size(v), sizes)
                         continue

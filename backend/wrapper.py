@@ -119,12 +119,21 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
                     lines.append(f"    {o.name} = _fix({o.name}, {_tup(o.shape)}, {_tup(o.stride)})")
     ret = [fmt(o) for o in G.outputs]
     lines.append(f"    return [{', '.join(ret)}]")
-    lines[at_sizes:at_sizes] = [f"    {name} = {code}" for name, code in derived()]
+    pre = [f"    {name} = {code}" for name, code in derived()]
+    hooked = [c for c, _ in compiled if c.fallback or c.check]
+    size_names = sorted(G.size_sources) + [name for name, _ in derived()]
+    if hooked and size_names:  # ATen replays of kernels need every size symbol of the graph
+        pre.append(f"    SIZES.update({', '.join(f'{n}={n}' for n in size_names)})")
+    lines[at_sizes:at_sizes] = pre
     source = "\n".join(lines) + "\n"
     missing = _unbound(source, {**G.size_sources, **dict(derived())})
     if missing:
         raise SymbolicUnsupported(f"size symbols {missing} are not sizes or strides of any input")
+    sizes: dict = {}
+    for c in hooked:
+        c.graph_sizes = sizes
     ns = {
+        "SIZES": sizes,
         "torch": torch,
         "K": [c for c, _ in compiled],
         "E": externs,

@@ -251,3 +251,18 @@ def test_int32_kernel_refuses_sizes_past_its_indexing():
     ck = runtime.CompiledKernel("k", "forward", None, 0, 1, 1, 1, [], [], [], [], size_args=["s0"])
     with pytest.raises(RuntimeError, match="int64"):
         ck(torch.empty(1), 2**31, xnumel=2**31, rnumel=1)
+
+
+@pytest.mark.parametrize("hook", ["FXLENS_CHECK_KERNELS", "FXLENS_KERNEL_FALLBACK"])
+def test_hooks_replay_kernels_at_run_time_sizes(monkeypatch, hook):
+    """The ATen replays behind the bisector's hooks evaluate symbolic shapes at each call's sizes."""
+    checks: list = []
+    monkeypatch.setenv(hook, "1" if hook == "FXLENS_CHECK_KERNELS" else "0,1")
+    monkeypatch.setattr(runtime, "log_json", lambda name, obj: checks.append(obj))
+
+    def f(x, b):
+        return torch.softmax(x + b, -1).sum(0) * x.shape[0]
+
+    _check_once(f, lambda n: (torch.randn(n, n + 2), torch.randn(n + 2)), (3, 5))
+    if hook == "FXLENS_CHECK_KERNELS":
+        assert len(checks) >= 2 and all(c["ok"] for c in checks)
