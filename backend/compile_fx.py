@@ -170,7 +170,10 @@ def _blocks(k: Kernel, whole_rows: bool, cuda: bool, rmax: int) -> tuple[int, in
     xn, rn = hint(k.xnumel), hint(k.rnumel)
     if not k.is_reduction:
         return (1024 if cuda else min(p2(max(xn, 1)), cap)), 1
-    r = p2(max(rn, 1)) if whole_rows else max(1, 1 << (max(rmax, 1).bit_length() - 1))
+    # a looped row takes blocks of at most RMAX (rounded down to a power of 2); a symbolic row
+    # length loops with blocks sized for its hint (a loop is correct for any length)
+    looped = max(1, 1 << (max(rmax, 1).bit_length() - 1))
+    r = p2(max(rn, 1)) if whole_rows else min(max(p2(max(rn, 1)), 128 if cuda else 1), looped)
     x = max(1, min(p2(max(xn, 1)), max(cap // r, 1)))
     return x, r
 
