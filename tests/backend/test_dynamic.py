@@ -266,3 +266,25 @@ def test_hooks_replay_kernels_at_run_time_sizes(monkeypatch, hook):
     _check_once(f, lambda n: (torch.randn(n, n + 2), torch.randn(n + 2)), (3, 5))
     if hook == "FXLENS_CHECK_KERNELS":
         assert len(checks) >= 2 and all(c["ok"] for c in checks)
+
+
+@pytest.mark.slow
+def test_tiny_hf_gpt2_dynamic_sequence_length():
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=16)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(cfg).eval()
+    ref = copy.deepcopy(model)
+    _fresh()
+    cm = torch.compile(model, backend="fxlens", dynamic=True)
+    for t in (5, 8, 11):
+        ids = torch.randint(0, 64, (2, t))
+        out, r = cm(ids, labels=ids), ref(ids, labels=ids)
+        torch.testing.assert_close(out.logits, r.logits, atol=1e-4, rtol=1e-4)
+        out.loss.backward()
+        r.loss.backward()
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-4, rtol=1e-3)
+    assert compile_fx.COMPILED and all(c.dynamic for c in compile_fx.COMPILED)
+    assert len(compile_fx.COMPILED) == 4  # forward + backward of the model and of the loss (a graph break)
+    assert not compile_fx.DYNAMIC_FALLBACKS
