@@ -4,6 +4,8 @@
 AOTAutograd hands us (forward, backward, inference) is compiled by `compile_aten`, which logs the
 artifacts the toolkit's report reads (see trace_log): `fxlens_aten_<graph>_graph`, `fxlens_ir`,
 `fxlens_fusion`, `fxlens_kernel` (one per kernel), `fxlens_fallbacks`, `fxlens_wrapper`.
+Graphs with symbolic sizes are compiled once with the sizes as kernel arguments (see symbolic.py);
+those the compiler cannot express are compiled per input shape (`fxlens_dynamic_fallback` says why).
 """
 
 from __future__ import annotations
