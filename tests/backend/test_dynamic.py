@@ -196,6 +196,34 @@ def test_automatic_dynamic_after_a_shape_change(guards, loads):
     assert len(compile_fx.COMPILED) == 2 and len(loads) == n_loads
 
 
+_OPS = {
+    "argmax": lambda x: x.argmax(0) + x.argmin(1).sum(),
+    "var": lambda x: x.var(0),
+    "prod_any": lambda x: (x * 0.5 + 1).prod(1) + (x > 0.5).any(1),
+    "max_dim": lambda x: x.max(1)[0] + x.max(1)[1],
+    "permute": lambda x: (x.permute(1, 0) * 2).contiguous() + 1,
+    "select": lambda x: x.select(0, -1) * 2 + x[1],
+    "slice_step": lambda x: x[:, 1::2] * 2,
+    "cat": lambda x: torch.cat([x, x * 2], 1).sum(0),
+    "gather": lambda x: x.gather(1, (torch.arange(x.shape[0]) % x.shape[1]).unsqueeze(1)) + 1,
+    "embedding": lambda x: F.embedding(torch.tensor([[0, 1], [1, 0]]), x) * 2,
+    "where": lambda x: torch.where(x > 0, x, x.sum(0)),
+    "log_softmax0": lambda x: F.log_softmax(x, 0),
+    "cross_entropy": lambda x: F.cross_entropy(x, torch.zeros(x.shape[0], dtype=torch.long)),
+    "expand": lambda x: x[:, :1].expand(-1, x.shape[1]) * x,
+    "t_reshape": lambda x: (x.t() * 2).reshape(-1)[1:] + 1,
+    "split": lambda x: sum(t.sum() for t in x.split([1, x.shape[0] - 1])),
+    "arange": lambda x: x + torch.arange(x.shape[1] * 2)[::2],
+    "int": lambda x: ((x * 10).long() + 1).sum(0),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_OPS))
+def test_ops_under_symbolic_sizes(guards, op):
+    f = _OPS[op]
+    _check_once(f, lambda n: (torch.randn(n, n + 2),), (3, 4, 6))
+
+
 def test_fallback_specializes_and_says_why(guards, artifacts):
     def f(x):
         return x * ((2 - x.shape[0]) % 3)  # Python's % of a negative size: no Triton text for it
