@@ -345,7 +345,7 @@ class GraphLowering:
         map_aggregate((args, kwargs), leaves.append)
         same = all(v.device == self.device for v in leaves if isinstance(v, Value))
         if fn is not None and meta is not None and same and self._same_device(meta):
-            if fn.__module__ not in SYMBOLIC_READY and _symbolic(meta, leaves):
+            if not _symbolic_ready(fn, leaves) and _symbolic(meta, leaves):
                 # written for static sizes (sizes formatted into index text): the op runs as ATen
                 self.static_only[str(node.target)] = (
                     f"{fn.__module__.split('.')[-1]} lowers static sizes only"
@@ -417,6 +417,23 @@ class GraphLowering:
 # comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
 # they see is symbolic.
 SYMBOLIC_READY = {"fxlens.backend.lowerings", "fxlens.backend.lower_views"}
+# Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
+SHAPES_READY = {
+    "fxlens.backend.lower_scan._scan",
+    "fxlens.backend.lower_division._div_rounding",
+    "fxlens.backend.lower_division._floor_divide",
+    "fxlens.backend.lower_division._remainder_fmod",
+    "fxlens.backend.lower_random._rand",
+    "fxlens.backend.lower_random._rand_like",
+    "fxlens.backend.lower_random._bernoulli",
+}
+
+
+def _symbolic_ready(fn, leaves) -> bool:
+    if fn.__module__ in SYMBOLIC_READY:
+        return True
+    scalars = [v for v in leaves if not isinstance(v, Value)]
+    return f"{fn.__module__}.{fn.__name__}" in SHAPES_READY and is_static(*scalars)
 
 
 def _symbolic(meta, leaves) -> bool:

@@ -215,6 +215,8 @@ _OPS = {
     "split": lambda x: sum(t.sum() for t in x.split([1, x.shape[0] - 1])),
     "arange": lambda x: x + torch.arange(x.shape[1] * 2)[::2],
     "int": lambda x: ((x * 10).long() + 1).sum(0),
+    "cumsum": lambda x: x.cumsum(1) * 2,  # a scan over a symbolic row: looped, carrying the total
+    "floor_divide": lambda x: torch.floor_divide(x * 10, 3) + torch.remainder(x, 0.7),
 }
 
 
@@ -252,9 +254,25 @@ def test_float_of_a_size_and_precomputed_max(guards, loads):
 
 
 def test_unaudited_lowerings_run_as_aten_under_symbolic_sizes(guards):
-    call = _check_once(lambda x: x.cumsum(-1) * 2, lambda n: (torch.randn(3, n),), (4, 6, 9))
-    assert call.static_only == {"aten.cumsum.default": "lower_scan lowers static sizes only"}
-    assert dict(call.fallbacks) == {"aten.cumsum.default": 1}
+    call = _check_once(lambda x: x.flip(1) * 2, lambda n: (torch.randn(3, n),), (4, 6, 9))
+    assert call.static_only == {"aten.flip.default": "lower_scan lowers static sizes only"}
+    assert dict(call.fallbacks) == {"aten.flip.default": 1}
+
+
+def test_dropout_masks_with_symbolic_sizes(guards):
+    _fresh()
+    torch.manual_seed(0)
+    cfn = torch.compile(lambda x: F.dropout(x, 0.5, True), backend="fxlens", dynamic=True)
+    kept = []
+    for n in (40, 60, 90):
+        x = torch.randn(n, 8) + 3
+        y = cfn(x)
+        mask = y != 0
+        torch.testing.assert_close(y[mask], x[mask] * 2)
+        kept.append(mask.float().mean().item())
+    assert all(0.35 < k < 0.65 for k in kept), kept
+    (call,) = compile_fx.COMPILED
+    assert call.dynamic and not call.static_only  # the in-kernel Philox lowering handles symbolic sizes
 
 
 def test_artifacts_show_symbolic_sizes(artifacts):
