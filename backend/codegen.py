@@ -433,6 +433,13 @@ def _emit_pointwise(ctx: KernelCtx, sn: SchedNode) -> None:
     ctx.level = "x"
 
 
+_SIG_TYPE = {
+    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64",
+    torch.int8: "i8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64", torch.uint8: "u8",
+    torch.bool: "i1",
+}  # fmt: skip
+
+
 @dataclass
 class KernelSource:
     source: str
@@ -444,6 +451,13 @@ class KernelSource:
     written: dict
     loaded: set
     size_args: list = field(default_factory=list)  # size symbols the kernel takes, in order
+
+    def signature(self, int64: bool) -> dict[str, str]:
+        """Triton's argument types, e.g. {"p_arg0": "*fp32", "s0": "i32"}: what an ahead-of-time
+        `triton.compile` for another target needs (tests cross-compile CPU-built kernels for CUDA)."""
+        ints = "i64" if int64 else "i32"
+        sig = {f"p_{b.name}": "*" + _SIG_TYPE[b.dtype] for b in self.params}
+        return {**sig, **dict.fromkeys(self.size_args, ints), "xnumel": ints, "rnumel": ints}
 
 
 def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | None, perturb: bool = False):
@@ -475,6 +489,8 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
     size_args = used_symbols("\n".join(ctx.lines))  # symbolic sizes: scalar arguments
     sig = ", ".join([f"p_{b.name}" for b in params] + size_args)
     head = ["import triton", "import triton.language as tl", ""]
+    if "libdevice." in "\n".join(ctx.lines):  # GPU-only math forms (see lowerings.libdevice_form)
+        head.insert(2, "from triton.language.extra import libdevice")
     if ctx.red:
         head += _HELPERS.splitlines()
     for helper in ctx.helpers.values():

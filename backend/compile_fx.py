@@ -261,6 +261,7 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
             "graph": kind, "name": k.name, "ops": ops, "nodes": [n.name for n in named],
             "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": hint(k.xnumel * k.rnumel),
             "rnumel": hint(k.rnumel), "source": src.source, "source_path": path,
+            "signature": src.signature(ck.int64), "blocks": [xb, rb],
         })  # fmt: skip
         if not is_static(k.xnumel, k.rnumel):  # numbers above are at the first call's sizes
             records[-1]["symbolic"] = {"numel": str(k.xnumel * k.rnumel), "rnumel": str(k.rnumel),

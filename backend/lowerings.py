@@ -125,10 +125,25 @@ _FLOAT_ONLY = {
 }  # fmt: skip
 
 
+# On the GPU these use libdevice's correctly rounded forms; the interpreter cannot run libdevice
+# (extern_elementwise, TRITON-NOTES.md), so CPU kernels keep the composite forms above.
+_LIBDEVICE = {aten.tanh.default: "tanh", aten.log1p.default: "log1p", aten.expm1.default: "expm1"}
+
+
+def libdevice_form(device: torch.device, name: str, nargs: int = 1):
+    """`libdevice.name(...)` as an expression maker when compiling for CUDA, else None."""
+    if device.type != "cuda":
+        return None
+    return lambda *xs: f"libdevice.{name}({', '.join(xs[:nargs])})"
+
+
 def _arith(op, fmt):
     def lower(G, node, meta, *args, **kwargs):
         if kwargs or (op in _FLOAT_ONLY and not meta.dtype.is_floating_point):
             return None
+        gpu = libdevice_form(meta.device, _LIBDEVICE[op]) if op in _LIBDEVICE else None
+        if gpu is not None:
+            return pointwise(G, node, meta, args, gpu)
         if op == aten.sign.default:
             return pointwise(G, node, meta, args, lambda a: f"{fmt(a)}.to({_tl(meta.dtype)})")
         return pointwise(G, node, meta, args, fmt)
@@ -207,6 +222,9 @@ def _pow(G, node, meta, a, e):
              0: lambda x: f"({x} * 0.0 + 1.0)"}  # fmt: skip
     if e in table:
         return pointwise(G, node, meta, [a], table[e])
+    gpu = libdevice_form(meta.device, "pow", 2)
+    if gpu is not None:  # handles negative bases and integer exponents exactly
+        return pointwise(G, node, meta, [a, float(e)], gpu)
     if float(e).is_integer():
         return None  # negative bases with integer exponents: leave to ATen
     return pointwise(G, node, meta, [a], lambda x: f"tl.exp2({_lit(float(e))} * tl.log2({x}))")
