@@ -5,14 +5,20 @@ Values can only be checked on a real GPU (bench/gpu.py)."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
+from fxlens.backend import compile_fx
 from fxlens.backend.compile_fx import COMPILED, compile_aten, compile_graph
 
 triton = pytest.importorskip("triton")
@@ -112,3 +118,90 @@ def test_every_kernel_compiles_for_sm90(case):
     kernels = _cuda_kernels(fn, *specs)
     for rec in kernels:
         assert ".entry " + rec["name"] in _ptx(rec), rec["name"]
+
+
+# -- the GPU benchmark's suite (bench/gpu.py), forward and training, cross-compiled for sm_90 --------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _gpu_suite():
+    spec = importlib.util.spec_from_file_location("fxlens_bench_gpu", ROOT / "bench" / "gpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _aten_graphs(monkeypatch, model, make_args, train):
+    """The ATen graphs (and input metas) fxlens gets for `model` on CPU; run eagerly to save time."""
+    seen = []
+
+    def record(gm, inputs, kind, fusion, *a, **k):
+        metas = [
+            (tuple(t.shape), tuple(t.stride()), t.dtype) if isinstance(t, torch.Tensor) else t for t in inputs
+        ]
+        seen.append((copy.deepcopy(gm), metas, kind))
+        def run(args):
+            return gm(*args)
+
+        run._boxed_call = True  # AOTAutograd passes one list, as to compile_aten's wrapper
+        return run
+
+    monkeypatch.setattr(compile_fx, "compile_aten", record)
+    torch._dynamo.reset()
+    fn = torch.compile(
+        copy.deepcopy(model) if isinstance(model, torch.nn.Module) else model, backend="fxlens"
+    )
+    args = [a.detach().requires_grad_(train and a.is_floating_point()) for a in make_args()]
+    with torch.set_grad_enabled(train):  # as bench/gpu.py: forward cases run under no_grad
+        out = fn(*args)
+    if train:
+        out.float().square().mean().backward()
+    monkeypatch.undo()
+    torch._dynamo.reset()
+    return seen
+
+
+def _lower_for_cuda(gm, metas, kind):
+    """Re-lower a CPU-captured ATen graph for CUDA: device arguments and every meta moved to cuda."""
+    for n in gm.graph.nodes:
+        if isinstance(n.kwargs.get("device"), torch.device):
+            n.kwargs = {**n.kwargs, "device": torch.device("cuda")}
+    gm.recompile()
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
+        xs = [
+            torch.empty_strided(m[0], m[1], dtype=m[2], device="cuda") if isinstance(m, tuple) else m
+            for m in metas
+        ]
+        FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*xs)
+        return compile_aten(gm, xs, kind, True)
+
+
+SUITE = [(name, train) for name in ("bias+GELU+residual", "RMSNorm", "LayerNorm", "softmax", "cross-entropy",
+                                    "MLP", "GPT-2 block", "conv net") for train in (False, True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,train", SUITE)
+def test_gpu_suite_kernels_compile_for_sm90(monkeypatch, name, train):
+    model, make_args = next((m, a) for n, m, a, _ in _gpu_suite()._cases(dry=True) if n == name)
+    graphs = _aten_graphs(monkeypatch, model, make_args, train)
+    assert [k for _, _, k in graphs] == (["forward", "backward"] if train else ["inference"])
+    compiled = 0
+    for gm, metas, kind in graphs:
+        call = _lower_for_cuda(gm, metas, kind)
+        for rec in call.kernels:
+            assert ".entry " + rec["name"] in _ptx(rec), rec["name"]
+            compiled += 1
+    assert compiled >= len(graphs)  # every graph of the suite has at least one Triton kernel
+
+
+@pytest.mark.slow
+def test_gpu_bench_dry_run_is_correct():
+    """bench/gpu.py --dry-run: the GPU script's own path on CPU tensors (fxlens under the interpreter)."""
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "gpu.py"), "--dry-run"], capture_output=True,
+                       text=True, timeout=600, cwd=ROOT)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == len(SUITE)
+    assert all(row.split("|")[3].strip() == "ok" for row in rows), r.stdout
