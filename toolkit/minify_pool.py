@@ -70,8 +70,8 @@ class Worker:
         if ready is not None and "warm" in ready:  # sent before the backend: torch imported
             self.warm_time = self.warm_time or ready["warm"]
             ready = self._next(STARTUP_TIMEOUT_S)
-        if ready is None or ready.get("ready") is not True:
-            err = ready.get("error") if ready else "no answer"
+        if ready is None or ready.get("ready") is not True:  # no answer, EOF or an error
+            err = (ready or {}).get("error") or ("the process exited" if ready else "no answer")
             self.stop()
             raise RuntimeError(f"minify worker failed to start: {err}")
         self.ready = True
@@ -83,11 +83,12 @@ class Worker:
         lines.put(None)  # EOF: the process is gone
 
     def _next(self, timeout: float) -> dict | None:
+        """The next answer; None when none came in time; {"eof": True} when the pipe closed."""
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
             return None
-        return json.loads(line) if line else None
+        return json.loads(line) if line else {"eof": True}
 
     def ask(self, src: str, timeout: float, call: str | None = None) -> str | None:
         """The signature of one candidate (None: it passes); with `call`, what the function of
@@ -102,11 +103,16 @@ class Worker:
         answer = self._next(timeout)
         if answer is not None and "sig" in answer:
             return answer["sig"]
-        # no answer: a hang (timeout) or a dead process (its signal says how it died)
-        if self.proc.poll() is None:
+        # no answer: a hang (timeout) or a dead process (its signal says how it died). The pipe
+        # closes as the process dies, a moment before it can be reaped: wait for that
+        if answer is None:
             self.stop()
             return TIMEOUT_SIGNATURE
-        code = self.proc.wait()
+        try:
+            code = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # closed its pipe but lives on: as good as hung
+            self.stop()
+            return TIMEOUT_SIGNATURE
         self.proc, self.ready = None, False
         return signal_signature(code) if code < 0 else f"worker exited with status {code}"
 
