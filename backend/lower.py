@@ -39,8 +39,7 @@ _EXTRA_DECOMPS = [
     torch.ops.aten.native_group_norm_backward,
     # found running real models through the backend (tests/backend/test_zoo.py): eval-mode batch
     # norm (ResNet inference), instance norm, slicing backward (rotary embeddings: Llama, Mistral,
-    # GPT-NeoX, RoFormer) and vector norms were ATen fallbacks; constant_pad_nd's decomposition is
-    # not functional (prims.copy_to), so padding stays one
+    # GPT-NeoX, RoFormer) and vector norms were ATen fallbacks (padding: lower_views.py)
     torch.ops.aten._native_batch_norm_legit_no_training,
     torch.ops.aten._native_batch_norm_legit,
     torch.ops.aten.slice_scatter,

@@ -150,6 +150,31 @@ def _cat(G, node, meta, xs, dim=0):
     return Pointwise(fn, shape, dt, meta.device, node)
 
 
+@register(aten.constant_pad_nd.default)
+def _constant_pad(G, node, meta, x, pad, value=0):
+    """F.pad(mode="constant"): out[i] = x[i - lo] where that is inside x, else `value`; negative pads
+    crop. One masked pointwise read (torch's decomposition of it mutates: prims.copy_to)."""
+    if not isinstance(x, Value) or len(pad) % 2 or len(pad) // 2 > len(x.shape):
+        return None
+    x = G.use(x, node)
+    shape, dt = _shape(meta), meta.dtype
+    nd = len(shape)
+    lows = {nd - 1 - k: size(pad[2 * k]) for k in range(len(pad) // 2)}  # pad pairs from the last dim
+
+    def fn(ctx, idx):
+        i, inside = list(idx), []
+        for d, lo in lows.items():
+            src = f"({idx[d]} - ({render(lo)}))"
+            i[d] = f"tl.minimum(tl.maximum({src}, 0), {render(x.shape[d] - 1)})"
+            inside.append(f"({src} >= 0) & ({src} < {render(x.shape[d])})")
+        v = ctx.cast(x.load(ctx, i), x.dtype, dt)
+        if not inside:
+            return v
+        return ctx.op(f"tl.where({' & '.join(inside)}, {v}, {ctx.full(value, dt)})")
+
+    return Pointwise(fn, shape, dt, meta.device, node)
+
+
 # --- gathers ------------------------------------------------------------------------------------
 def _wrap(ctx, v, n):
     return ctx.op(f"tl.where({v} < 0, {v} + {render(n)}, {v})")

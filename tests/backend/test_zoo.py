@@ -256,3 +256,46 @@ def test_vector_norm_is_a_reduction():
         _fwd_bwd(lambda x: torch.linalg.vector_norm(x, 3, dim=0) + x.norm(dim=-1).sum(), torch.randn(5, 6))
         == set()
     )
+
+
+@pytest.mark.parametrize(
+    "pad,value,dtype",
+    [((1, 2), 0.0, torch.float32), ((1, 2, 0, 1), 0.5, torch.float32), ((-1, 2, 0, -2), 0.0, torch.float32),
+     ((2, 1, 1, 0, 1, 1), -3.0, torch.float16), ((1, 1, 2, 0), 7, torch.int64), ((0, 1), 1, torch.bool)],
+    ids=["last", "two_dims_value", "negative_crops", "three_dims_fp16", "int", "bool"],
+)  # fmt: skip
+def test_constant_pad_is_one_kernel(compiled, guards, pad, value, dtype):
+    # F.pad(mode="constant") (Swin's window padding, F.unfold) was an ATen fallback
+    x = torch.randn(2, 3, 4, 5).mul(4).to(dtype) if dtype != torch.bool else torch.randn(2, 3, 4, 5) > 0
+
+    def f(x):
+        return F.pad(x * 2 if dtype != torch.bool else x, pad, value=value)
+
+    out, calls = compiled(f, x)
+    torch.testing.assert_close(out, f(x))
+    assert calls[0].fallbacks == {} and len(calls[0].kernels) == 1  # the multiply fuses into the pad
+    guards.check()
+
+
+def test_constant_pad_backward_and_dynamic(compiled):
+    x = torch.randn(3, 6, requires_grad=True)
+
+    def f(x):
+        return F.pad(x.sin(), (2, -1), value=0.25).exp()
+
+    ref = f(x)
+    ref.sum().backward()
+    g, x.grad = x.grad, None
+    out, calls = compiled(f, x)
+    out.sum().backward()
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(x.grad, g)
+    assert not any(c.fallbacks for c in calls)
+    fn = torch.compile(lambda x: F.pad(x, (1, 2), value=-1.0), backend="fxlens", dynamic=True)
+    from fxlens.backend import compile_fx
+
+    compile_fx.COMPILED.clear()
+    for n in (5, 9):
+        y = torch.randn(2, n)
+        torch.testing.assert_close(fn(y), F.pad(y, (1, 2), value=-1.0))
+    assert [c.dynamic for c in compile_fx.COMPILED] == [True] and not compile_fx.COMPILED[0].fallbacks
