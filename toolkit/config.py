@@ -64,6 +64,8 @@ class MinifyConfig:
     timeout: float
     #: fresh-interpreter runs of the final reproducer before it is written
     reruns: int
+    #: every re-run a new `python FILE` (else all but one fork from a process that imported torch)
+    fresh_reruns: bool = False
 
 
 def load_minify() -> MinifyConfig:
@@ -72,6 +74,7 @@ def load_minify() -> MinifyConfig:
         workers=int(_env_str("FXLENS_MINIFY_WORKERS", "0") or 0),
         timeout=float(_env_str("FXLENS_MINIFY_TIMEOUT", "120") or 120),
         reruns=int(_env_str("FXLENS_MINIFY_RERUNS", "3") or 3),
+        fresh_reruns=_env_str("FXLENS_MINIFY_FRESH_RERUNS", "0") not in ("", "0"),
     )
 
 

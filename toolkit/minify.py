@@ -364,8 +364,9 @@ def _minify(
         timings["aot_capture"] = round(time.perf_counter() - t0 - sum(timings.values()), 2)
     original = cand.num_calls
     # the reproducer's re-runs fork from this one: it imports torch while the reduction runs
-    zygote = Zygote(_preload(spec))
-    closers.append(zygote.close)
+    zygote = None if cfg.fresh_reruns else Zygote(_preload(spec))
+    if zygote is not None:
+        closers.append(zygote.close)
     bar = ProgressBar(original=original) if progress else None
     # a flaky failure: a candidate that passes is tried again before it counts as passing
     retries = FLAKY_RETRIES if flaky else 0

@@ -50,14 +50,18 @@ def test_single_op_crash_shrinks_to_a_reproducer_that_fails_the_same_way(minify_
     assert "import fxlens" not in text  # standalone: torch only
     code, sig = run_fresh(r["repro"])
     assert (code, sig) == (1, signature)
+    assert len(list(Path(r["session"]).rglob("*.run*.stderr"))) == 2  # two re-runs forked from the zygote
     # the session holds the result (what the TUI shows)
     events = [e for e in Session.open(r["session"]).events if e["event"] == "minify"]
     assert events and events[-1]["repro"] == r["repro"] and events[-1]["summary"]
 
 
-def test_accuracy_failure_is_found_by_auto_check(minify_env):
+def test_accuracy_failure_is_found_by_auto_check(minify_env, monkeypatch):
+    monkeypatch.setenv("FXLENS_MINIFY_FRESH_RERUNS", "1")  # all three re-runs as `python FILE`
     r = minify_script(MLP, ["relu_accuracy_error_TESTING_ONLY", "6"], progress=False)
     assert r["check"] == "accuracy"
+    assert r["reproduced"] == "3/3"
+    assert not list(Path(r["session"]).rglob("*.run*.stderr"))  # no forked re-runs
     assert r["signature"].startswith("AccuracyError")
     assert r["final_nodes"] <= 3
     code, sig = run_fresh(r["repro"])
