@@ -26,8 +26,9 @@ from fxlens.backend.ir import (
     linear,
     numel,
 )
-from fxlens.backend.lower_views import _scatter
+from fxlens.backend.lower_views import _broadcast_shapes, _scatter
 from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.symbolic import render
 
 aten = torch.ops.aten
 _INDEX_DTYPES = (torch.int64, torch.int32)
@@ -84,8 +85,8 @@ class ScatterNode(SchedNode):
         return numel(self.value.shape), 1
 
 
-def _wrap(ctx, v: str, size: int) -> str:
-    return ctx.op(f"tl.where({v} < 0, {v} + {size}, {v})")
+def _wrap(ctx, v: str, size) -> str:
+    return ctx.op(f"tl.where({v} < 0, {v} + {render(size)}, {v})")
 
 
 def _scatter_into(G, node, meta, x, src, where, shape, accumulate: bool):
@@ -118,14 +119,13 @@ def _index_put(G, node, meta, x, indices, values, accumulate=False):
     if not all(isinstance(t, Value) and t.dtype in _INDEX_DTYPES for t in inds):
         return None  # boolean masks have data-dependent sizes
     inds = [G.use(t, node) for t in inds]
-    bshape = tuple(torch.broadcast_shapes(*[t.shape for t in inds]))
+    bshape = _broadcast_shapes([t.shape for t in inds])  # torch's meta checked they broadcast
     k, m, nb = pos[0], len(pos), len(bshape)
     shape = tuple(x.shape[:k]) + bshape + tuple(x.shape[k + m :])
-    try:
-        torch.broadcast_shapes(values.shape, shape)
-    except RuntimeError:
-        return None
-    if tuple(torch.broadcast_shapes(values.shape, shape)) != shape:
+    # the values must broadcast to the update domain (not past it): compared as sizes, which may be
+    # symbolic (an unequal pair of expressions is treated as not broadcasting: ATen takes it)
+    vs = tuple(values.shape)
+    if len(vs) > len(shape) or any(v != 1 and v != n for v, n in zip(vs[::-1], shape[::-1])):
         return None
     sizes = x.shape
 

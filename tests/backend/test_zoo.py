@@ -299,3 +299,60 @@ def test_constant_pad_backward_and_dynamic(compiled):
         y = torch.randn(2, n)
         torch.testing.assert_close(fn(y), F.pad(y, (1, 2), value=-1.0))
     assert [c.dynamic for c in compile_fx.COMPILED] == [True] and not compile_fx.COMPILED[0].fallbacks
+
+
+def _dynamic_calls(fn, make_args, ns=(5, 9)):
+    from fxlens.backend import compile_fx
+
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    cf = torch.compile(fn, backend="fxlens", dynamic=True)
+    for n in ns:
+        args = make_args(n)
+        torch.testing.assert_close(cf(*args), fn(*args))
+    return list(compile_fx.COMPILED)
+
+
+def test_embedding_backward_index_put_with_symbolic_sizes():
+    # an LM's embedding backward (index_put, accumulate) ran as ATen under dynamic=True (every
+    # HF model's dynamic training graph had one); lower_index is audited for symbolic sizes now
+    torch.manual_seed(0)
+    emb = nn.Embedding(20, 8)
+    ref = copy.deepcopy(emb)
+    from fxlens.backend import compile_fx
+
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    ce = torch.compile(emb, backend="fxlens", dynamic=True)
+    for n in (5, 9):
+        ids = torch.randint(0, 20, (2, n))
+        ids[0, :3] = 4  # repeated ids accumulate
+        out, r = ce(ids), ref(ids)
+        torch.testing.assert_close(out, r)
+        out.exp().sum().backward()
+        r.exp().sum().backward()
+        torch.testing.assert_close(emb.weight.grad, ref.weight.grad, atol=1e-5, rtol=1e-5)
+    calls = list(compile_fx.COMPILED)
+    assert [c.kind for c in calls] == ["forward", "backward"] and all(c.dynamic for c in calls)
+    assert not any(c.fallbacks or c.static_only for c in calls), [(c.fallbacks, c.static_only) for c in calls]
+    assert any("atomic_add" in k["source"] for k in calls[1].kernels)
+
+
+def test_index_put_and_scatter_add_with_symbolic_sizes():
+    def put(x, i, v):  # negative indices wrap by the symbolic size
+        return x.index_put((i,), v * 2, accumulate=True) + x.index_put((i,), v)
+
+    calls = _dynamic_calls(
+        put, lambda n: (torch.randn(n, 3), torch.tensor([0, -1, 1, -2]), torch.randn(4, 3)), ns=(5, 9)
+    )
+    assert len(calls) == 1 and calls[0].dynamic and not calls[0].fallbacks, calls[0].fallbacks
+
+    def scatter(x, i, s):
+        return x.scatter_add(1, i, s)
+
+    calls = _dynamic_calls(
+        scatter,
+        lambda n: (torch.zeros(3, n), torch.randint(0, n, (3, n + 2)), torch.randn(3, n + 2)),
+        ns=(4, 7),
+    )
+    assert len(calls) == 1 and calls[0].dynamic and not calls[0].fallbacks, calls[0].fallbacks
