@@ -252,6 +252,24 @@ def _clamp(G, node, meta, a, lo=None, hi=None):
     return pointwise(G, node, meta, [a], fmt)
 
 
+@register(aten.clamp.Tensor)
+def _clamp_tensor(G, node, meta, a, lo=None, hi=None):
+    # tensor bounds (F.cosine_similarity clamps its norms by a 0-d eps tensor); NaN anywhere is NaN
+    nan = "propagate_nan=tl.PropagateNan.ALL"
+
+    def fmt(x, *bounds):
+        it = iter(bounds)
+        if lo is not None:
+            x = f"tl.maximum({x}, {next(it)}, {nan})"
+        if hi is not None:
+            x = f"tl.minimum({x}, {next(it)}, {nan})"
+        return x
+
+    return pointwise(
+        G, node, meta, [a] + [b for b in (lo, hi) if b is not None], fmt, compute=compute_dtype(meta.dtype)
+    )
+
+
 @register(aten.where.self)
 def _where(G, node, meta, c, a, b):
     cv = G.use(c, node) if isinstance(c, Value) else c

@@ -359,3 +359,43 @@ def test_index_put_and_scatter_add_with_symbolic_sizes():
         ns=(4, 7),
     )
     assert len(calls) == 1 and calls[0].dynamic and not calls[0].fallbacks, calls[0].fallbacks
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64], ids=str)
+def test_clamp_by_tensors_is_a_kernel(compiled, guards, dtype):
+    # F.cosine_similarity (CLIP-style losses) clamps by a 0-d tensor: clamp.Tensor was a fallback
+    torch.manual_seed(0)
+    x = torch.randn(4, 6).mul(5).to(dtype)
+    lo, hi = torch.randn(6).mul(2).to(dtype), torch.randn(4, 1).mul(2).add(2).to(dtype)
+    if dtype.is_floating_point:
+        x[0, 0], lo[1], hi[2, 0] = float("nan"), float("nan"), float("nan")  # NaN anywhere is NaN
+
+    def f(x, lo, hi):
+        return torch.clamp(x, lo, hi) + torch.clamp(x, min=lo) * 2 + torch.clamp(x, max=hi)
+
+    out, calls = compiled(f, x, lo, hi)
+    tol = {"atol": 1e-2, "rtol": 1e-2} if dtype == torch.float16 else {}  # eager rounds after each op
+    torch.testing.assert_close(out, f(x, lo, hi), equal_nan=True, **tol)
+    assert calls[0].fallbacks == {} and len(calls[0].kernels) == 1
+
+
+def test_cosine_similarity_backward_has_no_fallback():
+    a, b = torch.randn(5, 8), torch.randn(5, 8)
+    assert _fwd_bwd(lambda a, b: F.cosine_similarity(a, b, dim=-1), a, b) == set()
+
+
+def test_new_lowerings_compile_for_cuda():
+    # the interpreter never checks CUDA typing (NaN flags on integer maxima, masked index math)
+    from test_cuda_codegen import _cuda_kernels, _ptx
+
+    cases = [
+        (lambda x, lo, hi: (torch.clamp(x, lo, hi) + torch.clamp(x, min=lo),), dt)
+        for dt in (torch.float32, torch.int64)
+    ]
+    for fn, dt in cases:
+        for rec in _cuda_kernels(fn, ((4, 6), dt), ((6,), dt), ((4, 1), dt)):
+            assert ".entry" in _ptx(rec)
+    for rec in _cuda_kernels(
+        lambda x: (F.pad(x * 2, (1, 2, -1, 1), value=0.5),), ((2, 3, 4, 5), torch.float32)
+    ):
+        assert ".entry" in _ptx(rec)
