@@ -420,6 +420,7 @@ SYMBOLIC_READY = {"fxlens.backend.lowerings", "fxlens.backend.lower_views", "fxl
 # Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
 SHAPES_READY = {
     "fxlens.backend.lower_scan._scan",
+    "fxlens.backend.lower_scan._flip",
     "fxlens.backend.lower_division._div_rounding",
     "fxlens.backend.lower_division._floor_divide",
     "fxlens.backend.lower_division._remainder_fmod",

@@ -15,6 +15,7 @@ import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Reduction, Value, compute_dtype, full_index
 from fxlens.backend.lowerings import _shape, pointwise, register
+from fxlens.backend.symbolic import is_static, render
 
 aten = torch.ops.aten
 
@@ -73,8 +74,10 @@ def _flip(G, node, meta, x, dims):
     shape = x.shape
     ds = {d % len(shape) for d in dims} if shape else set()
 
+    def flipped(n, i):  # (n - 1) - i; a symbolic n is >= 2 (Dynamo specializes sizes 0 and 1)
+        return i if is_static(n) and n <= 1 else f"({render(n - 1)} - {i})"
+
     def fn(ctx, idx):
-        src = [f"({shape[d] - 1} - {i})" if d in ds and shape[d] > 1 else i for d, i in enumerate(idx)]
-        return x.load(ctx, src)
+        return x.load(ctx, [flipped(shape[d], i) if d in ds else i for d, i in enumerate(idx)])
 
     return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)

@@ -254,9 +254,15 @@ def test_float_of_a_size_and_precomputed_max(guards, loads):
 
 
 def test_unaudited_lowerings_run_as_aten_under_symbolic_sizes(guards):
-    call = _check_once(lambda x: x.flip(1) * 2, lambda n: (torch.randn(3, n),), (4, 6, 9))
-    assert call.static_only == {"aten.flip.default": "lower_scan lowers static sizes only"}
-    assert dict(call.fallbacks) == {"aten.flip.default": 1}
+    call = _check_once(lambda x: F.avg_pool2d(x, 2) * 2, lambda n: (torch.randn(1, 2, 3, n),), (4, 6, 9))
+    assert call.static_only == {"aten.avg_pool2d.default": "lower_pool lowers static sizes only"}
+    assert dict(call.fallbacks) == {"aten.avg_pool2d.default": 1}
+
+
+def test_flip_with_symbolic_sizes(guards):
+    # cumsum's backward (flip, cumsum, flip) ran as ATen under dynamic=True
+    call = _check_once(lambda x: x.flip(0, 1) * 2, lambda n: (torch.randn(n, n + 1),), (2, 4, 9))
+    assert call.dynamic and not call.static_only and not call.fallbacks
 
 
 def test_dropout_masks_with_symbolic_sizes(guards):
