@@ -175,6 +175,19 @@ def _constant_pad(G, node, meta, x, pad, value=0):
     return Pointwise(fn, shape, dt, meta.device, node)
 
 
+@register(aten.as_strided_scatter.default)
+def _as_strided_scatter(G, node, meta, x, src, size, stride, storage_offset=None):
+    """The case autograd emits for as_strided's backward when the view is the whole of a contiguous
+    `x` (Swin's pooled output): the result is `src`, reshaped. Other views stay ATen calls."""
+    if not isinstance(x, Value) or not isinstance(src, Value) or not is_static(*x.shape, *size, *stride):
+        return None
+    whole = numel(size) == numel(x.shape) and not storage_offset
+    if not whole or tuple(stride) != contiguous_strides(size) or _shape(meta) != tuple(x.shape):
+        return None
+    src, remap = G.use(src, node), _reshape_remap(tuple(src.shape), tuple(x.shape))  # out idx -> src idx
+    return Pointwise(lambda ctx, idx: src.load(ctx, remap(idx)), _shape(meta), meta.dtype, meta.device, node)
+
+
 # --- gathers ------------------------------------------------------------------------------------
 def _wrap(ctx, v, n):
     return ctx.op(f"tl.where({v} < 0, {v} + {render(n)}, {v})")

@@ -400,3 +400,23 @@ def test_new_lowerings_compile_for_cuda():
         lambda x: (F.pad(x * 2, (1, 2, -1, 1), value=0.5),), ((2, 3, 4, 5), torch.float32)
     ):
         assert ".entry" in _ptx(rec)
+
+
+def test_as_strided_scatter_over_the_whole_input_is_a_kernel(compiled):
+    # as_strided's backward when the view covers all of x (Swin's pooled output) was an ATen call
+    # (no guard regions: as_strided offsets are absolute in the storage, which guards shift)
+    x, src = torch.randn(2, 6, 1), torch.randn(2, 6)
+
+    def whole(x, src):
+        return torch.ops.aten.as_strided_scatter(x * 2, src.exp(), [2, 6], [6, 1], 0)
+
+    out, calls = compiled(whole, x, src)
+    torch.testing.assert_close(out, whole(x, src))
+    assert calls[0].fallbacks == {}
+
+    def part(x, src):  # a strided part of x: still ATen's, and still right
+        return torch.ops.aten.as_strided_scatter(x * 2, src[:, :3], [2, 3], [6, 2], 1)
+
+    out, calls = compiled(part, x, src)
+    torch.testing.assert_close(out, part(x, src))
+    assert calls[0].fallbacks == {"aten.as_strided_scatter.default": 1}
