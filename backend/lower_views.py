@@ -182,7 +182,8 @@ def _as_strided_scatter(G, node, meta, x, src, size, stride, storage_offset=None
     if not isinstance(x, Value) or not isinstance(src, Value) or not is_static(*x.shape, *size, *stride):
         return None
     whole = numel(size) == numel(x.shape) and not storage_offset
-    if not whole or tuple(stride) != contiguous_strides(size) or _shape(meta) != tuple(x.shape):
+    dense = tuple(meta.stride()) == contiguous_strides(_shape(meta))  # storage order is index order
+    if not whole or not dense or tuple(stride) != contiguous_strides(size) or _shape(meta) != tuple(x.shape):
         return None
     src, remap = G.use(src, node), _reshape_remap(tuple(src.shape), tuple(x.shape))  # out idx -> src idx
     return Pointwise(lambda ctx, idx: src.load(ctx, remap(idx)), _shape(meta), meta.dtype, meta.device, node)

@@ -420,3 +420,10 @@ def test_as_strided_scatter_over_the_whole_input_is_a_kernel(compiled):
     out, calls = compiled(part, x, src)
     torch.testing.assert_close(out, part(x, src))
     assert calls[0].fallbacks == {"aten.as_strided_scatter.default": 1}
+
+    def transposed(x, src):  # x's storage order is not its index order: ATen's
+        return torch.ops.aten.as_strided_scatter(x.t(), src, [2, 6], [6, 1], 0)
+
+    y = torch.randn(6, 2)
+    out, calls = compiled(transposed, y, src)
+    torch.testing.assert_close(out, transposed(y, src))
