@@ -21,7 +21,7 @@ from fxlens.backend import config
 from fxlens.backend.codegen import Kernel, generate, persistent
 from fxlens.backend.graph import Budget, Extern, GraphLowering
 from fxlens.backend.ir import Reduction
-from fxlens.backend.lower import decomposition_table
+from fxlens.backend.lower import aot_options
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
 from fxlens.backend.trace_log import for_compile, log_artifact, log_json
@@ -35,8 +35,6 @@ DYNAMIC_FALLBACKS: collections.deque = collections.deque(maxlen=64)
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusion: bool = True) -> Callable:
     """Compile a Dynamo graph with AOTAutograd (min-cut partition) and fxlens's Triton codegen."""
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
     traces = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return aot_module_simplified(
         gm,
@@ -44,9 +42,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusio
         fw_compiler=_compiler("forward", fusion, traces),
         bw_compiler=_compiler("backward", fusion, traces),
         inference_compiler=_compiler("inference", fusion, traces),
-        decompositions=decomposition_table(),
-        partition_fn=min_cut_rematerialization_partition,
-        keep_inference_input_mutations=True,
+        **aot_options(),
     )
 
 

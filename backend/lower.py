@@ -79,17 +79,25 @@ def _logging_compiler(kind: str) -> Callable:
     return compiler
 
 
-def aot_eager_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """AOTAutograd forward/backward (min-cut partition) with fxlens's decompositions, run eagerly."""
+def aot_options() -> dict:
+    """The `aot_module_simplified` keywords of every fxlens stage past eager, less the compilers
+    (also what `fxlens minify` re-traces ATen graphs with)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
+    return {
+        "decompositions": decomposition_table(),
+        "partition_fn": min_cut_rematerialization_partition,
+        "keep_inference_input_mutations": True,
+    }
+
+
+def aot_eager_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """AOTAutograd forward/backward (min-cut partition) with fxlens's decompositions, run eagerly."""
     return aot_module_simplified(
         gm,
         example_inputs,
         fw_compiler=_logging_compiler("forward"),
         bw_compiler=_logging_compiler("backward"),
         inference_compiler=_logging_compiler("inference"),
-        decompositions=decomposition_table(),
-        partition_fn=min_cut_rematerialization_partition,
-        keep_inference_input_mutations=True,
+        **aot_options(),
     )

@@ -48,13 +48,9 @@ def _aot_options(kind: str, backend) -> dict:
 
         return {"decompositions": select_decomp_table(), "partition_fn": min_cut_rematerialization_partition}
     if kind in ("fxlens", "fxlens_nofusion"):
-        from fxlens.backend.lower import decomposition_table
+        from fxlens.backend.lower import aot_options
 
-        return {
-            "decompositions": decomposition_table(),
-            "partition_fn": min_cut_rematerialization_partition,
-            "keep_inference_input_mutations": True,
-        }
+        return aot_options()
     kw = backend.kwargs
     keep = ("decompositions", "partition_fn", "keep_inference_input_mutations")
     return {k: kw[k] for k in keep if kw.get(k) is not None}
