@@ -78,7 +78,7 @@ def bench_torch(case: Path, tmp: Path) -> dict:
 
 
 def bench_fxlens(case: Path, tmp: Path) -> dict:
-    from fxlens.bisect import bisect_script
+    from fxlens.bisect.command import bisect_script
 
     counter = tmp / "fxlens-runs.txt"
     os.environ["BENCH_COUNTER"] = str(counter)

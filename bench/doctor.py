@@ -24,7 +24,7 @@ def probe_overhead(n: int = 20000) -> tuple[float, float]:
     """(µs added inside the timed region, µs added per call in total) for a no-op function."""
     import torch
 
-    from fxlens.doctor_probe import ProbeRecord, _timed
+    from fxlens.doctor.probe import ProbeRecord, _timed
 
     def noop(x):
         return x
@@ -48,7 +48,7 @@ def probe_overhead(n: int = 20000) -> tuple[float, float]:
 
 
 def doctor_runs(calls: int) -> list[list]:
-    from fxlens.doctor import doctor_script
+    from fxlens.doctor.command import doctor_script
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -194,7 +194,7 @@ async def _painted(app) -> None:
 
 
 async def _child(path: str, spawned: float) -> dict:
-    from fxlens.session import Session
+    from fxlens.trace.session import Session
     from fxlens.tui.app import FxlensApp
     from fxlens.tui.widgets import CompileTree
 

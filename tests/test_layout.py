@@ -43,11 +43,62 @@ def test_backend_import_does_not_pull_in_the_toolkit():
     # torch.compile(backend="fxlens") must not pay for the toolkit (DESIGN.md)
     code = (
         "import sys, fxlens.backend.registry;"
-        "heavy = [m for m in sys.modules if m.startswith('fxlens.') and not m.startswith('fxlens.backend')];"
+        "heavy = [m for m in sys.modules if m.startswith('fxlens.') and not m.startswith('fxlens.backend')"
+        " and m != 'fxlens._lazy'];"
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# What each toolkit layer may import (besides itself and the foundation: fxlens, fxlens.errors,
+# fxlens.config, fxlens._lazy). Dependencies point one way: trace <- report <- capture <- commands.
+LAYERS = {
+    "trace": set(),
+    "report": {"trace"},
+    "capture": {"trace", "report"},
+    "bisect": {"trace", "report", "capture", "backend"},
+    "minify": {"trace", "report", "capture", "backend"},
+    "doctor": {"trace", "report", "capture"},
+}
+FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens._lazy"}
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "fxlens" else None
+
+
+def test_toolkit_layers_import_one_way():
+    bad = []
+    for layer, allowed in LAYERS.items():
+        for f, ln, m in _imports(f"toolkit/{layer}"):
+            if not m.startswith("fxlens") or m in FOUNDATION or _layer(m) in {layer, *allowed}:
+                continue
+            bad.append(f"{f}:{ln} imports {m} ({layer} may use {sorted(allowed) or 'nothing'})")
+    assert bad == []
+
+
+def test_tui_reads_trace_and_report_only():
+    bad = [
+        f"{f}:{ln} imports {m}"
+        for f, ln, m in _imports("tui")
+        if m.startswith("fxlens") and m not in FOUNDATION and _layer(m) not in {"tui", "trace", "report"}
+    ]
+    assert bad == []
+
+
+def test_old_flat_module_paths_still_import():
+    # users may hold `fxlens.session.Session` or `fxlens.report.build_report` from before the move
+    code = (
+        "import fxlens.session, fxlens.trace.session, fxlens.minify_check, fxlens.minify.check;"
+        "from fxlens.session import Session; from fxlens.report import build_report;"
+        "from fxlens.bisect_ladder import ladder; from fxlens.capture import main;"
+        "assert fxlens.session is fxlens.trace.session and fxlens.minify_check is fxlens.minify.check;"
+        "print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
 def test_modules_stay_small():

@@ -18,11 +18,17 @@ from fxlens.errors import FxlensError
 
 # subcommand -> (module implementing `add_arguments(parser)` and `main(args) -> int`, help line)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("fxlens.capture", "run SCRIPT with capture on and print what torch.compile did"),
-    "report": ("fxlens.report_cmd", "report on a session, a TORCH_TRACE directory or a log file"),
-    "bisect": ("fxlens.bisect", "step the backend ladder to find the stage, graph and kernel at fault"),
-    "minify": ("fxlens.minify", "shrink a failing compiled model to a standalone reproducer script"),
-    "doctor": ("fxlens.doctor", "eager vs compiled side by side, and a ranked list of what to change"),
+    "run": ("fxlens.capture.command", "run SCRIPT with capture on and print what torch.compile did"),
+    "report": ("fxlens.report.command", "report on a session, a TORCH_TRACE directory or a log file"),
+    "bisect": (
+        "fxlens.bisect.command",
+        "step the backend ladder to find the stage, graph and kernel at fault",
+    ),
+    "minify": ("fxlens.minify.command", "shrink a failing compiled model to a standalone reproducer script"),
+    "doctor": (
+        "fxlens.doctor.command",
+        "eager vs compiled side by side, and a ranked list of what to change",
+    ),
     # the TUI is the only part that imports textual; loaded by name so the toolkit never does
     "tui": ("fxlens.tui.app", "browse a session or trace in the terminal"),
     "demo": ("fxlens.demo", "run the bundled example through every capability"),

@@ -28,6 +28,9 @@ class ToolkitConfig:
     #: `fxlens doctor`'s child-side timing probe: "eager" (every torch.compile forced eager) or
     #: "compiled"; empty: off (set by `fxlens doctor` for the child processes it starts)
     doctor_probe: str
+    #: "module:function" the runner child calls with (script, session_dir) before the script starts
+    #: (set by a parent command for its children, e.g. doctor's probe); empty: none
+    runner_hook: str = ""
 
 
 def load() -> ToolkitConfig:
@@ -36,6 +39,7 @@ def load() -> ToolkitConfig:
         backend_override=_env_str("FXLENS_BACKEND_OVERRIDE"),
         session_dir=_env_str("FXLENS_SESSION"),
         doctor_probe=_env_str("FXLENS_DOCTOR_PROBE"),
+        runner_hook=_env_str("FXLENS_RUNNER_HOOK"),
     )
 
 
@@ -43,9 +47,10 @@ ENV_BACKEND_OVERRIDE = "FXLENS_BACKEND_OVERRIDE"
 ENV_SESSION = "FXLENS_SESSION"
 ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
 ENV_DOCTOR_PROBE = "FXLENS_DOCTOR_PROBE"
+ENV_RUNNER_HOOK = "FXLENS_RUNNER_HOOK"
 
 
-# -- fxlens minify: the parent sets these for its capture child (fxlens.minify_capture) --
+# -- fxlens minify: the parent sets these for its capture child (fxlens.minify.capture) --
 ENV_MINIFY_CAPTURE_DIR = "FXLENS_MINIFY_CAPTURE_DIR"  # where the child saves graphs and status
 ENV_MINIFY_BACKEND = "FXLENS_MINIFY_BACKEND"  # the real backend spec; empty: the script's own
 ENV_MINIFY_CHECK = "FXLENS_MINIFY_CHECK"  # crash, accuracy or auto
@@ -78,7 +83,7 @@ def load_minify() -> MinifyConfig:
     )
 
 
-# -- fxlens bisect: set by the bisecting parent for each child run, read by fxlens.bisect_backend --
+# -- fxlens bisect: set by the bisecting parent for each child run, read by fxlens.bisect.backend --
 ENV_BISECT_STAGE = "FXLENS_BISECT_STAGE"
 ENV_BISECT_GOOD = "FXLENS_BISECT_GOOD"
 ENV_BISECT_GRAPHS = "FXLENS_BISECT_GRAPHS"

@@ -58,9 +58,9 @@ def _title(n: int, text: str) -> None:
 
 
 def step_run(backend: str) -> Path:
-    from fxlens.capture import run_captured
-    from fxlens.report import build_report, render_text
-    from fxlens.session import Session
+    from fxlens.capture.command import run_captured
+    from fxlens.report.build import build_report, render_text
+    from fxlens.trace.session import Session
 
     print(f"$ fxlens run {DEMO_MODEL.name} --backend {backend}", flush=True)
     result = run_captured(str(DEMO_MODEL), [], backend=backend)
@@ -70,14 +70,14 @@ def step_run(backend: str) -> Path:
 
 
 def step_bisect() -> None:
-    from fxlens.bisect import bisect_script, render_text
+    from fxlens.bisect.command import bisect_script, render_text
 
     print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens bisect {DEMO_FAILING.name} --check accuracy", flush=True)
     print(render_text(bisect_script(str(DEMO_FAILING), [], backend="fxlens", check="accuracy")))
 
 
 def step_minify() -> None:
-    from fxlens.minify import minify_script, summary_line
+    from fxlens.minify.command import minify_script, summary_line
 
     out_dir = Path(config.load().sessions_dir) / "repros"
     print(
@@ -94,7 +94,7 @@ def step_minify() -> None:
 
 
 def step_doctor() -> None:
-    from fxlens.doctor import doctor_script, render_text
+    from fxlens.doctor.command import doctor_script, render_text
 
     print(f"$ fxlens doctor {DEMO_MODEL.name}", flush=True)
     print(render_text(doctor_script(str(DEMO_MODEL), [])))

@@ -19,7 +19,7 @@ from textual.screen import Screen
 
 from fxlens import config
 from fxlens.errors import FxlensError
-from fxlens.session import Session, latest_session
+from fxlens.trace.session import Session, latest_session
 from fxlens.tui import command_for
 from fxlens.tui.session_screen import SessionScreen
 from fxlens.tui.viewbase import AppData, View

@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fxlens.report import build_report
-from fxlens.session import Session
-from fxlens.trace_model import RankModel
-from fxlens.trace_reader import Record, find_logs
+from fxlens.report.build import build_report
+from fxlens.trace.model import RankModel
+from fxlens.trace.reader import Record, find_logs
+from fxlens.trace.session import Session
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
 OUTCOMES = ("failed", "limit", "break", "recompile", "ok")

@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Header, Input, Tab, Tabs, Tree
 
 from fxlens.errors import FxlensError
-from fxlens.session import Session
+from fxlens.trace.session import Session
 from fxlens.tui import keys
 from fxlens.tui import tree as tree_mod
 from fxlens.tui.loader import is_graph_kind, load_ranks, summarise

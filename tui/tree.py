@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.widgets.tree import TreeNode
 
-from fxlens.trace_reader import rank_from_name
+from fxlens.trace.reader import rank_from_name
 from fxlens.tui.loader import (
     OUTCOME_LABEL,
     OUTCOME_STYLE,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from rich.markup import escape
 
+from fxlens.trace.userframes import short_path
 from fxlens.tui.view_list import ListView
-from fxlens.userframes import short_path
 
 
 def _where(file: str, line: int) -> str:

@@ -10,12 +10,12 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container
 
-from fxlens.graph_code import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
+from fxlens.trace.graph_code import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
+from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
 from fxlens.tui.loader import ARTIFACT_LABELS, is_graph_kind
 from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
-from fxlens.userframes import short_path
 
 #: parsed graphs kept per view, so going back to a graph shows it at once
 CACHE_GRAPHS = 32

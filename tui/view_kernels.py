@@ -7,7 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
-from fxlens.records import Kernel
+from fxlens.trace.records import Kernel
 from fxlens.tui import keys
 from fxlens.tui.loader import is_graph_kind
 from fxlens.tui.viewbase import Navigate, View, guarded

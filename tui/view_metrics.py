@@ -7,9 +7,9 @@ from collections import Counter
 from rich.markup import escape
 from rich.text import Text
 
+from fxlens.trace.userframes import short_path
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.view_list import ListView
-from fxlens.userframes import short_path
 
 # one styled cell per outcome, shared by every row (the table copies a cell when it draws it):
 # thousands of rows of Text objects would be garbage the cyclic GC rescans on every key

@@ -10,10 +10,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 
+from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
 from fxlens.tui.viewbase import Navigate, View, guarded, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
-from fxlens.userframes import short_path
 
 
 def _ladder(ev: dict) -> list[str]:

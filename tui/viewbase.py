@@ -15,8 +15,8 @@ from typing import ClassVar
 from textual.containers import Vertical
 from textual.message import Message
 
-from fxlens.session import Session
-from fxlens.trace_reader import Record
+from fxlens.trace.reader import Record
+from fxlens.trace.session import Session
 from fxlens.tui.loader import CompileEntry, RankEntry, Summary
 
 

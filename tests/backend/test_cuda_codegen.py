@@ -141,6 +141,7 @@ def _aten_graphs(monkeypatch, model, make_args, train):
             (tuple(t.shape), tuple(t.stride()), t.dtype) if isinstance(t, torch.Tensor) else t for t in inputs
         ]
         seen.append((copy.deepcopy(gm), metas, kind))
+
         def run(args):
             return gm(*args)
 

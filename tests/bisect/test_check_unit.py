@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fxlens.bisect_check import compare_result, has_random_ops, references  # noqa: E402
+from fxlens.bisect.check import compare_result, has_random_ops, references  # noqa: E402
 
 
 class Block(torch.nn.Module):

@@ -60,7 +60,7 @@ def test_inject_names_stage_graph_and_kernel(bisect, kind, train, failure):
 
 def test_python_api_for_the_demo(tmp_path, monkeypatch):
     """`bisect_script` (what `fxlens demo` calls): same verdict as the CLI, env passed per call."""
-    from fxlens.bisect import bisect_script
+    from fxlens.bisect.command import bisect_script
 
     monkeypatch.setenv("FXLENS_SESSIONS_DIR", str(tmp_path))
     monkeypatch.delenv("FXLENS_INJECT", raising=False)

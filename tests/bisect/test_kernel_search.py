@@ -3,8 +3,8 @@ test_fxlens_inject.py; FXLENS_INJECT can't make a fault that only fusion trigger
 
 from types import SimpleNamespace
 
-from fxlens import bisect_kernels
-from fxlens.bisect_kernels import find_fusion, find_kernel
+from fxlens.bisect import kernels as bisect_kernels
+from fxlens.bisect.kernels import find_fusion, find_kernel
 
 
 class FakeRecord:

@@ -2,8 +2,8 @@
 
 import pytest
 
-from fxlens.bisect_backend import selected
-from fxlens.bisect_ladder import first_failing, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect.backend import selected
+from fxlens.bisect.ladder import first_failing, is_fxlens_codegen, ladder, narrow
 
 
 def test_ladders():
@@ -70,7 +70,7 @@ def test_graph_selection():
 
 def test_accuracy_tolerances_per_dtype():
     torch = pytest.importorskip("torch")
-    from fxlens.bisect_check import compare
+    from fxlens.bisect.check import compare
 
     g = torch.linspace(-2, 2, 50, dtype=torch.float64)
     near = (g + 1e-6).float()
@@ -88,7 +88,7 @@ def test_accuracy_tolerances_per_dtype():
 
 
 def test_summary_of_a_failure_the_check_does_not_follow():
-    from fxlens.bisect import summary_line
+    from fxlens.bisect.command import summary_line
 
     r = {"outcome": "nothing_fails", "backend": "inductor", "check": "accuracy", "runs": 1}
     assert summary_line({**r, "stages": [{"stage": "inductor", "ok": True, "error": None}]}).startswith(
@@ -100,7 +100,7 @@ def test_summary_of_a_failure_the_check_does_not_follow():
 
 
 def test_summary_when_no_single_graph_fails_alone():
-    from fxlens.bisect import summary_line
+    from fxlens.bisect.command import summary_line
 
     r = {"outcome": "needs_several_graphs", "first_failing_stage": "inductor", "runs": 7}
     r.update(failure={"kind": "crash"}, graph={"ordinal": 1, "to": 3, "of": 4}, culprit={"compile_id": "1/0"})

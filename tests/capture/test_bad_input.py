@@ -112,7 +112,7 @@ def test_torn_last_line_is_tolerated(real_log, tmp_path):
 
 
 def test_session_events_torn_line(tmp_path):
-    from fxlens.session import append_event, read_events
+    from fxlens.trace.session import append_event, read_events
 
     append_event(tmp_path, "bisect", {"summary": "ok"})
     with open(tmp_path / "events.jsonl", "a") as f:

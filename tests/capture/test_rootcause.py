@@ -2,8 +2,8 @@
 
 import pytest
 
-from fxlens.records import Recompile, RecompileLimitHit
-from fxlens.rootcause import classify, root_causes
+from fxlens.report.rootcause import classify, root_causes
+from fxlens.trace.records import Recompile, RecompileLimitHit
 
 
 @pytest.mark.parametrize(

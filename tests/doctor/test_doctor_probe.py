@@ -4,8 +4,8 @@ import inspect
 
 import torch
 
-from fxlens.doctor import doctor_script, render_doctor, render_text
-from fxlens.doctor_probe import ProbeRecord, _describe, _signature, _timed
+from fxlens.doctor.command import doctor_script, render_doctor, render_text
+from fxlens.doctor.probe import ProbeRecord, _describe, _signature, _timed
 
 
 class Net(torch.nn.Module):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from doctor_helpers import SCRIPTS, fxlens
 
-from fxlens.report import build_report, render_text
-from fxlens.session import Session
+from fxlens.report.build import build_report, render_text
+from fxlens.trace.session import Session
 
 FUNCTION_KEYS = {
     "function",

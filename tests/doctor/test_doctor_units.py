@@ -1,8 +1,8 @@
 """doctor's numbers and findings on synthetic probe records and reports (no child process)."""
 
-from fxlens.doctor import render_text
-from fxlens.doctor_findings import break_fix, findings
-from fxlens.doctor_stats import RunStats, break_even, compile_seconds, function_rows, steady_ms
+from fxlens.doctor.command import render_text
+from fxlens.doctor.findings import break_fix, findings
+from fxlens.doctor.stats import RunStats, break_even, compile_seconds, function_rows, steady_ms
 
 
 def _rec(name="f", times=(), compiles=None, **kw):

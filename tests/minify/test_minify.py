@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fxlens.errors import FxlensError
-from fxlens.minify import minify_script
-from fxlens.session import Session
+from fxlens.minify.command import minify_script
+from fxlens.trace.session import Session
 
 from .conftest import SCRIPTS, run_fresh
 

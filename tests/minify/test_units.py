@@ -6,9 +6,9 @@ from pathlib import Path
 import torch
 import torch.fx as fx
 
-from fxlens.minify_check import accuracy_failure, normalise_message, run_check, signature_of
-from fxlens.minify_graph import candidate_from_module, rebuild
-from fxlens.repro_writer import ReproSpec, fresh_path, render
+from fxlens.minify.check import accuracy_failure, normalise_message, run_check, signature_of
+from fxlens.minify.graph import candidate_from_module, rebuild
+from fxlens.minify.repro_writer import ReproSpec, fresh_path, render
 
 
 def test_signature_drops_addresses_paths_node_names_and_numbers():
@@ -73,7 +73,7 @@ def test_fresh_path_never_returns_an_existing_file(tmp_path):
 
 def test_run_repro_with_a_relative_path(tmp_path, monkeypatch):
     # sessions default to a relative folder (.fxlens/sessions): the reproducer still runs
-    from fxlens.repro_writer import run_repro
+    from fxlens.minify.repro_writer import run_repro
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "r.py").write_text(
@@ -85,7 +85,7 @@ def test_run_repro_with_a_relative_path(tmp_path, monkeypatch):
 
 def test_captured_aten_code_keeps_calls_without_traced_inputs():
     # plain fx tracing would run aten.full once and bake its result in as a constant attribute
-    from fxlens.minify_graph import load_graph_module
+    from fxlens.minify.graph import load_graph_module
 
     src = (
         "import torch\n\n\nclass CapturedGraph(torch.nn.Module):\n"
@@ -107,7 +107,7 @@ def test_aten_level_candidate_calls_the_inner_compiler(tmp_path):
     # an ATen graph rendered at the backward level: make_fx, then the named inner compiler
     from dataclasses import replace
 
-    from fxlens.minify_check import run_aten_check
+    from fxlens.minify.check import run_aten_check
 
     gm = fx.symbolic_trace(_AtenModel())
     cand = candidate_from_module(gm, [torch.randn(4, 4), torch.randn(4, 4)])
@@ -140,7 +140,7 @@ class _AtenModel(torch.nn.Module):
 
 
 def test_flaky_failure_candidates_that_pass_are_retried():
-    from fxlens.minify_reduce import Reducer
+    from fxlens.minify.reduce import Reducer
 
     cand = _mlp()
     answers = iter([None, None, "E: x", None])  # passes twice, then fails with the signature

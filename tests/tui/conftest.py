@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fxlens.session import append_event, write_info
+from fxlens.trace.session import append_event, write_info
 
 HERE = Path(__file__).parent
 

@@ -7,8 +7,8 @@ from textual.command import CommandPalette
 from tui_helpers import make_app, press, wait_loaded
 
 from fxlens.cli import main as cli_main
-from fxlens.graph_code import parse_graph
-from fxlens.session import Session
+from fxlens.trace.graph_code import parse_graph
+from fxlens.trace.session import Session
 from fxlens.tui import command_for
 from fxlens.tui.screens import TextScreen
 from fxlens.tui.widgets import CodeView, CompileTree, Info, VimTable

@@ -9,8 +9,8 @@ import pytest
 from tui_helpers import make_app, press, settled, wait_loaded
 
 import fxlens.tui.view_graph as view_graph
-from fxlens.graph_code import parse_graph
-from fxlens.session import Session
+from fxlens.trace.graph_code import parse_graph
+from fxlens.trace.session import Session
 from fxlens.tui.screens import TextScreen
 from fxlens.tui.widgets import CodeView, KeyBar, VimTable
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from tui_helpers import make_app, press, wait_loaded
 
-from fxlens.graph_code import filter_nodes, parse_graph, sort_nodes
-from fxlens.session import Session
+from fxlens.trace.graph_code import filter_nodes, parse_graph, sort_nodes
+from fxlens.trace.session import Session
 from fxlens.tui.guardmatch import failed_guards, guard_diff, locate
 from fxlens.tui.loader import index_rank, load_ranks, summarise
 from fxlens.tui.widgets import Info
@@ -82,7 +82,7 @@ async def test_odd_records_never_crash_the_app(traces, tmp_path):
     """Events and kernel payloads shaped unlike what the views expect: notices, no crash."""
     import shutil
 
-    from fxlens.session import append_event
+    from fxlens.trace.session import append_event
 
     odd = tmp_path / "odd"
     shutil.copytree(traces.session, odd)

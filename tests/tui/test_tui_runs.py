@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from tui_helpers import make_app, press, wait_loaded
 
-from fxlens.session import Session
+from fxlens.trace.session import Session
 from fxlens.tui.session_screen import SessionScreen
 from fxlens.tui.widgets import CompileTree, Info, VimTable
 
@@ -80,7 +80,7 @@ def test_child_runs_of_bisect_and_minify_sessions(in_root, tmp_path):
     """bisect keeps runs/<n>-<label>, minify children/<name>; a run without a trace is not listed."""
     import shutil
 
-    from fxlens.session import write_info
+    from fxlens.trace.session import write_info
     from fxlens.tui.loader import child_runs
 
     s = tmp_path / "minify"

@@ -20,7 +20,7 @@ async def wait_loaded(app: FxlensApp, pilot, timeout: float = 30.0) -> None:
 
 def make_app(path: Path, tmp_path: Path) -> FxlensApp:
     """The app on `path`, exports into tmp_path, cursor blink off (deterministic snapshots)."""
-    from fxlens.session import Session
+    from fxlens.trace.session import Session
 
     return FxlensApp(Session.open(path), export_dir=tmp_path / "exports", cursor_blink=False)
 

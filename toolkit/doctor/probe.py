@@ -1,6 +1,6 @@
 """The child side of `fxlens doctor`: time every call of every object `torch.compile` returns.
 
-`fxlens.runner` imports this module and calls `install()` when FXLENS_DOCTOR_PROBE is set, before
+`fxlens.capture.runner` calls `runner_hook()` (named in FXLENS_RUNNER_HOOK by `fxlens doctor`), before
 it patches torch.compile for capture, so the runner's own wrapper still sees the user's frame.
 
 - mode "eager": `torch.compiler.set_stance("force_eager")`, so every compiled object runs its
@@ -24,8 +24,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from fxlens.session import append_event
-from fxlens.userframes import is_user_file
+from fxlens.trace.session import append_event
+from fxlens.trace.userframes import is_user_file
 
 # keep at most this many per-call times per object: a loop of a million calls stays cheap, and
 # each rank's event stays one small append to the shared events file
@@ -301,8 +301,15 @@ def _redirect_output(session: str) -> None:
     os.close(fd)
 
 
+def runner_hook(script: str, session: str) -> None:
+    """The runner child's hook (FXLENS_RUNNER_HOOK): install the probe in the mode doctor asked for."""
+    from fxlens import config
+
+    install(config.load().doctor_probe, script, session)
+
+
 def install(mode: str, script: str, session: str) -> None:
-    """Set up the probe in the child process that runs SCRIPT (called by fxlens.runner)."""
+    """Set up the probe in the child process that runs SCRIPT (called by fxlens.capture.runner)."""
     _redirect_output(session)
     import torch
 

@@ -1,6 +1,6 @@
 """`fxlens run SCRIPT [ARGS...]`: run a script with capture on, write a session, print the report.
 
-The script runs in a child process (`python -m fxlens.runner`, or torchrun for --nproc) with
+The script runs in a child process (`python -m fxlens.capture.runner`, or torchrun for --nproc) with
 TORCH_TRACE pointing into the session, so torch's own structured trace records every graph,
 break, recompile and guard, and a crash of the script loses nothing already logged.
 """
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxlens import __version__, config
+from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
-from fxlens.runner import REFUSED
-from fxlens.session import TRACE_DIR, Session, new_session_dir, write_info
+from fxlens.trace.session import TRACE_DIR, Session, new_session_dir, write_info
 
 
 @dataclass
@@ -58,11 +58,11 @@ def child_command(script: str, script_args: list[str], nproc: int = 0) -> list[s
             "--standalone",
             f"--nproc-per-node={nproc}",
             "-m",
-            "fxlens.runner",
+            "fxlens.capture.runner",
             script,
             *script_args,
         ]
-    return [sys.executable, "-m", "fxlens.runner", script, *script_args]
+    return [sys.executable, "-m", "fxlens.capture.runner", script, *script_args]
 
 
 def run_captured(
@@ -136,8 +136,8 @@ def refused_message(session: Session) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report import build_report, render_text
-    from fxlens.report_cmd import write_json
+    from fxlens.report.build import build_report, render_text
+    from fxlens.report.command import write_json
 
     check_script(args.script)
     result = run_captured(

@@ -8,7 +8,7 @@ import re
 import sysconfig
 from pathlib import Path
 
-from fxlens.records import Frame
+from fxlens.trace.records import Frame
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 
@@ -20,7 +20,7 @@ def _library_roots() -> tuple[str, ...]:
         spec = importlib.util.find_spec(pkg)  # finds without importing
         if spec and spec.origin:
             roots.add(str(Path(spec.origin).parent))
-    here = Path(__file__).resolve().parent  # toolkit/ (import name fxlens)
+    here = Path(__file__).resolve().parents[1]  # toolkit/ (import name fxlens); this file is in trace/
     roots.update(str(here.parent / d) for d in ("toolkit", "backend", "tui"))
     return tuple(sorted(r.replace("\\", "/").rstrip("/") + "/" for r in roots if r))
 

@@ -1,5 +1,5 @@
 """Child side of `fxlens minify`: a capturing wrapper around the real backend, installed through the
-runner's backend override (`fxlens.minify_capture:capture`).
+runner's backend override (`fxlens.minify.capture:capture`).
 
 For every Dynamo graph it saves the graph as code (`graph_K.py`, never a pickle), the meta of its
 inputs (`graph_K.json`), and, for the first call, their values (`values_K.pt`, tensors only, read
@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from fxlens import config
-from fxlens.minify_check import accuracy_failure, signature_of
+from fxlens.minify.check import accuracy_failure, signature_of
 
-CAPTURE_SPEC = "fxlens.minify_capture:capture"
+CAPTURE_SPEC = "fxlens.minify.capture:capture"
 STATUS_FILE = "status.jsonl"
 CONFIG_MODULES = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
 
@@ -66,7 +66,7 @@ def baseline_config_lines() -> set[str]:
 
 def _script_backend_spec(session: str) -> str:
     """The backend the script asked for in its latest torch.compile call (the runner records it)."""
-    from fxlens.session import EVENTS_FILE, read_events
+    from fxlens.trace.session import EVENTS_FILE, read_events
 
     calls = [e for e in read_events(Path(session) / EVENTS_FILE)[0] if e.get("event") == "compile_call"]
     return str(calls[-1]["backend"]) if calls else "inductor"
@@ -81,7 +81,7 @@ def _resolve_real(spec: str):
         return getattr(main, attr)
     from torch._dynamo.backends.registry import lookup_backend
 
-    from fxlens.backends import resolve
+    from fxlens.capture.backends import resolve
 
     backend = resolve(spec)
     return lookup_backend(backend) if isinstance(backend, str) else backend
@@ -98,7 +98,7 @@ def _real_backend(spec: str, explicit: bool):
     except FxlensError:
         if explicit:
             raise
-    from fxlens.backends import describe
+    from fxlens.capture.backends import describe
 
     main = sys.modules.get("__main__")
     main_file = os.path.abspath(getattr(main, "__file__", None) or sys.argv[0])
@@ -144,7 +144,7 @@ def capture(gm, example_inputs):
     """The capturing backend: record the graph, then compile and run it with the real backend."""
     import torch
 
-    from fxlens.minify_graph import spec_of
+    from fxlens.minify.graph import spec_of
 
     out = Path(os.environ[config.ENV_MINIFY_CAPTURE_DIR])
     check = os.environ.get(config.ENV_MINIFY_CHECK, "auto")
@@ -252,7 +252,7 @@ def read_status(out: Path) -> list[dict]:
 
 def failing_graph(out: Path, exit_code: int) -> dict | None:
     """The first graph that failed in the capture run: {graph, phase, signature, kind}."""
-    from fxlens.repro_writer import signal_signature
+    from fxlens.minify.repro_writer import signal_signature
 
     records = read_status(out)
     for r in records:

@@ -1,6 +1,6 @@
 """`fxlens doctor`'s findings: what to change, where, ranked by what it cost this run.
 
-Inputs are the per-function rows of fxlens.doctor_stats and the report of the compiled run's
+Inputs are the per-function rows of fxlens.doctor.stats and the report of the compiled run's
 session (graph breaks, recompile root causes, limit hits, compile metrics). Every finding is
 `{kind, message, file, line, fix, cost_ms, function}`; `cost_ms` estimates the milliseconds the
 problem cost over this run (0 when it cannot be measured from one run: those rank last).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from fxlens.userframes import short_path
+from fxlens.trace.userframes import short_path
 
 # a compiled function counts as slower than eager only past this ratio (timer noise)
 SLOWER_RATIO = 1.10
@@ -311,8 +311,8 @@ def findings(
     """Every finding, most costly first (a failed compiled run always first; ties in KINDS order).
 
     Args:
-        rows: per-function rows (fxlens.doctor_stats.function_rows).
-        report: the compiled run's report (fxlens.report.build_report).
+        rows: per-function rows (fxlens.doctor.stats.function_rows).
+        report: the compiled run's report (fxlens.report.build.build_report).
         cuda: whether the script ran on CUDA (CUDA-only advice).
         failed: why the compiled run failed where the eager one did not, if it did.
         failed_at: (file, line) of the user's frame where it failed.

@@ -1,6 +1,6 @@
 """`fxlens doctor`'s numbers: per compiled function, eager vs compiled, from the probe's events.
 
-Pure Python over the `doctor_probe` events the child processes wrote (see fxlens.doctor_probe);
+Pure Python over the `doctor_probe` events the child processes wrote (see fxlens.doctor.probe);
 no torch import. Steady state is the median of the calls after the first that did not compile.
 """
 
@@ -10,7 +10,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from fxlens.session import Session
+from fxlens.trace.session import Session
 
 
 @dataclass(frozen=True)

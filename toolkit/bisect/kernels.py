@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from fxlens.bisect_ladder import first_failing, narrow
-from fxlens.bisect_run import Outcome, Runs
+from fxlens.bisect.ladder import first_failing, narrow
+from fxlens.bisect.runs import Outcome, Runs
 from fxlens.errors import FxlensError
 
 _KERNEL_NAME = re.compile(r"\bfxk_[A-Za-z0-9_]+")
@@ -42,7 +42,7 @@ def kernel_checks(out: Outcome, names: list[str]) -> list[dict]:
     Kernels run (and log their checks) outside any compile, so the records carry no compile id:
     they are matched by kernel name, a guess the caller confirms with a run.
     """
-    from fxlens.trace_reader import iter_records
+    from fxlens.trace.reader import iter_records
 
     try:
         logs = out.session().logs

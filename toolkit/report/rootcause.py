@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
-from fxlens.records import Recompile, RecompileCause, RecompileLimitHit
+from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
 
 _DTYPES = {
     "Float": "float32",
@@ -246,3 +247,20 @@ def root_causes(
         )
     causes.sort(key=lambda c: -c.count)
     return causes
+
+
+def session_causes(session) -> list[RecompileCause]:
+    """Root causes of a Session per rank; the same cause on several ranks listed once with all its ranks."""
+    merged: dict[tuple, RecompileCause] = {}
+    for r in session.ranks:
+        if not r.recompiles:
+            continue
+        for c in root_causes(r.recompiles, r.limit_hits):
+            key = (c.function, c.file, c.kind, c.subject, c.values)
+            seen = merged.get(key)
+            if seen is None:
+                merged[key] = replace(c, ranks=(r.rank,))
+            else:  # keep the fuller account (more recompiles seen on that rank), all ranks listed
+                best = c if c.count > seen.count else seen
+                merged[key] = replace(best, ranks=(*seen.ranks, r.rank))
+    return sorted(merged.values(), key=lambda c: -c.count)

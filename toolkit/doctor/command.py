@@ -2,7 +2,7 @@
 
 The script runs in child processes, side by side: once with every torch.compile forced eager (the
 baseline) and once compiled (its own backend, or --backend), --rounds times each, alternating.
-fxlens.doctor_probe times every call of every compiled object in both; the compiled run's session
+fxlens.doctor.probe times every call of every compiled object in both; the compiled run's session
 (TORCH_TRACE and events) also gives graph breaks, recompile causes and limit hits. The result is a
 table of compiled functions (eager vs compiled per call, compile time, break-even) and a ranked
 list of findings, each saying what to change at which line of the user's code.
@@ -23,15 +23,15 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fxlens import config
-from fxlens.capture import check_script, refused_message, run_captured
-from fxlens.doctor_findings import findings as rank_findings
-from fxlens.doctor_probe import OUTPUT_FILE
-from fxlens.doctor_stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
+from fxlens.capture.command import check_script, refused_message, run_captured
+from fxlens.capture.runner import REFUSED
+from fxlens.doctor.findings import findings as rank_findings
+from fxlens.doctor.probe import OUTPUT_FILE
+from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.errors import FxlensError
-from fxlens.report import build_report
-from fxlens.runner import REFUSED
-from fxlens.session import Session, append_event, new_session_dir, write_info
-from fxlens.userframes import innermost_user_frame, parse_traceback, short_path
+from fxlens.report.build import build_report
+from fxlens.trace.session import Session, append_event, new_session_dir, write_info
+from fxlens.trace.userframes import innermost_user_frame, parse_traceback, short_path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # the line of a traceback that names the exception: `RuntimeError: ...`, `torch._dynamo.exc.X: ...`
+PROBE_HOOK = "fxlens.doctor.probe:runner_hook"  # what the runner child calls first (FXLENS_RUNNER_HOOK)
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Failed|Exit|Interrupt)\b.*")
 
 
@@ -86,7 +87,7 @@ def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
         backend=backend if mode == "compiled" else None,
         session_dir=str(run_dir),
         nproc=nproc,
-        env={config.ENV_DOCTOR_PROBE: mode},
+        env={config.ENV_DOCTOR_PROBE: mode, config.ENV_RUNNER_HOOK: PROBE_HOOK},
         timeout=timeout,
         stdout=os.devnull,  # the probe writes the script's output to output.log itself
         stderr=os.devnull,
@@ -342,7 +343,7 @@ def render_text(result: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report_cmd import write_json
+    from fxlens.report.command import write_json
 
     result = doctor_script(
         args.script,
@@ -359,5 +360,5 @@ def main(args: argparse.Namespace) -> int:
     return 0 if not result["exit_codes"]["compiled"][0] else int(result["exit_codes"]["compiled"][0])
 
 
-# the name `fxlens demo` imports (render_text is this module's own, like fxlens.report's)
+# the name `fxlens demo` imports (render_text is this module's own, like fxlens.report.build's)
 render_doctor = render_text

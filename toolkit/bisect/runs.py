@@ -1,7 +1,7 @@
 """One child run of the user's script for `fxlens bisect`, and what it tells: did it fail, how, where.
 
 Each run is a captured `fxlens run` of the script into `<session>/runs/<n>-<label>`, with the
-wrapper backend (`fxlens.bisect_backend:wrapper`) injected; the wrapper's `bisect_graph` events
+wrapper backend (`fxlens.bisect.backend:wrapper`) injected; the wrapper's `bisect_graph` events
 and torch's trace in that run's session are read back here. This module never imports torch.
 """
 
@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture import run_captured
+from fxlens.capture.command import run_captured
+from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
-from fxlens.runner import REFUSED
-from fxlens.session import Session
+from fxlens.trace.session import Session
 
-WRAPPER = "fxlens.bisect_backend:wrapper"
+WRAPPER = "fxlens.bisect.backend:wrapper"
 TIMEOUT_EXIT = 124
 OUTPUT_FILE = "output.txt"  # the child's stdout and stderr, interleaved
 

@@ -1,6 +1,6 @@
 """Processes for the reproducer's re-runs that do not each pay for importing torch.
 
-A zygote (`python -m fxlens.minify_verify MODULE...`) imports torch and the modules the backend
+A zygote (`python -m fxlens.minify.verify MODULE...`) imports torch and the modules the backend
 compiles with while the reduction still runs, then waits. Asked to run a reproducer N times, it
 forks N children; each runs the file as `__main__` (like `python FILE`: own folder first on
 sys.path, stdout discarded, stderr to a file) and exits with the script's status. Nothing was ever
@@ -28,7 +28,7 @@ class Zygote:
     def __init__(self, preload: list[str], env: dict | None = None):
         env = {k: v for k, v in (env or os.environ).items() if k not in ("TORCH_TRACE",)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fxlens.minify_verify", *preload],
+            [sys.executable, "-m", "fxlens.minify.verify", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """A pool of worker processes that evaluate minify candidates, so a backend crash never kills fxlens.
 
-Each worker (`python -m fxlens.minify_pool`) starts importing torch at once (while the parent is
+Each worker (`python -m fxlens.minify.pool`) starts importing torch at once (while the parent is
 still capturing), resolves the backend named in its first stdin line once, then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
 failure signature on a private pipe (the worker's stdout is redirected to stderr, so whatever the
 backend prints cannot corrupt the protocol). A worker that dies (segfault, abort) or exceeds the
@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from fxlens.repro_writer import signal_signature
+from fxlens.minify.repro_writer import signal_signature
 
 TIMEOUT_SIGNATURE = "timeout"
 STARTUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine, and resolving the backend
@@ -42,7 +42,7 @@ class Worker:
         env = dict(self.env, FXLENS_MINIFY_RESULT_FD=str(write_fd))
         with open(self.log, "a") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "fxlens.minify_pool"],
+                [sys.executable, "-m", "fxlens.minify.pool"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=log,
@@ -206,7 +206,7 @@ def worker_main() -> int:
     try:
         import torch
 
-        from fxlens.backends import resolve
+        from fxlens.capture.backends import resolve
 
         # warm Dynamo up while the parent still captures: the first candidate then compiles faster
         torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))

@@ -7,7 +7,7 @@ graph fails only when run forward and backward).
    recording compilers in place of the inner one; save every ATen graph as code, the meta of its
    inputs and their values (the first call: activations and tangents for the backward graph).
 2. `find_failing` (parent): render each ATen graph as a candidate that calls the backend's inner
-   compiler on it directly (`fxlens.repro_writer.INNER_COMPILERS`), evaluate them on the pool and
+   compiler on it directly (`fxlens.minify.repro_writer.INNER_COMPILERS`), evaluate them on the pool and
    keep the one that fails with the Dynamo graph's signature. Reduction then runs on that graph
    with the same passes as on Dynamo graphs.
 
@@ -62,9 +62,9 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
     import torch
     from torch._functorch.aot_autograd import aot_module_simplified
 
-    from fxlens.minify_capture import _graph_source, _lift_attributes
-    from fxlens.minify_check import _run
-    from fxlens.minify_graph import spec_of
+    from fxlens.minify.capture import _graph_source, _lift_attributes
+    from fxlens.minify.check import _run
+    from fxlens.minify.graph import spec_of
 
     kind = inner_kind(spec, backend)
     if kind is None:
@@ -124,7 +124,7 @@ def capture_source(dynamo_source: str, out: Path, spec) -> str:
     return (
         dynamo_source
         + f"\n\ndef {CAPTURE_CALL}(backend, spec):\n"
-        + "    from fxlens.minify_aot import capture_aten\n\n"
+        + "    from fxlens.minify.aot import capture_aten\n\n"
         + f"    return capture_aten(Repro, make_inputs, backend, spec, {str(out)!r}, "
         + f"{spec.backward!r}, {spec.dynamic!r})\n"
     )
@@ -135,8 +135,8 @@ def find_failing(pool, dyn_cand, dyn_spec, signature: str, folder: Path):
     backend's inner compiler, or (None, why)."""
     import torch
 
-    from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
-    from fxlens.repro_writer import render
+    from fxlens.minify.graph import InputSpec, candidate_from_module, load_graph_module
+    from fxlens.minify.repro_writer import render
 
     answer = pool.call(capture_source(render(dyn_cand, dyn_spec), folder, dyn_spec), CAPTURE_CALL)
     try:

@@ -10,15 +10,13 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from fxlens.errors import FxlensError
-from fxlens.records import RecompileCause
-from fxlens.rootcause import root_causes
-from fxlens.trace_model import RankModel, build_rank_model
-from fxlens.trace_reader import Record, find_logs, rank_from_name, scan_log
+from fxlens.trace.model import RankModel, build_rank_model
+from fxlens.trace.reader import Record, find_logs, rank_from_name, scan_log
 
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
@@ -147,23 +145,6 @@ class Session:
     @property
     def skipped(self) -> list[str]:
         return self._all("skipped") + self._events_skipped
-
-    @cached_property
-    def recompile_causes(self) -> list[RecompileCause]:
-        """Root causes per rank, the same cause on several ranks listed once with all its ranks."""
-        merged: dict[tuple, RecompileCause] = {}
-        for r in self.ranks:
-            if not r.recompiles:
-                continue
-            for c in root_causes(r.recompiles, r.limit_hits):
-                key = (c.function, c.file, c.kind, c.subject, c.values)
-                seen = merged.get(key)
-                if seen is None:
-                    merged[key] = replace(c, ranks=(r.rank,))
-                else:  # keep the fuller account (more recompiles seen on that rank), all ranks listed
-                    best = c if c.count > seen.count else seen
-                    merged[key] = replace(best, ranks=(*seen.ranks, r.rank))
-        return sorted(merged.values(), key=lambda c: -c.count)
 
     def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
         """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""

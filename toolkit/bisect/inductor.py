@@ -1,6 +1,6 @@
 """Hand an inductor failure over to torch's own `CompilerBisector` (passes, lowerings, configs).
 
-`python -m fxlens.bisect_inductor SPEC.json` runs in a child process of `fxlens bisect` (it imports
+`python -m fxlens.bisect.inductor SPEC.json` runs in a child process of `fxlens bisect` (it imports
 torch; the CLI process does not). It calls `CompilerBisector.do_bisect(fn)`, where `fn` is one
 more captured run of the user's script with only the culprit graph compiled by inductor and the
 others by the stage before, and with `TORCH_BISECT_*` set the way torch's own
@@ -26,7 +26,7 @@ def run_driver(spec: dict) -> dict:
     from torch._inductor.compiler_bisector import CompilerBisector
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-    from fxlens.bisect_run import Runs
+    from fxlens.bisect.runs import Runs
 
     runs = Runs(
         spec["script"],

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from fxlens.report import build_report, render_text
-from fxlens.session import Session
+from fxlens.report.build import build_report, render_text
+from fxlens.trace.session import Session
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from fxlens.minify_graph import Candidate, contiguous_stride, halve, rebuild, tensor_spec, with_inputs
+from fxlens.minify.graph import Candidate, contiguous_stride, halve, rebuild, tensor_spec, with_inputs
 
 #: how many more times a candidate that passes is tried when the failure being minified is flaky
 FLAKY_RETRIES = 3

@@ -1,10 +1,10 @@
 """`fxlens minify SCRIPT [ARGS...]`: shrink a failing compiled model to a standalone reproducer.
 
 1. Capture: run SCRIPT once in a child with a capturing wrapper around the real backend
-   (`fxlens.minify_capture`): every Dynamo graph saved as code, the failing one named.
+   (`fxlens.minify.capture`): every Dynamo graph saved as code, the failing one named.
 2. Confirm: compile that graph alone in a worker; its failure signature is what reduction keeps.
-3. Reduce (`fxlens.minify_reduce`) on a pool of worker processes (`fxlens.minify_pool`).
-4. Write (`fxlens.repro_writer`): re-run the reproducer 3 times in fresh interpreters first.
+3. Reduce (`fxlens.minify.reduce`) on a pool of worker processes (`fxlens.minify.pool`).
+4. Write (`fxlens.minify.repro_writer`): re-run the reproducer 3 times in fresh interpreters first.
 
 `minify_script()` is the Python entry point (`fxlens demo` uses it); `main()` is the CLI.
 """
@@ -23,10 +23,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture import check_script, refused_message, run_captured
+from fxlens.capture.command import check_script, refused_message, run_captured
+from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
-from fxlens.runner import REFUSED
-from fxlens.session import Session, append_event, new_session_dir, write_info
+from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
 
@@ -65,7 +65,7 @@ def validate_backend(spec: str) -> None:
         except (ImportError, AttributeError) as e:
             raise FxlensError(f"backend {spec!r}: {e}") from None
         return
-    from fxlens.backends import known_names
+    from fxlens.capture.backends import known_names
 
     names = known_names()
     if spec not in names:
@@ -98,7 +98,7 @@ def _run_child(script, script_args, backend, folder: Path, env: dict | None = No
 
 def _capture(script, script_args, backend, check, session: Path):
     """Run the script once under the capturing backend; (capture dir, exit code, stderr)."""
-    from fxlens.minify_capture import CAPTURE_SPEC
+    from fxlens.minify.capture import CAPTURE_SPEC
 
     cap = session / "capture"
     cap.mkdir(parents=True, exist_ok=True)
@@ -113,7 +113,7 @@ def _capture(script, script_args, backend, check, session: Path):
 
 def _first_backend(cap: Path, done: threading.Event) -> str | None:
     """The backend spec of the first graph the capture child compiles (polled while it runs)."""
-    from fxlens.minify_capture import read_status
+    from fxlens.minify.capture import read_status
 
     while not done.wait(0.2):
         first = next((r for r in read_status(cap) if r.get("step") == "compile"), None)
@@ -149,7 +149,7 @@ def _no_failure_error(
 
 
 def _carried_env() -> tuple[tuple[str, str], ...]:
-    from fxlens.repro_writer import CARRIED_ENV
+    from fxlens.minify.repro_writer import CARRIED_ENV
 
     return tuple((k, os.environ[k]) for k in CARRIED_ENV if os.environ.get(k))
 
@@ -163,7 +163,7 @@ def _confirm(pool, cand, base_spec, values_path: Path | None, child_sig: str | N
     backward) under which it fails, its signature (the script's own preferred), whether it is
     flaky, and every signature seen. Options are tried in order, cheapest first, each a few times
     at once on the pool: a failure that does not show every time is flaky."""
-    from fxlens.repro_writer import render
+    from fxlens.minify.repro_writer import render
 
     options = [replace(base_spec, values_path=None)]
     if values_path is not None and values_path.exists():
@@ -219,7 +219,7 @@ def minify_script(
     Raises:
         FxlensError: bad input, or nothing to minify (with the reason, one line).
     """
-    from fxlens.minify_pool import Pool
+    from fxlens.minify.pool import Pool
 
     script_args = list(script_args or [])
     check_script(script)
@@ -275,11 +275,11 @@ def _minify(
 ):
     """The body of minify_script, with its worker pool already starting; what it starts besides
     goes into `closers` (called when it is done, however it ends)."""
-    from fxlens.minify_capture import baseline_config_lines, captured_graphs, failing_graph
-    from fxlens.minify_graph import InputSpec, candidate_from_module, load_graph_module
-    from fxlens.minify_reduce import FLAKY_RETRIES, ProgressBar, Reducer, reduce
-    from fxlens.minify_verify import Zygote
-    from fxlens.repro_writer import ReproSpec, render
+    from fxlens.minify.capture import baseline_config_lines, captured_graphs, failing_graph
+    from fxlens.minify.graph import InputSpec, candidate_from_module, load_graph_module
+    from fxlens.minify.reduce import FLAKY_RETRIES, ProgressBar, Reducer, reduce
+    from fxlens.minify.repro_writer import ReproSpec, render
+    from fxlens.minify.verify import Zygote
 
     # the parent idles while the script runs: import torch and probe the config baseline meanwhile,
     # and have the workers resolve and warm up the backend as soon as the script names it
@@ -438,7 +438,7 @@ def _aot_level(pool, cand, spec, session: Path):
     """(candidate, spec, note): the AOTAutograd graph (forward or backward) that fails alone with
     the backend's inner compiler, when the backend has one fxlens knows; else the Dynamo graph
     as it was, with the reason in the note."""
-    from fxlens.minify_aot import find_failing
+    from fxlens.minify.aot import find_failing
 
     found, why = find_failing(pool, cand, spec, spec.signature, session / "aten")
     if found is None:
@@ -464,7 +464,7 @@ def _load_values(path: Path) -> dict:
 
 def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, interrupted, zygote) -> dict:
     """Verify the reproducer in fresh interpreters (in the session), then copy it to its place."""
-    from fxlens.repro_writer import default_name, fresh_path, header, render, verify
+    from fxlens.minify.repro_writer import default_name, fresh_path, header, render, verify
 
     target = fresh_path(out or (cfg.repro_dir / default_name(script, spec.backend, spec.check)))
     values_expr = None

@@ -1,6 +1,6 @@
 """The child side of `fxlens run` (and of bisect, minify, doctor): run SCRIPT as `__main__`.
 
-`python -m fxlens.runner SCRIPT [ARGS...]`, with the parent's settings in the environment:
+`python -m fxlens.capture.runner SCRIPT [ARGS...]`, with the parent's settings in the environment:
 TORCH_TRACE (set before torch is imported, so torch's structured trace captures everything),
 FXLENS_BACKEND_OVERRIDE (replaces the backend of every torch.compile call), FXLENS_SESSION
 (where toolkit events go). Exit status: the script's own.
@@ -8,6 +8,7 @@ FXLENS_BACKEND_OVERRIDE (replaces the backend of every torch.compile call), FXLE
 
 from __future__ import annotations
 
+import importlib
 import os
 import runpy
 import sys
@@ -15,7 +16,7 @@ import traceback
 
 from fxlens import config
 from fxlens.errors import FxlensError
-from fxlens.session import append_event
+from fxlens.trace.session import append_event
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
 REFUSED = 3
@@ -26,7 +27,7 @@ def patch_compile(override, script: str, session: str) -> None:
     """Wrap torch.compile: record the backend each call asks for, and apply the override."""
     import torch
 
-    from fxlens.backends import describe
+    from fxlens.capture.backends import describe
 
     original = torch.compile
     if getattr(original, "_fxlens_patched", False):
@@ -64,7 +65,7 @@ def run_script(script: str, args: list[str]) -> int:
     script = os.path.abspath(script)
     override = None
     if cfg.backend_override:
-        from fxlens.backends import resolve
+        from fxlens.capture.backends import resolve
 
         try:
             override = resolve(cfg.backend_override)
@@ -74,10 +75,11 @@ def run_script(script: str, args: list[str]) -> int:
             else:
                 print(f"fxlens: error: {e}", file=sys.stderr)
             return REFUSED
-    if cfg.doctor_probe:  # `fxlens doctor`: time compiled calls; first, so capture still sees user frames
-        from fxlens.doctor_probe import install
-
-        install(cfg.doctor_probe, script, cfg.session_dir)
+    if cfg.runner_hook:  # e.g. `fxlens doctor`'s timing probe; first, so capture still sees user frames
+        # named by the parent command as "module:function", so capture never imports the commands
+        # built on it (dependencies point one way: doctor -> capture)
+        module, _, func = cfg.runner_hook.partition(":")
+        getattr(importlib.import_module(module), func)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(script))
@@ -109,7 +111,7 @@ def run_script(script: str, args: list[str]) -> int:
 
 def main() -> None:
     if len(sys.argv) < 2:
-        print("usage: python -m fxlens.runner SCRIPT [ARGS...]", file=sys.stderr)
+        print("usage: python -m fxlens.capture.runner SCRIPT [ARGS...]", file=sys.stderr)
         sys.exit(2)
     code = run_script(sys.argv[1], sys.argv[2:])
     sys.stdout.flush()

@@ -6,8 +6,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from fxlens.graph_code import parse_graph
-from fxlens.records import (
+from fxlens.trace.graph_code import parse_graph
+from fxlens.trace.reader import LogScan, Record
+from fxlens.trace.records import (
     CompileMetrics,
     Fallback,
     Frame,
@@ -17,8 +18,7 @@ from fxlens.records import (
     Recompile,
     RecompileLimitHit,
 )
-from fxlens.trace_reader import LogScan, Record
-from fxlens.userframes import (
+from fxlens.trace.userframes import (
     innermost_user_frame,
     is_resume,
     is_user_file,

@@ -10,8 +10,9 @@ from dataclasses import asdict
 
 from tabulate import tabulate
 
-from fxlens.session import Session
-from fxlens.userframes import short_path
+from fxlens.report.rootcause import session_causes
+from fxlens.trace.session import Session
+from fxlens.trace.userframes import short_path
 
 REPORT_VERSION = 1
 
@@ -137,7 +138,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
             }
             for r in session.recompiles
         ],
-        "recompile_causes": [asdict(c) for c in session.recompile_causes],
+        "recompile_causes": [asdict(c) for c in session_causes(session)],
         "recompile_limit_hits": [
             {
                 "function": h.function,

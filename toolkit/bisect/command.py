@@ -1,17 +1,17 @@
 """`fxlens bisect SCRIPT [ARGS...]`: which stage, graph, kernel and fusion decision break a model.
 
-Steps, each one counted child run of the script (see `fxlens.bisect_run`):
+Steps, each one counted child run of the script (see `fxlens.bisect.runs`):
 
 1. The backend under test (default: the one the script's torch.compile asks for), all graphs.
    Passing there means nothing fails.
-2. The ladder below it (`fxlens.bisect_ladder.ladder`), bottom up, until a stage fails: the first
+2. The ladder below it (`fxlens.bisect.ladder.ladder`), bottom up, until a stage fails: the first
    failing stage S; the one before, P, is known good. If the bottom (eager) fails, one run with
    Dynamo disabled tells "the script itself fails" from "Dynamo's capture fails".
 3. Inside S: which graph, by runs that compile some graphs with S and the rest with P (the failing
    run's own per-graph records give a first guess, so it is often one run).
 4. Inside that graph: for fxlens's own stages, which kernel (kernels outside a range run as ATen
    through FXLENS_KERNEL_FALLBACK) and, for the fused stage, which fusion decision
-   (FXLENS_FUSION_LIMIT); for inductor, torch's CompilerBisector (`fxlens.bisect_inductor`).
+   (FXLENS_FUSION_LIMIT); for inductor, torch's CompilerBisector (`fxlens.bisect.inductor`).
 
 The verdict is printed, stored as a `bisect` event in the bisect's own session (child runs under
 `<session>/runs/`), and returned by `bisect_script` for `fxlens demo`.
@@ -30,12 +30,12 @@ import time
 from pathlib import Path
 
 from fxlens import config
-from fxlens.bisect_kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
-from fxlens.bisect_ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect_run import Outcome, Runs
-from fxlens.capture import check_script
+from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
+from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect.runs import Outcome, Runs
+from fxlens.capture.command import check_script
 from fxlens.errors import FxlensError
-from fxlens.session import append_event, new_session_dir, write_info
+from fxlens.trace.session import append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
 # failure kinds each --check counts (a run that fails some other way is reported, not followed)
@@ -288,7 +288,7 @@ def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
 
 
 def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: str) -> dict:
-    """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect_inductor)."""
+    """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor)."""
     with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
         spec = {
             "script": runs.script,
@@ -308,7 +308,7 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
         spec_path.write_text(json.dumps(spec))
         runs.echo("  handing over to torch's CompilerBisector (inductor passes, configs, lowerings)")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "fxlens.bisect_inductor", str(spec_path)],
+            [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

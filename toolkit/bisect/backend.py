@@ -1,4 +1,4 @@
-"""The wrapper backend `fxlens bisect` injects into each child run (`fxlens.bisect_backend:wrapper`).
+"""The wrapper backend `fxlens bisect` injects into each child run (`fxlens.bisect.backend:wrapper`).
 
 The runner's FXLENS_BACKEND_OVERRIDE makes every `torch.compile` call in the user's script use
 `wrapper`. For each Dynamo graph, in order of compilation (its *ordinal*), the wrapper compiles the
@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from fxlens import config
-from fxlens.session import EVENTS_FILE, append_event
+from fxlens.trace.session import EVENTS_FILE, append_event
 
 if os.environ.get("TORCH_BISECT_BACKEND"):
     # a run driven by torch's CompilerBisector: torch.compile would otherwise replace every
@@ -29,7 +29,7 @@ if os.environ.get("TORCH_BISECT_BACKEND"):
 
     _inductor_config.test_configs.bisect_keep_custom_backend_for_inductor = True
 
-SPEC = "fxlens.bisect_backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
+SPEC = "fxlens.bisect.backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
 _ordinals = itertools.count()
 _backends: dict[str, object] = {}
 
@@ -68,7 +68,7 @@ def lookup(spec: str):
         return _backends[spec]
     from torch._dynamo import lookup_backend
 
-    from fxlens.backends import resolve
+    from fxlens.capture.backends import resolve
 
     target, _, attr = spec.rpartition(":")
     main = sys.modules.get("__main__")
@@ -115,7 +115,7 @@ def wrapper(gm, example_inputs):
             append_event(cfg.session_dir, "bisect_graph", {**base, "phase": phase, **data})
 
     checking = bcfg.check in ("accuracy", "auto")
-    from fxlens.bisect_check import has_random_ops
+    from fxlens.bisect.check import has_random_ops
 
     random_ops = checking and has_random_ops(gm)
     # backends may rewrite the graph in place (torch's relu_*_TESTING_ONLY do): keep a pristine copy
@@ -156,7 +156,7 @@ def wrapper(gm, example_inputs):
 
 def _references(reference, args, record):
     """The eager/fp64 references of one call, or None (recorded) when the graph can't run in fp64."""
-    from fxlens.bisect_check import references
+    from fxlens.bisect.check import references
 
     try:
         return references(reference, list(args))
@@ -166,7 +166,7 @@ def _references(reference, args, record):
 
 
 def _compare(args, result, refs, call: int, record) -> None:
-    from fxlens.bisect_check import compare_result
+    from fxlens.bisect.check import compare_result
 
     try:
         divs = compare_result(list(args), result, refs, check_grads=True)

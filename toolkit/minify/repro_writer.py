@@ -1,7 +1,7 @@
 """Render a minify candidate as a standalone script, verify it in fresh interpreters, write it.
 
 The same text (less the header) is what minify workers execute for every candidate, so the
-reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify_check`).
+reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify.check`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxlens import minify_check
-from fxlens.minify_graph import Candidate, InputSpec
+from fxlens.minify import check as minify_check
+from fxlens.minify.graph import Candidate, InputSpec
 
 EMBED_MARKER = "# --- embedded in reproducers from here on ---"
 SIGNATURE_PREFIX = "fxlens-signature: "
@@ -86,7 +86,7 @@ def inner_loader(inner: str, kind: str) -> str:
 
 
 def check_source() -> str:
-    """The embedded part of fxlens.minify_check (imports only torch and the stdlib)."""
+    """The embedded part of fxlens.minify.check (imports only torch and the stdlib)."""
     src = inspect.getsource(minify_check)
     return src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n")
 
@@ -154,7 +154,7 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
         f"DYNAMIC = {spec.dynamic!r}\nLEVEL = {spec.level!r}"
     )
     parts.append(
-        "# --- the check fxlens minify ran (fxlens.minify_check, embedded: torch only) ---\n" + check_source()
+        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
     )
     parts.append(
         'if __name__ == "__main__":\n'
@@ -257,7 +257,7 @@ def run_repro(path: Path, timeout: float = 300) -> tuple[int, str | None]:
 def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300, zygote=None) -> int:
     """How many of `runs` re-runs exit non-zero with `signature`. They run concurrently (independent
     processes). One is always `python FILE` in a new interpreter; with a `zygote`
-    (`fxlens.minify_verify`), the others are forked from it and skip importing torch."""
+    (`fxlens.minify.verify`), the others are forked from it and skip importing torch."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=runs) as ex:

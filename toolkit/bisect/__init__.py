@@ -1,0 +1,9 @@
+"""`fxlens bisect`: the backend ladder, counted child runs, the accuracy/crash check, graph, kernel
+and fusion-decision search, and the handover to torch's CompilerBisector for inductor.
+
+Uses `fxlens.capture` and `fxlens.trace`; never imports `fxlens.minify` or `fxlens.doctor`.
+"""
+
+from fxlens._lazy import lazy_exports
+
+__getattr__ = lazy_exports(__name__, "fxlens.bisect.command")

@@ -1,0 +1,8 @@
+"""`fxlens run`: the runner child that executes the user's script with capture on, the torch.compile
+hook that records and overrides backends, and backend-name resolution. Uses `fxlens.trace` and
+`fxlens.report` (to print the summary); bisect, minify and doctor build on it.
+"""
+
+from fxlens._lazy import lazy_exports
+
+__getattr__ = lazy_exports(__name__, "fxlens.capture.command")
