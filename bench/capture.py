@@ -41,7 +41,7 @@ def timed(cmd, env=None) -> float:
 def capture_overhead(rounds: int, tmp: Path) -> dict:
     env = {"FXLENS_SESSIONS_DIR": str(tmp / "sessions")}
     plain_cmd = [sys.executable, str(WORKLOAD)]
-    fx_cmd = [sys.executable, "-m", "fxlens.cli", "run", str(WORKLOAD), "--quiet"]
+    fx_cmd = [sys.executable, "-m", "fxlens.cli", "run", "--quiet", str(WORKLOAD)]
     timed(plain_cmd, env)  # warm inductor's caches once, so both sides see the same cache state
     plain, fx = [], []
     for _ in range(rounds):  # alternate so machine noise hits both sides alike

@@ -56,7 +56,7 @@ def run_fxlens(name: str, work: Path) -> dict:
     }
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "minify", str(SCRIPTS / script), *args, "--json", str(out)],
+        [sys.executable, "-m", "fxlens.cli", "minify", "--json", str(out), str(SCRIPTS / script), *args],
         env=env,
         capture_output=True,
         text=True,

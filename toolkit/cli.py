@@ -1,8 +1,10 @@
 """`fxlens` command line: one subcommand per capability, dispatched through COMMANDS.
 
-fxlens options may come before or after SCRIPT; everything after SCRIPT that is not an fxlens
-option goes to the script, and everything after a literal `--` goes to the script untouched
-(`fxlens run train.py --backend inductor -- --json out.json` passes `--json out.json` to train.py).
+For the commands that run a script (run, bisect, minify, doctor), fxlens options come before SCRIPT
+(or `-m MODULE`), and everything after it belongs to the script, untouched, as with
+`python -m cProfile` and `torchrun`: `fxlens run train.py --backend nccl` passes `--backend nccl`
+to train.py. A literal `--` before SCRIPT ends fxlens's options; one right after SCRIPT is dropped
+(the old way to protect the script's arguments, still accepted).
 """
 
 from __future__ import annotations
@@ -34,42 +36,52 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("fxlens.demo", "run the bundled example through every capability"),
 }
 
-# Options that take a value, per subcommand, recognised after SCRIPT (see module docstring).
-SCRIPT_COMMANDS = {"run", "bisect", "minify", "doctor"}
+# the commands that take SCRIPT [ARGS...] (or -m MODULE [ARGS...]), with an example each for --help
+SCRIPT_COMMANDS = {
+    "run": "fxlens run --backend inductor --json report.json train.py --lr 3e-4 --json metrics.json",
+    "bisect": "fxlens bisect --check accuracy train.py --backend nccl",
+    "minify": "fxlens minify --out repro.py -m mypkg.train --out results/",
+    "doctor": "fxlens doctor --rounds 3 -m mypkg.train --epochs 1",
+}
 
 
-def split_script_argv(
-    argv: list[str], value_flags: set[str], bool_flags: set[str]
-) -> tuple[list[str], list[str]]:
-    """Split tokens after SCRIPT into (fxlens tokens, script tokens)."""
-    ours: list[str] = []
-    theirs: list[str] = []
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """The parser's options that take a value (the token after them is theirs, not SCRIPT)."""
+    return {s for a in parser._actions if a.nargs != 0 for s in a.option_strings}
+
+
+def split_target(
+    tokens: list[str], value_flags: set[str]
+) -> tuple[list[str], str | None, str | None, list[str]]:
+    """Split a script command's tokens into (fxlens options, SCRIPT, MODULE, the script's ARGS).
+
+    fxlens options end at the first token that is not an option (SCRIPT), at `-m MODULE`, or at a
+    literal `--` (the token after it is SCRIPT); everything after SCRIPT/MODULE is the script's.
+    """
+    head: list[str] = []
     i = 0
-    while i < len(argv):
-        tok = argv[i]
+    while i < len(tokens):
+        tok = tokens[i]
         if tok == "--":
-            theirs.extend(argv[i + 1 :])
+            i += 1
             break
-        name = tok.split("=", 1)[0]
-        if name in value_flags:
-            ours.append(tok)
-            if "=" not in tok and i + 1 < len(argv):
-                ours.append(argv[i + 1])
-                i += 1
-        elif name in bool_flags:
-            ours.append(tok)
-        else:
-            theirs.append(tok)
+        if tok == "-m" or (tok.startswith("-m") and not tok.startswith("--")):
+            module = tok[2:] or (tokens[i + 1] if i + 1 < len(tokens) else None)
+            rest = tokens[i + (1 if tok[2:] else 2) :]
+            return head, None, module, rest
+        if not tok.startswith("-") or tok == "-":
+            break
+        head.append(tok)
+        if tok.split("=", 1)[0] in value_flags and "=" not in tok and i + 1 < len(tokens):
+            head.append(tokens[i + 1])
+            i += 1
         i += 1
-    return ours, theirs
-
-
-def _flags(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]:
-    value, boolean = set(), set()
-    for action in parser._actions:
-        target = boolean if action.nargs == 0 else value
-        target.update(s for s in action.option_strings)
-    return value, boolean
+    if i >= len(tokens):
+        return head, None, None, []
+    rest = tokens[i + 1 :]
+    if rest[:1] == ["--"]:  # `fxlens run train.py -- --lr 3`: the old separator, dropped
+        rest = rest[1:]
+    return head, tokens[i], None, rest
 
 
 def build_parser(
@@ -89,9 +101,12 @@ def build_parser(
         subparsers[name] = p
         p.set_defaults(_module=module)
         if name in SCRIPT_COMMANDS:
-            p.add_argument("script", metavar="SCRIPT", help="the Python script to run as __main__")
+            p.usage = f"fxlens {name} [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]"
+            p.formatter_class = argparse.RawDescriptionHelpFormatter
             p.epilog = (
-                "ARGS after SCRIPT go to the script; put them after `--` if they clash with fxlens options."
+                "fxlens options come before SCRIPT (or -m MODULE, run as `python -m` would); every\n"
+                "ARG after it is the script's own, untouched, even one spelled like an fxlens option.\n"
+                f"example:\n  {SCRIPT_COMMANDS[name]}"
             )
         if name == only:
             _load(module, "add_arguments")(p)
@@ -104,27 +119,21 @@ def _load(module: str, attr: str) -> Callable:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser, subparsers = build_parser(argv[0] if argv else None)
-    if argv and argv[0] in SCRIPT_COMMANDS:
-        sp = subparsers[argv[0]]
-        value_flags, bool_flags = _flags(sp)
-        # fxlens options before SCRIPT, then SCRIPT, then a mix (see module docstring)
-        head: list[str] = []
-        i = 1
-        while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
-            head.append(argv[i])
-            if argv[i] in value_flags and "=" not in argv[i] and i + 1 < len(argv):
-                head.append(argv[i + 1])
-                i += 1
-            i += 1
-        if i < len(argv) and argv[i] != "--":
-            script, rest = argv[i], argv[i + 1 :]
-            ours, theirs = split_script_argv(rest, value_flags, bool_flags)
-            args = sp.parse_args([*head, *ours, script])
-            args.script_args = theirs
-            args._module = COMMANDS[argv[0]][0]
-            args.command = argv[0]
-            return args
-    return parser.parse_args(argv)
+    if not argv or argv[0] not in SCRIPT_COMMANDS:
+        return parser.parse_args(argv)
+    sp = subparsers[argv[0]]
+    head, script, module, rest = split_target(argv[1:], _flags(sp))
+    args = sp.parse_args(head)  # --help and bad fxlens options end here, as argparse does
+    if module is not None:
+        from fxlens.capture.command import module_script
+
+        script = module_script(module)
+    elif script is None:
+        sp.error("SCRIPT or -m MODULE is required")
+    args.script, args.module, args.script_args = script, module, rest
+    args._module = COMMANDS[argv[0]][0]
+    args.command = argv[0]
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,7 +62,7 @@ def step_run(backend: str) -> Path:
     from fxlens.report.build import build_report, render_text
     from fxlens.trace.session import Session
 
-    print(f"$ fxlens run {DEMO_MODEL.name} --backend {backend}", flush=True)
+    print(f"$ fxlens run --backend {backend} {DEMO_MODEL.name}", flush=True)
     result = run_captured(str(DEMO_MODEL), [], backend=backend)
     report = build_report(Session.open(result.session_dir), with_guards=False)
     sys.stdout.write(render_text(report))
@@ -72,7 +72,7 @@ def step_run(backend: str) -> Path:
 def step_bisect() -> None:
     from fxlens.bisect.command import bisect_script, render_text
 
-    print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens bisect {DEMO_FAILING.name} --check accuracy", flush=True)
+    print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens bisect --check accuracy {DEMO_FAILING.name}", flush=True)
     print(render_text(bisect_script(str(DEMO_FAILING), [], backend="fxlens", check="accuracy")))
 
 
@@ -81,7 +81,7 @@ def step_minify() -> None:
 
     out_dir = Path(config.load().sessions_dir) / "repros"
     print(
-        f"$ FXLENS_INJECT={DEMO_FAULT} fxlens minify {DEMO_FAILING.name} --check accuracy --out-dir {out_dir}",
+        f"$ FXLENS_INJECT={DEMO_FAULT} fxlens minify --check accuracy --out {out_dir}/ {DEMO_FAILING.name}",
         flush=True,
     )
     result = minify_script(str(DEMO_FAILING), [], backend="fxlens", check="accuracy", out_dir=str(out_dir))

@@ -24,12 +24,13 @@ def def_line(name: str) -> int:
 
 @pytest.fixture
 def bisect(tmp_path):
-    """`bisect(*args, env={...})` -> (CompletedProcess, verdict dict or None) of `fxlens bisect ... --json`."""
+    """`bisect(SCRIPT, *script_args, opts=(fxlens options), env={...})` -> (CompletedProcess, verdict
+    dict or None) of `fxlens bisect --json FILE [opts] SCRIPT [script_args]`."""
 
-    def run(*args, env=None, timeout=900):
+    def run(*args, opts=(), env=None, timeout=900):
         out = tmp_path / "verdict.json"
         proc = subprocess.run(
-            [sys.executable, "-m", "fxlens.cli", "bisect", *map(str, args), "--json", str(out)],
+            [sys.executable, "-m", "fxlens.cli", "bisect", "--json", str(out), *opts, *map(str, args)],
             capture_output=True,
             text=True,
             env={**os.environ, "FXLENS_SESSIONS_DIR": str(tmp_path / "sessions"), **(env or {})},

@@ -49,7 +49,7 @@ def test_torch_testing_backends_name_stage_and_graph(bisect, backend, kind):
 
 @pytest.mark.slow
 def test_accuracy_with_training_checks_gradients(bisect):
-    proc, v = bisect(MULTI, "relu_accuracy_error_TESTING_ONLY", "--train", "--check", "accuracy")
+    proc, v = bisect(MULTI, "relu_accuracy_error_TESTING_ONLY", "--train", opts=("--check", "accuracy"))
     assert proc.returncode == 0, proc.stderr
     assert v["check"] == "accuracy" and v["first_failing_stage"] == "relu_accuracy_error_TESTING_ONLY"
     assert v["culprit"]["compile_id"] == "2/0"
@@ -95,7 +95,7 @@ def test_bad_input_is_one_line(bisect, tmp_path):
     proc, v = bisect(tmp_path / "missing.py")
     assert proc.returncode != 0 and v is None
     assert proc.stderr.strip().count("\n") == 0 and "no such script" in proc.stderr
-    proc, v = bisect(MULTI, "--backend", "no_such_backend")
+    proc, v = bisect(MULTI, opts=("--backend", "no_such_backend"))
     assert proc.returncode != 0 and "unknown backend 'no_such_backend'" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -131,7 +131,7 @@ def test_backend_defined_in_the_script(bisect):
 
 
 def test_compile_error_swallowed_by_dynamo_still_counts(bisect):
-    proc, v = bisect(SCRIPTS / "suppressed.py", "--check", "crash")
+    proc, v = bisect(SCRIPTS / "suppressed.py", opts=("--check", "crash"))
     assert proc.returncode == 0, proc.stderr
     assert v["first_failing_stage"] == "relu_compile_error_TESTING_ONLY"
     assert v["culprit"]["compile_id"] == "0/0" and v["culprit"]["function"] == "head"

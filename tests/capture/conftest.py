@@ -23,7 +23,7 @@ def run_report(sessions_root, tmp_path_factory):
         key = (name, extra)
         if key not in cache:
             out = tmp_path_factory.mktemp("json") / f"{name}.json"
-            proc = fxlens("run", SCRIPTS / f"{name}.py", "--json", out, *extra)
+            proc = fxlens("run", "--json", out, *extra, SCRIPTS / f"{name}.py")
             report = json.loads(out.read_text()) if out.exists() else None
             cache[key] = (proc, report)
         return cache[key]

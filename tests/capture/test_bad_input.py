@@ -41,7 +41,7 @@ def test_script_that_raises_after_compiling_keeps_the_capture(run_report):
 
 
 def test_unknown_backend(sessions_root):
-    _one_line_error(fxlens("run", SCRIPTS / "limit.py", "--backend", "no_such_backend"), "unknown backend")
+    _one_line_error(fxlens("run", "--backend", "no_such_backend", SCRIPTS / "limit.py"), "unknown backend")
 
 
 def test_backend_override_applies_to_every_compile(run_report):
@@ -133,7 +133,7 @@ def test_decorator_form_recorded_once_at_the_user_line(tmp_path):
         "import torch\n\n@torch.compile(backend='eager')\ndef f(x):\n    return x + 1\n\nf(torch.ones(2))\n"
     )
     sessions = tmp_path / "sessions"
-    proc = fxlens("run", script, "--backend", "aot_eager", env={"FXLENS_SESSIONS_DIR": str(sessions)})
+    proc = fxlens("run", "--backend", "aot_eager", script, env={"FXLENS_SESSIONS_DIR": str(sessions)})
     assert proc.returncode == 0, proc.stderr
     (session,) = sessions.iterdir()
     calls = [json.loads(x) for x in (session / "events.jsonl").read_text().splitlines()]

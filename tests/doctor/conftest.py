@@ -21,7 +21,7 @@ def doctored(doctor_root, tmp_path_factory):
         key = (name, extra)
         if key not in cache:
             out = tmp_path_factory.mktemp("json") / f"{name}.json"
-            proc = fxlens("doctor", SCRIPTS / f"{name}.py", "--json", out, *extra, env_root=doctor_root)
+            proc = fxlens("doctor", "--json", out, *extra, SCRIPTS / f"{name}.py", env_root=doctor_root)
             cache[key] = (proc, json.loads(out.read_text()) if out.exists() else None)
         return cache[key]
 

@@ -101,13 +101,13 @@ def test_cli_json_contract_and_never_overwrites(minify_env, tmp_path):
         "-m",
         "fxlens.cli",
         "minify",
-        MLP,
-        "relu_compile_error_TESTING_ONLY",
-        "3",
         "--out",
         str(out),
         "--json",
         str(tmp_path / "r.json"),
+        MLP,
+        "relu_compile_error_TESTING_ONLY",
+        "3",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
@@ -120,7 +120,7 @@ def test_cli_json_contract_and_never_overwrites(minify_env, tmp_path):
 
 def test_bad_backend_is_one_line_error(minify_env):
     proc = subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "minify", MLP, "x", "--backend", "nope"],
+        [sys.executable, "-m", "fxlens.cli", "minify", "--backend", "nope", MLP, "x"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -201,7 +201,7 @@ def test_ctrl_c_writes_the_best_reproducer_so_far(minify_env, tmp_path):
 
     out = tmp_path / "best.py"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fxlens.cli", "minify", str(SCRIPTS / "segfault.py"), "--out", str(out)],
+        [sys.executable, "-m", "fxlens.cli", "minify", "--out", str(out), str(SCRIPTS / "segfault.py")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -382,7 +382,7 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
         return None
     kind = (r.get("failure") or {}).get("kind")
     check = "accuracy" if kind == "accuracy" else "crash"
-    parts = ["fxlens", "minify", script, *args, "--backend", stage, "--check", check]
+    parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
     return " ".join(shlex.quote(p) for p in parts)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxlens import __version__, config
-from fxlens.capture.runner import REFUSED
+from fxlens.capture.runner import REFUSED, module_file
 from fxlens.errors import FxlensError
 from fxlens.trace.session import TRACE_DIR, Session, new_session_dir, write_info
 
@@ -49,6 +49,29 @@ def check_script(script: str) -> str:
     return script
 
 
+# SCRIPT paths that stand for `-m MODULE` (file -> module), filled by the CLI for the one command
+# this process runs: every command keeps passing a script path (session names, source scans, user
+# frames), and only the child's command line needs to know it must run the module as a module
+_MODULES: dict[str, str] = {}
+
+
+def module_script(module: str) -> str:
+    """The file of `-m MODULE`, registered so that child runs start it as `-m MODULE` (relative
+    imports, the package's `__init__`, `sys.path[0]` as `python -m` sets them up)."""
+    if not module or not all(p.isidentifier() for p in module.split(".")):
+        raise FxlensError(f"-m {module!r}: not a module name")
+    path = module_file(module)
+    if path is None:
+        raise FxlensError(f"-m {module}: no module named {module!r} (looked from {os.getcwd()})")
+    _MODULES[path] = module
+    return path
+
+
+def _target(script: str) -> list[str]:
+    module = _MODULES.get(os.path.realpath(script))
+    return ["-m", module] if module else [script]
+
+
 def child_command(script: str, script_args: list[str], nproc: int = 0) -> list[str]:
     if nproc and nproc > 1:
         return [
@@ -59,10 +82,10 @@ def child_command(script: str, script_args: list[str], nproc: int = 0) -> list[s
             f"--nproc-per-node={nproc}",
             "-m",
             "fxlens.capture.runner",
-            script,
+            *_target(script),
             *script_args,
         ]
-    return [sys.executable, "-m", "fxlens.capture.runner", script, *script_args]
+    return [sys.executable, "-m", "fxlens.capture.runner", *_target(script), *script_args]
 
 
 def run_captured(

@@ -60,7 +60,8 @@ def patch_compile(override, script: str, session: str) -> None:
     torch.compile = compile
 
 
-def run_script(script: str, args: list[str]) -> int:
+def run_script(script: str, args: list[str], module: str | None = None) -> int:
+    """Run SCRIPT (or MODULE, whose file SCRIPT is) as `__main__`; the script's exit status."""
     cfg = config.load()
     script = os.path.abspath(script)
     override = None
@@ -78,15 +79,19 @@ def run_script(script: str, args: list[str]) -> int:
     if cfg.runner_hook:  # e.g. `fxlens doctor`'s timing probe; first, so capture still sees user frames
         # named by the parent command as "module:function", so capture never imports the commands
         # built on it (dependencies point one way: doctor -> capture)
-        module, _, func = cfg.runner_hook.partition(":")
-        getattr(importlib.import_module(module), func)(script, cfg.session_dir)
+        hook_module, _, hook = cfg.runner_hook.partition(":")
+        getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
     sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(script))
+    # sys.path[0] as python sets it: the script's folder, or the working directory for -m
+    sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))
     try:
         # keep the script's globals alive until interpreter shutdown, as plain `python` does: freeing
         # them here (a DDP reducer, a gloo group) while threads still run can deadlock their destructors
-        _SCRIPT_GLOBALS.append(runpy.run_path(script, run_name="__main__"))
+        if module:
+            _SCRIPT_GLOBALS.append(runpy.run_module(module, run_name="__main__", alter_sys=True))
+        else:
+            _SCRIPT_GLOBALS.append(runpy.run_path(script, run_name="__main__"))
     except SystemExit as e:
         code = e.code
         if code is None:
@@ -109,11 +114,33 @@ def run_script(script: str, args: list[str]) -> int:
     return 0
 
 
+def module_file(module: str) -> str | None:
+    """The source file `python -m MODULE` would run, found without importing anything of it (so
+    torch.compile is patched before the package's own `__init__` runs); None when there is none."""
+    parts = module.split(".")
+    if not module or not all(p.isidentifier() for p in parts):
+        return None
+    for root in [os.getcwd(), *sys.path[1:]]:
+        base = os.path.join(root or ".", *parts)
+        for candidate in (base + ".py", os.path.join(base, "__main__.py")):
+            if os.path.isfile(candidate):
+                return os.path.realpath(candidate)
+    return None
+
+
 def main() -> None:
-    if len(sys.argv) < 2:
-        print("usage: python -m fxlens.capture.runner SCRIPT [ARGS...]", file=sys.stderr)
+    if len(sys.argv) < 2 or (sys.argv[1] == "-m" and len(sys.argv) < 3):
+        print("usage: python -m fxlens.capture.runner (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         sys.exit(2)
-    code = run_script(sys.argv[1], sys.argv[2:])
+    if sys.argv[1] == "-m":
+        module = sys.argv[2]
+        path = module_file(module)
+        if path is None:
+            print(f"{sys.executable}: No module named {module}", file=sys.stderr)
+            sys.exit(1)
+        code = run_script(path, sys.argv[3:], module=module)
+    else:
+        code = run_script(sys.argv[1], sys.argv[2:])
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)

@@ -44,7 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what counts as failing: an exception, divergence from an fp64 reference, or whichever "
         "the script shows (default)",
     )
-    parser.add_argument("--out", metavar="FILE", help="reproducer path (default repro_cases/minify_*.py)")
+    parser.add_argument(
+        "--out",
+        metavar="FILE",
+        help="reproducer path, or an existing folder (or one ending in /) for a fresh name in it "
+        "(default repro_cases/minify_*.py); an existing file is never overwritten",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
 
 
@@ -523,8 +528,18 @@ def summary_line(r: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    out, out_dir = args.out, None
+    if out and (out.endswith(os.sep) or os.path.isdir(out)):  # a folder: a fresh name inside it
+        out, out_dir = None, out
     result = minify_script(
-        args.script, args.script_args, args.backend, args.check, args.out, json_path=args.json, progress=True
+        args.script,
+        args.script_args,
+        args.backend,
+        args.check,
+        out,
+        out_dir=out_dir,
+        json_path=args.json,
+        progress=True,
     )
     print(f"fxlens minify: {result['summary']}")
     print(f"  python {result['repro']}")
