@@ -192,9 +192,14 @@ def test_model_matches_eager(make, train):
     assert set(fallbacks) <= EXTERN_OK, fallbacks
 
 
-@pytest.mark.parametrize("make", [llama, bert, bagnet, pytest.param(t5, marks=pytest.mark.slow),
+# default run: Llama and the EmbeddingBag net in inference; dynamic training and the other LMs are
+# slow (test_dynamic.py covers dynamic training of small nets by default)
+@pytest.mark.parametrize("make", [llama, bagnet, pytest.param(bert, marks=pytest.mark.slow),
+                                  pytest.param(t5, marks=pytest.mark.slow),
                                   pytest.param(bart, marks=pytest.mark.slow)], ids=lambda m: m.__name__)  # fmt: skip
-@pytest.mark.parametrize("train", [True, False], ids=["train", "inference"])
+@pytest.mark.parametrize(
+    "train", [pytest.param(True, marks=pytest.mark.slow), False], ids=["train", "inference"]
+)
 def test_model_dynamic_two_lengths_one_compile(make, train):
     err, kernels, fallbacks, calls = run_model(make, train, dynamic=True, lengths=(8, 12))
     assert [c.dynamic for c in calls] == [True] * len(calls)  # sizes are kernel arguments

@@ -8,18 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).parent / "scripts"
-MULTI = SCRIPTS / "multi.py"
-MULTI_SRC = MULTI.read_text().splitlines()
-
-
-def def_line(name: str) -> int:
-    """The first line of function NAME in multi.py, its decorator included (co_firstlineno, what
-    the culprit's `line` names, as the report's graphs do)."""
-    line = next(i for i, ln in enumerate(MULTI_SRC, 1) if ln.startswith(f"def {name}("))
-    while MULTI_SRC[line - 2].startswith("@"):
-        line -= 1
-    return line
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import MULTI, SCRIPTS, def_line
+from bisect_helpers import MULTI, SCRIPTS, def_line
 
 
 def _stage_rows(verdict):
@@ -130,6 +130,7 @@ def test_backend_defined_in_the_script(bisect):
     assert "cannot compile tanh" in v["failure"]["error"]
 
 
+@pytest.mark.slow  # a second compile-error ladder
 def test_compile_error_swallowed_by_dynamo_still_counts(bisect):
     proc, v = bisect(SCRIPTS / "suppressed.py", opts=("--check", "crash"))
     assert proc.returncode == 0, proc.stderr

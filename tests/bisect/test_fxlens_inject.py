@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import MULTI, SCRIPTS, def_line
+from bisect_helpers import MULTI, SCRIPTS, def_line
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("fxlens.backend.compile_fx") is None,
@@ -58,6 +58,7 @@ def test_inject_names_stage_graph_and_kernel(bisect, kind, train, failure):
         assert {c["compile_id"] for c in checks} == {"2/0"}
 
 
+@pytest.mark.slow  # the demo's bisect; the CLI path runs the same search by default
 def test_python_api_for_the_demo(tmp_path, monkeypatch):
     """`bisect_script` (what `fxlens demo` calls): same verdict as the CLI, env passed per call."""
     from fxlens.bisect.command import bisect_script

@@ -6,7 +6,7 @@ tries each of inductor's subsystems in turn, so these are slow tests.
 """
 
 import pytest
-from conftest import MULTI, def_line
+from bisect_helpers import MULTI, def_line
 
 pytestmark = pytest.mark.slow
 

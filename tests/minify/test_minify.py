@@ -56,6 +56,7 @@ def test_single_op_crash_shrinks_to_a_reproducer_that_fails_the_same_way(minify_
     assert events and events[-1]["repro"] == r["repro"] and events[-1]["summary"]
 
 
+@pytest.mark.slow  # accuracy-check reduction; the corpus's accuracy reproducer runs by default
 def test_accuracy_failure_is_found_by_auto_check(minify_env, monkeypatch):
     monkeypatch.setenv("FXLENS_MINIFY_FRESH_RERUNS", "1")  # all three re-runs as `python FILE`
     r = minify_script(MLP, ["relu_accuracy_error_TESTING_ONLY", "6"], progress=False)
@@ -68,6 +69,7 @@ def test_accuracy_failure_is_found_by_auto_check(minify_env, monkeypatch):
     assert (code, sig) == (1, r["signature"])
 
 
+@pytest.mark.slow  # several confirm runs by design
 def test_flaky_backend_defined_in_the_script_is_reported_flaky(minify_env, tmp_path, monkeypatch):
     monkeypatch.setenv("FLAKY_COUNTER", str(tmp_path / "counter"))
     r = minify_script(str(SCRIPTS / "flaky.py"), [], progress=False)
@@ -88,6 +90,7 @@ def test_script_that_does_not_fail_is_refused(minify_env):
     assert not minify_env.exists() or not list(minify_env.iterdir())
 
 
+@pytest.mark.slow  # a refusal path; test_script_that_does_not_fail_is_refused stays in the default run
 def test_script_that_fails_in_eager_is_refused(minify_env):
     with pytest.raises(FxlensError, match="fails already in eager"):
         minify_script(str(SCRIPTS / "eager_fails.py"), [], progress=False)
@@ -218,6 +221,7 @@ def test_ctrl_c_writes_the_best_reproducer_so_far(minify_env, tmp_path):
     assert "interrupted, best so far" in stdout
 
 
+@pytest.mark.slow  # AOT-level reduction end to end; the corpus's AOT reproducers run by default
 def test_backward_only_failure_is_reduced_on_the_aot_backward_graph(minify_env):
     # the backend is an aot_autograd(...) object assigned to a global of the script: its bw_compiler
     # fails on ReLU's gradient, so the failure lives in the ATen backward graph
@@ -255,6 +259,7 @@ def test_fxlens_injected_backward_only_fault_is_reduced_on_the_backward_graph(mi
     assert run_fresh(r["repro"]) == (1, r["signature"])
 
 
+@pytest.mark.slow  # the longest minify run (dynamic shapes)
 def test_dynamic_shapes_script_is_minified_and_reproduced_dynamic(minify_env):
     r = minify_script(
         str(SCRIPTS / "train.py"), ["relu_compile_error_TESTING_ONLY", "4", "--dynamic"], progress=False
