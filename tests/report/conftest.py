@@ -11,11 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from report_helpers import EVIL_FUNCTION, EVIL_REASON
 
 SCRIPTS = Path(__file__).parent / "scripts"
-# written into the edited trace: JSON-safe (no quote, no backslash), hostile in Markdown and HTML
-EVIL_FUNCTION = "<b>f|`x`</b>"
-EVIL_REASON = "Call <script>alert(3)</script> | ``` to graph_break"
 
 
 @dataclass

@@ -6,7 +6,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from conftest import EVIL_FUNCTION, EVIL_REASON
+from report_helpers import EVIL_FUNCTION, EVIL_REASON
 
 from fxlens.cli import main as cli_main
 from fxlens.report.build import build_report

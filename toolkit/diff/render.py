@@ -165,6 +165,11 @@ def _fmt_pair(p: dict, fmt: str) -> str:
     return f"{f(p.get('a'))} -> {f(p.get('b'))}"
 
 
+def _middle(text: str, width: int = 150) -> str:
+    """Clip the middle: a guard's subject is at its start, the value that changed at its end."""
+    return text if len(text) <= width else f"{text[: width // 3]} ... {text[-(width - width // 3 - 5) :]}"
+
+
 def render_text(diff: dict, show_same: bool = False) -> str:
     """The diff as terminal text: counts, then what is new, gone, changed or moved, then the verdict."""
     out = [f"fxlens diff: A = {_side_name(diff['a'])}", f"             B = {_side_name(diff['b'])}", ""]
@@ -172,7 +177,7 @@ def render_text(diff: dict, show_same: bool = False) -> str:
         out += [f"{title}:", tabulate(rows, headers=headers, tablefmt="simple"), ""]
     for g in diff["guards"][:10]:
         out.append(f"Guards of {g['function']} ({g['file']}): {len(g['new'])} new, {len(g['gone'])} gone")
-        out += [f"  + {x[:150]}" for x in g["new"][:8]] + [f"  - {x[:150]}" for x in g["gone"][:8]]
+        out += [f"  + {_middle(x)}" for x in g["new"][:8]] + [f"  - {_middle(x)}" for x in g["gone"][:8]]
     if diff["guards"]:
         out.append("")
     ct = diff["compile_time"]
@@ -190,9 +195,10 @@ def diff_blocks(diff: dict) -> list:
         Para(Bold(verdict(diff))),
     ]
     for title, headers, rows in sections(diff):
+        code = {j for j, name in enumerate(headers) if name in ("where", "function", "op", "file")}
         out += [
             Heading(3, title),
-            Table(headers, [[Code(str(c)) if j == 1 else str(c) for j, c in enumerate(r)] for r in rows]),
+            Table(headers, [[Code(str(c)) if j in code else str(c) for j, c in enumerate(r)] for r in rows]),
         ]
     for g in diff["guards"][:10]:
         lines = [f"+ {x}" for x in g["new"]] + [f"- {x}" for x in g["gone"]]

@@ -22,7 +22,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # after `]`, escaped already; `&` so that an entity in a trace string stays as written)
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>&])")
 # ... and what means something only at the start of a line (heading, list, quote, ordered list)
-_MD_LINE_START = re.compile(r"^(\s*)([#+\-=>]|\d+[.)])")
+_MD_LINE_START = re.compile(r"^(\s*)([#+\-]+(?=\s|$)|=+\s*$|>|\d+[.)](?=\s|$))")
 
 
 def visible(text: object) -> str:
@@ -38,8 +38,15 @@ def md_text(text: object) -> str:
     """
     one_line = " ".join(visible(text).split("\n"))
     escaped = _MD_SPECIAL.sub(r"\\\1", one_line)
-    # `1.` becomes `1\.`, `#` becomes `\#`: the backslash goes before the punctuation
-    return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], escaped)
+    return _MD_LINE_START.sub(_escape_line_start, escaped)
+
+
+def _escape_line_start(m: re.Match) -> str:
+    # `1. x` becomes `1\. x` (the dot is the marker), `# x` becomes `\# x`, `--- ` becomes `\---`
+    lead, mark = m.group(1), m.group(2)
+    if mark[0].isdigit():
+        return f"{lead}{mark[:-1]}\\{mark[-1]}"
+    return f"{lead}\\{mark}"
 
 
 def md_code(text: object) -> str:
