@@ -8,6 +8,7 @@ import pytest
 
 from fxlens.diff.command import diff_paths
 from fxlens.diff.compare import GATED, compare, match
+from fxlens.diff.render import render_text
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,9 @@ def test_report_json_as_baseline(pair, tmp_path, fxlens):
     proc = fxlens("diff", "--format", "markdown", base, pair.v2)
     assert proc.returncode == 1
     assert "### Graph breaks" in proc.stdout and "| \\> moved | `model.py:8 -> 10` |" in proc.stdout
+    page = tmp_path / "diff.html"
+    assert fxlens("diff", "--format", "html", "--out", page, base, pair.v2).returncode == 1
+    assert "<td><code>model.py:8 -&gt; 10</code></td>" in page.read_text()
 
 
 def test_bad_input_is_one_line(pair, tmp_path, fxlens):
@@ -143,3 +147,17 @@ def test_renamed_script_still_matches():
     b = {**_report(breaks=[{**brk, "file": "/y/after.py"}]), "source": {"script": "/y/after.py"}}
     (item,) = compare(a, b)["graph_breaks"]
     assert item["status"] == "same" and item["file"] == "after.py"
+
+
+def test_text_never_sends_a_terminal_escape():
+    brk = {
+        "reason": "x\x1b[31mred",
+        "file": "/x/train.py",
+        "line": 3,
+        "function": "f",
+        "count": 1,
+        "source": "",
+    }
+    diff = compare(_report(), _report(breaks=[brk]))
+    text = render_text(diff)
+    assert "\x1b" not in text and "x\\x1b[31mred" in text and diff["worse_on"][:1] == ["graph_breaks"]

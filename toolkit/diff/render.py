@@ -5,7 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, Table
-from fxlens.report.markup import PathShortener
+from fxlens.report.markup import PathShortener, visible
 
 MARK = {"new": "+ new", "gone": "- gone", "changed": "~ changed", "moved": "> moved", "same": "  same"}
 
@@ -184,7 +184,8 @@ def render_text(diff: dict, show_same: bool = False) -> str:
     if ct["a"] is not None and ct["b"] is not None:
         out += [f"Compile time: {ct['a']:.2f} s -> {ct['b']:.2f} s (not gated: it is noisy)", ""]
     out.append(f"verdict: {verdict(diff)}")
-    return "\n".join(out) + "\n"
+    # trace strings reach a terminal here: a `\x1b[...` in a reason must not recolour it
+    return visible("\n".join(out) + "\n")
 
 
 def diff_blocks(diff: dict) -> list:

@@ -189,4 +189,6 @@ def environment_lines(env: dict) -> list[tuple[str, str]]:
         ("device", env.get("device") or "not probed"),
         ("fxlens", env.get("fxlens") or "?"),
     ]
+    if env.get("torch_from") == "trace":  # say which rows describe the run and which this machine
+        rows.append(("note", "torch is the traced run's; the other rows are the machine that wrote this"))
     return rows
