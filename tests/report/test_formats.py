@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 from html.parser import HTMLParser
 
@@ -11,7 +12,7 @@ from report_helpers import EVIL_FUNCTION, EVIL_REASON
 from fxlens.cli import main as cli_main
 from fxlens.report.build import build_report
 from fxlens.report.formats import render_html, render_markdown
-from fxlens.report.markup import PathShortener, md_code, md_fence, md_text
+from fxlens.report.markup import PathShortener, environment, environment_lines, md_code, md_fence, md_text
 from fxlens.report.verdicts import bisect_blocks, minify_blocks, render
 from fxlens.trace.session import Session
 
@@ -140,7 +141,11 @@ def test_cli_format_and_out(hostile, tmp_path, capsys):
     assert cli_main(["report", "--format", "markdown", str(hostile.session)]) == 0
     md = capsys.readouterr().out
     assert md.startswith("## fxlens report: hostile.py") and "### Environment" in md
-    assert "| torch | `" in md and "| device | `" in md
+    assert "| torch | `" in md and "| device | `cpu" in md
+    # the run recorded its own environment: no note that rows describe this machine instead
+    assert f"| python | `{platform.python_version()}` |" in md and "| note |" not in md
+    (env,) = [e for e in Session.open(hostile.session).events if e["event"] == "environment"]
+    assert env["torch"].startswith("2.") and env["device"]
 
 
 def test_bisect_and_minify_verdicts(tmp_path):
@@ -178,3 +183,11 @@ def test_bisect_and_minify_verdicts(tmp_path):
     parser = _Tags()
     parser.feed(page)
     assert "script" not in parser.tags and "&lt;/details&gt;&lt;script&gt;" in page
+
+
+def test_environment_note_when_the_run_did_not_record_it(hostile):
+    # a TORCH_TRACE from a job without fxlens: torch from the trace, the rest from this machine
+    env = environment(sorted((hostile.session / "trace").glob("*.log")), events=[], probe_device=False)
+    rows = dict(environment_lines(env))
+    assert env["torch_from"] == "trace" and "from the trace" in rows["torch"]
+    assert "machine that wrote this report" in rows["note"]

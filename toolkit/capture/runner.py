@@ -109,11 +109,26 @@ def run_script(script: str, args: list[str]) -> int:
     return 0
 
 
+def _record_environment() -> None:
+    """Record the run's torch, triton, python, platform and device for bug reports (after the
+    script, so naming the device never initialises CUDA before the script does)."""
+    cfg = config.load()
+    if not cfg.session_dir or "torch" not in sys.modules:
+        return
+    try:
+        from fxlens.report.markup import run_environment
+
+        append_event(cfg.session_dir, "environment", run_environment())
+    except Exception:  # noqa: BLE001, S110 - a report detail must never change the script's exit
+        pass
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         print("usage: python -m fxlens.capture.runner SCRIPT [ARGS...]", file=sys.stderr)
         sys.exit(2)
     code = run_script(sys.argv[1], sys.argv[2:])
+    _record_environment()
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)

@@ -255,7 +255,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     if notes:
         out.append(Bullets(notes))
     logs = [Path(x) for x in (src.get("logs") or [])]
-    out += environment_blocks(env if env is not None else environment(logs))
+    out += environment_blocks(env if env is not None else environment(logs, report.get("events")))
     return out
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import re
-import sys
 from pathlib import Path
 
 # C0 controls (but tab and newline), DEL and C1 controls: shown as visible `\x1b`, never emitted raw
@@ -156,23 +155,60 @@ def traced_torch_version(logs: list) -> dict:
     return {}
 
 
-def environment(logs: list | None = None, probe_device: bool = True) -> dict:
-    """torch, triton, python, platform, device: what a bug report needs to be reproduced.
+def run_environment() -> dict:
+    """The environment of the process that ran the script (the runner records it as an event).
 
-    torch's version comes from the trace when it has one (the run's, not this machine's); the
-    rest describe the machine rendering the report, and `rendered_on` says so.
+    Never initialises CUDA: a device is named only when the script used it.
     """
-    traced = traced_torch_version(logs or [])
-    env = {
-        "torch": traced.get("pytorch_version") or _version("torch"),
-        "torch_from": "trace" if traced.get("pytorch_version") else "this machine",
-        "torch_commit": traced.get("commit"),
+    import torch
+
+    try:
+        if torch.cuda.is_initialized():
+            name = torch.cuda.get_device_name(torch.cuda.current_device())
+            stack = f"HIP {torch.version.hip}" if torch.version.hip else f"CUDA {torch.version.cuda}"
+            device = f"{name} ({stack}, {torch.cuda.device_count()} visible)"
+        elif torch.cuda.is_available():
+            device = f"cpu tensors only (CUDA available, {torch.cuda.device_count()} device(s), not used)"
+        else:
+            device = "cpu (no CUDA device visible)"
+    except Exception as e:  # noqa: BLE001 - a broken driver must not fail the user's run
+        device = f"unknown ({type(e).__name__})"
+    return {
+        "torch": torch.__version__,
         "triton": _version("triton") or _version("pytorch-triton"),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "device": _device() if probe_device else None,
+        "device": device,
         "fxlens": _version("fxlens"),
     }
+
+
+def environment(logs: list | None = None, events: list | None = None, probe_device: bool = True) -> dict:
+    """torch, triton, python, platform, device: what a bug report needs to be reproduced.
+
+    From the run when it was recorded (`fxlens run` writes an `environment` event; torch's version
+    and commit also come from the trace's `torch_version` record); else from the machine rendering
+    the report, and `source` says which.
+    """
+    traced = traced_torch_version(logs or [])
+    run = next((e for e in events or [] if e.get("event") == "environment"), None)
+    base = (
+        run
+        if run is not None
+        else {
+            "torch": _version("torch"),
+            "triton": _version("triton") or _version("pytorch-triton"),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "device": _device() if probe_device else None,
+            "fxlens": _version("fxlens"),
+        }
+    )
+    env = {k: base.get(k) for k in ("torch", "triton", "python", "platform", "device", "fxlens")}
+    env["torch"] = traced.get("pytorch_version") or env["torch"]
+    env["torch_commit"] = traced.get("commit")
+    env["torch_from"] = "trace" if traced.get("pytorch_version") else ("run" if run else "this machine")
+    env["source"] = "run" if run is not None else "this machine"
     return env
 
 
@@ -184,11 +220,17 @@ def environment_lines(env: dict) -> list[tuple[str, str]]:
     rows = [
         ("torch", torch_v),
         ("triton", env.get("triton") or "not installed"),
-        ("python", f"{env.get('python')} ({sys.implementation.name})"),
+        ("python", env.get("python") or "?"),
         ("platform", env.get("platform") or "?"),
         ("device", env.get("device") or "not probed"),
         ("fxlens", env.get("fxlens") or "?"),
     ]
-    if env.get("torch_from") == "trace":  # say which rows describe the run and which this machine
-        rows.append(("note", "torch is the traced run's; the other rows are the machine that wrote this"))
+    # say which rows describe the run and which the machine that wrote the report
+    if env.get("source") != "run":
+        note = (
+            "torch is the traced run's; the other rows are the machine that wrote this report"
+            if env.get("torch_from") == "trace"
+            else "these rows are the machine that wrote this report, not necessarily the run's"
+        )
+        rows.append(("note", note))
     return rows

@@ -23,6 +23,7 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.markup import PathShortener, environment
+from fxlens.trace.session import EVENTS_FILE, read_events
 
 #: reproducer / kernel source longer than this is clipped in the report (the file has it all)
 MAX_SOURCE_CHARS = 60_000
@@ -36,6 +37,16 @@ def _read(path: str | None) -> str | None:
     except OSError:
         return None
     return text if len(text) <= MAX_SOURCE_CHARS else text[:MAX_SOURCE_CHARS] + "\n# ... clipped\n"
+
+
+def _run_env(session: str | None) -> dict:
+    """environment() of a bisect/minify session's first child run (its trace and its events)."""
+    if not session:
+        return environment()
+    root = Path(session)
+    runs = sorted(root.glob("runs/*")) + sorted(root.glob("children/*"))
+    events = next((read_events(r / EVENTS_FILE)[0] for r in runs if (r / EVENTS_FILE).exists()), [])
+    return environment(_logs_of(session), events)
 
 
 def _logs_of(session: str | None) -> list[Path]:
@@ -104,7 +115,7 @@ def bisect_blocks(
     if source:
         out.append(Details(f"kernel {k['name']} (Triton source)", [Pre(ps.text(source), "python")]))
     if with_env:
-        out += environment_blocks(env or environment(_logs_of(r.get("session"))))
+        out += environment_blocks(env or _run_env(r.get("session")))
     return out
 
 
@@ -139,7 +150,7 @@ def minify_blocks(
             Details(f"reproducer {Path(repro).name} ({lines} lines)", [Pre(ps.text(source), "python")])
         )
     if with_env:
-        out += environment_blocks(env or environment(_logs_of(r.get("session"))))
+        out += environment_blocks(env or _run_env(r.get("session")))
     return out
 
 
