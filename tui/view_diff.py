@@ -81,7 +81,7 @@ class DiffScreen(Screen):
         style = "bold red" if diff["worse"] else "bold green"
         self.query_one("#diff-verdict", Static).update(Text(verdict(diff), style=style))
         parts: list = []
-        for title, headers, rows in sections(diff):
+        for title, headers, rows in sections(diff, clip=None):
             table = Table(title=Text(title, style="bold"), title_justify="left", expand=False)
             for h in headers:
                 table.add_column(Text(h))

@@ -46,9 +46,18 @@ def _changed(items: list[dict], show_same: bool) -> list[dict]:
     return [i for i in items if show_same or i["status"] != "same"]
 
 
-def sections(diff: dict, show_same: bool = False) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, headers, rows) of every non-empty section, in the order they are shown."""
+def sections(
+    diff: dict, show_same: bool = False, clip: int | None = 90
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, headers, rows) of every non-empty section, in the order they are shown.
+
+    Args:
+        diff: the dict of `compare`.
+        show_same: also list items that are the same in both.
+        clip: longest reason / cause shown (a terminal's width); None: whole (Markdown, HTML, TUI).
+    """
     out = []
+    cut = (lambda t: t) if clip is None else (lambda t: t[:clip])  # noqa: E731
     rows = [
         [
             c["name"],
@@ -66,7 +75,7 @@ def sections(diff: dict, show_same: bool = False) -> list[tuple[str, list[str], 
             (
                 "Graph breaks (matched by function, file, line and reason)",
                 ["", "where", "function", "count", "reason"],
-                [[MARK[i["status"]], _where(i), i["function"], _ab(i, "count"), i["reason"][:70]] for i in b],
+                [[MARK[i["status"]], _where(i), i["function"], _ab(i, "count"), cut(i["reason"])] for i in b],
             )
         )
     c = _changed(diff["recompile_causes"], show_same)
@@ -81,7 +90,7 @@ def sections(diff: dict, show_same: bool = False) -> list[tuple[str, list[str], 
                         _where(i),
                         i["function"],
                         _ab(i, "count"),
-                        (i.get("b") or i.get("a"))["message"][:90],
+                        cut((i.get("b") or i.get("a"))["message"]),
                     ]
                     for i in c
                 ],
@@ -195,7 +204,7 @@ def diff_blocks(diff: dict) -> list:
         Bullets([["A: ", Code(_side_name(diff["a"]))], ["B: ", Code(_side_name(diff["b"]))]]),
         Para(Bold(verdict(diff))),
     ]
-    for title, headers, rows in sections(diff):
+    for title, headers, rows in sections(diff, clip=None):
         code = {j for j, name in enumerate(headers) if name in ("where", "function", "op", "file")}
         out += [
             Heading(3, title),
