@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "step the backend ladder to find the stage, graph and kernel at fault",
     ),
     "minify": ("fxlens.minify.command", "shrink a failing compiled model to a standalone reproducer script"),
+    "diff": (
+        "fxlens.diff.command",
+        "what is new, gone or changed between two sessions or traces (exit 1 when B is worse)",
+    ),
     "doctor": (
         "fxlens.doctor.command",
         "eager vs compiled side by side, and a ranked list of what to change",

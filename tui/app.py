@@ -35,10 +35,16 @@ class FxlensApp(App):
     CSS_PATH = "app.tcss"
 
     def __init__(
-        self, session: Session, export_dir: str | Path | None = None, cursor_blink: bool = True
+        self,
+        session: Session,
+        export_dir: str | Path | None = None,
+        cursor_blink: bool = True,
+        diff_with: Session | None = None,
     ) -> None:
         super().__init__()
         self.session = session
+        #: `fxlens tui A --diff B`: B; the Diff page opens at start and with `D`
+        self.diff_with = diff_with
         self.export_dir = Path(export_dir) if export_dir else Path.cwd()
         self.cursor_blink = cursor_blink
         # a debugging tool answers at once: no sliding tab underline or smooth scrolling, which
@@ -65,6 +71,8 @@ class FxlensApp(App):
         self._last_input = time.monotonic()
         self.idle_gc_ms: list[float] = []  # how long each idle collection took (the bench reports it)
         self.set_interval(self.IDLE_GC_S / 2, self._collect_when_idle)
+        if self.diff_with is not None:
+            self.call_after_refresh(self.main.action_diff)
 
     def on_unmount(self) -> None:
         gc.set_threshold(*self._gc_threshold)
@@ -136,6 +144,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a session, a TORCH_TRACE directory or one log (default: the latest session under "
         "FXLENS_SESSIONS_DIR, .fxlens/sessions)",
     )
+    parser.add_argument(
+        "--diff",
+        metavar="B",
+        help="open the Diff page: PATH (A) against B, a session or TORCH_TRACE dir/log (as `fxlens diff A B`)",
+    )
 
 
 def resolve(path: str | None) -> Session:
@@ -152,7 +165,8 @@ def resolve(path: str | None) -> Session:
 def main(args: argparse.Namespace) -> int:
     """Validate PATH before anything is drawn, then run the app."""
     session = resolve(getattr(args, "path", None))
-    FxlensApp(session).run()
+    other = Session.open(args.diff) if getattr(args, "diff", None) else None
+    FxlensApp(session, diff_with=other).run()
     return 0
 
 

@@ -2,7 +2,8 @@
 
 A key action is (keys, action, description, scope). Scopes: "app" (anywhere in a session screen:
 its actions run on tui/session_screen.py's SessionScreen, or on the App when prefixed `app.`), "tree" (the compile-id
-tree), "table" (every table), "graph", "guards", "kernels", "results", "code" (code panes).
+tree), "table" (every table), "graph", "guards", "kernels", "results", "code" (code panes), "diff"
+(the Diff page of `fxlens tui A --diff B`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("v", "focus_view", "focus the current view", "app"),
     KeyAction("exclamation_mark", "show_skipped", "what was skipped while reading", "app"),
     KeyAction("ctrl+p", "app.command_palette", "command palette", "app"),
+    KeyAction("D", "diff", "diff against the --diff session (fxlens tui A --diff B)", "app"),
     KeyAction("q", "app.quit", "quit", "app", True),
     *(
         KeyAction(key, f"view('{view}')", f"{_VIEW_NAMES.get(view, view)} view", "app", view == "graph")
@@ -89,6 +91,13 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("f", "next_failed", "next failed guard", "guards"),
     # -- kernels view -------------------------------------------------------------------------
     KeyAction("o", "jump_node", "jump back to the graph node", "kernels", True),
+    # -- the Diff page (read-only) -----------------------------------------------------------------
+    KeyAction("escape", "close", "back to the session", "diff", True),
+    KeyAction("j", "scroll_down", "scroll down", "diff"),
+    KeyAction("k", "scroll_up", "scroll up", "diff"),
+    KeyAction("g", "scroll_home", "top", "diff"),
+    KeyAction("G", "scroll_end", "bottom", "diff"),
+    KeyAction("q", "app.quit", "quit", "diff", True),
     # -- results view -------------------------------------------------------------------------
     KeyAction("o", "jump_culprit", "jump to the culprit's kernel or graph (in its run)", "results", True),
     KeyAction("r", "open_run", "open the selected run's trace (escape comes back)", "results", True),

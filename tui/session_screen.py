@@ -76,6 +76,7 @@ class SessionScreen(Screen):
     # | escape         | back to the session a run was opened from |
     # | ?              | list every key                    |
     # | ctrl+p         | command palette                   |
+    # | D              | diff against the --diff session   |
     # | q              | quit                              |
 
     def __init__(
@@ -353,6 +354,16 @@ class SessionScreen(Screen):
 
     def action_focus_view(self) -> None:
         self.view().focus_main()
+
+    def action_diff(self) -> None:
+        """Open the Diff page: this session against the one `fxlens tui A --diff B` named."""
+        other = getattr(self.app, "diff_with", None)
+        if other is None:
+            self.notify("nothing to diff against: start with `fxlens tui A --diff B`", severity="warning")
+            return
+        from fxlens.tui.view_diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(self.session, other))
 
     def action_help(self) -> None:
         self.app.push_screen(TextScreen(help_text()))

@@ -35,6 +35,7 @@ from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, na
 from fxlens.bisect.runs import Outcome, Runs
 from fxlens.capture.command import check_script
 from fxlens.errors import FxlensError
+from fxlens.report.command import add_format_arguments, write_formatted
 from fxlens.trace.session import append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
@@ -58,6 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", metavar="SECONDS", type=float, default=None, help="a run taking longer counts as a hang"
     )
+    add_format_arguments(parser)
     parser.add_argument(
         "--no-compiler-bisector",
         action="store_true",
@@ -80,6 +82,10 @@ def main(args: argparse.Namespace) -> int:
     print(render_text(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
+    if args.format != "text":
+        from fxlens.report.verdicts import bisect_blocks, render
+
+        write_formatted(render(bisect_blocks(result, args.script), args.format, "fxlens bisect"), args.report)
     return 0
 
 

@@ -128,6 +128,20 @@ def module_file(module: str) -> str | None:
     return None
 
 
+def _record_environment() -> None:
+    """Record the run's torch, triton, python, platform and device for bug reports (after the
+    script, so naming the device never initialises CUDA before the script does)."""
+    cfg = config.load()
+    if not cfg.session_dir or "torch" not in sys.modules:
+        return
+    try:
+        from fxlens.report.markup import run_environment
+
+        append_event(cfg.session_dir, "environment", run_environment())
+    except Exception:  # noqa: BLE001, S110 - a report detail must never change the script's exit
+        pass
+
+
 def main() -> None:
     if len(sys.argv) < 2 or (sys.argv[1] == "-m" and len(sys.argv) < 3):
         print("usage: python -m fxlens.capture.runner (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
@@ -141,6 +155,7 @@ def main() -> None:
         code = run_script(path, sys.argv[3:], module=module)
     else:
         code = run_script(sys.argv[1], sys.argv[2:])
+    _record_environment()
     sys.stdout.flush()
     sys.stderr.flush()
     sys.exit(code)

@@ -26,6 +26,7 @@ from fxlens import config
 from fxlens.capture.command import check_script, refused_message, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
+from fxlens.report.command import add_format_arguments, write_formatted
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
@@ -51,6 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default repro_cases/minify_*.py); an existing file is never overwritten",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    add_format_arguments(parser)
 
 
 def validate_backend(spec: str) -> None:
@@ -543,6 +545,10 @@ def main(args: argparse.Namespace) -> int:
     )
     print(f"fxlens minify: {result['summary']}")
     print(f"  python {result['repro']}")
+    if args.format != "text":
+        from fxlens.report.verdicts import minify_blocks, render
+
+        write_formatted(render(minify_blocks(result, args.script), args.format, "fxlens minify"), args.report)
     if result["reproduced"].startswith("0/") and not result["interrupted"]:
         return 1
     return 0

@@ -1,4 +1,5 @@
-"""`fxlens report PATH [--json FILE]`: report on a session, a TORCH_TRACE directory or one log."""
+"""`fxlens report [--format text|markdown|html] [--out FILE] [--json FILE] PATH`: report on a session,
+a TORCH_TRACE directory or one log; markdown and html are for pasting into a bug."""
 
 from __future__ import annotations
 
@@ -21,6 +22,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-guards", action="store_true", help="leave guard lines out of the JSON (smaller, faster)"
     )
     parser.add_argument("--guards", action="store_true", help="also print every compile id's guards as text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown", "html"),
+        default="text",
+        help="text (default); markdown (GitHub issue, collapsible graphs and guards); html (one "
+        "self-contained page)",
+    )
+    parser.add_argument("--out", metavar="FILE", help="write the formatted report to FILE instead of stdout")
+
+
+def add_format_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--format text|markdown|html` and `--report FILE`, for bisect and minify (a verdict to paste)."""
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown", "html"),
+        default="text",
+        help="also render the verdict, culprit, reproducer and environment as markdown or html (for a bug)",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="write the --format markdown/html output to FILE (default: stdout)"
+    )
+
+
+def write_formatted(text: str, dest: str | None) -> None:
+    """A markdown/html verdict to FILE, or to stdout after the text output."""
+    if dest and dest != "-":
+        with open(dest, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {dest}")
+    else:
+        sys.stdout.write("\n" + text)
 
 
 def write_json(report: dict, dest: str) -> None:
@@ -47,8 +79,22 @@ def main(args: argparse.Namespace) -> int:
     report = build_report(session, with_guards=not args.no_guards)
     if args.json:
         write_json(report, args.json)
-    if args.json != "-":
-        sys.stdout.write(render_text(report))
-        if args.guards:
-            sys.stdout.write(render_guards(report))
+    if args.format == "text":
+        text = render_text(report) + (render_guards(report) if args.guards else "")
+    else:
+        from fxlens.report.formats import render_html, render_markdown
+
+        render = render_markdown if args.format == "markdown" else render_html
+        text = render(report, session)
+    write_output(text, args.out, quiet=args.json == "-")
     return 0
+
+
+def write_output(text: str, out: str | None, quiet: bool = False) -> None:
+    """Write a rendered report to `out` (saying where on stderr), or to stdout unless `quiet`."""
+    if out and out != "-":
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote {out}", file=sys.stderr)
+    elif not quiet:
+        sys.stdout.write(text)

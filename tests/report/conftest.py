@@ -1,0 +1,56 @@
+"""Fixtures: a real session of scripts/hostile.py (markup, pipes, backticks and a terminal escape in
+its graph-break message and source line), and a copy of it whose trace records were edited to give
+the function and the break reason hostile names too. Made once per test session."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from report_helpers import EVIL_FUNCTION, EVIL_REASON
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@dataclass
+class Hostile:
+    script: Path
+    session: Path  # as `fxlens run` wrote it
+    edited: Path  # function and reason renamed in the trace records
+
+
+@pytest.fixture(scope="session")
+def hostile(tmp_path_factory) -> Hostile:
+    root = tmp_path_factory.mktemp("hostile")
+    script = root / "hostile.py"
+    shutil.copy(SCRIPTS / "hostile.py", script)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "run",
+            "--backend",
+            "eager",
+            "--session",
+            str(root / "s"),
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    edited = root / "edited"
+    shutil.copytree(root / "s", edited)
+    (log,) = (edited / "trace").glob("*.log")
+    text = log.read_text()
+    assert '"co_name": "f"' in text and "Call to `torch._dynamo.graph_break()`" in text
+    text = text.replace('"co_name": "f"', f'"co_name": "{EVIL_FUNCTION}"')
+    text = text.replace("Call to `torch._dynamo.graph_break()`", EVIL_REASON)
+    log.write_text(text)
+    return Hostile(script, root / "s", edited)

@@ -1,0 +1,221 @@
+"""The diff as text (the terminal, the TUI's Diff view) and as document blocks (Markdown / HTML)."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, Table
+from fxlens.report.markup import PathShortener, visible
+
+MARK = {"new": "+ new", "gone": "- gone", "changed": "~ changed", "moved": "> moved", "same": "  same"}
+
+
+def _side_name(side: dict) -> str:
+    return PathShortener().path(side.get("path") or "?")
+
+
+def _where(item: dict) -> str:
+    a, b = item.get("a") or {}, item.get("b") or {}
+    if item["status"] == "moved" and a.get("line") != b.get("line"):
+        return f"{item['file']}:{a.get('line')} -> {b.get('line')}"
+    return f"{item['file']}:{item.get('line')}"
+
+
+def _ab(item: dict, field: str) -> str:
+    a, b = item.get("a"), item.get("b")
+    va = "-" if a is None else a.get(field)
+    vb = "-" if b is None else b.get(field)
+    return f"{va}" if va == vb else f"{va} -> {vb}"
+
+
+def verdict(diff: dict) -> str:
+    """One line: is B worse than A, and on which counts."""
+    deltas = {c["name"]: c["delta"] for c in diff["counts"]}
+    if diff["worse"]:
+        return "B is WORSE than A: " + ", ".join(f"{n} {deltas[n]:+d}" for n in diff["worse_on"])
+    if diff["better_on"]:
+        return (
+            "B is no worse than A (better: "
+            + ", ".join(f"{n} {deltas[n]:+d}" for n in diff["better_on"])
+            + ")"
+        )
+    return "B is no worse than A: no count changed"
+
+
+def _changed(items: list[dict], show_same: bool) -> list[dict]:
+    return [i for i in items if show_same or i["status"] != "same"]
+
+
+def sections(
+    diff: dict, show_same: bool = False, clip: int | None = 90
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, headers, rows) of every non-empty section, in the order they are shown.
+
+    Args:
+        diff: the dict of `compare`.
+        show_same: also list items that are the same in both.
+        clip: longest reason / cause shown (a terminal's width); None: whole (Markdown, HTML, TUI).
+    """
+    out = []
+    cut = (lambda t: t) if clip is None else (lambda t: t[:clip])  # noqa: E731
+    rows = [
+        [
+            c["name"],
+            c["a"],
+            c["b"],
+            f"{c['delta']:+d}" if c["delta"] else "",
+            "WORSE" if c["gated"] and c["delta"] > 0 else ("" if c["gated"] else "(not gated)"),
+        ]
+        for c in diff["counts"]
+    ]
+    out.append(("Counts", ["count", "A", "B", "delta", ""], rows))
+    b = _changed(diff["graph_breaks"], show_same)
+    if b:
+        out.append(
+            (
+                "Graph breaks (matched by function, file, line and reason)",
+                ["", "where", "function", "count", "reason"],
+                [[MARK[i["status"]], _where(i), i["function"], _ab(i, "count"), cut(i["reason"])] for i in b],
+            )
+        )
+    c = _changed(diff["recompile_causes"], show_same)
+    if c:
+        out.append(
+            (
+                "Recompiles, by root cause",
+                ["", "where", "function", "recompiles", "cause"],
+                [
+                    [
+                        MARK[i["status"]],
+                        _where(i),
+                        i["function"],
+                        _ab(i, "count"),
+                        cut((i.get("b") or i.get("a"))["message"]),
+                    ]
+                    for i in c
+                ],
+            )
+        )
+    lim = _changed(diff["recompile_limit_hits"], show_same)
+    if lim:
+        out.append(
+            (
+                "Recompile limit hits",
+                ["", "where", "function", "limit"],
+                [[MARK[i["status"]], _where(i), i["function"], _ab(i, "limit")] for i in lim],
+            )
+        )
+    f = _changed(diff["failures"], show_same)
+    if f:
+        out.append(
+            (
+                "Compile failures",
+                ["", "where", "function", "type", "count"],
+                [[MARK[i["status"]], _where(i), i["function"], i["fail_type"], _ab(i, "count")] for i in f],
+            )
+        )
+    fn = _changed(diff["functions"], show_same)
+    if fn:
+        rows = []
+        for i in fn:
+            rows.append(
+                [
+                    MARK[i["status"]],
+                    f"{i['file']}:{i.get('line')}",
+                    i["function"],
+                    _ab(i, "graphs"),
+                    _ab(i, "graph_nodes"),
+                    _ab(i, "guards"),
+                    _ab(i, "kernels"),
+                    _fmt_pair(i["compile_s"], ".2f"),
+                ]
+            )
+        out.append(
+            (
+                "Graphs per function",
+                ["", "where", "function", "graphs", "nodes", "guards", "kernels", "compile s"],
+                rows,
+            )
+        )
+    if diff["fallbacks"]:
+        fbs = [x for x in diff["fallbacks"] if show_same or x["status"] != "same"]
+        if fbs:
+            out.append(
+                (
+                    "fxlens fallbacks (ops run as ATen calls)",
+                    ["", "op", "count"],
+                    [[MARK[x["status"]], x["op"], f"{x['a']} -> {x['b']}"] for x in fbs],
+                )
+            )
+    if diff.get("doctor"):
+        rows = [
+            [
+                d["file"],
+                d["function"],
+                _fmt_pair(d["eager_ms"], ".3f"),
+                _fmt_pair(d["compiled_ms"], ".3f"),
+                _fmt_pair(d["speedup"], ".2f"),
+                _fmt_pair(d["compile_s"], ".2f"),
+            ]
+            for d in diff["doctor"]
+        ]
+        out.append(
+            (
+                "Doctor timings (both sessions have them)",
+                ["file", "function", "eager ms", "compiled ms", "speedup", "compile s"],
+                rows,
+            )
+        )
+    return out
+
+
+def _fmt_pair(p: dict, fmt: str) -> str:
+    f = lambda v: "-" if v is None else format(v, fmt)  # noqa: E731
+    return f"{f(p.get('a'))} -> {f(p.get('b'))}"
+
+
+def _middle(text: str, width: int = 150) -> str:
+    """Clip the middle: a guard's subject is at its start, the value that changed at its end."""
+    return text if len(text) <= width else f"{text[: width // 3]} ... {text[-(width - width // 3 - 5) :]}"
+
+
+def render_text(diff: dict, show_same: bool = False) -> str:
+    """The diff as terminal text: counts, then what is new, gone, changed or moved, then the verdict."""
+    out = [f"fxlens diff: A = {_side_name(diff['a'])}", f"             B = {_side_name(diff['b'])}", ""]
+    for title, headers, rows in sections(diff, show_same):
+        out += [f"{title}:", tabulate(rows, headers=headers, tablefmt="simple"), ""]
+    for g in diff["guards"][:10]:
+        out.append(f"Guards of {g['function']} ({g['file']}): {len(g['new'])} new, {len(g['gone'])} gone")
+        out += [f"  + {_middle(x)}" for x in g["new"][:8]] + [f"  - {_middle(x)}" for x in g["gone"][:8]]
+    if diff["guards"]:
+        out.append("")
+    ct = diff["compile_time"]
+    if ct["a"] is not None and ct["b"] is not None:
+        out += [f"Compile time: {ct['a']:.2f} s -> {ct['b']:.2f} s (not gated: it is noisy)", ""]
+    out.append(f"verdict: {verdict(diff)}")
+    # trace strings reach a terminal here: a `\x1b[...` in a reason must not recolour it
+    return visible("\n".join(out) + "\n")
+
+
+def diff_blocks(diff: dict) -> list:
+    """The diff as document blocks (Markdown / HTML); strings are escaped by the renderer."""
+    out: list = [
+        Heading(2, "fxlens diff"),
+        Bullets([["A: ", Code(_side_name(diff["a"]))], ["B: ", Code(_side_name(diff["b"]))]]),
+        Para(Bold(verdict(diff))),
+    ]
+    for title, headers, rows in sections(diff, clip=None):
+        code = {j for j, name in enumerate(headers) if name in ("where", "function", "op", "file")}
+        out += [
+            Heading(3, title),
+            Table(headers, [[Code(str(c)) if j in code else str(c) for j, c in enumerate(r)] for r in rows]),
+        ]
+    for g in diff["guards"][:10]:
+        lines = [f"+ {x}" for x in g["new"]] + [f"- {x}" for x in g["gone"]]
+        out.append(
+            Details(
+                f"Guards of {g['function']} ({g['file']}): {len(g['new'])} new, {len(g['gone'])} gone",
+                [Pre("\n".join(lines), "diff")],
+            )
+        )
+    return out

@@ -1,0 +1,270 @@
+"""`fxlens report --format markdown|html`: the report as something to paste into a bug.
+
+Built as document blocks (fxlens.report.document), so both formats hold the same content and every
+string from the trace is escaped by the renderer. File paths are relative to the script's folder,
+the home folder is `~`; long graphs and guard lists are collapsible sections.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from fxlens.report.document import (
+    Bold,
+    Bullets,
+    Code,
+    Details,
+    Heading,
+    Para,
+    Pre,
+    Table,
+    environment_blocks,
+    to_html,
+    to_markdown,
+)
+from fxlens.report.markup import PathShortener, environment
+
+#: graphs whose code is shown (each in its own collapsible section), and lines per graph
+MAX_GRAPH_CODE = 12
+MAX_CODE_LINES = 200
+#: table rows before the rest goes into a collapsible section
+MAX_ROWS = 20
+
+
+def _rows_maybe_folded(headers: list[str], rows: list, what: str) -> list:
+    if len(rows) <= MAX_ROWS:
+        return [Table(headers, rows)]
+    return [
+        Table(headers, rows[:MAX_ROWS]),
+        Details(f"{len(rows) - MAX_ROWS} more {what}", [Table(headers, rows[MAX_ROWS:])]),
+    ]
+
+
+def _clip(text: str, limit: int = MAX_CODE_LINES) -> str:
+    lines = text.split("\n")
+    if len(lines) <= limit:
+        return text
+    return "\n".join(
+        lines[:limit] + [f"... {len(lines) - limit} more lines (fxlens report --guards / the TUI)"]
+    )
+
+
+def headline(report: dict) -> str:
+    """The one-line summary (the same counts as the text report's first line)."""
+    g = report["graphs"]
+    fns = {x["function"] for x in g}
+    text = (
+        f"{len(g)} graph(s) in {len(fns)} function(s), "
+        f"{sum(b['count'] for b in report['graph_breaks'])} graph break(s), "
+        f"{len(report['recompiles'])} recompile(s)"
+    )
+    if len(report.get("ranks") or []) > 1:
+        text += f", {len(report['ranks'])} ranks"
+    return text
+
+
+def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
+    """The report as document blocks.
+
+    Args:
+        report: the dict of `build_report`.
+        session: the Session it was built from; when given, each graph's code is included.
+        env: environment() of the run; None: computed now (imports torch to name the device).
+    """
+    src = report.get("source") or {}
+    ps = PathShortener(src.get("script"))
+    where = lambda f, ln: Code(f"{ps.path(f)}:{ln}" if f else "?")  # noqa: E731
+    name = Path(src.get("script") or src.get("path") or "trace").name
+    out: list = [Heading(2, f"fxlens report: {name}"), Para(Bold(headline(report)))]
+    facts = []
+    if src.get("script"):
+        facts.append(["script: ", Code(" ".join([ps.path(src["script"]), *(src.get("argv") or [])]))])
+    if src.get("backend"):
+        facts.append(["backend: ", Code(str(src["backend"]))])
+    if src.get("exit_code") is not None:
+        facts.append(["exit status: ", Code(str(src["exit_code"]))])
+    if facts:
+        out.append(Bullets(facts))
+    for d in report.get("divergence") or []:
+        out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+
+    breaks = report["graph_breaks"]
+    if breaks:
+        out.append(Heading(3, "Graph breaks"))
+        rows = [
+            [str(b["count"]), where(b["file"], b["line"]), Code(b["function"]), b["reason"]] for b in breaks
+        ]
+        out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
+        items = []
+        for b in breaks[:MAX_ROWS]:
+            item: list = [where(b["file"], b["line"]), " ", Code(b["source"] or "")]
+            if len(b.get("call_path") or []) > 1:
+                item += [
+                    " (call path ",
+                    Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
+                    ")",
+                ]
+            if b.get("explanation"):
+                item += [": ", ps.text(b["explanation"][:300])]
+            hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
+            if hints:
+                item += [" Hint: ", ps.text(" ".join(hints)[:400])]
+            items.append(item)
+        out.append(Bullets(items))
+
+    if report.get("recompile_causes"):
+        out.append(Heading(3, "Recompiles, by root cause"))
+        rows = [
+            [
+                str(c["count"]),
+                Code(c["function"]),
+                where(c["file"], c["line"]),
+                ps.text(c["message"]),
+                ps.text(c["fix"]),
+            ]
+            for c in report["recompile_causes"]
+        ]
+        out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
+        failed = [
+            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text("; ".join(r["failed_guards"])[:300]))]
+            for r in report["recompiles"]
+        ]
+        out.append(
+            Details(
+                f"{len(failed)} recompile(s): failed guards",
+                [Table(["compile id", "function", "failed guards"], failed)],
+            )
+        )
+    if report.get("recompile_limit_hits"):
+        out.append(Heading(3, "Recompile limit hits (these frames now run eagerly)"))
+        rows = [
+            [Code(x["function"]), where(x["file"], x["line"]), f"{x.get('limit_type')}={x['limit']}"]
+            for x in report["recompile_limit_hits"]
+        ]
+        out.append(Table(["function", "where", "limit"], rows))
+    if report.get("failures"):
+        out.append(Heading(3, "Compile failures"))
+        rows = [
+            [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
+            for f in report["failures"]
+        ]
+        out.append(Table(["compile id", "function", "type", "reason"], rows))
+
+    graphs = report["graphs"]
+    if graphs:
+        out.append(Heading(3, "Graphs"))
+        rows = [
+            [
+                Code(g["compile_id"]),
+                Code(g["function"]),
+                where(g["file"], g["line"]),
+                str(g["num_nodes"]),
+                Code(
+                    ", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")
+                ),
+            ]
+            for g in graphs
+        ]
+        out += _rows_maybe_folded(["compile id", "function", "where", "nodes", "ops used"], rows, "graphs")
+        if session is not None:
+            for g in graphs[:MAX_GRAPH_CODE]:
+                code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
+                if code:
+                    out.append(
+                        Details(
+                            f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)",
+                            [Pre(ps.text(_clip(code)), "python")],
+                        )
+                    )
+    guards = report.get("guards") or []
+    if guards:
+        out.append(
+            Details(
+                f"Guards of {len(guards)} compile(s)",
+                [
+                    Pre(
+                        ps.text(
+                            _clip(
+                                "\n".join(
+                                    f"# {g['compile_id']}"
+                                    + (f" rank {g['rank']}" if g["rank"] is not None else "")
+                                    + "\n"
+                                    + "\n".join(g["guards"])
+                                    for g in guards
+                                )
+                            )
+                        )
+                    )
+                ],
+            )
+        )
+
+    ct = report.get("compile_times") or {}
+    if ct.get("per_compile"):
+        out.append(Heading(3, "Compile time"))
+        out.append(Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"))
+        slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
+        out.append(
+            Table(
+                ["compile id", "function", "total s", "backend s", "guards"],
+                [
+                    [
+                        Code(m["compile_id"]),
+                        Code(m["function"]),
+                        f"{m['total_s'] or 0:.2f}",
+                        f"{m['backend_s'] or 0:.2f}",
+                        str(m["guard_count"] if m["guard_count"] is not None else ""),
+                    ]
+                    for m in slow
+                ],
+            )
+        )
+    if report.get("kernels"):
+        k = report["kernels"]
+        out.append(Heading(3, f"fxlens kernels: {len(k)}"))
+        rows = [
+            [
+                Code(x["compile_id"]),
+                Code(x["name"]),
+                str(len(x["ops"])),
+                str(x["bytes_read"]),
+                str(x["bytes_written"]),
+            ]
+            for x in k
+        ]
+        out += _rows_maybe_folded(
+            ["compile id", "kernel", "ops", "bytes read", "bytes written"], rows, "kernels"
+        )
+    if report.get("fallbacks"):
+        fb = Counter()
+        for f in report["fallbacks"]:
+            fb[f["op"]] += f["count"]
+        out.append(
+            Para(
+                [
+                    Bold("fxlens fallbacks (ops run as ATen calls): "),
+                    Code(", ".join(f"{op} x{n}" for op, n in fb.most_common())),
+                ]
+            )
+        )
+    notes = [
+        ps.text(f"[{e.get('event')}] {e['summary']}") for e in report.get("events") or [] if e.get("summary")
+    ]
+    notes += [ps.text(f"note: {s}") for s in report.get("skipped") or []]
+    if notes:
+        out.append(Bullets(notes))
+    logs = [Path(x) for x in (src.get("logs") or [])]
+    out += environment_blocks(env if env is not None else environment(logs, report.get("events")))
+    return out
+
+
+def render_markdown(report: dict, session=None, env: dict | None = None) -> str:
+    """The report as GitHub-flavoured Markdown, ready to paste into an issue."""
+    return to_markdown(report_blocks(report, session, env))
+
+
+def render_html(report: dict, session=None, env: dict | None = None) -> str:
+    """The report as one self-contained HTML page (no script, no network)."""
+    name = Path((report.get("source") or {}).get("script") or "trace").name
+    return to_html(report_blocks(report, session, env), f"fxlens report: {name}")
