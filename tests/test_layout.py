@@ -60,6 +60,7 @@ LAYERS = {
     "bisect": {"trace", "report", "capture", "backend"},
     "minify": {"trace", "report", "capture", "backend"},
     "doctor": {"trace", "report", "capture"},
+    "budget": {"trace", "report"},
 }
 FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens._lazy"}
 
