@@ -143,3 +143,20 @@ def test_quick_counts_agree_on_fxlens_kernels_and_fallbacks():
     counts, _ = full_report(cap)
     assert quick_counts(cap.records) == counts
     assert counts["kernels"] >= 2 and counts["fallbacks"] >= 2  # mm in forward, mm in backward
+
+
+def test_logging_reconfigured_midway_is_an_error_not_a_pass():
+    # logging.config.dictConfig disables every existing logger, torch's trace logger too: the
+    # block's counts would be silently too low
+    from torch._logging._internal import trace_log
+
+    try:
+        with pytest.raises(RuntimeError, match="logging was reconfigured"):
+            with fxlens.expect(graphs=0, reset=True):
+                trace_log.disabled = True  # what dictConfig(disable_existing_loggers=True) does
+                torch.compile(lambda x: x * 5, backend="eager")(torch.ones(2))
+    finally:
+        trace_log.disabled = False
+    with fxlens.expect(reset=True) as got:  # and the next block counts again
+        torch.compile(lambda x: x * 6, backend="eager")(torch.ones(2))
+    assert got.counts["graphs"] == 1

@@ -128,8 +128,21 @@ def full_report(cap: Capture) -> tuple[dict[str, int], dict]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+LOST = (
+    "fxlens could not measure this compile budget: logging was reconfigured while it ran "
+    "(`logging.config.dictConfig` disables torch's trace logger, or its handlers were removed), "
+    "which silenced the handler that counts compiles; configure logging before the budgeted code"
+)
+
+
 def evaluate(cap: Capture, limits: Limits) -> Outcome:
-    """Compare `cap` to `limits`; when a budget is broken, describe it through the reader and report."""
+    """Compare `cap` to `limits`; when a budget is broken, describe it through the reader and report.
+
+    Raises:
+        RuntimeError: the capture lost its handler midway (`LOST`): its counts would be too low.
+    """
+    if cap.lost:
+        raise RuntimeError(LOST)
     counts = quick_counts(cap.records)
     if not _broken(counts, limits):
         return Outcome(counts, {}, [])

@@ -9,6 +9,14 @@ formats them only when asked (`write_log`), in the TORCH_TRACE format, so the ex
 (`fxlens.trace`) and report (`fxlens.report`) read them exactly as they read a `fxlens run`
 session.
 
+Two exceptions to "what torch logs", while our handler is the logger's only one (no TORCH_TRACE):
+torch's Chromium timing events (`chromium_event`: about half of all records, the Perfetto view
+tlparse draws, skipped by fxlens's reader) and the guard tree printed per compile
+(`dynamo_cpp_guards_str`: a budget never reads it; failed guards come with `recompile_reasons`) are
+not built at all. Building them is most of what a trace handler costs an eager-backend compile
+(about 10% of its CPU time with them; see BENCHMARKS.md for what is left). With TORCH_TRACE set
+(another handler is there), nothing is skipped.
+
 torch is imported only when a capture starts, never at import time: the pytest plugin imports this
 module in every pytest run of every user who installed fxlens.
 """
@@ -19,7 +27,6 @@ import logging
 import os
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from fxlens.trace.session import TRACE_DIR, write_info
@@ -31,6 +38,10 @@ LOG_NAME = "dedicated_log_torch_trace_fxlens_budget.log"
 UNREAD = frozenset(
     {"chromium_event", "describe_tensor", "describe_storage", "describe_source", "create_symbol", "link"}
 )
+
+# Records torch does not even build while only a capture listens (see the module docstring); only
+# those torch logs through `torch._logging.trace_structured` looked up at call time can be skipped.
+SKIPPED = frozenset({"chromium_event", "dynamo_cpp_guards_str"})
 
 _lock = threading.Lock()
 _active: list[Capture] = []
@@ -52,6 +63,30 @@ def _trace_logger() -> logging.Logger:
     return trace_log
 
 
+def _skipping(original):
+    """`trace_structured`, except that the SKIPPED records are not built while only we listen."""
+    logger = _trace_logger()
+
+    def trace_structured(name, *args, **kwargs):
+        if name in SKIPPED and len(logger.handlers) == 1 and logger.handlers[0] is _handler:
+            return None
+        return original(name, *args, **kwargs)
+
+    trace_structured._fxlens_original = original
+    return trace_structured
+
+
+def _patch_trace_structured(on: bool) -> None:
+    # torch's timing code calls `torch._logging.trace_structured` by attribute, at call time
+    import torch._logging
+
+    current = torch._logging.trace_structured
+    if on and not hasattr(current, "_fxlens_original"):
+        torch._logging.trace_structured = _skipping(current)
+    elif not on and hasattr(current, "_fxlens_original"):
+        torch._logging.trace_structured = current._fxlens_original
+
+
 def _attach(cap: Capture) -> None:
     global _handler
     with _lock:
@@ -63,20 +98,30 @@ def _attach(cap: Capture) -> None:
             if logger.level > logging.DEBUG or logger.level == logging.NOTSET:
                 logger.setLevel(logging.DEBUG)
             logger.addHandler(_handler)
+            _patch_trace_structured(True)
         _active.append(cap)
 
 
 def _detach(cap: Capture) -> None:
     global _handler
     with _lock:
+        logger = _trace_logger()
+        if _handler is not None and (_handler not in logger.handlers or logger.disabled):
+            # logging was set up again meanwhile (`logging.config.dictConfig` disables existing
+            # loggers, torch's among them; or someone removed our handler): every capture running
+            # since may have missed records
+            for c in (*_active, cap):
+                c.lost = True
+            if len(_active) > 1:
+                logger.addHandler(_handler)
         if cap in _active:
             _active.remove(cap)
         if not _active and _handler is not None:
-            _trace_logger().removeHandler(_handler)
+            logger.removeHandler(_handler)
+            _patch_trace_structured(False)
             _handler = None
 
 
-@dataclass
 class Capture:
     """torch's structured-trace records logged between `start()` and `stop()`, in this process.
 
@@ -86,12 +131,12 @@ class Capture:
         >>> cap.stop().write_log(Path("trace"))
     """
 
-    records: list
-    active: bool = False
-
     def __init__(self) -> None:
-        self.records = []
+        self.records: list[logging.LogRecord] = []
         self.active = False
+        # set when logging was reconfigured during the capture, silencing our handler:
+        # the records are then incomplete and no budget can be judged on them
+        self.lost = False
 
     def start(self) -> Capture:
         """Start receiving records (imports torch's logging, once)."""
