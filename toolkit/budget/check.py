@@ -50,7 +50,8 @@ class Limits:
 
 @dataclass
 class Outcome:
-    """What a capture held: counts per kind, the report dict, and the budgets it broke."""
+    """What a capture held: counts per kind, the budgets it broke, and the report dict (built only
+    when a budget is broken; empty otherwise)."""
 
     counts: dict[str, int]
     report: dict

@@ -1,7 +1,7 @@
 """In-process capture of torch's structured trace: what `fxlens.expect` and the pytest plugin count.
 
 torch logs every graph, graph break, recompile and fxlens kernel to one logger,
-`torch._logging._internal.trace_log`, and only formats a record when that logger has a handler. We
+`torch._logging._internal.trace_log`, and only builds a record when that logger has a handler. We
 add one handler while any capture is active and hand each record to every active `Capture`
 (nested captures, a test-wide budget around a block budget, see the same records). Nothing runs in a
 subprocess and nothing is parsed while the user's code runs: a capture keeps torch's LogRecords and
@@ -17,8 +17,8 @@ not built at all. Building them is most of what a trace handler costs an eager-b
 (about 10% of its CPU time with them; see BENCHMARKS.md for what is left). With TORCH_TRACE set
 (another handler is there), nothing is skipped.
 
-torch is imported only when a capture starts, never at import time: the pytest plugin imports this
-module in every pytest run of every user who installed fxlens.
+torch is imported only when a capture starts, never at import time (`import fxlens.budget.collect`
+stays cheap for the pytest plugin, which is loaded in every pytest run where fxlens is installed).
 """
 
 from __future__ import annotations
