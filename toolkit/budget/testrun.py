@@ -136,6 +136,8 @@ class TestRun:
         """The body raised: under --fxlens-report, write its session and name it in the failure."""
         if self.root is None or isinstance(exc, (pytest.skip.Exception, pytest.xfail.Exception)):
             return
+        if self.item.get_closest_marker("xfail") is not None:
+            return  # an expected failure is not a failing test
         if isinstance(exc, BudgetExceeded) and exc.session is not None:
             return  # the failing `fxlens.expect` block already wrote (and named) its session
         self.item.add_report_section("call", "fxlens", session_line(self.write_session()))
