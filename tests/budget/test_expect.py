@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fxlens
-from fxlens.budget.check import counts_of, full_report, quick_counts
+from fxlens.budget.check import Limits, counts_of, evaluate, failure_message, full_report, quick_counts
 from fxlens.budget.collect import Capture, write_session
 from fxlens.trace.session import Session
 
@@ -21,6 +21,8 @@ def branchy(x):
 
 
 BRANCH_LINE = branchy.__code__.co_firstlineno + 2
+FXLENS_FN = lambda x, w: (x @ w).relu() + 1  # noqa: E731
+LAMBDA_LINE = FXLENS_FN.__code__.co_firstlineno
 
 
 def test_expect_outside_pytest(tmp_path):
@@ -135,7 +137,7 @@ def test_quick_counts_agree_on_fxlens_kernels_and_fallbacks():
     torch._dynamo.reset()
     cap = Capture().start()
     try:
-        f = torch.compile(lambda x, w: (x @ w).relu() + 1, backend="fxlens")
+        f = torch.compile(FXLENS_FN, backend="fxlens")
         x = torch.ones(4, 4, requires_grad=True)
         f(x, torch.ones(4, 4)).sum().backward()  # forward and backward: two ATen graphs
     finally:
@@ -143,6 +145,13 @@ def test_quick_counts_agree_on_fxlens_kernels_and_fallbacks():
     counts, _ = full_report(cap)
     assert quick_counts(cap.records) == counts
     assert counts["kernels"] >= 2 and counts["fallbacks"] >= 2  # mm in forward, mm in backward
+    # and a broken backend budget names the graph's user line and the ops (the slow pytester test
+    # checks the same end to end)
+    limits = Limits(kernels=1, fallbacks=0)
+    msg = failure_message(evaluate(cap, limits), limits)
+    line = f"test_expect.py:{LAMBDA_LINE}  in <lambda>"
+    assert f"{line} [0/0]: aten.mm.default x" in msg
+    assert f"{line} [0/0] forward:" in msg and "relu" in msg
 
 
 def test_logging_reconfigured_midway_is_an_error_not_a_pass():

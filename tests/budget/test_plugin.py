@@ -221,6 +221,7 @@ def test_plain():
     assert collect._handler is None
 
 
+@pytest.mark.slow  # a fresh interpreter and Triton's interpreter: ~18 s on the shared box
 @pytest.mark.triton
 def test_fxlens_backend_kernels_and_fallbacks(pytester):
     src = """
