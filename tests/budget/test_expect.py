@@ -127,6 +127,11 @@ def test_quick_counts_agree_with_the_reader(tmp_path):
     assert quick_counts(cap.records) == counts
     assert counts == {"graphs": 4, "graph_breaks": 2, "recompiles": 2, "kernels": 0, "fallbacks": 0}
     assert report["graph_breaks"][0]["line"] == BRANCH_LINE
+    # a graphs budget alone still says why there are more graphs: the breaks and recompiles behind them
+    msg = failure_message(evaluate(cap, Limits(graphs=1)), Limits(graphs=1))
+    assert msg.startswith("compile budget exceeded: graphs 4 > 1")
+    assert f"test_expect.py:{BRANCH_LINE}  in branchy: Data-dependent branching (x2)" in msg
+    assert "input `x`, dim 0 took values 8, 5" in msg
     # and the complete session, as --fxlens-report writes it, reads the same
     session = Session.open(write_session(cap, tmp_path / "s", {"script": "x"}))
     assert counts_of(session) == counts

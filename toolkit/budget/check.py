@@ -188,7 +188,8 @@ def _recompiles(report: dict) -> list[str]:
     return out
 
 
-def _graphs(report: dict) -> list[str]:
+def _graphs(report: dict, listed: frozenset = frozenset()) -> list[str]:
+    """Each graph, then the breaks and recompiles behind the extra ones (unless `listed` in their own block)."""
     out = []
     for g in report["graphs"]:
         ops = ", ".join(o.split(".")[-1] for o in g["ops"][:6]) + (" ..." if len(g["ops"]) > 6 else "")
@@ -196,7 +197,15 @@ def _graphs(report: dict) -> list[str]:
             f"  {_loc(g['file'], g['line'])}  in {g['function']} [{g['compile_id']}]: {g['num_ops']} ops ({ops})"
         )
     if report["graph_breaks"] or report["recompiles"]:
-        out.append("      fix: every graph break and every recompile adds a graph: remove those listed here")
+        out.append("      fix: every graph break and every recompile adds a graph; these are here:")
+        if "graph_breaks" in listed:
+            out.append("  (the graph breaks: see graph_breaks)")
+        else:
+            out += _breaks(report)
+        if "recompiles" in listed:
+            out.append("  (the recompiles: see recompiles)")
+        else:
+            out += _recompiles(report)
     return out
 
 
@@ -263,7 +272,10 @@ def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
                 "(`reset=True` starts from a fresh torch._dynamo cache)"
             )
             continue
-        lines += _DESCRIBE[kind](outcome.report)
+        if kind == "graphs":
+            lines += _graphs(outcome.report, frozenset(outcome.broken))
+        else:
+            lines += _DESCRIBE[kind](outcome.report)
     return "\n".join(lines)
 
 
