@@ -61,6 +61,7 @@ LAYERS = {
     "minify": {"trace", "report", "capture", "backend"},
     "doctor": {"trace", "report", "capture"},
     "diff": {"trace", "report"},
+    "budget": {"trace", "report"},
 }
 FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens._lazy"}
 

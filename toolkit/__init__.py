@@ -1,8 +1,9 @@
 """fxlens: see what torch.compile did, find whose fault a failure is, and shrink it to a reproducer.
 
 Kept light on purpose: importing `fxlens.backend` (what `torch.compile(backend="fxlens")` does)
-runs this file, and must not pay for the toolkit. The one thing it does is register the finder that
-keeps the old flat module paths (`fxlens.session`, `fxlens.minify_check`, ...) importable.
+runs this file, and must not pay for the toolkit. It registers the finder that keeps the old flat module
+paths (`fxlens.session`, `fxlens.minify_check`, ...) importable, and resolves `fxlens.expect` (the
+compile-budget context manager) only when it is first used.
 """
 
 from fxlens import _lazy
@@ -10,3 +11,14 @@ from fxlens import _lazy
 __version__ = "0.1.0"
 
 _lazy.install()
+
+# `from fxlens import expect`: resolved on first use, so `import fxlens` stays free of torch
+_LAZY = {"expect": "fxlens.budget.context", "BudgetExceeded": "fxlens.budget.context"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'fxlens' has no attribute {name!r}")

@@ -1,0 +1,303 @@
+"""Budgets against a capture: count what torch compiled, and describe each excess item as the report does.
+
+Counting and wording both come from the existing layers: the capture is written as a TORCH_TRACE log,
+opened as a `Session` (`fxlens.trace`) and summarised by `build_report` (`fxlens.report`), so a graph
+break here is located, explained and fixed with the same words `fxlens report` prints.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxlens.budget.collect import Capture, scratch_dir
+from fxlens.report.build import build_report
+from fxlens.trace.session import Session
+from fxlens.trace.userframes import short_path
+
+# The budgets, in the order a failure lists them. Each is an upper bound ("at most N").
+KINDS = ("graphs", "graph_breaks", "recompiles", "kernels", "fallbacks")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds per kind (None: not checked); `exact` makes each given bound an exact count."""
+
+    graphs: int | None = None
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    kernels: int | None = None
+    fallbacks: int | None = None
+    exact: bool = False
+
+    def __post_init__(self) -> None:
+        for kind in KINDS:
+            v = getattr(self, kind)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ValueError(f"compile budget {kind}={v!r}: expected a non-negative int or None")
+
+    def given(self) -> dict[str, int]:
+        """The bounds that were set, by kind."""
+        return {k: getattr(self, k) for k in KINDS if getattr(self, k) is not None}
+
+    def describe(self) -> str:
+        op = "==" if self.exact else "<="
+        return ", ".join(f"{k}{op}{v}" for k, v in self.given().items()) or "no limits"
+
+
+@dataclass
+class Outcome:
+    """What a capture held: counts per kind, the budgets it broke, and the report dict (built only
+    when a budget is broken; empty otherwise)."""
+
+    counts: dict[str, int]
+    report: dict
+    broken: list[str] = field(default_factory=list)  # kinds over (or, exact, not at) their bound
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken
+
+
+def counts_of(session: Session) -> dict[str, int]:
+    """Counts per kind, as the report counts them (breaks and recompiles: one per compile that hit them)."""
+    return {
+        "graphs": len(session.graphs),
+        "graph_breaks": len(session.graph_breaks),
+        "recompiles": len(session.recompiles),
+        "kernels": len(session.kernels),
+        "fallbacks": sum(f.count for f in session.fallbacks),
+    }
+
+
+def quick_counts(records: list) -> dict[str, int]:
+    """The counts of `counts_of`, from the captured records' metadata alone (no log written or read).
+
+    The same rules as `fxlens.trace.model`: a graph per compile id with a `dynamo_output_graph`
+    (restarts folded), a break / recompile / kernel per artifact record that names its compile, and
+    fallbacks summed from each `fxlens_fallbacks` payload. This is what keeps a passing budget
+    cheap; a broken one is re-counted by the reader itself (`evaluate`), and a test checks
+    that both agree.
+    """
+    graphs: set[tuple] = set()
+    counts = dict.fromkeys(KINDS, 0)
+    artifact_kind = {"dynamo_graph_break_reason": "graph_breaks", "recompile_reasons": "recompiles"}
+    for rec in records:
+        meta = getattr(rec, "metadata", None) or {}
+        if "frame_id" not in meta:
+            continue  # the model ignores records of no compile, and so do we
+        if "dynamo_output_graph" in meta:
+            graphs.add((meta.get("rank"), meta["frame_id"], meta.get("frame_compile_id")))
+        elif "artifact" in meta:
+            name = (meta["artifact"] or {}).get("name")
+            if name in artifact_kind:
+                counts[artifact_kind[name]] += 1
+            elif name == "fxlens_kernel":
+                counts["kernels"] += 1
+            elif name == "fxlens_fallbacks":
+                counts["fallbacks"] += _fallback_total(getattr(rec, "payload", None))
+    counts["graphs"] = len(graphs)
+    return counts
+
+
+def _fallback_total(payload) -> int:
+    try:
+        ops = json.loads(payload or "{}").get("ops") or {}
+        return sum(int(n) for n in ops.values())
+    except (ValueError, TypeError, AttributeError):
+        return 0
+
+
+def _broken(counts: dict[str, int], limits: Limits) -> list[str]:
+    return [
+        k
+        for k, bound in limits.given().items()
+        if (counts[k] != bound if limits.exact else counts[k] > bound)
+    ]
+
+
+def full_report(cap: Capture) -> tuple[dict[str, int], dict]:
+    """Counts and report dict of `cap`, read through the trace reader and the report."""
+    tmp = scratch_dir()
+    try:
+        session = Session.open(cap.write_log(tmp, complete=False))
+        return counts_of(session), build_report(session, with_guards=False)  # payloads read now
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+LOST = (
+    "fxlens could not measure this compile budget: logging was reconfigured while it ran "
+    "(`logging.config.dictConfig` disables torch's trace logger, or its handlers were removed), "
+    "which silenced the handler that counts compiles; configure logging before the budgeted code"
+)
+
+
+def evaluate(cap: Capture, limits: Limits) -> Outcome:
+    """Compare `cap` to `limits`; when a budget is broken, describe it through the reader and report.
+
+    Raises:
+        RuntimeError: the capture lost its handler midway (`LOST`): its counts would be too low.
+    """
+    if cap.lost:
+        raise RuntimeError(LOST)
+    counts = quick_counts(cap.records)
+    if not _broken(counts, limits):
+        return Outcome(counts, {}, [])
+    counts, report = full_report(cap)
+    return Outcome(counts, report, _broken(counts, limits))
+
+
+def _loc(file: str, line: int) -> str:
+    return f"{short_path(file)}:{line}" if file else "?"
+
+
+def _hint(hints: list[str]) -> str:
+    useful = [h for h in hints if "report an issue" not in h and "github.com" not in h]
+    return useful[0] if useful else ""
+
+
+def _breaks(report: dict) -> list[str]:
+    out = []
+    for b in report["graph_breaks"]:
+        times = f" (x{b['count']})" if b["count"] > 1 else ""
+        out.append(f"  {_loc(b['file'], b['line'])}  in {b['function']}: {b['reason']}{times}")
+        if b["source"]:
+            out.append(f"      {b['source']}")
+        if b["explanation"]:
+            out.append(f"      why: {b['explanation'][:300]}")
+        if hint := _hint(b["hints"]):
+            out.append(f"      fix: {hint[:300]}")
+    return out
+
+
+def _recompiles(report: dict) -> list[str]:
+    out = []
+    for c in report["recompile_causes"]:
+        times = f" (x{c['count']})" if c["count"] > 1 else ""
+        out.append(f"  {_loc(c['file'], c['line'])}  in {c['function']}: {c['message']}{times}")
+        out.append(f"      fix: {c['fix']}")
+    explained = sum(c["count"] for c in report["recompile_causes"])
+    if explained < len(report["recompiles"]):  # causes the rules do not classify: show the raw guards
+        for r in report["recompiles"]:
+            guards = "; ".join(r["failed_guards"][:2]) or "no failed guard logged"
+            out.append(f"  {_loc(r['file'], r['line'])}  in {r['function']} [{r['compile_id']}]: {guards}")
+    return out
+
+
+def _graphs(report: dict, listed: frozenset = frozenset()) -> list[str]:
+    """Each graph, then the breaks and recompiles behind the extra ones (unless `listed` in their own block)."""
+    out = []
+    for g in report["graphs"]:
+        ops = ", ".join(o.split(".")[-1] for o in g["ops"][:6]) + (" ..." if len(g["ops"]) > 6 else "")
+        out.append(
+            f"  {_loc(g['file'], g['line'])}  in {g['function']} [{g['compile_id']}]: {g['num_ops']} ops ({ops})"
+        )
+    if report["graph_breaks"] or report["recompiles"]:
+        out.append("      fix: every graph break and every recompile adds a graph; these are here:")
+        if "graph_breaks" in listed:
+            out.append("  (the graph breaks: see graph_breaks)")
+        else:
+            out += _breaks(report)
+        if "recompiles" in listed:
+            out.append("  (the recompiles: see recompiles)")
+        else:
+            out += _recompiles(report)
+    return out
+
+
+def _graph_where(report: dict) -> dict[str, str]:
+    """compile id -> "file:line  in function" of the user's code that graph came from."""
+    return {g["compile_id"]: f"{_loc(g['file'], g['line'])}  in {g['function']}" for g in report["graphs"]}
+
+
+def _kernels(report: dict) -> list[str]:
+    where = _graph_where(report)
+    per: dict[tuple, list[dict]] = defaultdict(list)
+    for k in report["kernels"]:
+        per[(k["compile_id"], k["graph"])].append(k)
+    out = []
+    for (cid, graph), ks in per.items():
+        out.append(f"  {where.get(cid, '?')} [{cid}] {graph}: {len(ks)} kernel(s)")
+        for k in ks[:8]:
+            ops = ", ".join(dict.fromkeys(o.split(".")[1] if "." in o else o for o in k["ops"]))
+            out.append(f"      {k['name']}: {ops}")
+        if len(ks) > 8:
+            out.append(f"      ... {len(ks) - 8} more")
+    out.append(
+        "      fix: `fxlens report`/`fxlens tui` on the session show each fusion decision and why two "
+        "kernels were not fused; a graph break or recompile adds kernels for its graphs"
+    )
+    return out
+
+
+def _fallbacks(report: dict) -> list[str]:
+    where = _graph_where(report)
+    per: Counter = Counter()
+    for f in report["fallbacks"]:
+        per[(f["compile_id"], f["op"])] += f["count"]
+    out = [f"  {where.get(cid, '?')} [{cid}]: {op} x{n}" for (cid, op), n in per.items()]
+    out.append(
+        "      fix: fxlens's backend runs these ops as ATen calls (matmul, convolution and attention by "
+        "design; see README, 'The fxlens backend'); raise the budget, or express the op with ones it lowers"
+    )
+    return out
+
+
+_DESCRIBE = {
+    "graphs": _graphs,
+    "graph_breaks": _breaks,
+    "recompiles": _recompiles,
+    "kernels": _kernels,
+    "fallbacks": _fallbacks,
+}
+
+
+def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
+    """One block per broken budget: the count against its bound, then each item with file:line, reason, fix."""
+    op = "!=" if limits.exact else ">"
+    head = ", ".join(f"{k} {outcome.counts[k]} {op} {getattr(limits, k)}" for k in outcome.broken)
+    lines = [f"compile budget exceeded{(' in ' + where) if where else ''}: {head}"]
+    for kind in outcome.broken:
+        bound = getattr(limits, kind)
+        n = outcome.counts[kind]
+        want = f"exactly {bound}" if limits.exact else f"at most {bound}"
+        lines.append(f"{kind}: {n} (budget: {want})")
+        if n == 0:
+            lines.append(
+                "  nothing of this kind was compiled here: was the code compiled before the block? "
+                "(`reset=True` starts from a fresh torch._dynamo cache)"
+            )
+            continue
+        if kind == "graphs":
+            lines += _graphs(outcome.report, frozenset(outcome.broken))
+        else:
+            lines += _DESCRIBE[kind](outcome.report)
+    return "\n".join(lines)
+
+
+def summary(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}={counts[k]}" for k in KINDS)
+
+
+def session_line(path: Path) -> str:
+    """The line a failure ends with: where its session is, and the commands that open it."""
+    p = short_path(str(path))
+    return f"fxlens session: {p}  (fxlens report {p}  |  fxlens tui {p})"
+
+
+def session_name(text: str) -> str:
+    """A file-name-safe session name from a test id or label."""
+    keep = "".join(c if c.isalnum() or c in "-_." else "-" for c in text)
+    return "-".join(p for p in keep.split("-") if p)[:120] or "budget"
+
+
+def unique_dir(root: Path, name: str) -> Path:
+    path, n = root / name, 1
+    while path.exists():
+        n += 1
+        path = root / f"{name}-{n}"
+    return path
