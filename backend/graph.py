@@ -16,7 +16,15 @@ import torch
 from torch.fx.node import map_aggregate
 
 # the lower_* modules add to LOWERINGS when imported (kept out of lowerings.py, one concept each)
-from fxlens.backend import config, lower_division, lower_index, lower_pool, lower_random, lower_scan  # noqa: F401
+from fxlens.backend import (  # noqa: F401
+    config,
+    lower_division,
+    lower_index,
+    lower_math,
+    lower_pool,
+    lower_random,
+    lower_scan,
+)
 from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
 from fxlens.backend.lower_views import VIEW_OPS
