@@ -40,7 +40,7 @@ _UNARY = [
     (aten.digamma.default, "_fx_digamma", None),  # libdevice has none
     (aten.log10.default, "_fx_log10", "log10"),
     (aten.special_erfcx.default, "_fx_erfcx", "erfcx"),
-    (aten.special_ndtri.default, "_fx_ndtri", "ndtri"),
+    (aten.special_ndtri.default, "_fx_ndtri", "normcdfinv"),
     (aten.special_spherical_bessel_j0.default, "_fx_sph_j0", None),
     (aten.i0.default, "_fx_i0", "cyl_bessel_i0"),  # _fx_i0_f32 / _fx_i1_f32 for fp32 results
     (aten.special_i0e.default, "_fx_i0e", None),

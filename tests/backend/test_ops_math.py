@@ -103,7 +103,9 @@ def test_round_half_to_even(compiled, guards):
 
 def test_backward(compiled, guards):
     x = torch.linspace(-0.9, 0.9, 40, requires_grad=True)
-    fn = lambda x: (torch.asin(x) + torch.atanh(x) + torch.erfinv(x) + torch.lgamma(x + 2) + torch.atan2(x, 0.5 - x)).sum()  # noqa: E731
+    fn = lambda x: (
+        torch.asin(x) + torch.atanh(x) + torch.erfinv(x) + torch.lgamma(x + 2) + torch.atan2(x, 0.5 - x)
+    ).sum()  # noqa: E731
     out, graphs = compiled(fn, x)
     (g,) = torch.autograd.grad(out, x)
     x2 = x.detach().clone().requires_grad_(True)
@@ -127,3 +129,20 @@ DECOMPOSED = {
 def test_decomposed(compiled, guards, name):
     x = torch.randn(4, 5, 6, generator=torch.Generator().manual_seed(0))
     check(compiled, guards, DECOMPOSED[name], x)
+
+
+@pytest.mark.slow  # ~40 s: Triton compiles one large kernel to PTX
+def test_cuda_forms_compile_for_sm90():
+    """On CUDA: libdevice where it has the function, the float64 composites elsewhere; one kernel
+    with all of them compiles for sm_90 (no GPU needed, test_cuda_codegen's path)."""
+    from test_cuda_codegen import _cuda_kernels, _ptx
+
+    def fn(x, y):
+        out = sum(f(x) for n, f in UNARY.items() if n not in ("signbit", "ldexp"))
+        return (out + sum(f(x, y) for n, f in BINARY.items() if n != "float_power"),)
+
+    (rec,) = _cuda_kernels(fn, ((64,), torch.float32), ((64,), torch.float32))
+    for name in ("atan", "erfinv", "lgamma", "normcdfinv", "cyl_bessel_i0", "atan2", "nearbyint"):
+        assert f"libdevice.{name}(" in rec["source"], name
+    assert "_fx_digamma(" in rec["source"] and "_fx_i0e(" in rec["source"]  # no libdevice form
+    assert ".entry " + rec["name"] in _ptx(rec)
