@@ -24,6 +24,7 @@ from fxlens.backend import (  # noqa: F401
     lower_pool,
     lower_random,
     lower_scan,
+    lower_scatter,
     lower_sort,
 )
 from fxlens.backend.codegen import SchedNode
