@@ -26,6 +26,7 @@ from fxlens.backend import (  # noqa: F401
     lower_scan,
     lower_scatter,
     lower_sort,
+    lower_special,
 )
 from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
