@@ -11,9 +11,11 @@ static_cast does (NaN/inf: -1, so 0). acos is math_helpers' float64 composite, r
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from fxlens.backend.ir import Value, compute_dtype
+from fxlens.backend.ir import TL_DTYPE, Value, compute_dtype
 from fxlens.backend.lowerings import pointwise, register
 from fxlens.backend.math_helpers import MATH
 
@@ -146,3 +148,127 @@ for _name in _POLYS:
     for _ov in ("default", "n_scalar", "x_scalar"):
         if hasattr(_packet, _ov) and _ov != "x_scalar":
             register(getattr(_packet, _ov))(_poly(_name))
+
+
+# --- Hurwitz zeta and polygamma -------------------------------------------------------------------
+_ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+           1.8152105401943546773e17, -7.1661652561756670113e18]  # fmt: skip  # (2k)! / B_2k
+
+
+def _euler_maclaurin() -> str:
+    """Cephes' 12 correction terms, unrolled (each stops the sum once it is below eps)."""
+    out = []
+    for a in _ZETA_A:
+        out += [
+            "    c = c * (x + k)",
+            "    b = b / w",
+            f"    t = c * b / {a!r}",
+            "    e = tl.where(fin, e, e + t)",
+            "    fin = fin | (tl.abs(t / e) < eps)",
+            "    k = k + 1.0",
+            "    c = c * (x + k)",
+            "    b = b / w",
+            "    k = k + 1.0",
+        ]
+    return "\n".join(out)
+
+
+ZETA_LIB = f"""
+@triton.jit
+def _fx_zeta(x, q):
+    # Cephes' zeta (eager's, in float64 as eager's accumulator is): a direct sum until its terms
+    # vanish or q + i passes 9 (a per-element count), then Euler-Maclaurin with 12 Bernoulli terms
+    eps = 1.11022302462515654042e-16
+    pole = (q <= 0) & (q == tl.floor(q))
+    need = tl.where(q > 0, 9.0, tl.maximum(9.0, tl.floor(9.0 - q) + 1.0))
+    need = tl.where((x <= 1.0) | (x != x) | (q != q) | pole, 0.0, need).to(tl.int64)
+    last = tl.reduce(need, None, _fx_maxi)
+    s = _fx_pow(q, -x)
+    a = q
+    b = tl.where(s == s, 0.0, 0.0)
+    done = need < 0
+    for i in range(0, last):
+        go = (i < need) & ~done
+        a = tl.where(go, a + 1.0, a)
+        t = _fx_pow(a, -x)
+        s = tl.where(go, s + t, s)
+        b = tl.where(go, t, b)
+        done = done | (go & (-eps * s < b) & (b < eps * s))
+    w = a
+    e = s + b * w / (x - 1.0) - 0.5 * b
+    fin = done
+    c = tl.where(s == s, 1.0, 1.0)
+    k = tl.where(s == s, 0.0, 0.0)
+{_euler_maclaurin()}
+    r = tl.where(done, s, e)
+    r = tl.where(pole, float("inf"), r)
+    r = tl.where((q <= 0) & ~pole & (x != tl.floor(x)), float("nan"), r)
+    r = tl.where(x < 1.0, float("nan"), r)
+    r = tl.where(x == 1.0, float("inf"), r)
+    return tl.where((x != x) | (q != q), x + q, r)
+
+
+@triton.jit
+def _fx_trigamma(x):
+    # eager's trigamma, in the dtype (its float version rounds each step in float)
+    neg = x < 0.5
+    spx = tl.sin(3.141592653589793 * x)
+    res = tl.where(neg, -(3.141592653589793 * 3.141592653589793) / (spx * spx), tl.where(x == x, 0.0, 0.0))
+    x = tl.where(neg, 1.0 - x, x)
+    for i in tl.static_range(6):
+        res = res + 1.0 / (x * x)
+        x = x + 1.0
+    ixx = 1.0 / (x * x)
+    res = res + (1.0 + 1.0 / (2.0 * x) + ixx * (1.0 / 6.0 - ixx * (1.0 / 30.0 - ixx * (1.0 / 42.0)))) / x
+    return tl.where(neg, -res, res)
+"""
+
+
+def _with_zeta(pw):
+    inner = pw.fn
+
+    def fn(ctx, idx):
+        ctx.helpers["_fx_math"] = MATH  # _fx_pow
+        ctx.helpers["_fx_poly"] = POLY_LIB  # _fx_maxi
+        ctx.helpers["_fx_zeta"] = ZETA_LIB
+        return inner(ctx, idx)
+
+    pw.fn = fn
+    return pw
+
+
+@register(aten.special_zeta.default, aten.special_zeta.self_scalar, aten.special_zeta.other_scalar)
+def _zeta(G, node, meta, x, q):
+    """Hurwitz zeta(x, q) in float64, as eager computes it, rounded to the dtype."""
+    cdt = compute_dtype(meta.dtype)
+    if cdt not in (torch.float32, torch.float64) or not any(isinstance(v, Value) for v in (x, q)):
+        return None
+    from fxlens.backend.lower_math import math_pointwise
+
+    pw = math_pointwise(G, node, meta, [x, q], "_fx_zeta", None)
+    return None if pw is None else _with_zeta(pw)
+
+
+@register(aten.polygamma.default)
+def _polygamma(G, node, meta, n, x):
+    """n = 0: digamma; 1: eager's trigamma in the dtype; else (-1)^(n+1) n! zeta(n + 1, x)."""
+    cdt = compute_dtype(meta.dtype)
+    if (
+        cdt not in (torch.float32, torch.float64)
+        or not isinstance(x, Value)
+        or not isinstance(n, int)
+        or n < 0
+    ):
+        return None
+    if n == 0:
+        from fxlens.backend.lower_math import math_pointwise
+
+        return math_pointwise(G, node, meta, [x], "_fx_digamma", None)
+    if n == 1:
+        return _with_zeta(pointwise(G, node, meta, [x], lambda a: f"_fx_trigamma({a})", compute=cdt))
+    scale = float(torch.tensor(float(math.factorial(n)) * (1 if n % 2 else -1), dtype=cdt))
+    return _with_zeta(pointwise(
+        G, node, meta, [x], lambda a: f"({scale!r} * _fx_zeta(tl.where({a} == {a}, {float(n + 1)!r}, {float(n + 1)!r}), "
+        f"{a}.to(tl.float64)).to({TL_DTYPE[cdt]}))", compute=cdt,
+    ))  # fmt: skip

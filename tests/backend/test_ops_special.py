@@ -40,3 +40,22 @@ def test_polynomial_tensor_degree(compiled, guards, name):
 def test_polynomial_scalar_degree_fp64(compiled, guards, name):
     f = getattr(torch.special, name)
     _check(compiled, lambda x: f(x, 11), X.double())
+
+
+SP = torch.tensor([0.0, -0.0, 1.0, -1.0, -2.5, 0.5, 1e-4, -1e-4, 30.0, 1e5, float("inf"), -float("inf"),
+                   float("nan"), -7.3, -12.5])  # fmt: skip
+XS = torch.cat([SP, torch.rand(33, generator=G) * 20 - 10])  # poles, reflections, tails
+S = torch.cat([torch.tensor([1.0, 0.5, 2.0, 3.0, 2.0, 2.0, 4.0, 1.5, 2.0, 5.0, 2.0, 3.0, 2.0, 4.0, 6.0]),
+               torch.rand(33, generator=G) * 8 + 0.5])  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_polygamma(compiled, guards, n, dtype):
+    _check(compiled, lambda x: torch.polygamma(n, x), XS.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_zeta(compiled, guards, dtype):
+    _check(compiled, torch.special.zeta, S.to(dtype), XS.to(dtype))  # q < 0: longer direct sums
+    _check(compiled, lambda q: torch.special.zeta(3.0, q), XS.to(dtype))
