@@ -18,6 +18,7 @@ from torch.fx.node import map_aggregate
 # the lower_* modules add to LOWERINGS when imported (kept out of lowerings.py, one concept each)
 from fxlens.backend import (  # noqa: F401
     config,
+    lower_bessel,
     lower_division,
     lower_index,
     lower_math,

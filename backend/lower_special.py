@@ -76,7 +76,7 @@ def _source(name: str) -> str:
     lines = [
         "@triton.jit",
         f"def _fx_{name}(x, nf, HLIM: tl.constexpr):",
-        "    zero = tl.where(x == x, 0.0, 0.0)  # broadcasts; 0.0 * x would be NaN at x = inf",
+        "    zero = tl.where(x == x, 0.0, 0.0).to(x.dtype)  # broadcasts; 0.0 * x would be NaN at x = inf",
         "    nf = nf + zero",
         "    n = tl.where((nf != nf) | (tl.abs(nf) == float('inf')), -1, nf).to(tl.int64)",
         f"    y = {y}",
@@ -186,7 +186,7 @@ def _fx_zeta(x, q):
     last = tl.reduce(need, None, _fx_maxi)
     s = _fx_pow(q, -x)
     a = q
-    b = tl.where(s == s, 0.0, 0.0)
+    b = tl.where(s == s, 0.0, 0.0).to(s.dtype)
     done = need < 0
     for i in range(0, last):
         go = (i < need) & ~done
@@ -198,8 +198,8 @@ def _fx_zeta(x, q):
     w = a
     e = s + b * w / (x - 1.0) - 0.5 * b
     fin = done
-    c = tl.where(s == s, 1.0, 1.0)
-    k = tl.where(s == s, 0.0, 0.0)
+    c = tl.where(s == s, 1.0, 1.0).to(s.dtype)
+    k = tl.where(s == s, 0.0, 0.0).to(s.dtype)
 {_euler_maclaurin()}
     r = tl.where(done, s, e)
     r = tl.where(pole, float("inf"), r)

@@ -59,3 +59,48 @@ def test_polygamma(compiled, guards, n, dtype):
 def test_zeta(compiled, guards, dtype):
     _check(compiled, torch.special.zeta, S.to(dtype), XS.to(dtype))  # q < 0: longer direct sums
     _check(compiled, lambda q: torch.special.zeta(3.0, q), XS.to(dtype))
+
+
+BESSEL = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+          "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"]  # fmt: skip
+BX = torch.cat([
+    torch.tensor([0.0, -0.0, 1.0, -1.0, 5.0, -5.0, 4.9999995, 5.0000005, 2.0, 2.0000002, 1e-6, -1e-6, 30.0, 1e5,
+                  1e30, float("inf"), -float("inf"), float("nan"), 1e-30, 80.0, 90.0]),
+    torch.rand(40, generator=G) * 40 - 20, torch.rand(20, generator=G) * 4,
+])  # fmt: skip  # both branches of each and their boundaries
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name", BESSEL)
+def test_bessel(compiled, guards, name, dtype):
+    _check(compiled, getattr(torch.special, name), BX.to(dtype))
+
+
+@pytest.mark.slow  # Triton compiles one large kernel to PTX
+def test_special_kernels_compile_for_sm90():
+    from test_cuda_codegen import _cuda_kernels, _ptx
+
+    def fn(x, n):
+        out = (
+            sum(getattr(torch.special, b)(x) for b in BESSEL)
+            + torch.special.zeta(x, n)
+            + torch.polygamma(2, x)
+        )
+        return (out + sum(getattr(torch.special, p)(x, n) for p in POLYS),)
+
+    (rec,) = _cuda_kernels(fn, ((64,), torch.float32), ((64,), torch.float32))
+    assert ".entry " + rec["name"] in _ptx(rec)
+
+
+@pytest.mark.slow  # Triton compiles each kernel to PTX
+def test_sort_scan_zeta_kernels_compile_for_sm90():
+    from test_cuda_codegen import _cuda_kernels, _ptx
+
+    def fn(x, n):
+        v, i = torch.sort(x, dim=-1, stable=True)
+        m, j = torch.cummax(x, 1)
+        return (torch.special.zeta(x, n) + torch.special.legendre_polynomial_p(x, n), v, i, m, j,
+                torch.logcumsumexp(x, 0), torch.topk(x, 3).values, torch.median(x, 1).values)  # fmt: skip
+
+    for rec in _cuda_kernels(fn, ((8, 16), torch.float32), ((8, 16), torch.float32)):
+        assert ".entry " + rec["name"] in _ptx(rec), rec["name"]
