@@ -19,6 +19,8 @@ from torch.fx.node import map_aggregate
 from fxlens.backend import (  # noqa: F401
     config,
     lower_bessel,
+    lower_diagonal,
+    lower_distance,
     lower_division,
     lower_index,
     lower_math,
@@ -26,6 +28,7 @@ from fxlens.backend import (  # noqa: F401
     lower_random,
     lower_scan,
     lower_scatter,
+    lower_search,
     lower_sort,
     lower_special,
 )
