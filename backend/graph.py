@@ -25,6 +25,7 @@ from fxlens.backend import (  # noqa: F401
     lower_index,
     lower_math,
     lower_pool,
+    lower_pool_more,
     lower_random,
     lower_scan,
     lower_scatter,
