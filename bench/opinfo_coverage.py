@@ -12,7 +12,8 @@ Per op, over its samples (each compiled with `torch.compile(backend="fxlens")` a
 - wrong: a result differs from eager beyond the tolerance below (NaN where eager has NaN is equal);
 - error: compiling or running raised (eager itself working).
 Ops whose eager samples all raise, or that do not support float32 on CPU, are `skipped`.
-Random ops (eager differs between two seeds) are compared by shape and dtype only.
+Random ops (eager differs between two seeds) and `empty*` ops (uninitialized memory) are compared by
+shape and dtype only.
 Tolerance: torch.testing.assert_close's float32 default (rtol 1.3e-6, atol 1e-5) unless the OpInfo
 declares a larger one for float32 (`op.decorators` tolerance overrides are not read: kept simple);
 integers and bools exact. Importable: `measure(op, samples)` returns one op's record.
@@ -34,6 +35,8 @@ import warnings  # noqa: E402
 import torch  # noqa: E402
 
 RANK = {"error": 0, "wrong": 1, "kernel": 2, "fallback": 3, "eager": 4, "none": 5}
+# ops whose result is uninitialized memory: compared by shape and dtype only, like random ops
+UNINITIALIZED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
 
 
 def _clone(x):
@@ -80,7 +83,7 @@ def measure_sample(op, sample) -> dict:
     from fxlens.backend import compile_fx
 
     ref = op(_clone(sample.input), *_clone(sample.args), **_clone(sample.kwargs))
-    random = _is_random(op, sample)
+    random = op.name in UNINITIALIZED or _is_random(op, sample)
 
     def fn(inp, args, kwargs):
         return op(inp, *args, **kwargs)
