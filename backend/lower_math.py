@@ -255,3 +255,51 @@ def _angle(G, node, meta, a):
     return pointwise(
         G, node, meta, [a], lambda x: f"tl.where({x} != {x}, {x}, tl.where({x} < 0, 3.141592653589793, 0.0))"
     )
+
+
+# --- bitwise ops with a scalar, and shifts with torch's out-of-range rule ------------------------
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^"}  # packet -> operator
+
+
+def _bitwise_scalar(sym):
+    def lower(G, node, meta, a, b):
+        if meta.dtype.is_floating_point or meta.dtype.is_complex:
+            return None
+        return pointwise(G, node, meta, [a, b], lambda x, y: f"({x} {sym} {y})", compute=meta.dtype)
+
+    return lower
+
+
+for _name, _sym in _BITWISE.items():
+    for _ov in ("Scalar", "Scalar_Tensor"):
+        register(getattr(getattr(aten, _name), _ov))(_bitwise_scalar(_sym))
+
+
+def _shift(left: bool):
+    """torch: a shift by a negative amount or by >= the bit width gives 0 (left, and right of
+    unsigned) or the sign fill a >> (bits - 1) (right of signed); in range, C's shift."""
+
+    def lower(G, node, meta, a, b):
+        dt = meta.dtype
+        if dt.is_floating_point or dt.is_complex or dt == torch.bool:
+            return None
+        bits = torch.iinfo(dt).bits
+        signed = torch.iinfo(dt).min < 0
+
+        def fmt(x, y):
+            oob = f"(({y} < 0) | ({y} >= {bits}))"
+            amount = f"tl.where({oob}, {bits - 1}, {y})"  # in range for the discarded branch too
+            if left:
+                return f"tl.where({oob}, 0, {x} << {amount})"
+            return f"({x} >> {amount})" if signed else f"tl.where({oob}, 0, {x} >> {amount})"
+
+        return pointwise(G, node, meta, [a, b], fmt, compute=dt)
+
+    return lower
+
+
+for _packet, _left in ((aten.bitwise_left_shift, True), (aten.__lshift__, True),
+                       (aten.bitwise_right_shift, False), (aten.__rshift__, False)):  # fmt: skip
+    for _ov in ("Tensor", "Tensor_Scalar", "Scalar_Tensor", "Scalar"):
+        if hasattr(_packet, _ov):
+            register(getattr(_packet, _ov))(_shift(_left))

@@ -103,9 +103,12 @@ def test_round_half_to_even(compiled, guards):
 
 def test_backward(compiled, guards):
     x = torch.linspace(-0.9, 0.9, 40, requires_grad=True)
-    fn = lambda x: (
-        torch.asin(x) + torch.atanh(x) + torch.erfinv(x) + torch.lgamma(x + 2) + torch.atan2(x, 0.5 - x)
-    ).sum()  # noqa: E731
+
+    def fn(x):
+        return (
+            torch.asin(x) + torch.atanh(x) + torch.erfinv(x) + torch.lgamma(x + 2) + torch.atan2(x, 0.5 - x)
+        ).sum()
+
     out, graphs = compiled(fn, x)
     (g,) = torch.autograd.grad(out, x)
     x2 = x.detach().clone().requires_grad_(True)
@@ -146,3 +149,25 @@ def test_cuda_forms_compile_for_sm90():
         assert f"libdevice.{name}(" in rec["source"], name
     assert "_fx_digamma(" in rec["source"] and "_fx_i0e(" in rec["source"]  # no libdevice form
     assert ".entry " + rec["name"] in _ptx(rec)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_shifts_and_bitwise_scalars(compiled, guards, dtype):
+    """Shifts by negative amounts or >= the bit width: 0, or the sign fill for signed right shifts."""
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randint(info.min, info.max, (64,), dtype=dtype, generator=g)
+    b = torch.randint(-3 if info.min < 0 else 0, info.bits + 5, (64,), dtype=dtype, generator=g)
+    check(compiled, guards, lambda a, b: (a << b, a >> b, torch.bitwise_right_shift(100, b)), a, b)
+    check(
+        compiled,
+        guards,
+        lambda a: (a << 3, a >> (info.bits + 2), (a & 5) | 64 ^ 3, torch.bitwise_xor(7, a)),
+        a,
+    )
+
+
+def test_bitwise_bool_scalars(compiled, guards):
+    check(
+        compiled, guards, lambda a: (a & True, torch.bitwise_or(a, False) ^ True), torch.tensor([True, False])
+    )
