@@ -23,6 +23,7 @@ from fxlens.backend import (  # noqa: F401
     lower_distance,
     lower_division,
     lower_index,
+    lower_masked,
     lower_math,
     lower_pool,
     lower_pool_more,

@@ -16,8 +16,8 @@ import math
 
 import torch
 
-from fxlens.backend.ir import TL_DTYPE, Value, compute_dtype
-from fxlens.backend.lowerings import libdevice_form, pointwise, register
+from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, compute_dtype
+from fxlens.backend.lowerings import _shape, libdevice_form, pointwise, register
 from fxlens.backend.math_helpers import MATH
 
 aten = torch.ops.aten
@@ -303,3 +303,32 @@ for _packet, _left in ((aten.bitwise_left_shift, True), (aten.__lshift__, True),
     for _ov in ("Tensor", "Tensor_Scalar", "Scalar_Tensor", "Scalar"):
         if hasattr(_packet, _ov):
             register(getattr(_packet, _ov))(_shift(_left))
+
+
+@register(aten.frexp.Tensor)
+def _frexp(G, node, meta, a):
+    """(mantissa in [0.5, 1) with a's sign, int32 exponent) from a's bits; subnormals are scaled by
+    2^25 (2^54 in fp64) first; 0, inf and NaN give (a, 0) as eager."""
+    if not isinstance(a, Value) or not a.dtype.is_floating_point:
+        return None
+    cdt = compute_dtype(a.dtype)
+    ints, (mbits, bias, scale, shift) = _INT_OF[cdt], ((23, 126, 25, 0xFF) if cdt == torch.float32 else
+                                                       (52, 1022, 54, 0x7FF))  # fmt: skip
+    a = G.use(a, node)
+
+    def parts(ctx, idx):
+        x = ctx.cast(a.load(ctx, idx), a.dtype, cdt)
+        sub = ctx.op(f"tl.abs({x}) < {2.0 ** (-bias)!r}")  # zero or subnormal
+        y = ctx.op(f"tl.where({sub}, {x} * {float(2**scale)!r}, {x})")
+        b = ctx.op(f"{y}.to({ints}, bitcast=True)")
+        e = ctx.op(f"(({b} >> {mbits}) & {shift})")
+        keep = ctx.op(f"({x} == 0) | ({x} != {x}) | (tl.abs({x}) == float('inf'))")
+        m = ctx.op(f"(({b} & ~({shift} << {mbits})) | ({bias} << {mbits})).to({TL_DTYPE[cdt]}, bitcast=True)")
+        exp = ctx.op(f"tl.where({keep}, 0, {e} - {bias} - tl.where({sub}, {scale}, 0)).to(tl.int32)")
+        return ctx.op(f"tl.where({keep}, {x}, {m})"), exp
+
+    mant = Pointwise(lambda ctx, idx: ctx.cast(parts(ctx, idx)[0], cdt, meta[0].dtype), _shape(meta[0]),
+                     meta[0].dtype, meta[0].device, node)  # fmt: skip
+    expo = Pointwise(lambda ctx, idx: parts(ctx, idx)[1], _shape(meta[1]), torch.int32, meta[1].device, node)
+    mant.item, expo.item = 0, 1
+    return mant, expo
