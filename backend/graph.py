@@ -433,7 +433,12 @@ class GraphLowering:
 # Lowering modules audited for symbolic sizes (every size printed through symbolic.render, no
 # comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
 # they see is symbolic.
-SYMBOLIC_READY = {"fxlens.backend.lowerings", "fxlens.backend.lower_views", "fxlens.backend.lower_index"}
+SYMBOLIC_READY = {
+    "fxlens.backend.lowerings",
+    "fxlens.backend.lower_views",
+    "fxlens.backend.lower_index",
+    "fxlens.backend.lower_math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
+}
 # Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
 SHAPES_READY = {
     "fxlens.backend.lower_scan._scan",

@@ -171,3 +171,19 @@ def test_bitwise_bool_scalars(compiled, guards):
     check(
         compiled, guards, lambda a: (a & True, torch.bitwise_or(a, False) ^ True), torch.tensor([True, False])
     )
+
+
+def test_symbolic_sizes(compiled, guards):
+    """lower_math is pointwise only, so it takes symbolic sizes (RMSNorm's x.pow(2) lowers there)."""
+    from fxlens.backend import compile_fx
+
+    def fn(x):
+        return x.pow(2).mean(-1) + torch.atan2(x, x + 1).sum(-1) + torch.round(x, decimals=2)[:, 0]
+
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    f = torch.compile(fn, backend="fxlens", dynamic=True)
+    for n in (6, 9):
+        x = torch.rand(4, n)
+        torch.testing.assert_close(f(x), fn(x))
+    assert [dict(c.fallbacks) for c in compile_fx.COMPILED] == [{}]
