@@ -27,15 +27,56 @@ def _cdist(G, node, meta, x1, x2, p, compute_mode=None):
         return None  # eager's matmul form
     x1, x2 = G.use(x1, node), G.use(x2, node)
     out_shape = _shape(meta)
-    full = tuple(out_shape) + (x1.shape[-1],)
-    cdt = compute_dtype(meta.dtype)
     nb = len(out_shape) - 2
 
-    def diff(ctx, idx):
+    def pair(ctx, idx):
         b = list(idx[:nb])
         a = x1.load(ctx, broadcast_index(b, x1.shape[:-2], out_shape[:-2]) + [idx[nb], idx[-1]])
         c = x2.load(ctx, broadcast_index(b, x2.shape[:-2], out_shape[:-2]) + [idx[nb + 1], idx[-1]])
-        d = ctx.op(f"tl.abs({ctx.cast(a, x1.dtype, cdt)} - {ctx.cast(c, x2.dtype, cdt)})")
+        return (a, x1.dtype), (c, x2.dtype)
+
+    return _pnorm(G, node, meta, tuple(out_shape) + (x1.shape[-1],), pair, p)
+
+
+@register(aten._pdist_forward.default)
+def _pdist(G, node, meta, x, p=2):
+    """Rows i < j of x in row-major pair order: pair k's (i, j) from k (a square root in float64,
+    then corrected by one step either way), then cdist's reduction."""
+    if (
+        not isinstance(x, Value)
+        or len(x.shape) != 2
+        or not is_static(*x.shape)
+        or not meta.dtype.is_floating_point
+    ):
+        return None
+    n, m = x.shape
+    if n < 2 or m == 0:
+        return None
+    x = G.use(x, node)
+
+    def start(i):  # first pair index of row i
+        return f"({i} * {n} - ({i} * ({i} + 1)) // 2)"
+
+    def pair(ctx, idx):
+        k = ctx.index_tensor(idx[0], torch.int64)  # a constant when there is one pair
+        r = ctx.op(f"tl.sqrt((-8 * {k} + {4 * n * (n - 1) - 7}).to(tl.float64)) / 2.0 - 0.5")
+        i = ctx.op(f"{n - 2} - tl.floor({r}).to(tl.int64)")
+        i = ctx.op(f"tl.where({start(f'({i} + 1)')} <= {k}, {i} + 1, {i})")
+        i = ctx.op(f"tl.minimum(tl.maximum(tl.where({start(i)} > {k}, {i} - 1, {i}), 0), {n - 2})")
+        j = ctx.op(f"tl.minimum({k} - {start(i)} + {i} + 1, {n - 1})")
+        return (x.load(ctx, [i, idx[-1]]), x.dtype), (x.load(ctx, [j, idx[-1]]), x.dtype)
+
+    return _pnorm(G, node, meta, tuple(_shape(meta)) + (m,), pair, p)
+
+
+def _pnorm(G, node, meta, full, pair, p):
+    """||a - b||_p over the last dim of `full`, a and b from `pair(ctx, idx)`."""
+    out_shape = full[:-1]
+    cdt = compute_dtype(meta.dtype)
+
+    def diff(ctx, idx):
+        (a, adt), (c, cdt_) = pair(ctx, idx)
+        d = ctx.op(f"tl.abs({ctx.cast(a, adt, cdt)} - {ctx.cast(c, cdt_, cdt)})")
         if p == 0:
             return ctx.op(f"({d} != 0).to({'tl.float64' if cdt == torch.float64 else 'tl.float32'})")
         if p in (1, float("inf")):

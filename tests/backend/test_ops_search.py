@@ -1,5 +1,5 @@
 """bucketize / searchsorted (lower_search.py), diagonal / diagonal_scatter / new_empty_strided
-(lower_diagonal.py) and cdist's direct form (lower_distance.py), against eager: indices exact
+(lower_diagonal.py) and cdist's direct form and pdist (lower_distance.py), against eager: indices exact
 (NaN and infinities included), values at OpInfo's tolerance, no ATen fallback."""
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ CASES = {
     "cdist_p0.5": (lambda a, b: torch.cdist(a, b, p=0.5), A, B),
     "cdist_pinf": (lambda a, b: torch.cdist(a, b, p=float("inf")), A, B),
     "cdist_broadcast": (lambda a, b: torch.cdist(a, b), A[:1], B),
+    "pdist_one_pair": (lambda x: torch.nn.functional.pdist(x), A[0, :2]),
+    "pdist_p2": (lambda x: torch.nn.functional.pdist(x), A[0]),
+    "pdist_p1": (lambda x: torch.nn.functional.pdist(x, 1), B[1]),
+    "pdist_p3": (lambda x: torch.nn.functional.pdist(x, 3), B[0]),
+    "pdist_pinf": (lambda x: torch.nn.functional.pdist(x, float("inf")), A[1]),
 }  # fmt: skip
 
 
