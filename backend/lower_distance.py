@@ -50,7 +50,11 @@ def _pdist(G, node, meta, x, p=2):
     ):
         return None
     n, m = x.shape
-    if n < 2 or m == 0:
+    if n < 2:  # no pairs: an empty result
+        return Pointwise(
+            lambda ctx, idx: ctx.full(0.0, meta.dtype), (0,), meta.dtype, meta.device, node, cheap=True
+        )
+    if m == 0:
         return None
     x = G.use(x, node)
 

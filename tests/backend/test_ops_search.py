@@ -39,6 +39,7 @@ CASES = {
     "cdist_pinf": (lambda a, b: torch.cdist(a, b, p=float("inf")), A, B),
     "cdist_broadcast": (lambda a, b: torch.cdist(a, b), A[:1], B),
     "pdist_one_pair": (lambda x: torch.nn.functional.pdist(x), A[0, :2]),
+    "pdist_one_row": (lambda x: torch.nn.functional.pdist(x), A[0, :1]),  # no pairs (op_db's samples)
     "pdist_p2": (lambda x: torch.nn.functional.pdist(x), A[0]),
     "pdist_p1": (lambda x: torch.nn.functional.pdist(x, 1), B[1]),
     "pdist_p3": (lambda x: torch.nn.functional.pdist(x, 3), B[0]),
