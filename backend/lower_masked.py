@@ -62,3 +62,41 @@ def _put(G, node, meta, x, index, source, accumulate=False):
         return decompose(i, x.shape)
 
     return _scatter_into(G, node, meta, x, source, where, index.shape, bool(accumulate))
+
+
+@register(aten.nonzero_static.default)
+def _nonzero_static(G, node, meta, x, *, size, fill_value=-1):
+    """Row r holds the coordinates of the (r + 1)-th nonzero in row-major order (else fill_value):
+    the inclusive cumsum of the nonzero flags, then an unrolled binary search of it per row, so
+    every output element is a gather (no atomics, deterministic)."""
+    if not isinstance(x, Value) or not x.shape or not is_static(*x.shape, size):
+        return None
+    shape = tuple(x.shape)
+    n = numel(shape)
+    if n == 0 or size == 0:
+        return None
+    x = G.use(x, node)
+
+    def flag(ctx, idx):
+        return ctx.op(f"({x.load(ctx, decompose(idx[1], shape))} != 0).to(tl.int64)")
+
+    flags = Pointwise(flag, (1, n), torch.int64, meta.device, None)
+    rank = G.realize(Scan(flags, "cumsum", (1,), True, (1, n), torch.int64, meta.device, node))
+    steps = max(1, (n).bit_length())
+
+    def fn(ctx, idx):
+        want = ctx.op(f"({idx[0]}).to(tl.int64) + 1")
+        lo, hi = ctx.full(0, torch.int64), ctx.full(n, torch.int64)
+        for _ in range(steps):  # the first p with rank[p] >= want
+            mid = ctx.op(f"tl.minimum(({lo} + {hi}) // 2, {n - 1})")
+            ge = ctx.op(f"{rank.load(ctx, ['0', mid])} >= {want}")
+            more = ctx.op(f"{lo} < {hi}")
+            lo, hi = (ctx.op(f"tl.where({more} & ~{ge}, {mid} + 1, {lo})"),
+                      ctx.op(f"tl.where({more} & {ge}, {mid}, {hi})"))  # fmt: skip
+        coords = decompose(lo, shape)
+        c = coords[-1]
+        for d in range(len(shape) - 2, -1, -1):
+            c = f"tl.where({idx[1]} == {d}, {coords[d]}, {c})"
+        return ctx.op(f"tl.where({lo} < {n}, {c}, {fill_value}).to(tl.int64)")
+
+    return Pointwise(fn, (size, len(shape)), torch.int64, meta.device, node)

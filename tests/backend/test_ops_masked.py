@@ -1,4 +1,4 @@
-"""masked_scatter and put (lower_masked.py), frexp (lower_math.py): exact against eager."""
+"""masked_scatter, put and nonzero_static (lower_masked.py), frexp (lower_math.py): exact against eager."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ CASES = {
     "put": (lambda x, i, s: x.put(i, s), X, torch.tensor([0, 19, -1, 7]), torch.randn(4, generator=G)),
     "put_accumulate": (lambda x, i, s: x.put(i, s, accumulate=True), X, torch.tensor([[0, 19], [-1, 19]]),
                        torch.randn(2, 2, generator=G)),
+    "nonzero_static": (lambda x: torch.nonzero_static(x, size=8), torch.randn(4, 5, generator=G) > 0.3),
+    "nonzero_static_padded": (lambda x: torch.nonzero_static(x, size=30, fill_value=7), X > 0.3),
+    "nonzero_static_none": (lambda x: torch.nonzero_static(x, size=4), torch.zeros(3, 2, 2)),
     "frexp": (torch.frexp, V),  # zeros, subnormals, infinities, NaN
     "frexp_fp64": (torch.frexp, torch.cat([V.double(), torch.tensor([5e-324, 1e300], dtype=torch.float64)])),
     "frexp_fp16": (torch.frexp, torch.tensor([0.0, 1.0, -1.5, 6e-8, 65504.0], dtype=torch.float16)),
