@@ -69,11 +69,14 @@ def _nonzero_static(G, node, meta, x, *, size, fill_value=-1):
     """Row r holds the coordinates of the (r + 1)-th nonzero in row-major order (else fill_value):
     the inclusive cumsum of the nonzero flags, then an unrolled binary search of it per row, so
     every output element is a gather (no atomics, deterministic)."""
-    if not isinstance(x, Value) or not x.shape or not is_static(*x.shape, size):
+    if not isinstance(x, Value) or not is_static(*x.shape, size):
         return None
     shape = tuple(x.shape)
     n = numel(shape)
-    if n == 0 or size == 0:
+    if size == 0 or not shape:  # an empty result: no rows, or no coordinates (0-d input)
+        return Pointwise(lambda ctx, idx: ctx.full(0, torch.int64), (size, len(shape)), torch.int64, meta.device,
+                         node, cheap=True)  # fmt: skip
+    if n == 0:
         return None
     x = G.use(x, node)
 

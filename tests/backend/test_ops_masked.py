@@ -26,6 +26,7 @@ CASES = {
     "nonzero_static": (lambda x: torch.nonzero_static(x, size=8), torch.randn(4, 5, generator=G) > 0.3),
     "nonzero_static_padded": (lambda x: torch.nonzero_static(x, size=30, fill_value=7), X > 0.3),
     "nonzero_static_none": (lambda x: torch.nonzero_static(x, size=4), torch.zeros(3, 2, 2)),
+    "nonzero_static_0d": (lambda x: torch.nonzero_static(x, size=1), torch.tensor(2.0)),  # op_db's samples
     "frexp": (torch.frexp, V),  # zeros, subnormals, infinities, NaN
     "frexp_fp64": (torch.frexp, torch.cat([V.double(), torch.tensor([5e-324, 1e300], dtype=torch.float64)])),
     "frexp_fp16": (torch.frexp, torch.tensor([0.0, 1.0, -1.5, 6e-8, 65504.0], dtype=torch.float16)),
