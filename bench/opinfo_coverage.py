@@ -203,7 +203,69 @@ def summary(recs: dict[str, dict]) -> dict:
     }
 
 
-def markdown(recs: dict[str, dict]) -> str:
+# (group, regex over the ATen op that fell back) -- for the before/after table; first match wins
+GROUPS = [
+    (
+        "matmul, convolution (externs by design)",
+        r"aten\.(mm|addmm|bmm|addbmm|addmv|convolution)\.|linear_cross_entropy",
+    ),
+    ("linear algebra (externs by design)", r"linalg|cholesky|lu_|geqrf|ormqr|triangular_solve|svd|eig"),
+    ("complex numbers", r"complex|polar"),
+    ("special polynomials", r"polynomial"),
+    (
+        "elementwise math (trig, gamma, erf, bessel, zeta, round, pow, ...)",
+        r"aten\.(a?sinh?|a?cosh?|a?tanh?|atan2|erfc|erfinv|lgamma|digamma|polygamma|round|pow|hypot|copysign"
+        r"|nextafter|signbit|log10|fmax|fmin|angle|i0|frexp|ldexp|igammac?)\.|special_",
+    ),
+    ("sort, topk, kthvalue, median, mode", r"sort|topk|kthvalue|median|mode"),
+    ("cummax, cummin, logcumsumexp", r"cummax|cummin|logcumsumexp"),
+    ("scatter/index/segment reductions, put, masked_scatter", r"scatter|index_reduce|segment_reduce|\.put\."),
+    ("pooling, sampling", r"pool|grid_sampler|upsample"),
+    ("other", r"."),
+]
+
+
+def group_counts(recs: dict[str, dict]) -> dict[str, list[str]]:
+    """Fallback-only ops by group (of the first ATen op that fell back)."""
+    import re
+
+    out: dict[str, list[str]] = {g: [] for g, _ in GROUPS}
+    for r in recs.values():
+        if r["status"] == "fallback":
+            first = sorted(r["fallbacks"])[0]
+            out[next(g for g, rx in GROUPS if re.search(rx, first))].append(r["op"])
+    return out
+
+
+def benchmarks_section(before: dict[str, dict], after: dict[str, dict]) -> str:
+    """The `op_db coverage` section of BENCHMARKS.md: before/after totals and per group."""
+    sb, sa = summary(before), summary(after)
+    gb, ga = group_counts(before), group_counts(after)
+    lines = [
+        "`python bench/opinfo_coverage.py --out after.jsonl` (every OpInfo of op_db, CPU float32, forward,"
+        ' the first 2 samples, `backend="fxlens"` under the Triton interpreter, compared with eager at'
+        " assert_close's fp32 tolerance); `--report after.jsonl --before before.jsonl --md"
+        " bench/opinfo_coverage.md --write` writes this section and the per-op table"
+        ' ([bench/opinfo_coverage.md](bench/opinfo_coverage.md)). "fallback" = no Triton kernel, only'
+        " ATen calls.",
+        "",
+        "| | ops measured | kernel | fallback only | no graph (eager) | nothing to compute | error | wrong |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, s in (("before", sb), ("after", sa)):
+        c = s["counts"]
+        lines.append(
+            f"| {label} | {s['measured']} | {c.get('kernel', 0)} | {c.get('fallback', 0)}"
+            f" ({100 * s['fallback_share']:.1f}%) | {c.get('eager', 0)} | {c.get('none', 0)}"
+            f" | {c.get('error', 0)} | {c.get('wrong', 0)} |"
+        )
+    lines += ["", "| fallback-only ops by group | before | after |", "|---|---|---|"]
+    for g, _ in GROUPS:
+        lines.append(f"| {g} | {len(gb[g])} | {len(ga[g])} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown(recs: dict[str, dict], before: dict[str, dict] | None = None) -> str:
     s = summary(recs)
     c = s["counts"]
     lines = [
@@ -217,14 +279,19 @@ def markdown(recs: dict[str, dict]) -> str:
         f"({100 * s['fallback_share']:.1f}%); "
         + ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: -kv[1])),
         "",
-        "| op | status | kernels | ATen fallbacks | detail |",
-        "|---|---|---|---|---|",
+        "Status: kernel (at least one Triton kernel), fallback (only ATen calls), none (nothing to compute:",
+        "views, aliases), eager (Dynamo compiled no graph), error, wrong (differs from eager), skipped (no",
+        "float32 on CPU, or eager fails on every sample). `before` is the status at the start of issue 11.",
+        "",
+        "| op | before | status | kernels | ATen fallbacks | detail |",
+        "|---|---|---|---|---|---|",
     ]
     for name in sorted(recs):
         r = recs[name]
         fb = ", ".join(f"{k.replace('aten.', '')} {v}" for k, v in sorted(r["fallbacks"].items()))
         det = r["detail"].replace("|", "\\|").replace("\n", " ")[:100]
-        lines.append(f"| {name} | {r['status']} | {r['kernels']} | {fb} | {det} |")
+        was = before[name]["status"] if before and name in before else ""
+        lines.append(f"| {name} | {was} | {r['status']} | {r['kernels']} | {fb} | {det} |")
     return "\n".join(lines) + "\n"
 
 
@@ -236,16 +303,26 @@ def main() -> None:
     ap.add_argument("--ops", default="")
     ap.add_argument("--report", nargs="*")
     ap.add_argument("--md", default="")
+    ap.add_argument("--before", default="", help="an earlier run: before/after columns and section")
+    ap.add_argument("--write", action="store_true", help="write the op_db coverage section of BENCHMARKS.md")
     a = ap.parse_args()
     if a.report:
         recs = load(a.report)
+        before = load([a.before]) if a.before else None
         s = summary(recs)
         print(json.dumps({k: v for k, v in s.items() if k != "groups"}, indent=1))
         for op, names in s["groups"].items():
             print(f"{len(names):4} {op}: {', '.join(names)}")
         if a.md:
             with open(a.md, "w") as f:
-                f.write(markdown(recs))
+                f.write(markdown(recs, before))
+        if before is not None:
+            text = benchmarks_section(before, recs)
+            print(text)
+            if a.write:
+                from benchmarks_md import write_section
+
+                write_section("op_db coverage", text)
         return
     k, n = (int(x) for x in a.shard.split("/"))
     run(a.out, (k, n), a.samples, set(a.ops.split(",")) if a.ops else None)
