@@ -16,7 +16,24 @@ import torch
 from torch.fx.node import map_aggregate
 
 # the lower_* modules add to LOWERINGS when imported (kept out of lowerings.py, one concept each)
-from fxlens.backend import config, lower_division, lower_index, lower_pool, lower_random, lower_scan  # noqa: F401
+from fxlens.backend import (  # noqa: F401
+    config,
+    lower_bessel,
+    lower_diagonal,
+    lower_distance,
+    lower_division,
+    lower_index,
+    lower_masked,
+    lower_math,
+    lower_pool,
+    lower_pool_more,
+    lower_random,
+    lower_scan,
+    lower_scatter,
+    lower_search,
+    lower_sort,
+    lower_special,
+)
 from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
 from fxlens.backend.lower_views import VIEW_OPS
@@ -416,7 +433,12 @@ class GraphLowering:
 # Lowering modules audited for symbolic sizes (every size printed through symbolic.render, no
 # comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
 # they see is symbolic.
-SYMBOLIC_READY = {"fxlens.backend.lowerings", "fxlens.backend.lower_views", "fxlens.backend.lower_index"}
+SYMBOLIC_READY = {
+    "fxlens.backend.lowerings",
+    "fxlens.backend.lower_views",
+    "fxlens.backend.lower_index",
+    "fxlens.backend.lower_math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
+}
 # Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
 SHAPES_READY = {
     "fxlens.backend.lower_scan._scan",

@@ -47,6 +47,23 @@ _EXTRA_DECOMPS = [
 ]
 
 
+# Found by the op_db coverage sweep (bench/opinfo_coverage.py): ops that were ATen fallbacks and whose
+# torch decomposition reaches only lowered ops (each checked against eager there and in tests).
+_COVERAGE_DECOMPS = [
+    torch.ops.aten.as_strided_copy,
+    torch.ops.aten.adaptive_max_pool3d,
+    torch.ops.aten.max_pool3d_with_indices,
+    torch.ops.aten.narrow_copy,
+    torch.ops.aten.view_copy,
+    torch.ops.aten.dist,
+    torch.ops.aten.permute_copy,
+    torch.ops.aten.unbind_copy,
+    torch.ops.aten.unfold,
+    torch.ops.aten.grid_sampler_2d,
+    torch.ops.aten.ldexp,
+]
+
+
 # Random ops the backend generates in-kernel (lower_random.py): dropout as `rand_like(x) > p`, so
 # AOTAutograd saves the boolean mask for the backward pass. FXLENS_FALLBACK_RANDOM=1 keeps ATen's.
 _RANDOM_DECOMPS = [torch.ops.aten.native_dropout]
@@ -62,7 +79,9 @@ def decomposition_table() -> dict:
 @functools.cache
 def _decomposition_table(fallback_random: bool) -> dict:
     table = dict(core_aten_decompositions())
-    table.update(get_decompositions(_EXTRA_DECOMPS + ([] if fallback_random else _RANDOM_DECOMPS)))
+    table.update(
+        get_decompositions(_EXTRA_DECOMPS + _COVERAGE_DECOMPS + ([] if fallback_random else _RANDOM_DECOMPS))
+    )
     # Attention runs as an extern (ATen's fused kernel): torch's core decomposition of
     # _scaled_dot_product_flash_attention_for_cpu gives wrong gradients (tiny GPT-2, torch 2.13).
     for op in list(table):

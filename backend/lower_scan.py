@@ -81,3 +81,92 @@ def _flip(G, node, meta, x, dims):
         return x.load(ctx, [flipped(shape[d], i) if d in ds else i for d, i in enumerate(idx)])
 
     return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)
+
+
+# --- scans with their own combine functions (persistent rows only) ------------------------------
+_CUM_HELPERS = """
+@triton.jit
+def _fx_cummax_c(a, ai, b, bi):
+    # torch's rule: a later element wins if it is NaN, or if the running value is not NaN and the
+    # element is >= it; so a segment's summary is its last NaN, else its last maximum (associative)
+    take = (b != b) | ((a == a) & (b >= a))
+    return tl.where(take, b, a), tl.where(take, bi, ai)
+
+
+@triton.jit
+def _fx_cummin_c(a, ai, b, bi):
+    take = (b != b) | ((a == a) & (b <= a))
+    return tl.where(take, b, a), tl.where(take, bi, ai)
+
+
+@triton.jit
+def _fx_lse_c(a, b):
+    # log(exp(a) + exp(b)) = max + log(1 + exp(min - max)); equal infinities have no difference
+    hi = tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    lo = tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+    r = hi + tl.log(1.0 + tl.exp(lo - hi))
+    return tl.where(hi == lo, tl.where(hi == hi, hi + 0.6931471805599453, hi), r)
+"""
+
+
+@dataclass(eq=False)
+class CumScan(Reduction):
+    """cummax/cummin (stores the running extreme's index, int64) or logcumsumexp (stores the value,
+    accumulated in fp64) along `rdims[0]`, the whole row in one block."""
+
+    def emit(self, ctx, sn) -> None:
+        from fxlens.backend.codegen import Incompatible
+
+        if not ctx.persistent:
+            raise Incompatible("this scan needs its whole row in one block")
+        ctx.enter(self.node)
+        ctx.helpers["_fx_cum"] = _CUM_HELPERS
+        idx = full_index(self.full, self.rdims)
+        ctx.level = "r"
+        v = self.src.load(ctx, idx)
+        if self.rtype == "logcumsumexp":
+            v = ctx.op(f"tl.where(xrmask, {v}.to(tl.float64), float('-inf'))")
+            res = ctx.op(f"tl.associative_scan({v}, 1, _fx_lse_c)")
+            ctx.store(sn, idx, res, torch.float64)
+        else:
+            ri = ctx.op("tl.broadcast_to(rindex, [XBLOCK, RBLOCK]).to(tl.int64)")
+            res = ctx.op(f"tl.associative_scan(({v}, {ri}), 1, _fx_{self.rtype}_c)[1]")
+            ctx.store(sn, idx, ctx.op(f"tl.where(xrmask, {res}, 0)"), torch.int64)  # in-bounds gathers
+        ctx.level = "x"
+
+
+def _cum_row(x, dim, meta):
+    from fxlens.backend import config
+
+    if not isinstance(x, Value) or not x.shape or not is_static(*x.shape) or meta.dtype.is_complex:
+        return None
+    d = dim % len(x.shape)
+    return d if x.shape[d] <= config.persistent_rmax() else None
+
+
+@register(aten.cummax.default, aten.cummin.default)
+def _cummax(G, node, meta, x, dim):
+    d = _cum_row(x, dim, meta[0])
+    if d is None:
+        return None
+    x = G.use(x, node)
+    kind = "cummax" if node.target == aten.cummax.default else "cummin"
+    ind = G.realize(CumScan(x, kind, (d,), True, tuple(x.shape), torch.int64, x.device, node, item=1))
+
+    def value(ctx, idx):
+        i = list(idx)
+        i[d] = ind.load(ctx, idx)
+        return x.load(ctx, i)
+
+    vals = Pointwise(value, tuple(x.shape), x.dtype, x.device, node)
+    vals.item = 0
+    return vals, ind
+
+
+@register(aten.logcumsumexp.default)
+def _logcumsumexp(G, node, meta, x, dim):
+    d = _cum_row(x, dim, meta)
+    if d is None or not meta.dtype.is_floating_point:
+        return None
+    x = G.use(x, node)
+    return G.realize(CumScan(x, "logcumsumexp", (d,), True, _shape(meta), meta.dtype, meta.device, node))
