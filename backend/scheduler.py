@@ -7,7 +7,9 @@ Rules, tried in order for each realized node B against earlier kernels (latest f
   - a reduction after a pointwise kernel over its full domain: prologue (the kernel becomes a reduction).
 A candidate must share a buffer with B (or be the kernel just before B, with the same domain); the scan stops at the first item B depends on (moving B
 before it "would create a cycle"); a trial codegen must succeed (same-index reads of values the
-kernel computes). FXLENS_FUSION_LIMIT=N applies only the first N decisions.
+kernel computes; in a looped reduction, a pointwise value an earlier loop computed is recomputed in
+the later loop that needs it, and the decision says so). FXLENS_FUSION_LIMIT=N applies only the first
+N decisions.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ def _merged(k: Kernel, sn: SchedNode) -> Kernel | None:
     if n == k.xnumel or tuple(sn.out.shape) == tuple(k.full):
         return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims)
     return None
+
+
+def _recomputes(src, k: Kernel) -> str:
+    """What joining the kernel makes it compute twice: pointwise values a later loop needs (looped
+    reductions). The kernel keeps the set, so each decision names only what it added."""
+    names = sorted(src.recomputed - k.recomputed)
+    k.recomputed = set(src.recomputed)
+    return f"; recomputes {', '.join(names)} in a later loop over the row" if names else ""
 
 
 def _reads(sn: SchedNode, rmax: int) -> set[str]:
@@ -93,15 +103,17 @@ def _merge_adjacent(out: list, budget: Budget, rmax: int) -> list:
                     budget.record(False, prev, it.nodes[0].name, "not fused: beyond FXLENS_FUSION_LIMIT")
                 else:
                     try:
-                        generate(cand, "probe", persistent(cand, rmax), None)
+                        src = generate(cand, "probe", persistent(cand, rmax), None)
                     except Incompatible as e:
                         budget.record(False, prev, it.nodes[0].name, f"not fused: {e}")
                     else:
+                        prev.recomputed |= it.recomputed  # already said at `it`'s own decisions
                         budget.record(
                             True,
                             prev,
                             it.nodes[0].name,
-                            f"fused: prologue over the rows of ({it.xnumel}, {it.rnumel})",
+                            f"fused: prologue over the rows of ({it.xnumel}, {it.rnumel})"
+                            + _recomputes(src, prev),
                         )
                         prev.nodes, prev.xnumel, prev.rnumel, prev.full, prev.rdims = (
                             cand.nodes,
@@ -133,7 +145,7 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
                     budget.record(False, it, sn.name, "not fused: beyond FXLENS_FUSION_LIMIT")
                     return False
                 try:
-                    generate(cand, "probe", persistent(cand, rmax), None)
+                    src = generate(cand, "probe", persistent(cand, rmax), None)
                 except Incompatible as e:
                     budget.record(False, it, sn.name, f"not fused: {e}")
                     return False
@@ -152,7 +164,8 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
                     True,
                     it,
                     sn.name,
-                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, {why}",
+                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, {why}"
+                    + _recomputes(src, it),
                 )
                 return True
         if (r & produced[id(it)]) or (mutated & reads[id(it)]):
