@@ -25,7 +25,7 @@ from fxlens.backend.ir import (
     full_index,
     numel,
 )
-from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, _lit, index_equal
+from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, _lit, index_equal, row_index
 from fxlens.backend.symbolic import hint, is_static, render, used_symbols
 
 __all__ = ["Incompatible", "Kernel", "KernelCtx", "KernelSource", "SchedNode", "_lit", "generate",
@@ -226,12 +226,12 @@ def _emit_pointwise(ctx: KernelCtx, sn: SchedNode) -> None:
     level = ctx.k.level(sn)
     looped = ctx.red and not ctx.persistent
     if level == "r":
-        if tuple(sn.out.shape) != tuple(ctx.k.full or ()):
-            raise Incompatible("shape differs from the reduction's domain")
+        if numel(sn.out.shape) != numel(ctx.k.full or ()):
+            raise Incompatible("size differs from the reduction's domain")
         if looped:
             ctx.enter_section("body")
         ctx.level = "r"
-        idx = full_index(ctx.k.full, ctx.k.rdims)
+        idx = row_index(ctx.k, sn.out.shape)
     else:
         if looped and ctx.stage is not None:  # a row-level value: before the open loop, if it can
             ctx.enter_section("pre")

@@ -18,7 +18,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, compute_dtype, full_index, linear, numel
+from fxlens.backend.ir import (
+    TL_DTYPE,
+    Buffer,
+    Pointwise,
+    compute_dtype,
+    contiguous_strides,
+    decompose,
+    full_index,
+    linear,
+    numel,
+)
 from fxlens.backend.symbolic import bindings, hint, is_static, render
 
 
@@ -95,6 +105,17 @@ class Stage:
     def copy(self) -> Stage:
         return Stage(self.scope, list(self.pre), list(self.body), list(self.post), dict(self.body_cse),
                      dict(self.post_cse), set(self.touched))  # fmt: skip
+
+
+def row_index(kernel, shape) -> list[str]:
+    """Index of a value over a reduction kernel's full domain, in its own `shape`: the domain's
+    index, or for another shape of as many elements (a view of the same elements, e.g. GroupNorm's
+    (N, C, H, W) against its (N, C, H*W) rows) the same row-major position decomposed in `shape`
+    (reads of it are checked with `index_equal` like any other)."""
+    idx = full_index(kernel.full, kernel.rdims)
+    if tuple(shape) == tuple(kernel.full):
+        return idx
+    return decompose(f"({linear(idx, contiguous_strides(kernel.full))})", shape)
 
 
 class KernelCtx:
@@ -231,7 +252,7 @@ class KernelCtx:
         if sn is None:
             raise Incompatible(f"{name} is needed outside the loop that computes it")
         self.recomputed.add(name)
-        return sn.value.load(self, full_index(self.k.full, self.k.rdims))
+        return sn.value.load(self, row_index(self.k, sn.out.shape))
 
     def _touch(self, name: str) -> None:
         """Code placed before the open loop must not read memory the loop writes, or write memory it

@@ -41,12 +41,12 @@ def _merged(k: Kernel, sn: SchedNode) -> Kernel | None:
         if k.is_reduction:
             return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims) if (
                 (r.xnumel, r.rnumel) == (k.xnumel, k.rnumel)) else None  # fmt: skip
-        if all(tuple(o.out.shape) == tuple(r.full) or numel(o.out.shape) == r.xnumel for o in k.nodes):
+        if all(numel(o.out.shape) in (numel(r.full), r.xnumel) for o in k.nodes):
             return Kernel(k.nodes + [sn], r.xnumel, r.rnumel, tuple(r.full), tuple(r.rdims))
         return None
     if not k.is_reduction:
         return Kernel(k.nodes + [sn], k.xnumel) if n == k.xnumel else None
-    if n == k.xnumel or tuple(sn.out.shape) == tuple(k.full):
+    if n in (k.xnumel, numel(k.full)):  # over its rows, or its full domain (in any shape: row_index)
         return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims)
     return None
 
@@ -96,8 +96,8 @@ def _merge_adjacent(out: list, budget: Budget, rmax: int) -> list:
         prev = res[-1] if res else None
         if (isinstance(it, Kernel) and isinstance(prev, Kernel) and it.is_reduction and not prev.is_reduction
                 and not _alone(prev.nodes + it.nodes)):  # fmt: skip
-            full = tuple(it.full or ())
-            if all(numel(n.out.shape) == it.xnumel or tuple(n.out.shape) == full for n in prev.nodes):
+            full = numel(it.full or ())
+            if all(numel(n.out.shape) in (it.xnumel, full) for n in prev.nodes):
                 cand = Kernel(prev.nodes + it.nodes, it.xnumel, it.rnumel, it.full, it.rdims)
                 if not budget.allowed():
                     budget.record(False, prev, it.nodes[0].name, "not fused: beyond FXLENS_FUSION_LIMIT")

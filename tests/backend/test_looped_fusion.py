@@ -40,13 +40,30 @@ def _gelu_mm(x, w, b):
     return F.gelu(x @ w + b)
 
 
+class GroupNormSiLU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        return F.silu(self.norm(x))
+
+
 CASES = {  # name -> (fn, inputs at batch n, training)
     "demo_mlp": (TinyMLP, lambda n: (torch.randn(n, 16),), True),
     "gelu_mm": (lambda: _gelu_mm, lambda n: (torch.randn(n, 12), torch.randn(12, 8), torch.randn(8)), True),
     "layer_norm": (lambda: nn.LayerNorm(24), lambda n: (torch.randn(n, 24),), True),
     "softmax": (lambda: lambda x: torch.softmax(x * 2, -1), lambda n: (torch.randn(n, 24),), True),
     "reused_sum": (lambda: _reused_sum, lambda n: (torch.randn(n, 24),), False),
+    # the target's one-hot is a scatter into rows of symbolic length: unrolled, fused
+    "smoothed_ce": (
+        lambda: lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1),
+        lambda n: (torch.randn(n, 24), torch.randint(0, 24, (n,))),
+        True,
+    ),
 }
+# static only: under dynamic=True GroupNorm's graphs still have ATen calls (as_strided, scalar math)
+LOOPED = {**CASES, "group_norm_silu": (GroupNormSiLU, lambda n: (torch.randn(n, 16, 4, 4),), True)}
 
 
 def _run(fn, args, train: bool):
@@ -60,7 +77,7 @@ def _run(fn, args, train: bool):
 
 def _kernels(name, monkeypatch, dynamic: bool, rmax: str, batches=(6,)):
     """Kernel counts per graph after running the case at each batch size, checked against eager."""
-    make_fn, make, train = CASES[name]
+    make_fn, make, train = LOOPED[name]
     monkeypatch.setenv("FXLENS_PERSISTENT_RMAX", rmax)
     torch._dynamo.reset()
     compile_fx.COMPILED.clear()
@@ -90,7 +107,7 @@ def test_dynamic_rows_fuse_like_static(guards, monkeypatch, name):
     assert all(c.dynamic for c in calls) and len(calls) == len(static)  # one compile per graph
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(LOOPED))
 def test_rows_past_the_persistent_limit_fuse_like_short_ones(guards, monkeypatch, name):
     short, calls = _kernels(name, monkeypatch, False, "1024")
     assert not any("for roff in range" in k["source"] for c in calls for k in c.kernels)
@@ -115,3 +132,10 @@ def test_nodes_share_one_loop_until_one_needs_its_result(guards, monkeypatch):
     _, calls = _kernels("gelu_mm", monkeypatch, True, "1024")
     (k,) = calls[1].kernels
     assert k["source"].count("for roff in range") == 1 and k["bytes_reread"] == 0 and k["recomputed"] == []
+
+
+def test_group_norm_backward_fuses_across_the_rows_view(guards, monkeypatch):
+    """SiLU's backward, over (N, C, H, W), joins the per-channel sums over (N*C, H*W) rows: same
+    elements, another shape (ir: row_index). Backward: 4 kernels, as inductor's."""
+    counts, _ = _kernels("group_norm_silu", monkeypatch, False, "1024")
+    assert counts == {"forward": 3, "backward": 4}
