@@ -290,7 +290,18 @@ def main() -> None:
         "noisy. `*`: inductor's compiled code could not run in the interpreter (libdevice calls); its\n"
         "counts are from codegen. Compile time is Dynamo's compile_inner (forward and backward) for both.\n"
         "Externs (matmul, convolution, attention,\n"
-        "unlowered ops) are ATen calls between fxlens's kernels.\n\n" + table + "\n\n" + _summary(rows) + "\n"
+        "unlowered ops) are ATen calls between fxlens's kernels.\n\n"
+        "The rows from `LayerNorm, 16k-column rows` on are issue 11's fusion cases (`bench/backend_cases.py`):\n"
+        "rows longer than `FXLENS_PERSISTENT_RMAX` (1024) and rows of symbolic length reduce in loops over\n"
+        "the row. `fxlens bytes` counts each buffer once per kernel, as inductor's `num_bytes_accessed` does;\n"
+        "`fxlens re-read bytes` is what later loops of a looped reduction read again (the two-pass variance,\n"
+        "softmax's max/sum/normalize passes, values recomputed in a later loop), not included in the ratio.\n"
+        "`dynamic=True` rows: compiled once and run at both batch sizes; bytes at the first batch's sizes;\n"
+        "`compiles` counts the frames Dynamo compiled (the optimizer steps compile more than one).\n\n"
+        + table
+        + "\n\n"
+        + _summary(rows)
+        + "\n"
     )
     if a.write:
         write_section("Backend", text)

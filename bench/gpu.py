@@ -135,6 +135,7 @@ def run(dry: bool, budget_s: float) -> list[dict]:
             rows.append(row)
             if time.monotonic() - start > budget_s:
                 row["error"] = "skipped: time budget"
+                print(_fmt(row), flush=True)  # reported, not dropped
                 continue
             try:
                 torch.manual_seed(0)
