@@ -253,7 +253,7 @@ def _emit_node(ctx: KernelCtx, sn: SchedNode) -> None:
         custom(ctx, sn)
         return
     emit = _emit_reduction if sn.is_reduction else _emit_pointwise
-    if not ctx.red or ctx.persistent:
+    if not ctx.red or ctx.persistent or ctx.stage is None:  # no open loop: nothing can be pending
         emit(ctx, sn)
         return
     snap = ctx.snapshot()

@@ -360,9 +360,14 @@ class KernelCtx:
                 self.stored[name] = (off, var, level, scope, None)
 
     def snapshot(self) -> dict:
-        """Everything emitting a node can change, to undo a node that must go after the open loop."""
+        """Everything emitting a node can change, to undo a node that must go after the open loop
+        (taken only while a loop is open, when nodes emit into its sections, never into `lines`)."""
         self.enter_section("main")
-        snap = {k: (v.copy() if isinstance(v, (list, dict, set)) else v) for k, v in vars(self).items()}
+        keep = ("lines", "out", "k", "producers", "produced", "needed")
+        snap = {
+            k: (v.copy() if isinstance(v, (list, dict, set)) and k not in keep else v)
+            for k, v in vars(self).items()
+        }
         snap["loaded"] = {k: list(v) for k, v in self.loaded.items()}
         snap["passes"] = {k: set(v) for k, v in self.passes.items()}
         snap["stage"] = self.stage.copy() if self.stage is not None else None
