@@ -273,17 +273,10 @@ def _summary(rows: list[dict]) -> str:
     )
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
-    ap.add_argument("--only", default="", help="only the cases whose name contains this (not with --write)")
-    a = ap.parse_args()
-    if a.write and a.only:
-        ap.error("--write records every case: drop --only")
-    print(HEADER)
-    rows = measure(a.only)
+def section(rows: list[dict]) -> str:
+    """The `## Backend` section of BENCHMARKS.md for these rows."""
     table = "\n".join([HEADER] + [_fmt_row(r) for r in rows])
-    text = (
+    return (
         "## Backend\n\n"
         "`python bench/backend.py --write` (2-core CPU box shared with other work, torch 2.13 CPU, triton 3.9,\n"
         "all Triton kernels under the interpreter). Kernel and byte counts are exact; compile times are\n"
@@ -303,6 +296,18 @@ def main() -> None:
         + _summary(rows)
         + "\n"
     )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
+    ap.add_argument("--only", default="", help="only the cases whose name contains this (not with --write)")
+    a = ap.parse_args()
+    if a.write and a.only:
+        ap.error("--write records every case: drop --only")
+    print(HEADER)
+    rows = measure(a.only)
+    text = section(rows)
     if a.write:
         write_section("Backend", text)
 
