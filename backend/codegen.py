@@ -2,17 +2,16 @@
 
 Pointwise kernels iterate a flat `xindex` with a mask. Reduction kernels iterate rows (`xindex`,
 shape [XBLOCK, 1]) and a reduced axis (`rindex`, [1, RBLOCK]): persistent (the whole row in one
-block) when it fits, else one loop over `rindex` per reduction. A value stored earlier in the same
-kernel is reused from its register when a later node reads it at the same index; any other read of a
+block) when it fits, else loops over `rindex`, as few as the reductions' dependencies allow (see
+kernel_ctx). A value stored earlier in the same kernel is reused from its register when a later node
+reads it at the same index (recomputed when an earlier loop computed it); any other read of a
 buffer this kernel writes is refused (`Incompatible`), which is what makes fusion legal or not.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from fxlens.backend.ir import (
@@ -22,15 +21,15 @@ from fxlens.backend.ir import (
     Recip,
     Reduction,
     compute_dtype,
+    decompose,
     full_index,
-    linear,
     numel,
 )
-from fxlens.backend.symbolic import bindings, hint, is_static, render, used_symbols
+from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, _lit, index_equal, row_index
+from fxlens.backend.symbolic import hint, is_static, render, used_symbols
 
-
-class Incompatible(Exception):
-    """A node cannot join a kernel (reason in the message)."""
+__all__ = ["Incompatible", "Kernel", "KernelCtx", "KernelSource", "SchedNode", "_lit", "generate",
+           "index_equal", "persistent"]  # fmt: skip
 
 
 @dataclass(eq=False)
@@ -67,6 +66,7 @@ class Kernel:
     rdims: tuple[int, ...] = ()
     name: str = ""
     reads: set = field(default_factory=set)  # root buffer names read from memory
+    recomputed: set = field(default_factory=set)  # values computed again in a later loop (fusion log)
 
     @property
     def is_reduction(self) -> bool:
@@ -82,196 +82,6 @@ def persistent(k: Kernel, rmax: int) -> bool:
     """Whole rows in one block only when the row length is known: a symbolic one is always looped
     (RBLOCK cannot follow a size known only at run time without recompiling)."""
     return is_static(k.rnumel) and k.rnumel <= rmax
-
-
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-
-
-def index_equal(a: str, b: str, xnumel, rnumel) -> bool:
-    """Whether two index expressions agree on the whole iteration domain (evaluated with numpy).
-
-    With symbolic sizes the expressions are sampled at two bindings of the size symbols: their
-    hints, and distinct small values (two symbols sharing a hint are not taken as equal)."""
-    if a == b:
-        return True
-    names = set(_IDENT.findall(a)) | set(_IDENT.findall(b))
-    syms = names - {"xindex", "rindex"}
-    envs = bindings() if syms or not is_static(xnumel, rnumel) else [{}]
-    if not syms <= set(envs[0]):
-        return False
-    for sym_env in envs:
-        xn, rn = (int(eval(render(n), {"__builtins__": {}}, sym_env)) for n in (xnumel, rnumel))  # noqa: S307
-        xs = _sample(xn)[:, None]
-        rs = _sample(rn)[None, :]
-        env = {"xindex": xs, "rindex": rs, "__builtins__": {}, **sym_env}
-        va, vb = eval(a, env), eval(b, env)  # noqa: S307 - our own generated arithmetic
-        shape = (xs.size, rs.size)
-        if not np.all(np.broadcast_to(va, shape) == np.broadcast_to(vb, shape)):
-            return False
-    return True
-
-
-def _sample(n: int) -> np.ndarray:
-    """All of 0..n-1 when small; else its start, its end and an even spread (bounded compile cost)."""
-    if n <= 512:
-        return np.arange(n, dtype=np.int64)
-    pts = np.concatenate(
-        [np.arange(256), n - 1 - np.arange(128), np.linspace(0, n - 1, 256).astype(np.int64)]
-    )
-    return np.unique(pts).astype(np.int64)
-
-
-def _lit(v) -> str:
-    if not is_static(v):
-        return render(v)  # a symbolic size used as a scalar operand (x / n)
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, float):
-        if v != v:
-            return 'float("nan")'
-        if v in (float("inf"), float("-inf")):
-            return 'float("inf")' if v > 0 else 'float("-inf")'
-    return repr(v)
-
-
-class KernelCtx:
-    """Emits the body of one kernel; the IR's `fn(ctx, idx)` callbacks call into it."""
-
-    def __init__(self, kernel: Kernel, persistent: bool, needed: set[str] | None, perturb: bool):
-        self.k = kernel
-        self.red = kernel.is_reduction
-        self.persistent = persistent
-        self.needed = needed  # root names to store (None: all)
-        self.perturb = perturb
-        self.lines: list[str] = []
-        self.indent = 1
-        self.cse: dict[str, str] = {}
-        self.n = 0
-        self.params: dict[str, Buffer] = {}
-        self.stored: dict[str, tuple] = {}
-        self.loaded: dict[str, list[str]] = {}
-        self.produced = {sn.out.base.name for sn in kernel.nodes if not sn.mutation}
-        self.level = "x"
-        self.scope = 0
-        self.closure: set = set()
-        self.boundary: dict[tuple, Buffer] = {}
-        self.read_elems: dict[str, int] = {}
-        self.written: dict[str, Buffer] = {}
-        self.uses_prod = False
-        self.helpers: dict[str, str] = {}  # extra @triton.jit helpers a lowering asked for (name -> source)
-
-    # --- emission helpers -------------------------------------------------------------------
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.indent + line)
-
-    def op(self, expr: str) -> str:
-        if expr.isidentifier():
-            return expr
-        if expr in self.cse:
-            return self.cse[expr]
-        var = f"t{self.n}"
-        self.n += 1
-        self.emit(f"{var} = {expr}")
-        self.cse[expr] = var
-        return var
-
-    def cast(self, var: str, src: torch.dtype, dst: torch.dtype) -> str:
-        src, dst = compute_dtype(src), compute_dtype(dst)
-        if src == dst:
-            return var
-        if dst == torch.bool:
-            return self.op(f"{var} != 0")
-        return self.op(f"{var}.to({TL_DTYPE[dst]})")
-
-    def block(self) -> str:
-        if not self.red:
-            return "[XBLOCK]"
-        return "[XBLOCK, RBLOCK]" if self.level == "r" else "[XBLOCK, 1]"
-
-    def full(self, value, dtype: torch.dtype) -> str:
-        dt = compute_dtype(dtype)
-        v = _lit(bool(value) if dt == torch.bool else value)
-        return self.op(f"tl.full({self.block()}, {v}, {TL_DTYPE[dt]})")
-
-    def index_tensor(self, expr: str, dtype: torch.dtype = torch.int64) -> str:
-        if re.search(r"[A-Za-z_]", expr):
-            return self.op(f"({expr}).to({TL_DTYPE[dtype]})")
-        return self.op(f"tl.full({self.block()}, {expr}, {TL_DTYPE[dtype]})")
-
-    def enter(self, node) -> None:
-        self.closure.add(node)
-
-    def _param(self, root: Buffer) -> str:
-        self.params.setdefault(root.name, root)
-        return f"p_{root.name}"
-
-    def _mask(self, off: str) -> str:
-        return "xrmask" if self.red and "rindex" in off else "xmask"
-
-    # --- memory -----------------------------------------------------------------------------
-    def load(self, buf: Buffer, idx) -> str:
-        root = buf.base
-        off = linear(idx, buf.stride, buf.offset)
-        if root.name in self.produced:
-            st = self.stored.get(root.name)
-            if st is None:
-                raise Incompatible(f"{root.name} is read before this kernel writes it")
-            soff, var, slevel, sscope = st
-            if slevel == "r" and (self.level != "r" or sscope != self.scope):
-                raise Incompatible(f"{root.name} is needed outside the loop that computes it")
-            if not index_equal(soff, off, self.k.xnumel, self.k.rnumel):
-                raise Incompatible(f"{root.name} is read at a different index than it is written")
-            if buf.node is not None:
-                self.enter(buf.node)
-            return var
-        if buf.node is not None:
-            self.boundary[(buf.node, buf.item)] = buf
-        self.loaded.setdefault(root.name, []).append(off)
-        # a gather reads one per point; counted at the size hints when sizes are symbolic
-        points = hint(self.k.xnumel) * (hint(self.k.rnumel) if "rindex" in off else 1)
-        self.read_elems[root.name] = self.read_elems.get(root.name, 0) + min(hint(numel(buf.shape)), points)
-        p = self._param(root)
-        if "xindex" not in off and "rindex" not in off:
-            off = f"{off} + 0 * xindex"
-        var = self.op(f"tl.load({p} + ({off}), {self._mask(off)}, other=0)")
-        if buf.dtype != compute_dtype(buf.dtype):
-            var = self.op(f"{var}.to({TL_DTYPE[compute_dtype(buf.dtype)]})")
-        return var
-
-    def store(self, sn: SchedNode, idx, var: str, src_dtype: torch.dtype) -> None:
-        buf = sn.out
-        root = buf.base
-        off = linear(idx, buf.stride, buf.offset)
-        for other in self.loaded.get(root.name, []):
-            if not index_equal(other, off, self.k.xnumel, self.k.rnumel):
-                raise Incompatible(f"{root.name} is mutated at an index other kernels' reads use")
-        self.stored[root.name] = (off, var, self.level, self.scope)
-        if self.needed is not None and root.name not in self.needed and not sn.mutation:
-            return
-        val = self.cast(var, src_dtype, buf.dtype)
-        if self.perturb and buf.dtype.is_floating_point:
-            val = self.op(f"{val} + 1.0")  # FXLENS_INJECT=accuracy
-        if buf.dtype != compute_dtype(buf.dtype) or buf.dtype == torch.bool:
-            val = self.op(f"{val}.to({TL_DTYPE[buf.dtype]})")
-        if "xindex" not in off and "rindex" not in off:
-            off = f"{off} + 0 * xindex"
-        self.emit(f"tl.store({self._param(root)} + ({off}), {val}, {self._mask(off)})")
-        self.written[root.name] = root
-
-    # --- structure --------------------------------------------------------------------------
-    def open_loop(self) -> dict:
-        saved = dict(self.cse)
-        self.scope += 1
-        self.emit("for roff in range(0, rnumel, RBLOCK):")
-        self.indent += 1
-        self.emit("rindex = roff + rbase")
-        self.emit("rmask = rindex < rnumel")
-        self.emit("xrmask = xmask & rmask")
-        return saved
-
-    def close_loop(self, saved: dict) -> None:
-        self.indent -= 1
-        self.cse = saved
 
 
 _IDENTITY = {"sum": 0, "prod": 1, "any": 0}
@@ -365,16 +175,16 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
     for n in [r.node, *r.extra_nodes]:
         if n is not None:
             ctx.enter(n)
-    if looped:
+    if looped:  # accumulators before the loop, named outside CSE (the loop reassigns them)
+        ctx.enter_section("pre")
         if arg:
-            best = ctx.op(f"tl.full([XBLOCK, 1], {ident}, {tl_acc})")
-            bidx = ctx.op("tl.full([XBLOCK, 1], 0, tl.int64)")
-            ctx.cse.clear()
+            best, bidx = ctx.fresh("best"), ctx.fresh("bidx")
+            ctx.emit(f"{best} = tl.full([XBLOCK, 1], {ident}, {tl_acc})")
+            ctx.emit(f"{bidx} = tl.full([XBLOCK, 1], 0, tl.int64)")
         else:
-            acc = f"acc{ctx.n}"
-            ctx.n += 1
+            acc = ctx.fresh("acc")
             ctx.emit(f"{acc} = tl.full([XBLOCK, RBLOCK], {ident}, {tl_acc})")
-        saved = ctx.open_loop()
+        ctx.enter_section("body")
     ctx.level = "r"
     v = r.src.load(ctx, full_index(r.full, r.rdims))
     if r.rtype == "any":
@@ -394,9 +204,8 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         ctx.emit(f"{best} = tl.where({take}, {bv}, {best})")
     else:
         ctx.emit(f"{acc} = {_combine(r.rtype, acc, v)}")
-    if looped:
-        ctx.close_loop(saved)
-        ctx.cse = {}
+    if looped:  # finished after the loop: pending (NotYet) for nodes that would share the loop
+        ctx.enter_section("post")
         res = bidx if arg else ctx.op(_reduce(r.rtype, acc))
     ctx.level = "x"
     if r.rtype == "prod":
@@ -408,29 +217,52 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         res = ctx.op(f"{res} / {render(r.scale.n)}")
     elif r.scale is not None:
         res = ctx.op(f"{res} * {_lit(float(r.scale))}")
-    from fxlens.backend.ir import decompose
-
     ctx.store(sn, decompose("xindex", sn.out.shape), res, out_dt)
+    if looped:
+        ctx.enter_section("main")
 
 
 def _emit_pointwise(ctx: KernelCtx, sn: SchedNode) -> None:
     level = ctx.k.level(sn)
+    looped = ctx.red and not ctx.persistent
     if level == "r":
-        if tuple(sn.out.shape) != tuple(ctx.k.full or ()):
-            raise Incompatible("shape differs from the reduction's domain")
-        saved = None if ctx.persistent else ctx.open_loop()
+        if numel(sn.out.shape) != numel(ctx.k.full or ()):
+            raise Incompatible("size differs from the reduction's domain")
+        if looped:
+            ctx.enter_section("body")
         ctx.level = "r"
-        idx = full_index(ctx.k.full, ctx.k.rdims)
+        idx = row_index(ctx.k, sn.out.shape)
     else:
+        if looped and ctx.stage is not None:  # a row-level value: before the open loop, if it can
+            ctx.enter_section("pre")
         ctx.level = "x"
-        from fxlens.backend.ir import decompose
-
         idx = decompose("xindex", sn.out.shape)
     v = sn.value.load(ctx, idx)
     ctx.store(sn, idx, v, sn.value.dtype)
-    if level == "r" and saved is not None:
-        ctx.close_loop(saved)
+    if looped:
+        ctx.enter_section("main")
     ctx.level = "x"
+
+
+def _emit_node(ctx: KernelCtx, sn: SchedNode) -> None:
+    """One node's code; in a looped kernel it joins the open loop unless it needs what that loop
+    is still computing, then it goes after it (undone and emitted again)."""
+    custom = getattr(sn.value, "emit", None)  # scans and scatters bring their own loop structure
+    if custom is not None:
+        ctx.flush()
+        custom(ctx, sn)
+        return
+    emit = _emit_reduction if sn.is_reduction else _emit_pointwise
+    if not ctx.red or ctx.persistent or ctx.stage is None:  # no open loop: nothing can be pending
+        emit(ctx, sn)
+        return
+    snap = ctx.snapshot()
+    try:
+        emit(ctx, sn)
+    except NotYet:
+        ctx.restore(snap)
+        ctx.flush()
+        emit(ctx, sn)
 
 
 _SIG_TYPE = {
@@ -451,6 +283,10 @@ class KernelSource:
     written: dict
     loaded: set
     size_args: list = field(default_factory=list)  # size symbols the kernel takes, in order
+    # bytes read again by later loops of a looped reduction (read_bytes counts each buffer once,
+    # as inductor's num_bytes_accessed does); and the values recomputed in a later loop
+    reread_bytes: int = 0
+    recomputed: set = field(default_factory=set)
 
     def signature(self, int64: bool) -> dict[str, str]:
         """Triton's argument types, e.g. {"p_arg0": "*fp32", "s0": "i32"}: what an ahead-of-time
@@ -477,14 +313,8 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
     if _needs_int64(kernel):
         ctx.lines.insert(1, "    xindex = xindex.to(tl.int64)")
     for sn in kernel.nodes:
-        ctx.cse = {k: v for k, v in ctx.cse.items()}
-        custom = getattr(sn.value, "emit", None)  # scans and scatters bring their own loop structure
-        if custom is not None:
-            custom(ctx, sn)
-        elif sn.is_reduction:
-            _emit_reduction(ctx, sn)
-        else:
-            _emit_pointwise(ctx, sn)
+        _emit_node(ctx, sn)
+    ctx.flush()
     params = list(ctx.params.values())
     size_args = used_symbols("\n".join(ctx.lines))  # symbolic sizes: scalar arguments
     sig = ", ".join([f"p_{b.name}" for b in params] + size_args)
@@ -505,6 +335,13 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
         min(n, max(hint(ctx.params[r].storage_numel()), 1)) * ctx.params[r].dtype.itemsize
         for r, n in ctx.read_elems.items()
     )
+    row = hint(kernel.xnumel) * hint(kernel.rnumel)
+    reread = sum(
+        (len(loops) - 1)
+        * min(row, max(hint(ctx.params[r].storage_numel()), 1))
+        * ctx.params[r].dtype.itemsize
+        for r, loops in ctx.passes.items()
+    )
     return KernelSource(
         src,
         params,
@@ -515,6 +352,8 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
         ctx.written,
         set(ctx.loaded),
         size_args,
+        reread,
+        set(ctx.recomputed),
     )
 
 

@@ -258,6 +258,8 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
             "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": hint(k.xnumel * k.rnumel),
             "rnumel": hint(k.rnumel), "source": src.source, "source_path": path,
             "signature": src.signature(ck.int64), "blocks": [xb, rb],
+            # looped reductions: bytes later loops read again, values they compute again
+            "bytes_reread": int(src.reread_bytes), "recomputed": sorted(src.recomputed),
         })  # fmt: skip
         if not is_static(k.xnumel, k.rnumel):  # numbers above are at the first call's sizes
             records[-1]["symbolic"] = {"numel": str(k.xnumel * k.rnumel), "rnumel": str(k.rnumel),

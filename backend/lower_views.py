@@ -279,7 +279,8 @@ def _scatter(G, node, meta, x, dim, ind, src):
         return None
     dim %= max(len(x.shape), 1)
     k = ind.shape[dim] if ind.shape else 1
-    if not is_static(k, x.shape[dim]) or k > 8 or any(ind.shape[d] != x.shape[d] for d in range(len(x.shape)) if d != dim) or (
+    # the row may have a symbolic length (the wrap of negative indices is emitted with its symbol)
+    if not is_static(k) or k > 8 or any(ind.shape[d] != x.shape[d] for d in range(len(x.shape)) if d != dim) or (
             isinstance(src, Value) and tuple(src.shape) != tuple(ind.shape)):  # fmt: skip
         return None
     x, ind = G.use(x, node), G.use(ind, node)
@@ -291,7 +292,7 @@ def _scatter(G, node, meta, x, dim, ind, src):
         for j in range(k):  # later index positions win, as in ATen's serial CPU loop
             at = list(idx[:dim]) + [str(j)] + list(idx[dim + 1 :])
             raw = ind.load(ctx, at)
-            i = ctx.op(f"tl.where({raw} < 0, {raw} + {x.shape[dim]}, {raw})")
+            i = ctx.op(f"tl.where({raw} < 0, {raw} + {render(x.shape[dim])}, {raw})")
             v = ctx.cast(src.load(ctx, at), src.dtype, dt) if isinstance(src, Value) else ctx.full(src, dt)
             res = ctx.op(f"tl.where({i} == {idx[dim]}, {v}, {res})")
         return res

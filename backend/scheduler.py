@@ -7,7 +7,9 @@ Rules, tried in order for each realized node B against earlier kernels (latest f
   - a reduction after a pointwise kernel over its full domain: prologue (the kernel becomes a reduction).
 A candidate must share a buffer with B (or be the kernel just before B, with the same domain); the scan stops at the first item B depends on (moving B
 before it "would create a cycle"); a trial codegen must succeed (same-index reads of values the
-kernel computes). FXLENS_FUSION_LIMIT=N applies only the first N decisions.
+kernel computes; in a looped reduction, a pointwise value an earlier loop computed is recomputed in
+the later loop that needs it, and the decision says so). FXLENS_FUSION_LIMIT=N applies only the first
+N decisions.
 """
 
 from __future__ import annotations
@@ -39,14 +41,22 @@ def _merged(k: Kernel, sn: SchedNode) -> Kernel | None:
         if k.is_reduction:
             return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims) if (
                 (r.xnumel, r.rnumel) == (k.xnumel, k.rnumel)) else None  # fmt: skip
-        if all(tuple(o.out.shape) == tuple(r.full) or numel(o.out.shape) == r.xnumel for o in k.nodes):
+        if all(numel(o.out.shape) in (numel(r.full), r.xnumel) for o in k.nodes):
             return Kernel(k.nodes + [sn], r.xnumel, r.rnumel, tuple(r.full), tuple(r.rdims))
         return None
     if not k.is_reduction:
         return Kernel(k.nodes + [sn], k.xnumel) if n == k.xnumel else None
-    if n == k.xnumel or tuple(sn.out.shape) == tuple(k.full):
+    if n in (k.xnumel, numel(k.full)):  # over its rows, or its full domain (in any shape: row_index)
         return Kernel(k.nodes + [sn], k.xnumel, k.rnumel, k.full, k.rdims)
     return None
+
+
+def _recomputes(src, k: Kernel) -> str:
+    """What joining the kernel makes it compute twice: pointwise values a later loop needs (looped
+    reductions). The kernel keeps the set, so each decision names only what it added."""
+    names = sorted(src.recomputed - k.recomputed)
+    k.recomputed = set(src.recomputed)
+    return f"; recomputes {', '.join(names)} in a later loop over the row" if names else ""
 
 
 def _reads(sn: SchedNode, rmax: int) -> set[str]:
@@ -86,22 +96,24 @@ def _merge_adjacent(out: list, budget: Budget, rmax: int) -> list:
         prev = res[-1] if res else None
         if (isinstance(it, Kernel) and isinstance(prev, Kernel) and it.is_reduction and not prev.is_reduction
                 and not _alone(prev.nodes + it.nodes)):  # fmt: skip
-            full = tuple(it.full or ())
-            if all(numel(n.out.shape) == it.xnumel or tuple(n.out.shape) == full for n in prev.nodes):
+            full = numel(it.full or ())
+            if all(numel(n.out.shape) in (it.xnumel, full) for n in prev.nodes):
                 cand = Kernel(prev.nodes + it.nodes, it.xnumel, it.rnumel, it.full, it.rdims)
                 if not budget.allowed():
                     budget.record(False, prev, it.nodes[0].name, "not fused: beyond FXLENS_FUSION_LIMIT")
                 else:
                     try:
-                        generate(cand, "probe", persistent(cand, rmax), None)
+                        src = generate(cand, "probe", persistent(cand, rmax), None)
                     except Incompatible as e:
                         budget.record(False, prev, it.nodes[0].name, f"not fused: {e}")
                     else:
+                        prev.recomputed |= it.recomputed  # already said at `it`'s own decisions
                         budget.record(
                             True,
                             prev,
                             it.nodes[0].name,
-                            f"fused: prologue over the rows of ({it.xnumel}, {it.rnumel})",
+                            f"fused: prologue over the rows of ({it.xnumel}, {it.rnumel})"
+                            + _recomputes(src, prev),
                         )
                         prev.nodes, prev.xnumel, prev.rnumel, prev.full, prev.rdims = (
                             cand.nodes,
@@ -133,7 +145,7 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
                     budget.record(False, it, sn.name, "not fused: beyond FXLENS_FUSION_LIMIT")
                     return False
                 try:
-                    generate(cand, "probe", persistent(cand, rmax), None)
+                    src = generate(cand, "probe", persistent(cand, rmax), None)
                 except Incompatible as e:
                     budget.record(False, it, sn.name, f"not fused: {e}")
                     return False
@@ -152,7 +164,8 @@ def _try_fuse(out, sn, r, writes, produced, reads, budget: Budget, rmax: int) ->
                     True,
                     it,
                     sn.name,
-                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, {why}",
+                    f"fused: same (numel, rnumel) = ({cand.xnumel}, {cand.rnumel}), {kind}, {why}"
+                    + _recomputes(src, it),
                 )
                 return True
         if (r & produced[id(it)]) or (mutated & reads[id(it)]):

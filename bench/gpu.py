@@ -12,6 +12,7 @@ call (it only exercises the code path). fxlens is imported from this checkout if
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import os
 import sys
@@ -75,6 +76,13 @@ def _cases(dry: bool):
         False,
     )
     yield "conv net", ConvNet(), lambda: (torch.randn(s(1024, 2), 3, 8, 8),), False
+    # issue 11's fusion cases (bench/backend_cases.py; this script keeps bench/ off sys.path)
+    spec = importlib.util.spec_from_file_location("backend_cases", ROOT / "bench" / "backend_cases.py")
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    for name, factory, make, (b1, _) in bc.cases():
+        torch.manual_seed(0)
+        yield name, factory(), (lambda make=make, b1=b1: make(b1, not dry)), "MLP" not in name
 
 
 def _to(obj, device):
@@ -127,6 +135,7 @@ def run(dry: bool, budget_s: float) -> list[dict]:
             rows.append(row)
             if time.monotonic() - start > budget_s:
                 row["error"] = "skipped: time budget"
+                print(_fmt(row), flush=True)  # reported, not dropped
                 continue
             try:
                 torch.manual_seed(0)

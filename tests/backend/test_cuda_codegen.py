@@ -181,9 +181,16 @@ def _lower_for_cuda(gm, metas, kind):
 
 SUITE = [(name, train) for name in ("bias+GELU+residual", "RMSNorm", "LayerNorm", "softmax", "cross-entropy",
                                     "MLP", "GPT-2 block", "conv net") for train in (False, True)]  # fmt: skip
+# issue 11's fusion cases (bench/backend_cases.py, which gpu.py runs too): looped reductions over
+# 16k-column rows, GroupNorm's reshaped rows, rotary, label smoothing; 7-17 s each here: slow
+FUSION_SUITE = [(name, train) for name in ("LayerNorm, 16k-column rows", "softmax, 16k-column rows",
+                                           "GroupNorm+SiLU", "masked causal softmax", "SwiGLU MLP", "RMSNorm+rotary",
+                                           "log_softmax+NLL, label smoothing") for train in (False, True)]  # fmt: skip
 
 
-@pytest.mark.parametrize("name,train", SUITE)
+@pytest.mark.parametrize(
+    "name,train", SUITE + [pytest.param(*c, marks=pytest.mark.slow) for c in FUSION_SUITE]
+)
 def test_gpu_suite_kernels_compile_for_sm90(monkeypatch, name, train):
     model, make_args = next((m, a) for n, m, a, _ in _gpu_suite()._cases(dry=True) if n == name)
     graphs = _aten_graphs(monkeypatch, model, make_args, train)
@@ -204,5 +211,5 @@ def test_gpu_bench_dry_run_is_correct():
                        text=True, timeout=600, cwd=ROOT)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == len(SUITE)
+    assert len(rows) == len(SUITE) + len(FUSION_SUITE)
     assert all(row.split("|")[3].strip() == "ok" for row in rows), r.stdout

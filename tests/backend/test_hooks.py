@@ -199,7 +199,8 @@ def test_artifacts_in_torch_trace_with_compile_ids(tmp_path):
         "source_path",
     }
     for k in kernels:
-        assert keys <= set(k) and set(k) - keys <= {"signature", "blocks", "symbolic"}, sorted(k)
+        extra = {"signature", "blocks", "symbolic", "bytes_reread", "recomputed"}
+        assert keys <= set(k) and set(k) - keys <= extra, sorted(k)
         assert set(k["signature"]) >= {"xnumel", "rnumel"} and len(k["blocks"]) == 2
         assert (
             k["name"].startswith(f"fxk_{k['graph']}_")
