@@ -120,7 +120,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
     good = bcfg.good or stage
     use = stage if selected(bcfg.graphs, ordinal) else good
     cid = _compile_id()
-    base = {"ordinal": ordinal, "compile_id": cid, "stage": use, "under_test": use == stage}
+    base = {"ordinal": ordinal, "compile_id": cid, "stage": use, "under_test": use == stage, "asked": asked}
 
     def record(phase: str, **data) -> None:
         if cfg.session_dir:

@@ -28,7 +28,14 @@ def resolve(spec: str):
         if target.endswith(".py"):
             if not Path(target).is_file():
                 raise FxlensError(f"backend {spec!r}: no such file {target}")
-            namespace = runpy.run_path(target, run_name="__fxlens_backend__")
+            # a backend the file defines with `def`: its definitions alone, since a bug report's
+            # top-level code compares, asserts and exits; one built at top level needs the file run
+            try:
+                namespace = definitions_of(target)
+            except Exception:  # a decorator or default argument needing the script's globals
+                namespace = {}
+            if attr not in namespace:
+                namespace = runpy.run_path(target, run_name="__fxlens_backend__")
             if attr not in namespace:
                 raise FxlensError(f"backend {spec!r}: {target} defines no {attr!r}")
             return namespace[attr]
@@ -41,6 +48,22 @@ def resolve(spec: str):
     if spec not in names:
         raise FxlensError(f"unknown backend {spec!r} (known: {', '.join(names)})")
     return spec
+
+
+def definitions_of(path: str) -> dict:
+    """A script's imports, functions and classes, without running its top-level code.
+
+    A backend defined in a bug-report script (which compares, asserts and exits at top level)
+    can be loaded this way in another process; its body still sees the script's imports.
+    """
+    import ast
+
+    tree = ast.parse(Path(path).read_text(), filename=path)
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    tree.body = [node for node in tree.body if isinstance(node, kinds)]
+    namespace: dict = {"__name__": "__fxlens_backend__", "__file__": path}
+    exec(compile(tree, path, "exec"), namespace)  # noqa: S102 - the user's own script, as run_path would
+    return namespace
 
 
 def describe(backend, script: str | None = None) -> str:

@@ -43,6 +43,8 @@ class ReproSpec:
     # "inference": an AOTAutograd ATen graph, compiled by the backend's inner compiler (`inner`)
     level: str = "dynamo"
     inner: str = ""  # a key of INNER_COMPILERS
+    # the backend the script compared against (`eager`): the reproducer compares the same two calls
+    reference: str = ""
 
     @property
     def level_name(self) -> str:
@@ -100,7 +102,23 @@ def backend_loader(spec: str) -> str:
         if target.endswith(".py"):
             # a backend defined in a file (also the user's script): run that file for it
             path = os.path.abspath(target)
-            body = f"import runpy\nreturn runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]"
+            # a backend the file defines with `def`: its definitions alone (imports, functions,
+            # classes) are loaded, since a bug report's top-level code compares, asserts, exits;
+            # one the file builds at top level (`aot_autograd(...)`) needs the file run
+            body = (
+                "import ast\nimport runpy\n\n"
+                f"tree = ast.parse(open({path!r}).read())\n"
+                "kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)\n"
+                "tree.body = [node for node in tree.body if isinstance(node, kinds)]\n"
+                f"if {attr!r} not in {{getattr(node, 'name', None) for node in tree.body}}:\n"
+                f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]\n"
+                f"namespace = {{'__name__': '__fxlens_backend__', '__file__': {path!r}}}\n"
+                "try:\n"
+                f"    exec(compile(tree, {path!r}, 'exec'), namespace)\n"
+                "except Exception:  # a decorator needing the script's globals: run the file\n"
+                f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]\n"
+                f"return namespace[{attr!r}]"
+            )
         else:
             body = f"import importlib\nreturn getattr(importlib.import_module({target!r}), {attr!r})"
     return "def load_backend():\n" + textwrap.indent(body, "    ")
@@ -152,6 +170,12 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     parts.append(
         f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n"
         f"DYNAMIC = {spec.dynamic!r}\nLEVEL = {spec.level!r}"
+        + (
+            f"\n# the original script compared torch.compile(..., backend={spec.reference!r}) with the backend\n"
+            f"REFERENCE = {spec.reference!r}"
+            if spec.reference and not aten
+            else ""
+        )
     )
     parts.append(
         "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
@@ -159,7 +183,7 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     parts.append(
         'if __name__ == "__main__":\n'
         "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
-        + (", load_inner))" if aten else "))")
+        + (", load_inner))" if aten else (", reference=REFERENCE))" if spec.reference else "))"))
     )
     return "\n\n\n".join(parts) + "\n"
 
