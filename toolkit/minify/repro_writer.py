@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxlens.capture.backends import definitions_of
 from fxlens.minify import check as minify_check
 from fxlens.minify.graph import Candidate, InputSpec
 
@@ -102,22 +103,13 @@ def backend_loader(spec: str) -> str:
         if target.endswith(".py"):
             # a backend defined in a file (also the user's script): run that file for it
             path = os.path.abspath(target)
-            # a backend the file defines with `def`: its definitions alone (imports, functions,
-            # classes) are loaded, since a bug report's top-level code compares, asserts, exits;
-            # one the file builds at top level (`aot_autograd(...)`) needs the file run
+            # only the definitions the backend needs (fxlens.capture.backends.definitions_of,
+            # embedded): a bug report's top-level code compares, asserts and exits
             body = (
-                "import ast\nimport runpy\n\n"
-                f"tree = ast.parse(open({path!r}).read())\n"
-                "kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)\n"
-                "tree.body = [node for node in tree.body if isinstance(node, kinds)]\n"
-                f"if {attr!r} not in {{getattr(node, 'name', None) for node in tree.body}}:\n"
-                f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]\n"
-                f"namespace = {{'__name__': '__fxlens_backend__', '__file__': {path!r}}}\n"
-                "try:\n"
-                f"    exec(compile(tree, {path!r}, 'exec'), namespace)\n"
-                "except Exception:  # a decorator needing the script's globals: run the file\n"
-                f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]\n"
-                f"return namespace[{attr!r}]"
+                "import runpy\n\n" + inspect.getsource(definitions_of) + "\n\ntry:\n"
+                f"    return definitions_of({path!r}, {attr!r})[{attr!r}]\n"
+                "except Exception:  # a definition needing more of the script: run all of it\n"
+                f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]"
             )
         else:
             body = f"import importlib\nreturn getattr(importlib.import_module({target!r}), {attr!r})"
