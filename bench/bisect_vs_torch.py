@@ -1,15 +1,17 @@
 """Runs and wall time: `fxlens bisect` vs torch's CompilerBisector on the same inductor failure.
 
-The failure: inductor's own `cpp.inject_relu_bug_TESTING_ONLY = "accuracy"` (relu computes x + 1)
-in one of three graphs of a small script. Torch's side is its documented CLI,
+The failures: inductor's own `cpp.inject_relu_bug_TESTING_ONLY` switch, one case per kind:
+`compile_error` (the C++ compile fails), `runtime_error` (the kernel raises), `accuracy` (relu
+computes x + 1), in one of three graphs of a small script. Torch's side is its documented CLI,
 `python -m torch._inductor.compiler_bisector run python case.py`, which needs the script to pick
 the backend from TORCH_COMPILE_BACKEND and to exit non-zero when the compiled result differs from
 eager; fxlens's side is `fxlens bisect case.py` (stages, graph, then the same CompilerBisector on
 that graph alone). Every run of the case script appends a line to a counter file, so both sides'
 runs are counted the same way.
 
-    python bench/bisect_vs_torch.py            # prints the table
-    python bench/bisect_vs_torch.py --json F   # also writes the numbers
+    python bench/bisect_vs_torch.py                      # all three cases, prints the table
+    python bench/bisect_vs_torch.py --cases accuracy     # one case
+    python bench/bisect_vs_torch.py --json F             # also writes the numbers
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+# the case script, formatted with {bug} (a value of inductor's inject_relu_bug_TESTING_ONLY)
 CASE = """
 import os, sys
 import torch
 
 with open(os.environ["BENCH_COUNTER"], "a") as f:
     f.write("run\\n")
-torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "accuracy"
+torch._inductor.config.cpp.inject_relu_bug_TESTING_ONLY = "{bug}"
 backend = os.environ.get("TORCH_COMPILE_BACKEND", "inductor")
 
 
@@ -100,22 +103,33 @@ def bench_fxlens(case: Path, tmp: Path) -> dict:
     }
 
 
+CASES = ("compile_error", "runtime_error", "accuracy")
+
+
+def bench_case(bug: str) -> dict:
+    """Both tools on one case, in a fresh temporary directory."""
+    with tempfile.TemporaryDirectory(prefix=f"fxlens-bench-bisect-{bug}-") as d:
+        tmp = Path(d)
+        case = tmp / "case.py"
+        case.write_text(CASE.format(bug=bug))
+        return {"torch": bench_torch(case, tmp), "fxlens": bench_fxlens(case, tmp)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="FILE")
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {', '.join(CASES)}")
     opts = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="fxlens-bench-bisect-") as d:
-        tmp = Path(d)
-        case = tmp / "case.py"
-        case.write_text(CASE)
-        torch_side = bench_torch(case, tmp)
-        fx_side = bench_fxlens(case, tmp)
-    rows = [("torch CompilerBisector (run mode)", torch_side), ("fxlens bisect", fx_side)]
-    print(f"{'tool':<36} {'runs':>5} {'wall s':>8}  verdict")
-    for name, r in rows:
-        print(f"{name:<36} {r['runs']:>5} {r['seconds']:>8.1f}  {r['verdict']}")
+    results = {bug: bench_case(bug) for bug in opts.cases.split(",")}
+    print(f"{'case':<14} {'tool':<36} {'runs':>5} {'wall s':>8}  verdict")
+    for bug, sides in results.items():
+        for name, r in (
+            ("torch CompilerBisector (run mode)", sides["torch"]),
+            ("fxlens bisect", sides["fxlens"]),
+        ):
+            print(f"{bug:<14} {name:<36} {r['runs']:>5} {r['seconds']:>8.1f}  {r['verdict']}")
     if opts.json:
-        Path(opts.json).write_text(json.dumps({"torch": torch_side, "fxlens": fx_side}, indent=2) + "\n")
+        Path(opts.json).write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

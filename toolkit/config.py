@@ -48,6 +48,11 @@ ENV_SESSION = "FXLENS_SESSION"
 ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
 ENV_DOCTOR_PROBE = "FXLENS_DOCTOR_PROBE"
 ENV_RUNNER_HOOK = "FXLENS_RUNNER_HOOK"
+# comma-separated backend specs whose torch.compile calls the override leaves alone: a script that
+# compares a backend with a reference (`eager`, `aot_eager`) keeps its reference calls as they are
+ENV_OVERRIDE_KEEP = "FXLENS_OVERRIDE_KEEP"
+# backends a comparing script's reference calls use (never the backend under test of such a script)
+REFERENCE_BACKENDS = ("eager", "aot_eager")
 
 
 # -- fxlens minify: the parent sets these for its capture child (fxlens.minify.capture) --

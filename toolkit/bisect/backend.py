@@ -99,16 +99,28 @@ def _compile_id() -> str:
         return "?"
 
 
-def wrapper(gm, example_inputs):
+def for_asked(asked: str):
+    """The wrapper for one torch.compile call that asked for `asked` (the runner calls this)."""
+
+    def wrapper_for_call(gm, example_inputs):
+        return wrapper(gm, example_inputs, asked=asked)
+
+    return wrapper_for_call
+
+
+def wrapper(gm, example_inputs, asked: str | None = None):
     """Dynamo backend: compile with the stage under test or the good stage, and record what happens."""
     cfg = config.load()
     bcfg = config.load_bisect()
     ordinal = next(_ordinals)
-    stage = bcfg.stage if bcfg.stage != "@asked" else asked_backend(cfg.session_dir)
+    if bcfg.stage == "@asked":
+        stage = asked or asked_backend(cfg.session_dir)
+    else:
+        stage = bcfg.stage
     good = bcfg.good or stage
     use = stage if selected(bcfg.graphs, ordinal) else good
     cid = _compile_id()
-    base = {"ordinal": ordinal, "compile_id": cid, "stage": use, "under_test": use == stage}
+    base = {"ordinal": ordinal, "compile_id": cid, "stage": use, "under_test": use == stage, "asked": asked}
 
     def record(phase: str, **data) -> None:
         if cfg.session_dir:
@@ -137,9 +149,10 @@ def wrapper(gm, example_inputs):
 
     def run(*args):
         state["calls"] += 1
-        refs = None
+        refs = probe = None
         if reference is not None and state["calls"] <= bcfg.check_calls:
             refs = _references(reference, args, record)
+            probe = _probe(compiled, refs) if refs is not None else None
         try:
             result = compiled(*args)
         except Exception as e:
@@ -148,10 +161,13 @@ def wrapper(gm, example_inputs):
                 record("run", ok=False, error=_error(e))
             raise
         if refs is not None:
-            _compare(args, result, refs, state["calls"], record)
+            _compare(args, result, refs, probe, state["calls"], record)
         return result
 
     return run
+
+
+wrapper.for_asked = for_asked
 
 
 def _references(reference, args, record):
@@ -165,11 +181,31 @@ def _references(reference, args, record):
         return None
 
 
-def _compare(args, result, refs, call: int, record) -> None:
+def _probe(compiled, refs):
+    """The compiled graph called once more, on the references' untouched copy of the inputs.
+
+    Its gradients are this graph's alone: the user's real inputs may be outputs of an earlier
+    graph, whose autograd history would add other graphs' gradients to the compiled side only.
+    It runs before the user's call, under a forked RNG state, on copies, so the user's run is
+    unchanged. None when it raises: the user's own call then fails (or not) on its own.
+    """
+    import torch
+
+    try:
+        with torch.random.fork_rng(devices=[]):
+            return compiled(*refs.probe_args)
+    except Exception:
+        return None
+
+
+def _compare(args, result, refs, probe, call: int, record) -> None:
     from fxlens.bisect.check import compare_result
 
     try:
-        divs = compare_result(list(args), result, refs, check_grads=True)
+        divs = compare_result(list(args), result, refs, check_grads=False)
+        if probe is not None:
+            grads = compare_result(refs.probe_args, probe, refs, check_grads=True)
+            divs += [d for d in grads if d.what.startswith("grad")]
     except Exception as e:
         record("check", ok=True, call=call, skipped=f"comparison failed: {_error(e)}")
         return

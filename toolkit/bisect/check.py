@@ -47,26 +47,81 @@ def has_random_ops(gm) -> bool:
     return False
 
 
-def to_fp64(x, requires_grad: bool = True):
-    """A detached fp64 copy of a floating tensor (grad flag kept), other values unchanged."""
+def _copy_one(x, fp64: bool):
+    """A detached copy of one tensor: fp64 when asked (floating only), grad flag kept.
+
+    A non-leaf input (the output of an earlier graph) stays a non-leaf, so a graph that mutates
+    it in place runs on the copy as it does on the original (a leaf that requires grad would
+    refuse the in-place op).
+    """
     import torch
 
-    if isinstance(x, torch.Tensor):
-        if x.is_floating_point():
-            y = x.detach().to(torch.float64).clone()
-            return y.requires_grad_(x.requires_grad and requires_grad)
-        return x.detach().clone()
-    return x
+    y = x.detach()
+    y = y.to(torch.float64).clone() if fp64 and x.is_floating_point() else y.clone()
+    if not (x.requires_grad and y.is_floating_point()):
+        return y
+    y.requires_grad_(True)
+    if x.is_leaf:
+        return y
+    # gradients are taken at the leaf: the value before any in-place update, which is what an
+    # AOT graph's gradient reaches too (it writes a mutated input back with copy_ after the graph)
+    z = y.clone()
+    z._fxlens_grad_root = y
+    return z
 
 
-def clone_like(x):
-    """A detached copy in the original dtype (grad flag kept), other values unchanged."""
+def _storage_key(x):
+    try:
+        return (x.device, x.untyped_storage().data_ptr(), x.dtype)
+    except Exception:  # sparse, nested, some subclasses: no plain storage; copied alone
+        return None
+
+
+def _copy_group(group: list, fp64: bool) -> list:
+    """Copies of tensors that share one storage, sharing one copied storage the same way."""
     import torch
 
-    if isinstance(x, torch.Tensor):
-        y = x.detach().clone()
-        return y.requires_grad_(x.requires_grad) if x.is_floating_point() else y
-    return x
+    first = group[0]
+    base = torch.empty(0, dtype=first.dtype, device=first.device).set_(first.untyped_storage())
+    base = base.to(torch.float64).clone() if fp64 and base.is_floating_point() else base.clone()
+    views = []
+    for t in group:
+        v = base.as_strided(t.size(), t.stride(), t.storage_offset())
+        views.append(v.requires_grad_(True) if t.requires_grad and v.is_floating_point() else v)
+    return views
+
+
+def copy_args(args, fp64: bool = False) -> list:
+    """Copies of a graph call's inputs that the graph sees exactly as it sees the originals.
+
+    The same tensor passed twice stays one tensor; tensors that share storage (views of one
+    buffer, a parameter and its alias) share one copied storage, so an in-place update through
+    one is seen through the other; other values are passed as they are. With `fp64`, floating
+    tensors become float64. The originals are never touched.
+    """
+    import torch
+
+    groups: dict = {}
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            key = _storage_key(a)
+            if key is not None and key[1] != 0:
+                members = groups.setdefault(key, [])
+                if not any(m is a for m in members):
+                    members.append(a)
+    copies: dict[int, object] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            try:
+                copies.update(zip(map(id, members), _copy_group(members, fp64), strict=True))
+            except Exception:  # odd layouts: independent copies, aliasing lost, values still right
+                pass
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor) and id(a) not in copies:
+            copies[id(a)] = _copy_one(a, fp64)
+        out.append(copies[id(a)] if isinstance(a, torch.Tensor) else a)
+    return out
 
 
 def flat_tensors(out) -> list:
@@ -107,12 +162,18 @@ def compare(what: str, res, ref, ref64) -> Divergence:
 
 @dataclass
 class References:
-    """Eager results of one graph call: in the inputs' dtypes and in fp64, on copies of the inputs."""
+    """Eager results of one graph call, in the inputs' dtypes and in fp64, on copies of its inputs.
+
+    `probe_args` are a third, untouched copy: the compiled graph is called once on them for the
+    check (`fxlens.bisect.backend`), so its gradients are those of this graph alone, as the
+    references' are, never mixed with the autograd history of the user's real inputs.
+    """
 
     args: list
     args64: list
     out: list
     out64: list
+    probe_args: list
 
 
 def references(gm, args: list) -> References:
@@ -123,13 +184,14 @@ def references(gm, args: list) -> References:
     """
     import torch
 
-    ref_args = [clone_like(a) for a in args]
-    ref64_args = [to_fp64(a) for a in args]
+    probe_args = copy_args(args)
+    ref_args = copy_args(args)
+    ref64_args = copy_args(args, fp64=True)
     with torch.random.fork_rng(devices=[]):
         ref = gm(*ref_args)
     with torch.random.fork_rng(devices=[]):
         ref64 = gm(*ref64_args)
-    return References(ref_args, ref64_args, flat_tensors(ref), flat_tensors(ref64))
+    return References(ref_args, ref64_args, flat_tensors(ref), flat_tensors(ref64), probe_args)
 
 
 def compare_result(args: list, result, refs: References, check_grads: bool) -> list[Divergence]:
@@ -170,7 +232,7 @@ def _check_grads(args, ref_args, ref64_args, outs, refs, refs64) -> list[Diverge
     def grads(inputs, outputs):
         return torch.autograd.grad(
             [outputs[k] for k in pairs],
-            [inputs[i] for i in idx],
+            [getattr(inputs[i], "_fxlens_grad_root", inputs[i]) for i in idx],
             grad_outputs=[
                 c.to(outputs[k].dtype).to(outputs[k].device) for c, k in zip(cot, pairs, strict=True)
             ],

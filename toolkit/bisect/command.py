@@ -165,24 +165,19 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
         return out.kind in counts
 
     _check_kernels(runs, backend, check)
-    top = runs.run(backend or "as-asked", stage=backend or "@asked")
-    if not top.compiled and not top.asked:
-        if top.exit_code != 0:
-            raise FxlensError(
-                f"{script} exited with status {top.exit_code} before compiling anything "
-                f"({top.error or 'see ' + str(top.session_dir)})"
-            )
-        raise FxlensError(f"{script} never called torch.compile: nothing to bisect")
+    top, references = _first_run(runs, script, backend)
     if backend is None:
-        if len(top.asked) > 1:
+        targets = [b for b in top.asked if b not in references]
+        if len(targets) > 1:
             raise FxlensError(
-                f"{script} compiles with several backends ({', '.join(top.asked)}): pick one with --backend"
+                f"{script} compiles with several backends ({', '.join(targets)}): pick one with --backend"
             )
-        backend = top.asked[0] if top.asked else "inductor"
+        backend = targets[0] if targets else "inductor"
     lad = ladder(backend)
     _check_kernels(runs, backend, check)
     base = {"backend": backend, "ladder": lad, "first_failing_stage": None, "culprit": None}
     base.update(kernel=None, fusion=None, compiler_bisector=None, failure=None, graph=None)
+    base["references"] = references
     if not fails(top):
         base.update(outcome="nothing_fails", stages=[_stage(backend, top, counted=False)])
         return base
@@ -205,6 +200,37 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
     good = lad[lad.index(first_bad) - 1]
     good_out = below[lad.index(first_bad) - 1]
     return _narrow_graph(runs, base, first_bad, good, bad_out, good_out, torch_bisector)
+
+
+def _first_run(runs: Runs, script: str, backend: str | None) -> tuple[Outcome, list[str]]:
+    """Run 1, and the reference calls of a script that compares a backend with `eager`/`aot_eager`.
+
+    Such a script (the usual bug report) keeps its reference calls as they are in every later run
+    (FXLENS_OVERRIDE_KEEP); only the other calls are stepped. Without --backend, run 1 compiles
+    every call with its own backend anyway, so it needs no keep list; its reference graphs are
+    then dropped from its outcome. With --backend, run 1 keeps the references, unless they are
+    all the script has: then it is repeated with every call stepped.
+    Returns (outcome, the reference backends kept).
+    """
+    refs = [b for b in config.REFERENCE_BACKENDS if b != backend]
+    runs.extra_env[config.ENV_OVERRIDE_KEEP] = ",".join(refs) if backend else ""
+    top = runs.run(backend or "as-asked", stage=backend or "@asked")
+    if backend and not top.compiled and top.asked and all(b in refs for b in top.asked):
+        runs.extra_env[config.ENV_OVERRIDE_KEEP] = ""
+        top = runs.run(f"{backend} (every call)", stage=backend)
+    if not top.compiled and not top.asked:
+        if top.exit_code != 0:
+            raise FxlensError(
+                f"{script} exited with status {top.exit_code} before compiling anything "
+                f"({top.error or 'see ' + str(top.session_dir)})"
+            )
+        raise FxlensError(f"{script} never called torch.compile: nothing to bisect")
+    references = [b for b in top.asked if b in refs]
+    if not references or all(b in refs for b in top.asked):
+        runs.extra_env[config.ENV_OVERRIDE_KEEP] = ""
+        return top, []
+    runs.extra_env[config.ENV_OVERRIDE_KEEP] = ",".join(references)
+    return (top if backend else top.without(references)), references
 
 
 def _check_kernels(runs: Runs, backend: str | None, check: str) -> None:
@@ -388,6 +414,7 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
         return None
     kind = (r.get("failure") or {}).get("kind")
     check = "accuracy" if kind == "accuracy" else "crash"
+    # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
     parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -402,6 +429,8 @@ def render_text(r: dict) -> str:
     )
     if stages:
         lines.append(f"  stages   {stages}")
+    if r.get("references"):
+        lines.append(f"  kept     the script's reference calls: {', '.join(r['references'])} (not stepped)")
     if r.get("failure"):
         lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}")
     c = r.get("culprit") or {}

@@ -8,7 +8,7 @@ and torch's trace in that run's session are read back here. This module never im
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens import config
@@ -38,6 +38,7 @@ class Outcome:
     divergence: dict | None = None  # the first failing check's worst divergence
     asked: list[str] = field(default_factory=list)  # backends the script's torch.compile calls asked for
     compiled: bool = False  # whether any graph was compiled at all
+    graph_asked: dict[int, str] = field(default_factory=dict)  # ordinal -> backend its call asked for
 
     @property
     def failed(self) -> bool:
@@ -45,6 +46,21 @@ class Outcome:
 
     def session(self) -> Session:
         return Session.open(self.session_dir)
+
+    def without(self, references: list[str]) -> Outcome:
+        """This run as if the calls asking for `references` had not gone through the wrapper.
+
+        Run 1 of a comparing script compiles every call with its own backend; later runs leave
+        the reference calls alone, so their graphs take no ordinal: renumber to match.
+        """
+        keep = [o for o in sorted(self.graphs) if self.graph_asked.get(o) not in references]
+        new = {old: i for i, old in enumerate(keep)}
+        return replace(
+            self,
+            graphs={new[o]: self.graphs[o] for o in keep},
+            failing=[new[o] for o in self.failing if o in new],
+            graph_asked={new[o]: self.graph_asked.get(o, "") for o in keep},
+        )
 
 
 def _last_error_line(text: str) -> str:
@@ -149,6 +165,7 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
             out.compiled = True
             ordinal = int(ev.get("ordinal", -1))
             out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
+            out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
             if ev.get("ok") is False and ordinal not in out.failing:
                 out.failing.append(ordinal)
                 if ev.get("phase") == "check" and out.divergence is None:
@@ -159,6 +176,11 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
                     out.error = str(ev.get("error", ""))
     if exit_code == TIMEOUT_EXIT:
         out.kind, out.error = "timeout", f"no exit within {seconds:.0f}s"
+    elif exit_code != 0 and out.divergence is not None and not out.error:
+        # no graph raised, one diverged, and the script then failed (a comparing script's own
+        # assert_close): the divergence is the cause, the exit its consequence
+        out.kind = "accuracy"
+        out.error = f"{_divergence_line(out.divergence)}; the script then exited {exit_code}"
     elif exit_code != 0:
         out.kind = "crash"
         out.error = out.error or _last_error_line(_stderr(sdir)) or f"exit status {exit_code}"
@@ -167,13 +189,16 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
         # eager): still the compiler failing
         out.kind = "crash"
     elif out.divergence is not None:
-        d = out.divergence
         out.kind = "accuracy"
-        out.error = (
-            f"{d.get('what', 'output')} ({d.get('dtype', '')}) max abs err {d.get('max_abs_err', 0):.3g} "
-            f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"
-        )
+        out.error = _divergence_line(out.divergence)
     return out
+
+
+def _divergence_line(d: dict) -> str:
+    return (
+        f"{d.get('what', 'output')} ({d.get('dtype', '')}) max abs err {d.get('max_abs_err', 0):.3g} "
+        f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"
+    )
 
 
 def _stderr(sdir: Path) -> str:

@@ -24,7 +24,10 @@ _SCRIPT_GLOBALS: list[dict] = []
 
 
 def patch_compile(override, script: str, session: str) -> None:
-    """Wrap torch.compile: record the backend each call asks for, and apply the override."""
+    """Wrap torch.compile: record the backend each call asks for, and apply the override.
+
+    Calls asking for a backend in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference).
+    """
     import torch
 
     from fxlens.capture.backends import describe
@@ -32,6 +35,7 @@ def patch_compile(override, script: str, session: str) -> None:
     original = torch.compile
     if getattr(original, "_fxlens_patched", False):
         return
+    keep = {k for k in os.environ.get(config.ENV_OVERRIDE_KEEP, "").split(",") if k}
 
     def compile(model=None, **kwargs):
         asked = describe(kwargs.get("backend", "inductor"), script)
@@ -44,11 +48,13 @@ def patch_compile(override, script: str, session: str) -> None:
                     "backend": asked,
                     "file": frame.f_code.co_filename,
                     "line": frame.f_lineno,
-                    "override": bool(override),
+                    "override": bool(override) and asked not in keep,
                 },
             )
-        if override is not None:
-            kwargs["backend"] = override
+        if override is not None and asked not in keep:
+            # a backend that wants to know what each call asked for (bisect's wrapper) gets it
+            per_call = getattr(override, "for_asked", None)
+            kwargs["backend"] = per_call(asked) if per_call else override
         if model is None:
             # `@torch.compile(backend=...)`: torch's own decorator would call torch.compile again (this
             # wrapper) and record the call twice; call the original directly once the function is known

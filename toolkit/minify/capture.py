@@ -140,7 +140,16 @@ def _lift_attributes(gm, example_inputs: list) -> list:
     return [*example_inputs, *extra]
 
 
-def capture(gm, example_inputs):
+def for_asked(asked: str):
+    """The capturing backend for one torch.compile call that asked for `asked` (the runner calls it)."""
+
+    def capture_for_call(gm, example_inputs):
+        return capture(gm, example_inputs, asked=asked)
+
+    return capture_for_call
+
+
+def capture(gm, example_inputs, asked: str | None = None):
     """The capturing backend: record the graph, then compile and run it with the real backend."""
     import torch
 
@@ -148,7 +157,9 @@ def capture(gm, example_inputs):
 
     out = Path(os.environ[config.ENV_MINIFY_CAPTURE_DIR])
     check = os.environ.get(config.ENV_MINIFY_CHECK, "auto")
-    spec = os.environ.get(config.ENV_MINIFY_BACKEND) or _script_backend_spec(config.load().session_dir)
+    spec = (
+        os.environ.get(config.ENV_MINIFY_BACKEND) or asked or _script_backend_spec(config.load().session_dir)
+    )
     k = _counter[0]
     _counter[0] += 1
     saved = copy.deepcopy(gm)
@@ -213,6 +224,9 @@ def capture(gm, example_inputs):
     if boxed:
         run._boxed_call = True  # type: ignore[attr-defined]
     return run
+
+
+capture.for_asked = for_asked
 
 
 def _compare(out: Path, k: int, gm, args: list, lifted: list, result) -> None:

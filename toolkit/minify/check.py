@@ -117,8 +117,9 @@ def _to64(x):
     return x
 
 
-def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dynamic=False):
-    """Run the model eagerly, then compiled with `backend`; the failure's signature, or None.
+def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dynamic=False, reference=""):
+    """Run the model eagerly (or compiled with `reference`), then with `backend`; the failure's
+    signature, or None.
 
     Args:
         model_cls: the nn.Module class to instantiate (no constructor arguments).
@@ -127,9 +128,14 @@ def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dy
         check: "crash" (only exceptions count) or "accuracy" (also divergence from fp64).
         backward: also run backward through every output that requires grad.
         dynamic: compile with dynamic=True (symbolic shapes), as the original script did.
+        reference: the backend the original script compared against (`eager`, `aot_eager`), as
+            bug reports do: `torch.compile(m, backend=reference)` is the side compared with.
     """
     try:
-        eager = _run(model_cls(), make_inputs(), backward)
+        ref_model = model_cls()
+        if reference:
+            ref_model = torch.compile(ref_model, backend=reference, dynamic=True if dynamic else None)
+        eager = _run(ref_model, make_inputs(), backward)
     except Exception as e:
         return "eager: " + signature_of(e)
     try:
@@ -194,13 +200,23 @@ def rand_tensor(shape, stride, dtype, device, requires_grad, seed, lo=0, hi=2, v
     return t.requires_grad_(requires_grad) if (t.is_floating_point() or t.is_complex()) else t
 
 
-def main(model_cls, make_inputs, load_backend, check, backward, expected, dynamic=False, load_inner=None):
+def main(
+    model_cls,
+    make_inputs,
+    load_backend,
+    check,
+    backward,
+    expected,
+    dynamic=False,
+    load_inner=None,
+    reference="",
+):
     """Reproducer entry point: exit 1 printing the signature when it fails, else exit 0. With
     `load_inner`, the graph is an ATen graph compiled by the backend's inner compiler."""
     if load_inner is not None:
         sig = run_aten_check(model_cls, make_inputs, load_inner(), check, dynamic)
     else:
-        sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic)
+        sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic, reference)
     if sig is None:
         print("did not reproduce: the compiled model ran and matched", file=sys.stderr)
         return 0

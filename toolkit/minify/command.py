@@ -105,7 +105,7 @@ def _run_child(script, script_args, backend, folder: Path, env: dict | None = No
 
 def _capture(script, script_args, backend, check, session: Path):
     """Run the script once under the capturing backend; (capture dir, exit code, stderr)."""
-    from fxlens.minify.capture import CAPTURE_SPEC
+    from fxlens.minify.capture import CAPTURE_SPEC, captured_graphs
 
     cap = session / "capture"
     cap.mkdir(parents=True, exist_ok=True)
@@ -113,9 +113,35 @@ def _capture(script, script_args, backend, check, session: Path):
         config.ENV_MINIFY_CAPTURE_DIR: str(cap.resolve()),
         config.ENV_MINIFY_BACKEND: backend or "",
         config.ENV_MINIFY_CHECK: check,
+        # a script comparing a backend with `eager`/`aot_eager` keeps those reference calls as they
+        # are when --backend replaces the others (without it, every call keeps its own backend)
+        config.ENV_OVERRIDE_KEEP: ",".join(b for b in config.REFERENCE_BACKENDS if b != backend)
+        if backend
+        else "",
     }
-    code, stderr = _run_child(script, script_args, CAPTURE_SPEC, session / "children" / "capture", env)
+    child = session / "children" / "capture"
+    code, stderr = _run_child(script, script_args, CAPTURE_SPEC, child, env)
+    asked = _asked(child)
+    if backend and not captured_graphs(cap) and asked and all(b in config.REFERENCE_BACKENDS for b in asked):
+        # the script compiles only with references: they are what --backend replaces
+        env[config.ENV_OVERRIDE_KEEP] = ""
+        shutil.rmtree(child, ignore_errors=True)
+        code, stderr = _run_child(script, script_args, CAPTURE_SPEC, child, env)
     return cap, code, stderr
+
+
+def _asked(child: Path) -> list[str]:
+    """The backends the script's torch.compile calls asked for, in order (the runner records them)."""
+    events = Session.open(child).events if (child / "events.jsonl").exists() else []
+    asked = [str(e.get("backend")) for e in events if e.get("event") == "compile_call"]
+    return list(dict.fromkeys(b for b in asked if b and not b.startswith("fxlens.minify.capture")))
+
+
+def reference_backend(child: Path, failing_backend: str) -> str:
+    """The reference a comparing script checked `failing_backend` against, or "" (none)."""
+    if failing_backend in config.REFERENCE_BACKENDS:
+        return ""
+    return next((b for b in _asked(child) if b in config.REFERENCE_BACKENDS), "")
 
 
 def _first_backend(cap: Path, done: threading.Event) -> str | None:
@@ -342,6 +368,7 @@ def _minify(
             config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
             env=_carried_env(),
             dynamic=bool(meta.get("dynamic")),
+            reference=reference_backend(session / "children" / "capture", meta["backend"]),
         )
         t_confirm = time.perf_counter()
         spec, sig, flaky, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))

@@ -243,6 +243,7 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
     from torch.fx.interpreter import Interpreter
 
     specs = [spec_of(v, saved=f"arg{i}") for i, v in enumerate(values)]
+    _inline_constants(gm)
 
     class Recorder(Interpreter):
         def run_node(self, n):
@@ -263,3 +264,39 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
     flat, _ = torch.utils._pytree.tree_flatten(out.args[0])
     out.args = (tuple(a for a in flat if isinstance(a, fx.Node) and tensor_spec(a) is not None),)
     return rebuild(Candidate(gm.graph, specs))
+
+
+# largest tensor constant written into a reproducer as a literal (elements)
+MAX_INLINE_CONSTANT = 65536
+
+
+def _inline_constants(gm: fx.GraphModule) -> None:
+    """Turn the graph's tensor constants (get_attr nodes) into `torch.tensor(<literal>)` calls.
+
+    Re-tracing a captured graph makes a tensor built inside forward (`torch.tensor([...])`,
+    `torch.ones(3)`) a module attribute, `_tensor_constant0`; a candidate is source only, so the
+    constant must travel as source too. It stays a constant built inside forward, as in the user's
+    code, so the backend sees a graph constant again (a failure may need exactly that).
+    """
+    from fxlens.errors import FxlensError
+
+    for n in [n for n in gm.graph.nodes if n.op == "get_attr"]:
+        value = gm
+        for part in str(n.target).split("."):
+            value = getattr(value, part)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if value.numel() > MAX_INLINE_CONSTANT:
+            raise FxlensError(
+                f"tensor constant {n.target} has {value.numel()} elements, more than a reproducer "
+                f"embeds ({MAX_INLINE_CONSTANT})"
+            )
+        kwargs: dict = {"dtype": value.dtype}
+        if value.device.type != "cpu":
+            kwargs["device"] = str(value.device)
+        data = value.detach().cpu().tolist()
+        with gm.graph.inserting_before(n):
+            call = gm.graph.call_function(torch.tensor, (data,), kwargs)
+        n.replace_all_uses_with(call)
+        gm.graph.erase_node(n)
+    gm.recompile()

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxlens.capture.backends import definitions_of
 from fxlens.minify import check as minify_check
 from fxlens.minify.graph import Candidate, InputSpec
 
@@ -43,6 +44,8 @@ class ReproSpec:
     # "inference": an AOTAutograd ATen graph, compiled by the backend's inner compiler (`inner`)
     level: str = "dynamo"
     inner: str = ""  # a key of INNER_COMPILERS
+    # the backend the script compared against (`eager`): the reproducer compares the same two calls
+    reference: str = ""
 
     @property
     def level_name(self) -> str:
@@ -100,7 +103,14 @@ def backend_loader(spec: str) -> str:
         if target.endswith(".py"):
             # a backend defined in a file (also the user's script): run that file for it
             path = os.path.abspath(target)
-            body = f"import runpy\nreturn runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]"
+            # only the definitions the backend needs (fxlens.capture.backends.definitions_of,
+            # embedded): a bug report's top-level code compares, asserts and exits
+            body = (
+                "import runpy\n\n" + inspect.getsource(definitions_of) + "\n\ntry:\n"
+                f"    return definitions_of({path!r}, {attr!r})[{attr!r}]\n"
+                "except Exception:  # a definition needing more of the script: run all of it\n"
+                f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]"
+            )
         else:
             body = f"import importlib\nreturn getattr(importlib.import_module({target!r}), {attr!r})"
     return "def load_backend():\n" + textwrap.indent(body, "    ")
@@ -152,6 +162,12 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     parts.append(
         f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n"
         f"DYNAMIC = {spec.dynamic!r}\nLEVEL = {spec.level!r}"
+        + (
+            f"\n# the original script compared torch.compile(..., backend={spec.reference!r}) with the backend\n"
+            f"REFERENCE = {spec.reference!r}"
+            if spec.reference and not aten
+            else ""
+        )
     )
     parts.append(
         "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
@@ -159,7 +175,7 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     parts.append(
         'if __name__ == "__main__":\n'
         "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
-        + (", load_inner))" if aten else "))")
+        + (", load_inner))" if aten else (", reference=REFERENCE))" if spec.reference else "))"))
     )
     return "\n\n\n".join(parts) + "\n"
 
