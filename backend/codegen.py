@@ -158,6 +158,7 @@ class KernelCtx:
         self.read_elems: dict[str, int] = {}
         self.written: dict[str, Buffer] = {}
         self.uses_prod = False
+        self.exact: set = set()  # (var, fp16/bf16): fp32 vars that hold a value of that dtype exactly
         self.helpers: dict[str, str] = {}  # extra @triton.jit helpers a lowering asked for (name -> source)
 
     # --- emission helpers -------------------------------------------------------------------
@@ -176,12 +177,32 @@ class KernelCtx:
         return var
 
     def cast(self, var: str, src: torch.dtype, dst: torch.dtype) -> str:
+        dst_orig = dst
+        narrow = dst in (torch.float16, torch.bfloat16) and src != dst and src != torch.bool
+        if src in (torch.float16, torch.bfloat16) and src != dst:
+            # an fp16/bf16 value computed in fp32 in this kernel: round it where eager's cast reads it
+            var = self.round_low(var, src)
         src, dst = compute_dtype(src), compute_dtype(dst)
-        if src == dst:
+        if src != dst:
+            var = self.op(f"{var} != 0") if dst == torch.bool else self.op(f"{var}.to({TL_DTYPE[dst]})")
+        if narrow:  # fp16/bf16 are computed in fp32, but a cast rounds there, as eager's does
+            var = self.round_low(var, dst_orig)
+        return var
+
+    def round_low(self, var: str, dtype: torch.dtype) -> str:
+        """An fp32 value rounded to nearest-even fp16/bf16, kept in fp32 (exact when stored).
+
+        fp64 sources reach here already rounded to fp32: eager's casts round twice too (c10's
+        Half/BFloat16 are built from a float), so that is bit-exact with eager."""
+        if (var, dtype) in self.exact:  # loaded from an fp16/bf16 buffer, or rounded already
             return var
-        if dst == torch.bool:
-            return self.op(f"{var} != 0")
-        return self.op(f"{var}.to({TL_DTYPE[dst]})")
+        if dtype == torch.float16:
+            out = self.op(f"{var}.to(tl.float16).to(tl.float32)")
+        else:  # the interpreter's fp32 -> bf16 `.to` truncates (fp_downcast_rounding is ignored there)
+            self.helpers["_fx_round_bf16"] = _ROUND_BF16
+            out = self.op(f"_fx_round_bf16({var})")
+        self.exact.add((out, dtype))
+        return out
 
     def block(self) -> str:
         if not self.red:
@@ -236,6 +257,7 @@ class KernelCtx:
         var = self.op(f"tl.load({p} + ({off}), {self._mask(off)}, other=0)")
         if buf.dtype != compute_dtype(buf.dtype):
             var = self.op(f"{var}.to({TL_DTYPE[compute_dtype(buf.dtype)]})")
+            self.exact.add((var, buf.dtype))
         return var
 
     def store(self, sn: SchedNode, idx, var: str, src_dtype: torch.dtype) -> None:
@@ -251,6 +273,8 @@ class KernelCtx:
         val = self.cast(var, src_dtype, buf.dtype)
         if self.perturb and buf.dtype.is_floating_point:
             val = self.op(f"{val} + 1.0")  # FXLENS_INJECT=accuracy
+        if buf.dtype == torch.bfloat16:  # round to nearest-even first: the interpreter truncates
+            val = self.round_low(val, buf.dtype)
         if buf.dtype != compute_dtype(buf.dtype) or buf.dtype == torch.bool:
             val = self.op(f"{val}.to({TL_DTYPE[buf.dtype]})")
         if "xindex" not in off and "rindex" not in off:
@@ -284,15 +308,30 @@ def _identity(rtype: str, dt: torch.dtype):
     return -big if rtype in ("max", "argmax") else big
 
 
-def _reduce(rtype: str, v: str) -> str:
+def _reduce(rtype: str, v: str, acc_dt: torch.dtype | None = None) -> str:
     # only builtins and our own combine functions: the interpreter cannot call triton's stdlib
     # @jit helpers (tl.sum, tl.argmax, ...) unless TRITON_INTERPRET was set before triton's import.
+    if rtype == "sum" and acc_dt in (torch.float32, torch.float64):
+        # tl.sum's own combine function, passed, never called: the interpreter recognizes it and
+        # sums with numpy (pairwise, as accurate as eager's), where any other combine function is
+        # folded one element at a time (error growing with the row: kron's backward was 4x eager's)
+        return f"tl.reduce({v}, 1, tl.standard._sum_combine)[:, None]"
     if rtype in ("argmax", "argmin"):
         ri = "tl.broadcast_to(rindex, [XBLOCK, RBLOCK])"
         return f"tl.reduce(({v}, {ri}), 1, _{rtype}_c)[1][:, None]"
     fn = {"sum": "_sum_c", "prod": "_prod_c", "max": "_max_c", "min": "_min_c", "any": "_max_c"}[rtype]
     return f"tl.reduce({v}, 1, {fn})[:, None]"
 
+
+# fp32 -> nearest-even bf16 on the bits (add half an ulp, ties to even, drop the low half), kept in
+# fp32; NaN stays NaN (the carry could turn a NaN payload into inf)
+_ROUND_BF16 = """
+@triton.jit
+def _fx_round_bf16(x):
+    b = x.to(tl.uint32, bitcast=True)
+    r = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return tl.where(x != x, x, r.to(tl.float32, bitcast=True))
+"""
 
 _HELPERS = """
 @triton.jit
@@ -383,7 +422,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         v = ctx.cast(v, r.src.dtype, acc_dt)
     v = ctx.op(f"tl.where(xrmask, {v}, {ident})")
     if not looped:
-        res = ctx.op(_reduce(r.rtype, v))
+        res = ctx.op(_reduce(r.rtype, v, acc_dt))
     elif arg:
         bv = ctx.op(_reduce("max" if r.rtype == "argmax" else "min", v))
         bi = ctx.op(f"{_reduce(r.rtype, v)}.to(tl.int64)")  # rindex already includes roff
@@ -397,7 +436,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
     if looped:
         ctx.close_loop(saved)
         ctx.cse = {}
-        res = bidx if arg else ctx.op(_reduce(r.rtype, acc))
+        res = bidx if arg else ctx.op(_reduce(r.rtype, acc, acc_dt))
     ctx.level = "x"
     if r.rtype == "prod":
         ctx.uses_prod = True

@@ -59,13 +59,21 @@ def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result
                 var = v.load(ctx, broadcast_index(idx, v.shape, shape))
                 args.append(ctx.cast(var, v.dtype, cdt))
             else:
-                args.append(_lit(v))
+                args.append(_lit(_wrapped(v, cdt)))
         if not any(isinstance(v, Value) for v in vals) and is_static(*vals):
             return ctx.full(eval(fmt(*args), {"float": float}), out_dt)  # noqa: S307
         res = ctx.op(fmt(*args))
         return ctx.cast(res, cdt, out_dt) if cast_result else res
 
     return Pointwise(fn, shape, out_dt, meta.device, node, cheap=cheap)
+
+
+def _wrapped(v, dtype: torch.dtype):
+    """An int scalar as eager casts it into an unsigned dtype (uint8 + -3 adds 253); Triton refuses
+    negative scalars with unsigned tensors."""
+    if dtype == torch.uint8 and isinstance(v, int) and not isinstance(v, bool) and is_static(v):
+        return v % 256
+    return v
 
 
 def _promoted(*xs) -> torch.dtype:
@@ -175,7 +183,7 @@ def _add_sub(G, node, meta, a, b, alpha=1):
     sign = "+" if node.target in (aten.add.Tensor, aten.add.Scalar) else "-"
     if meta.dtype == torch.bool:
         return None
-    tail = "" if alpha == 1 else f" * {_lit(alpha)}"
+    tail = "" if alpha == 1 else f" * {_lit(_wrapped(alpha, meta.dtype))}"
     return pointwise(G, node, meta, [a, b], lambda x, y: f"{x} {sign} {y}{tail}")
 
 

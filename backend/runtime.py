@@ -216,7 +216,12 @@ class CompiledKernel:
 
 
 def fix_layout(t: torch.Tensor, shape, stride) -> torch.Tensor:
-    """An extern's result in the layout the kernels were generated for (copied only if it differs)."""
+    """An extern's result in the layout the kernels were generated for (copied only if it differs).
+
+    None passes through: AOTAutograd feeds effect tokens (inputs of `with_effects`, e.g. linalg's
+    error checks) as None at run time, though the graph's metadata says a (0,)-sized tensor."""
+    if t is None:
+        return None
     if tuple(t.shape) == tuple(shape) and all(
         a == b or n <= 1 for a, b, n in zip(t.stride(), stride, shape, strict=True)
     ):
