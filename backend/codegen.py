@@ -304,8 +304,10 @@ _IDENTITY = {"sum": 0, "prod": 1, "any": 0}
 def _identity(rtype: str, dt: torch.dtype):
     if rtype in _IDENTITY:
         return _IDENTITY[rtype]
-    big = float("inf") if dt.is_floating_point else torch.iinfo(dt).max
-    return -big if rtype in ("max", "argmax") else big
+    if dt.is_floating_point:
+        return float("-inf") if rtype in ("max", "argmax") else float("inf")
+    # iinfo.min, not -max: 0 for uint8 (Triton refuses negative scalars with unsigned tensors)
+    return torch.iinfo(dt).min if rtype in ("max", "argmax") else torch.iinfo(dt).max
 
 
 def _reduce(rtype: str, v: str, acc_dt: torch.dtype | None = None) -> str:
