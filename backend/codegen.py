@@ -330,6 +330,7 @@ def _reduce(rtype: str, v: str, acc_dt: torch.dtype | None = None) -> str:
 _ROUND_BF16 = """
 @triton.jit
 def _fx_round_bf16(x):
+    x = x.to(tl.float32)  # (a value some lowering already holds as bf16/fp16: exact)
     b = x.to(tl.uint32, bitcast=True)
     r = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
     return tl.where(x != x, x, r.to(tl.float32, bitcast=True))

@@ -132,8 +132,17 @@ def to_json(r: Result) -> dict:
     }  # fmt: skip
 
 
-def write_status(records: list[dict], seconds: float | None = None, path: Path = STATUS_FILE) -> str:
-    """The per-op status table (markdown) from the sweep's records; returns its summary line."""
+def write_status(
+    records: list[dict], seconds: float | None = None, path: Path = STATUS_FILE, note: str = ""
+) -> str:
+    """The per-op status table (markdown) from the sweep's records; returns its summary line.
+
+    Args:
+        records: `to_json` of each (op, dtype, mode) result.
+        seconds: the sweep's wall time, when it ran every chunk.
+        path: where to write.
+        note: a line saying what the records cover, when not the whole sweep.
+    """
     from collections import Counter, defaultdict
 
     fw = Counter(r["status"] for r in records if r["mode"] == "forward")
@@ -158,6 +167,7 @@ def write_status(records: list[dict], seconds: float | None = None, path: Path =
         "least one ATen call between kernels), `xfail` (an expected failure listed in opinfo_xfail.py),",
         "`skip` (eager rejects every sample). Counts are per (op, dtype) pair.",
         "",
+        *([f"- {note}"] if note else []),
         f"- {len(by_op)} ops; {summary}",
         f"- forward float32 only: {counts(fw32)}",
         *([f"- sweep wall time: {seconds / 60:.1f} min"] if seconds else []),
