@@ -8,16 +8,20 @@ import torch
 
 ANY = None  # every dtype / both modes
 
+_UINT8_INTERP = (
+    "ATen's uint8 bilinear/bicubic kernels compute in fixed point; the decomposition fxlens lowers"
+    " computes in float32 and rounds: off by one on 0.4-25% of elements"
+)
+
 # (opinfo id, dtypes or ANY, "forward" | "backward" | ANY) -> why it fails
 XFAIL: dict[tuple, str] = {
     ("nn.functional.multilabel_soft_margin_loss", (torch.float16,), "forward"): (
         "wrong number, not root-caused: on a 5-element sample the fp16 loss is 5 ulps from the fp64"
         " value where eager's is 2 (2.5x eager's error); fp32 and bf16 pass; log1p/expm1 ruled out"
     ),
-    ("nn.functional.upsample_bilinear", (torch.uint8,), "forward"): (
-        "ATen's uint8 bilinear kernel computes in fixed point; the decomposition fxlens lowers"
-        " computes in float32 and rounds: off by one on ~25% of elements"
-    ),
+    ("nn.functional.upsample_bilinear", (torch.uint8,), "forward"): _UINT8_INTERP,
+    ("nn.functional.interpolate.bilinear", (torch.uint8,), "forward"): _UINT8_INTERP,
+    ("nn.functional.interpolate.bicubic", (torch.uint8,), "forward"): _UINT8_INTERP,
 }
 
 # ops whose values are random (or depend on memory addresses): only shapes and dtypes are compared
