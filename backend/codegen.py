@@ -90,13 +90,20 @@ _IDENTITY = {"sum": 0, "prod": 1, "any": 0}
 def _identity(rtype: str, dt: torch.dtype):
     if rtype in _IDENTITY:
         return _IDENTITY[rtype]
-    big = float("inf") if dt.is_floating_point else torch.iinfo(dt).max
-    return -big if rtype in ("max", "argmax") else big
+    if dt.is_floating_point:
+        return float("-inf") if rtype in ("max", "argmax") else float("inf")
+    # iinfo.min, not -max: 0 for uint8 (Triton refuses negative scalars with unsigned tensors)
+    return torch.iinfo(dt).min if rtype in ("max", "argmax") else torch.iinfo(dt).max
 
 
-def _reduce(rtype: str, v: str) -> str:
+def _reduce(rtype: str, v: str, acc_dt: torch.dtype | None = None) -> str:
     # only builtins and our own combine functions: the interpreter cannot call triton's stdlib
     # @jit helpers (tl.sum, tl.argmax, ...) unless TRITON_INTERPRET was set before triton's import.
+    if rtype == "sum" and acc_dt in (torch.float32, torch.float64):
+        # tl.sum's own combine function, passed, never called: the interpreter recognizes it and
+        # sums with numpy (pairwise, as accurate as eager's), where any other combine function is
+        # folded one element at a time (error growing with the row: kron's backward was 4x eager's)
+        return f"tl.reduce({v}, 1, tl.standard._sum_combine)[:, None]"
     if rtype in ("argmax", "argmin"):
         ri = "tl.broadcast_to(rindex, [XBLOCK, RBLOCK])"
         return f"tl.reduce(({v}, {ri}), 1, _{rtype}_c)[1][:, None]"
@@ -193,7 +200,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         v = ctx.cast(v, r.src.dtype, acc_dt)
     v = ctx.op(f"tl.where(xrmask, {v}, {ident})")
     if not looped:
-        res = ctx.op(_reduce(r.rtype, v))
+        res = ctx.op(_reduce(r.rtype, v, acc_dt))
     elif arg:
         bv = ctx.op(_reduce("max" if r.rtype == "argmax" else "min", v))
         bi = ctx.op(f"{_reduce(r.rtype, v)}.to(tl.int64)")  # rindex already includes roff
@@ -206,7 +213,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
         ctx.emit(f"{acc} = {_combine(r.rtype, acc, v)}")
     if looped:  # finished after the loop: pending (NotYet) for nodes that would share the loop
         ctx.enter_section("post")
-        res = bidx if arg else ctx.op(_reduce(r.rtype, acc))
+        res = bidx if arg else ctx.op(_reduce(r.rtype, acc, acc_dt))
     ctx.level = "x"
     if r.rtype == "prod":
         ctx.uses_prod = True

@@ -193,6 +193,7 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     rmax = config.persistent_rmax()
     budget = Budget(config.fusion_limit() if fusion else None)
     G = GraphLowering(gm, inputs, kind, fusion, budget, metas)
+    G.dynamic = dynamic
     G.run()
     ir_dump = _ir_dump(G, rmax)
     items = schedule(G.items, fusion, budget, rmax)
@@ -271,11 +272,17 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
         log_json("kernel", rec)
     log_json(
         "fallbacks",
-        {"graph": kind, "ops": dict(G.fallbacks), **({"symbolic": G.static_only} if G.static_only else {})},
+        {
+            "graph": kind,
+            "ops": dict(G.fallbacks),
+            "reasons": dict(G.reasons),
+            **({"symbolic": G.static_only} if G.static_only else {}),
+        },
     )
     log_artifact("wrapper", source)
     call.kernels = records
     call.fallbacks = dict(G.fallbacks)
+    call.fallback_reasons = dict(G.reasons)
     call.decisions = [_decision(d) for d in budget.decisions]
     call.wrapper_source = source
     call.extern_bytes = sum(_extern_bytes(it) for it in items if isinstance(it, Extern))

@@ -9,6 +9,7 @@ and are counted as fallbacks. Views of realized buffers are strided reinterpreta
 from __future__ import annotations
 
 import operator
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ from fxlens.backend import (  # noqa: F401
     lower_special,
 )
 from fxlens.backend.codegen import SchedNode
-from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
+from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
 from fxlens.backend.lower_views import VIEW_OPS
 from fxlens.backend.lowerings import LOWERINGS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
@@ -118,6 +119,8 @@ class GraphLowering:
         self.items: list = []  # SchedNode | Extern, in execution order
         self.fallbacks: Counter = Counter()
         self.static_only: dict[str, str] = {}  # op -> why it is an extern under symbolic sizes
+        self.reasons: dict[str, str] = {}  # op -> why it ran as an ATen call (the first reason seen)
+        self.dynamic = False  # set by compile_fx for graphs with symbolic sizes
         self.placeholders: list[Buffer | None] = []
         self.outputs: list = []
         self.mutations: list = []
@@ -264,7 +267,7 @@ class GraphLowering:
                       out.storage_offset(), root, root.kind)  # fmt: skip
 
     # --- externs --------------------------------------------------------------------------------
-    def extern(self, node, args, kwargs):
+    def extern(self, node, args, kwargs, why: str = "no fxlens lowering"):
         def arg(a):
             return self.realize(a) if isinstance(a, Value) else a
 
@@ -284,6 +287,7 @@ class GraphLowering:
                 outs.append(None)
         self.items.append(Extern(name, node, args, kwargs, outs, multi))
         self.fallbacks[str(node.target)] += 1
+        self.reasons.setdefault(str(node.target), why)
         return tuple(outs) if multi else outs[0]
 
     # --- the walk -------------------------------------------------------------------------------
@@ -361,20 +365,38 @@ class GraphLowering:
         leaves: list = []
         map_aggregate((args, kwargs), leaves.append)
         same = all(v.device == self.device for v in leaves if isinstance(v, Value))
-        if fn is not None and meta is not None and same and self._same_device(meta):
+        why = "no fxlens lowering" if fn is None else _unsupported(meta, leaves)
+        if why is None and not (same and self._same_device(meta)):
+            why = "a result that is not a tensor, or operands on another device"
+        if why is None:
             if not _symbolic_ready(fn, leaves) and _symbolic(meta, leaves):
                 # written for static sizes (sizes formatted into index text): the op runs as ATen
-                self.static_only[str(node.target)] = (
+                why = self.static_only[str(node.target)] = (
                     f"{fn.__module__.split('.')[-1]} lowers static sizes only"
                 )
             else:
-                out = fn(self, node, meta, *args, **kwargs)
+                out, why = self._lower(fn, node, meta, args, kwargs)
         if out is None:
-            return self.extern(node, args, kwargs)
+            return self.extern(node, args, kwargs, why)
         if isinstance(out, Pointwise) and not out.cheap and (self.uses.get(node, 0) > 1 or not self.fusion):
             if not self.fusion or (node.target not in VIEW_OPS and not self._recompute(out)):
                 out = self.realize(out)
         return out
+
+    def _lower(self, fn, node, meta, args, kwargs):
+        """(value, None), or (None, why) when the lowering declines or fails: the node then runs as
+        an ATen call (the one boundary where an unsupported case becomes a recorded fallback)."""
+        try:
+            out = fn(self, node, meta, *args, **kwargs)
+        except SymbolicUnsupported:
+            raise  # the graph is compiled per shape instead (compile_fx)
+        except TypeError:
+            if self.dynamic:  # an undecidable size comparison: compile_fx specializes the graph
+                raise
+            return None, _failed(fn, node)
+        except Exception:  # noqa: BLE001 - any failure to lower is a fallback, never a user crash
+            return None, _failed(fn, node)
+        return out, (None if out is not None else "lowering declined these arguments")
 
     def _recompute(self, v: Pointwise) -> bool:
         """A small expression with several users is recomputed in each (saves a store and a load)."""
@@ -465,6 +487,33 @@ def _symbolic(meta, leaves) -> bool:
         if isinstance(m, torch.Tensor) and not is_static(*sizes(m.shape)):
             return True
     return any(not is_static(*v.shape) if isinstance(v, Value) else not is_static(v) for v in leaves)
+
+
+def _unsupported(meta, leaves) -> str | None:
+    """Why the codegen cannot represent an operand or result (checked before any lowering runs)."""
+    metas = meta if isinstance(meta, (tuple, list)) else [meta]
+    for t in [
+        *(m for m in metas if isinstance(m, torch.Tensor)),
+        *(v for v in leaves if isinstance(v, Value)),
+    ]:
+        if t.dtype not in TL_DTYPE:
+            return f"dtype {str(t.dtype).removeprefix('torch.')} has no Triton form in fxlens"
+        if isinstance(t, torch.Tensor) and t.layout != torch.strided:
+            return f"layout {t.layout} (only strided tensors are lowered)"
+    if meta is None or (isinstance(meta, (tuple, list)) and not metas):
+        return "no result metadata"
+    return None
+
+
+def _failed(fn, node) -> str:
+    """The reason recorded for a lowering that raised: the exception and where."""
+    e = sys.exc_info()[1]
+    where = e.__traceback__
+    while where.tb_next is not None:
+        where = where.tb_next
+    place = f"{where.tb_frame.f_code.co_filename.split('/')[-1]}:{where.tb_lineno}"
+    first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
+    return f"lowering {fn.__name__} raised {type(e).__name__}: {first[:160]} (at {place})"
 
 
 def _copy_value(node, dst: Buffer, src: Value) -> Pointwise:

@@ -118,6 +118,18 @@ def row_index(kernel, shape) -> list[str]:
     return decompose(f"({linear(idx, contiguous_strides(kernel.full))})", shape)
 
 
+# fp32 -> nearest-even bf16 on the bits (add half an ulp, ties to even, drop the low half), kept in
+# fp32; NaN stays NaN (the carry could turn a NaN payload into inf)
+_ROUND_BF16 = """
+@triton.jit
+def _fx_round_bf16(x):
+    x = x.to(tl.float32)  # (a value some lowering already holds as bf16/fp16: exact)
+    b = x.to(tl.uint32, bitcast=True)
+    r = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return tl.where(x != x, x, r.to(tl.float32, bitcast=True))
+"""
+
+
 class KernelCtx:
     """Emits the body of one kernel; the IR's `fn(ctx, idx)` callbacks call into it."""
 
@@ -152,6 +164,7 @@ class KernelCtx:
         self.recomputed: set[str] = set()
         self.written: dict[str, Buffer] = {}
         self.uses_prod = False
+        self.exact: set = set()  # (var, fp16/bf16): fp32 vars that hold a value of that dtype exactly
         self.helpers: dict[str, str] = {}  # extra @triton.jit helpers a lowering asked for (name -> source)
 
     # --- emission helpers -------------------------------------------------------------------
@@ -176,12 +189,32 @@ class KernelCtx:
         return var
 
     def cast(self, var: str, src: torch.dtype, dst: torch.dtype) -> str:
+        dst_orig = dst
+        narrow = dst in (torch.float16, torch.bfloat16) and src != dst and src != torch.bool
+        if src in (torch.float16, torch.bfloat16) and src != dst:
+            # an fp16/bf16 value computed in fp32 in this kernel: round it where eager's cast reads it
+            var = self.round_low(var, src)
         src, dst = compute_dtype(src), compute_dtype(dst)
-        if src == dst:
+        if src != dst:
+            var = self.op(f"{var} != 0") if dst == torch.bool else self.op(f"{var}.to({TL_DTYPE[dst]})")
+        if narrow:  # fp16/bf16 are computed in fp32, but a cast rounds there, as eager's does
+            var = self.round_low(var, dst_orig)
+        return var
+
+    def round_low(self, var: str, dtype: torch.dtype) -> str:
+        """An fp32 value rounded to nearest-even fp16/bf16, kept in fp32 (exact when stored).
+
+        fp64 sources reach here already rounded to fp32: eager's casts round twice too (c10's
+        Half/BFloat16 are built from a float), so that is bit-exact with eager."""
+        if (var, dtype) in self.exact:  # loaded from an fp16/bf16 buffer, or rounded already
             return var
-        if dst == torch.bool:
-            return self.op(f"{var} != 0")
-        return self.op(f"{var}.to({TL_DTYPE[dst]})")
+        if dtype == torch.float16:
+            out = self.op(f"{var}.to(tl.float16).to(tl.float32)")
+        else:  # the interpreter's fp32 -> bf16 `.to` truncates (fp_downcast_rounding is ignored there)
+            self.helpers["_fx_round_bf16"] = _ROUND_BF16
+            out = self.op(f"_fx_round_bf16({var})")
+        self.exact.add((out, dtype))
+        return out
 
     def block(self) -> str:
         if not self.red:
@@ -243,6 +276,7 @@ class KernelCtx:
         var = self.op(f"tl.load({p} + ({off}), {self._mask(off)}, other=0)")
         if buf.dtype != compute_dtype(buf.dtype):
             var = self.op(f"{var}.to({TL_DTYPE[compute_dtype(buf.dtype)]})")
+            self.exact.add((var, buf.dtype))
         return var
 
     def _recompute(self, name: str) -> str:
@@ -282,6 +316,8 @@ class KernelCtx:
         val = self.cast(var, src_dtype, buf.dtype)
         if self.perturb and buf.dtype.is_floating_point:
             val = self.op(f"{val} + 1.0")  # FXLENS_INJECT=accuracy
+        if buf.dtype == torch.bfloat16:  # round to nearest-even first: the interpreter truncates
+            val = self.round_low(val, buf.dtype)
         if buf.dtype != compute_dtype(buf.dtype) or buf.dtype == torch.bool:
             val = self.op(f"{val}.to({TL_DTYPE[buf.dtype]})")
         if "xindex" not in off and "rindex" not in off:

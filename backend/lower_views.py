@@ -209,6 +209,8 @@ def _index_dim(G, node, meta, x, dim, ind, prefix):
         return None
     x, ind = G.use(x, node), G.use(ind, node)
     shape = _shape(meta)
+    if not x.shape:  # a 0-d source: the only valid index is 0 (or -1), so every element is x
+        return Pointwise(lambda ctx, idx: x.load(ctx, []), shape, meta.dtype, meta.device, node)
     k = len(ind.shape) if prefix else 1
 
     def fn(ctx, idx):
@@ -225,6 +227,8 @@ def _gather(G, node, meta, x, dim, ind, sparse_grad=False):
         return None
     x, ind = G.use(x, node), G.use(ind, node)
     dim %= max(len(x.shape), 1)
+    if not x.shape:  # a 0-d source: the only valid index is 0 (or -1), so every element is x
+        return Pointwise(lambda ctx, idx: x.load(ctx, []), _shape(meta), meta.dtype, meta.device, node)
 
     def fn(ctx, idx):
         i = _wrap(ctx, ind.load(ctx, idx), x.shape[dim])

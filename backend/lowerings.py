@@ -59,13 +59,21 @@ def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result
                 var = v.load(ctx, broadcast_index(idx, v.shape, shape))
                 args.append(ctx.cast(var, v.dtype, cdt))
             else:
-                args.append(_lit(v))
+                args.append(_lit(_wrapped(v, cdt)))
         if not any(isinstance(v, Value) for v in vals) and is_static(*vals):
             return ctx.full(eval(fmt(*args), {"float": float}), out_dt)  # noqa: S307
         res = ctx.op(fmt(*args))
         return ctx.cast(res, cdt, out_dt) if cast_result else res
 
     return Pointwise(fn, shape, out_dt, meta.device, node, cheap=cheap)
+
+
+def _wrapped(v, dtype: torch.dtype):
+    """An int scalar as eager casts it into an unsigned dtype (uint8 + -3 adds 253); Triton refuses
+    negative scalars with unsigned tensors."""
+    if dtype == torch.uint8 and isinstance(v, int) and not isinstance(v, bool) and is_static(v):
+        return v % 256
+    return v
 
 
 def _promoted(*xs) -> torch.dtype:
@@ -77,6 +85,12 @@ def _promoted(*xs) -> torch.dtype:
     return torch.result_type(*ms) if len(ms) == 2 else ms[0].dtype
 
 
+_LOG1P = "tl.where(({u} == 1.0) | ({u} == float('inf')), {a}, tl.log({u}) * ({a} / ({u} - 1.0)))"
+_EXPM1 = (
+    "tl.where(({u} == 1.0) | ({u} == float('inf')), tl.where({u} == 1.0, {a}, {u}),"
+    " tl.where({u} - 1.0 == -1.0, -1.0, ({u} - 1.0) * ({a} / tl.log({u}))))"
+)
+
 # (op, Triton expression over the cast inputs) -- computed in the output's compute dtype.
 _ARITH = [
     (aten.neg.default, lambda a: f"-{a}"),
@@ -85,8 +99,10 @@ _ARITH = [
     (aten.exp2.default, lambda a: f"tl.exp2({a})"),
     (aten.log.default, lambda a: f"tl.log({a})"),
     (aten.log2.default, lambda a: f"tl.log2({a})"),
-    (aten.log1p.default, lambda a: f"tl.log(1.0 + {a})"),  # interpreter has no log1p
-    (aten.expm1.default, lambda a: f"(tl.exp({a}) - 1.0)"),
+    # the interpreter has no log1p/expm1 (libdevice's on the GPU): Goldberg's and Kahan's exact-
+    # rounding corrections, since log(1 + a) / exp(a) - 1 lose every digit of a tiny `a`
+    (aten.log1p.default, lambda a: _LOG1P.format(a=a, u=f"(1.0 + {a})")),
+    (aten.expm1.default, lambda a: _EXPM1.format(a=a, u=f"tl.exp({a})")),
     (aten.sqrt.default, lambda a: f"tl.sqrt({a})"),
     (aten.rsqrt.default, lambda a: f"tl.rsqrt({a})"),
     (aten.sin.default, lambda a: f"tl.sin({a})"),
@@ -175,7 +191,7 @@ def _add_sub(G, node, meta, a, b, alpha=1):
     sign = "+" if node.target in (aten.add.Tensor, aten.add.Scalar) else "-"
     if meta.dtype == torch.bool:
         return None
-    tail = "" if alpha == 1 else f" * {_lit(alpha)}"
+    tail = "" if alpha == 1 else f" * {_lit(_wrapped(alpha, meta.dtype))}"
     return pointwise(G, node, meta, [a, b], lambda x, y: f"{x} {sign} {y}{tail}")
 
 
@@ -448,8 +464,8 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
     """Two-pass variance: mean = sum(x)/N, then var = sum((x - mean)^2)/(N - correction)."""
     both = node.target == aten.var_mean.correction
     vmeta, mmeta = (meta[0], meta[1]) if both else (meta, meta)
-    if not isinstance(x, Value) or not x.dtype.is_floating_point:
-        return None
+    if not isinstance(x, Value) or not x.dtype.is_floating_point or numel(x.shape) == 0:
+        return None  # (an empty input: ATen's NaNs; `reduction` declines empty inputs too)
     x = G.use(x, node)
     rd = _dims(dims, len(x.shape))
     n = numel([x.shape[d] for d in rd])

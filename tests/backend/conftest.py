@@ -65,3 +65,17 @@ def compiled(monkeypatch):
     # would delete the entry (it reads the old value in a way the config module does not answer)
     with torch._dynamo.config.patch(recompile_limit=64):
         yield run
+
+
+def pytest_sessionstart(session):
+    import time
+
+    session.config._fxlens_t0 = time.time()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """After a slow OpInfo sweep that ran every chunk (on the xdist controller, once the workers are
+    done): rewrite tests/backend/opinfo_status.md from the chunks' results."""
+    if hasattr(session.config, "workerinput") or "test_opinfo" not in sys.modules:
+        return
+    sys.modules["test_opinfo"].write_status_if_complete(session.config._fxlens_t0)

@@ -89,6 +89,11 @@ CASES = {
         [((4, 20000), torch.float32)],
     ),
     "cumsum_bf16": (lambda x: (x.cumsum(1),), [((8, 100), torch.bfloat16)]),
+    # round-to-nearest-even casts (a bit-level helper) and sums through tl.sum's combine function
+    "casts_rtne_sum": (
+        lambda x: (x.bfloat16(), x.half(), (x.bfloat16() * 3).float(), x.sum(-1)),
+        [((8, 100), torch.float32)],
+    ),
     "pooling": (
         lambda x: (F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 2)),
         [((2, 3, 10, 10), torch.float32)],
