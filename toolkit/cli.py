@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from fxlens import __version__
 from fxlens.errors import FxlensError
+from fxlens.trace.sanitize import SafeStream
 
 # subcommand -> (module implementing `add_arguments(parser)` and `main(args) -> int`, help line)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -129,6 +130,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["tui"]:  # Textual owns the terminal (and escapes what it shows itself)
+        return _main(argv)
+    # text from traces and scripts (names, reasons, exception text) reaches our prints: whatever a
+    # printer forgets, control characters are shown escaped, never sent to the terminal
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str]) -> int:
     try:
         args = parse(argv)
         if not getattr(args, "command", None):

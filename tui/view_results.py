@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 
+from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
 from fxlens.tui.viewbase import Navigate, View, guarded, record_text
@@ -200,10 +201,9 @@ class ResultsView(View):
         code = ""
         repro = ev.get("repro") or (ev.get("culprit") or {}).get("repro")
         if repro:
-            try:
-                code = Path(str(repro)).read_text(errors="replace")
-            except OSError:
-                code = f"# {repro}: not found on this machine"
+            # only a regular file is read: a hostile events.jsonl may name a FIFO or /dev/zero
+            text = read_display_text(str(repro))
+            code = for_terminal(text) if text is not None else for_terminal(f"# {repro}: not readable here")
         pane = self.query_one("#results-code", CodeView)
         pane.set_code(code)
         pane.display = bool(code)  # no reproducer: the ladder gets the whole width

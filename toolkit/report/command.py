@@ -7,6 +7,7 @@ import json
 import sys
 
 from fxlens.report.build import build_report, render_text
+from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
 
@@ -35,7 +36,7 @@ def write_json(report: dict, dest: str) -> None:
 def render_guards(report: dict) -> str:
     """Every compile id's guards, one block each (torch's guard tree lines as logged)."""
     out = []
-    for g in report.get("guards", []):
+    for g in clean(report.get("guards", [])):
         rank = f" rank {g['rank']}" if g["rank"] is not None else ""
         out.append(f"\nGuards of {g['compile_id']}{rank} ({len(g['guards'])} lines):")
         out.extend(f"  {line}" for line in g["guards"])
@@ -44,6 +45,7 @@ def render_guards(report: dict) -> str:
 
 def main(args: argparse.Namespace) -> int:
     session = Session.open(args.path)
+    session.check_not_empty()
     report = build_report(session, with_guards=not args.no_guards)
     if args.json:
         write_json(report, args.json)
