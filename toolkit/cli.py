@@ -143,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    from fxlens.capture import children
+
+    children.install_sigterm()  # SIGTERM cleans up like Ctrl-C (exit 143), not a bare death
     try:
         args = parse(argv)
         if not getattr(args, "command", None):
@@ -152,9 +155,13 @@ def _main(argv: list[str]) -> int:
     except FxlensError as e:
         print(f"fxlens {argv[0] if argv else ''}: error: {e}".replace("  ", " "), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("fxlens: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (children.Terminated)
+        from fxlens.capture import children
+
+        children.end_all()  # every child process group, with whatever it forked
+        terminated = isinstance(e, children.Terminated)
+        print(f"fxlens: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except Exception as e:  # an fxlens bug: still one line, the traceback on request
         if os.environ.get("FXLENS_DEBUG"):
             raise

@@ -23,9 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture.command import check_script, refused_message, run_captured
+from fxlens.capture import children
+from fxlens.capture.command import TIMEOUT_EXIT, check_script, how_it_ended, refused_message, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
+from fxlens.report.command import write_json
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
@@ -46,6 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", metavar="FILE", help="reproducer path (default repro_cases/minify_*.py)")
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"seconds the script's own run may take (each candidate: FXLENS_MINIFY_TIMEOUT, 120); a run taking longer is ended (with every process it "
+        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
+    )
 
 
 def validate_backend(spec: str) -> None:
@@ -79,7 +89,7 @@ def _last_error_line(text: str) -> str:
     return (errors or lines or [""])[-1][:200]
 
 
-def _run_child(script, script_args, backend, folder: Path, env: dict | None = None):
+def _run_child(script, script_args, backend, folder: Path, env: dict | None = None, timeout=None):
     """run_captured into `folder`; (exit code, the child's stderr text)."""
     (folder / "output").mkdir(parents=True, exist_ok=True)
     result = run_captured(
@@ -90,13 +100,14 @@ def _run_child(script, script_args, backend, folder: Path, env: dict | None = No
         env=env,
         stdout=folder / "output" / "stdout.txt",
         stderr=folder / "output" / "stderr.txt",
+        timeout=timeout,
     )
     if result.exit_code == REFUSED and (msg := refused_message(Session.open(folder))):
         raise FxlensError(msg)
     return result.exit_code, (folder / "output" / "stderr.txt").read_text(errors="replace")
 
 
-def _capture(script, script_args, backend, check, session: Path):
+def _capture(script, script_args, backend, check, session: Path, timeout: float | None = None):
     """Run the script once under the capturing backend; (capture dir, exit code, stderr)."""
     from fxlens.minify.capture import CAPTURE_SPEC
 
@@ -107,7 +118,9 @@ def _capture(script, script_args, backend, check, session: Path):
         config.ENV_MINIFY_BACKEND: backend or "",
         config.ENV_MINIFY_CHECK: check,
     }
-    code, stderr = _run_child(script, script_args, CAPTURE_SPEC, session / "children" / "capture", env)
+    code, stderr = _run_child(
+        script, script_args, CAPTURE_SPEC, session / "children" / "capture", env, timeout
+    )
     return cap, code, stderr
 
 
@@ -199,6 +212,7 @@ def minify_script(
     out_dir: str | None = None,
     json_path: str | None = None,
     progress: bool = True,
+    timeout: float | None = None,
 ) -> dict:
     """Minify SCRIPT's failing compiled graph into a standalone reproducer.
 
@@ -211,6 +225,7 @@ def minify_script(
         out_dir: where a default-named reproducer goes; None: FXLENS_REPRO_DIR (repro_cases/).
         json_path: also write the result there.
         progress: draw the progress bar on stderr.
+        timeout: seconds the script's own (capture) run may take; None: no limit.
 
     Returns:
         The `fxlens minify --json` dict: repro, check, signature, original_nodes, final_nodes,
@@ -220,9 +235,15 @@ def minify_script(
         FxlensError: bad input, or nothing to minify (with the reason, one line).
     """
     from fxlens.minify.pool import Pool
+    from fxlens.report.command import check_writable
 
     script_args = list(script_args or [])
     check_script(script)
+    check_writable(json_path)
+    if out:  # an existing file is never overwritten (it may be someone's reproducer)
+        if os.path.lexists(out):
+            raise FxlensError(f"--out {out}: already exists; remove it or choose another name")
+        check_writable(out, "--out")
     if check not in CHECKS:
         raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
     if backend:
@@ -263,6 +284,7 @@ def minify_script(
             timings,
             pool,
             closers,
+            timeout,
         )
     finally:
         pool.close()
@@ -271,7 +293,20 @@ def minify_script(
 
 
 def _minify(
-    script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool, closers
+    script,
+    script_args,
+    backend,
+    check,
+    out,
+    json_path,
+    progress,
+    cfg,
+    t0,
+    session,
+    timings,
+    pool,
+    closers,
+    timeout=None,
 ):
     """The body of minify_script, with its worker pool already starting; what it starts besides
     goes into `closers` (called when it is done, however it ends)."""
@@ -296,12 +331,14 @@ def _minify(
     warmer = threading.Thread(target=meanwhile, daemon=True)
     warmer.start()
     try:
-        cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session)
+        cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session, timeout)
     finally:
         captured.set()
     warmer.join()
     timings["capture"] = round(time.perf_counter() - t0, 2)
     graphs = captured_graphs(cap)
+    if exit_code == TIMEOUT_EXIT and timeout and not graphs:
+        raise FxlensError(f"{script} {how_it_ended(exit_code, timeout)} before compiling anything")
     failed = failing_graph(cap, exit_code)
     backend_desc = backend or "(the script's own)"
     todo = [failed["graph"]] if failed else ([] if exit_code == 0 else graphs)
@@ -371,11 +408,11 @@ def _minify(
     # a flaky failure: a candidate that passes is tried again before it counts as passing
     retries = FLAKY_RETRIES if flaky else 0
     reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar, retries=retries)
-    interrupted = False
+    interrupted = 0  # the exit status an interrupt asks for: 130 (Ctrl-C) or 143 (SIGTERM)
     try:
         final = reduce(reducer, cand)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:
+        interrupted = 143 if isinstance(e, children.Terminated) else 130
         final = reducer.best or cand
     if bar:
         bar.done()
@@ -408,7 +445,8 @@ def _minify(
         values_saved=spec.values_path is not None,
         original_input_bytes=cand.input_bytes,
         final_input_bytes=final.input_bytes,
-        interrupted=interrupted,
+        interrupted=bool(interrupted),
+        interrupted_exit=interrupted,
     )
     if aot_note:
         result["aot_note"] = aot_note
@@ -420,7 +458,7 @@ def _minify(
     result["summary"] = summary_line(result)
     append_event(session, "minify", result)
     if json_path:
-        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(result, json_path)
     return result
 
 
@@ -467,6 +505,8 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
     from fxlens.minify.repro_writer import default_name, fresh_path, header, render, verify
 
     target = fresh_path(out or (cfg.repro_dir / default_name(script, spec.backend, spec.check)))
+    if interrupted:  # never under a name that looks finished (nor at --out): NAME.partial.py
+        target = fresh_path(target.with_name(target.stem + ".partial.py"))
     values_expr = None
     work = session / "repro"
     work.mkdir(exist_ok=True)
@@ -495,7 +535,7 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
     ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, zygote=zygote)
     verify_s = round(time.perf_counter() - t_verify, 2)
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(staged, target)
+    _copy_atomic(staged, target)
     if spec.values_path:
         shutil.copyfile(work / target.with_suffix(".pt").name, fresh_path(target.with_suffix(".pt")))
     return {
@@ -504,6 +544,17 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
         "flaky": 0 < ok < cfg.reruns,
         "verify_seconds": verify_s,
     }
+
+
+def _copy_atomic(src: Path, dest: Path) -> None:
+    """Copy via a temporary name and a rename: an interrupt or a full disk never leaves half a
+    reproducer under its real name."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def summary_line(r: dict) -> str:
@@ -524,10 +575,19 @@ def summary_line(r: dict) -> str:
 
 def main(args: argparse.Namespace) -> int:
     result = minify_script(
-        args.script, args.script_args, args.backend, args.check, args.out, json_path=args.json, progress=True
+        args.script,
+        args.script_args,
+        args.backend,
+        args.check,
+        args.out,
+        json_path=args.json,
+        progress=True,
+        timeout=config.run_timeout(args.timeout),
     )
     print(f"fxlens minify: {result['summary']}")
     print(f"  python {result['repro']}")
-    if result["reproduced"].startswith("0/") and not result["interrupted"]:
+    if result["interrupted"]:  # the best so far was written as NAME.partial.py
+        return result["interrupted_exit"]
+    if result["reproduced"].startswith("0/"):
         return 1
     return 0

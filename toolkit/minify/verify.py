@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from fxlens.capture import children
+
 READY = "ready"
 
 
@@ -27,7 +29,7 @@ class Zygote:
 
     def __init__(self, preload: list[str], env: dict | None = None):
         env = {k: v for k, v in (env or os.environ).items() if k not in ("TORCH_TRACE",)}
-        self.proc = subprocess.Popen(
+        self.proc = children.popen(
             [sys.executable, "-m", "fxlens.minify.verify", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -55,9 +57,7 @@ class Zygote:
         return [(code, Path(err).read_text(errors="replace")) for code, err in json.loads(line)]
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()  # only the zygote this object started (its children have exited)
-            self.proc.wait()
+        children.end(self.proc, grace=0)  # the zygote's group: it and any run it forked
 
 
 def _child(path: str, err: str) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
+from fxlens.errors import FxlensError
 from fxlens.report.build import build_report, render_text
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
@@ -24,13 +27,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--guards", action="store_true", help="also print every compile id's guards as text")
 
 
-def write_json(report: dict, dest: str) -> None:
+def check_writable(dest: str | None, option: str = "--json") -> None:
+    """Refuse, before any work is done, an output path that cannot be written: a directory, a
+    missing folder, a read-only place (one line, exit 2; never a traceback after a long run)."""
+    if not dest or dest == "-":
+        return
+    p = Path(dest)
+    parent = p.parent
+    if p.is_dir():
+        raise FxlensError(f"{option} {dest}: is a directory")
+    if not parent.is_dir():
+        raise FxlensError(f"{option} {dest}: no such directory {parent}")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise FxlensError(f"{option} {dest}: not writable")
+
+
+def write_json(report: dict, dest: str, option: str = "--json") -> None:
     text = json.dumps(report, indent=1, default=str)
     if dest == "-":
         sys.stdout.write(text + "\n")
-    else:
+        return
+    try:
         with open(dest, "w") as f:
             f.write(text + "\n")
+    except OSError as e:  # a full disk, a path that became unwritable during the run
+        raise FxlensError(f"{option} {dest}: {e.strerror or e}") from None
 
 
 def render_guards(report: dict) -> str:
@@ -44,6 +65,7 @@ def render_guards(report: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_writable(args.json)
     session = Session.open(args.path)
     session.check_not_empty()
     report = build_report(session, with_guards=not args.no_guards)
