@@ -259,7 +259,7 @@ def child_runs(session: Session) -> list[dict]:
                 {
                     "path": run,
                     "name": clean(f"{sub}/{run.name}"),
-                    "exit_code": info.get("exit_code") if isinstance(info, dict) else None,
+                    "exit_code": clean(info.get("exit_code")) if isinstance(info, dict) else None,
                     "logs": len(logs),
                     "mb": sum(p.stat().st_size for p in logs) / 2**20,
                 }

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
-
 from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
+from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
 
 

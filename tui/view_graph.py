@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from rich.markup import escape
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container
@@ -15,6 +14,7 @@ from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
 from fxlens.tui.loader import ARTIFACT_LABELS, is_graph_kind
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual.app import ComposeResult
 
 from fxlens.trace.sanitize import clean
 from fxlens.tui import keys
 from fxlens.tui.guardmatch import FailedGuard, failed_guards, guard_diff
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import View, guarded
 from fxlens.tui.widgets import CodeView, Info
 

@@ -92,5 +92,5 @@ def test_bisect_backend_that_fails_on_some_graphs(tmp_path, fault, verdict):
     proc = fxlens("bisect", "--timeout", "60", SCRIPTS / "bad_backend.py", env=env, timeout=900)
     assert proc.returncode in (0, 1), proc.stderr
     out = proc.stdout
-    assert verdict in out and "bad_backend.py:30" in out, out[-3000:]  # g, the graph with the mul
+    assert verdict in out and "bad_backend.py:27" in out, out[-3000:]  # g, the graph with the mul
     no_orphans(mark)

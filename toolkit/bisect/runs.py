@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture.command import run_captured
+from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.trace.session import Session
@@ -159,6 +159,9 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
                     out.error = str(ev.get("error", ""))
     if exit_code == TIMEOUT_EXIT:
         out.kind, out.error = "timeout", f"no exit within {seconds:.0f}s"
+    elif exit_code < 0:  # a segfault or abort: no Python exception line to quote
+        out.kind = "crash"
+        out.error = out.error or how_it_ended(exit_code).removeprefix("was ")
     elif exit_code != 0:
         out.kind = "crash"
         out.error = out.error or _last_error_line(_stderr(sdir)) or f"exit status {exit_code}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import os
 import signal
 import sys
@@ -21,6 +22,8 @@ from fxlens.capture import children
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.trace.session import TRACE_DIR, Session, new_session_dir, write_info
+
+LOCK_FILE = ".lock"  # held (flock) by the fxlens process writing the session
 
 
 @dataclass
@@ -85,7 +88,41 @@ def run_captured(
     """
     check_script(script)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
-    sdir.mkdir(parents=True, exist_ok=True)
+    try:
+        sdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FxlensError(f"{sdir}: cannot create the session directory: {e.strerror or e}") from None
+    with _session_lock(sdir):
+        return _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _session_lock(sdir: Path):
+    """Hold the session's lock for the whole run: a second run into the same --session is refused
+    (never interleaved). flock is released by the kernel when we die, so a crash leaves no stale lock."""
+    try:
+        fd = os.open(sdir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise FxlensError(f"{sdir}: cannot write to the session directory: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise FxlensError(
+                f"{sdir}: another fxlens run (pid {holder}) is writing this session; use another --session"
+            ) from None
+        try:  # who holds it, for the refusal message (on a full disk: just not said)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr) -> RunResult:
     info = {
         "script": os.path.abspath(script),
         "argv": script_args,
@@ -128,7 +165,11 @@ def run_captured(
                 info["interrupted"] = True
             elif code == 124 and timeout:
                 info["timed_out"] = timeout
-            write_info(sdir, info)
+            try:
+                write_info(sdir, info)
+            except FxlensError:
+                if code is not None:  # (interrupted: the interrupt is the news; don't replace it)
+                    raise
     return RunResult(sdir, code, seconds)
 
 

@@ -37,7 +37,7 @@ def patch_compile(override, script: str, session: str) -> None:
         asked = describe(kwargs.get("backend", "inductor"), script)
         if session:
             frame = sys._getframe(1)
-            append_event(
+            _append_quietly(
                 session,
                 "compile_call",
                 {
@@ -58,6 +58,14 @@ def patch_compile(override, script: str, session: str) -> None:
     compile._fxlens_patched = True
     compile.__wrapped__ = original
     torch.compile = compile
+
+
+def _append_quietly(session: str, kind: str, data: dict) -> None:
+    """An event for the parent; on a full disk it is lost, but the user's script never fails for it."""
+    try:
+        append_event(session, kind, data)
+    except OSError:
+        pass
 
 
 def run_script(script: str, args: list[str]) -> int:

@@ -318,5 +318,12 @@ def latest_session(root: str | os.PathLike) -> Path | None:
 def write_info(session_dir: Path, info: dict) -> None:
     """Write session.json atomically (a reader never sees half a file)."""
     tmp = session_dir / (SESSION_FILE + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2, default=str))
-    os.replace(tmp, session_dir / SESSION_FILE)
+    try:
+        tmp.write_text(json.dumps(info, indent=2, default=str))
+        os.replace(tmp, session_dir / SESSION_FILE)
+    except OSError as e:  # a full disk, a read-only or vanished directory: one line, not a traceback
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise FxlensError(f"{session_dir}: cannot write {SESSION_FILE}: {e.strerror or e}") from None
