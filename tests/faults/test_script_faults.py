@@ -94,3 +94,17 @@ def test_bisect_backend_that_fails_on_some_graphs(tmp_path, fault, verdict):
     out = proc.stdout
     assert verdict in out and "bad_backend.py:27" in out, out[-3000:]  # g, the graph with the mul
     no_orphans(mark)
+
+
+@pytest.mark.slow
+def test_minify_backend_that_hangs_on_some_graphs(tmp_path):
+    # the script's run is ended at --timeout inside g's compile; candidates that hang count as
+    # "timeout" (FXLENS_MINIFY_TIMEOUT each), the failure minified
+    env, mark = _env(tmp_path, FAULT="hang", FXLENS_MINIFY_TIMEOUT="20", FXLENS_MINIFY_RERUNS="1")
+    out = tmp_path / "hang_repro.py"
+    proc = fxlens(
+        "minify", "--timeout", "60", "--out", out, SCRIPTS / "bad_backend.py", env=env, timeout=1500
+    )
+    assert "timeout" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert out.exists()
+    no_orphans(mark)

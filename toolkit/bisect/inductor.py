@@ -95,6 +95,7 @@ def main() -> None:
     # the parent ends this driver's group with SIGTERM; the runs it started are groups of their
     # own, so end them first (else they would outlive both)
     children.install_sigterm()
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this driver (its runs: below)
     spec = json.loads(Path(sys.argv[1]).read_text())
     try:
         out = run_driver(spec)

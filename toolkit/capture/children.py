@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -31,7 +32,9 @@ class Terminated(KeyboardInterrupt):
 
 def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     """subprocess.Popen in a new process group, tracked until `end` (or `wait`) is called."""
-    proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    env = dict(kwargs.pop("env", None) or os.environ)
+    env[ENV_PARENT] = str(os.getpid())  # see die_with_parent
+    proc = subprocess.Popen(cmd, start_new_session=True, env=env, **kwargs)
     with _lock:
         _live[proc.pid] = proc
     return proc
@@ -125,3 +128,55 @@ def install_sigterm() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, raise_terminated)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+ENV_PARENT = "FXLENS_PARENT_PID"  # set by `popen` in the child's environment
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(take_group: bool = False) -> None:
+    """In a child fxlens started: end when the fxlens process that started it dies, even by SIGKILL
+    (which no handler can see, so the groups above would be orphaned).
+
+    Linux's PR_SET_PDEATHSIG has the kernel send us a signal when our parent dies. Our own helpers
+    (minify workers, the zygote) just die (SIGKILL). The runner of the user's script passes
+    `take_group`: it gets SIGTERM instead and, when the parent is really gone, kills its whole
+    process group, so what the script forked goes too. Elsewhere (no prctl) this does nothing.
+    """
+    parent = os.environ.get(ENV_PARENT)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    if str(os.getppid()) != parent:
+        # started through a launcher (torchrun under --nproc): the launcher is our parent, not
+        # fxlens; unless fxlens is already gone, leave it to the launcher and the group
+        if _alive(int(parent)):
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+    sig = signal.SIGTERM if take_group else signal.SIGKILL
+    if take_group and threading.current_thread() is threading.main_thread():
+
+        def on_term(signum, frame):
+            if str(os.getppid()) != parent:  # fxlens is gone: take everything this run forked
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # else: the usual SIGTERM death
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig))
+    except (OSError, AttributeError):
+        return
+    if str(os.getppid()) != parent:  # it died before prctl took effect
+        os.kill(os.getpid(), sig)

@@ -118,6 +118,9 @@ def run_script(script: str, args: list[str]) -> int:
 
 
 def main() -> None:
+    from fxlens.capture import children
+
+    children.die_with_parent(take_group=True)  # fxlens killed, even by SIGKILL: so is this run
     if len(sys.argv) < 2:
         print("usage: python -m fxlens.capture.runner SCRIPT [ARGS...]", file=sys.stderr)
         sys.exit(2)

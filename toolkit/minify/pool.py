@@ -197,6 +197,7 @@ class Pool:
 
 def worker_main() -> int:
     """The worker loop (runs in the child): evaluate candidate sources read from stdin."""
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this worker
     out = os.fdopen(int(os.environ["FXLENS_MINIFY_RESULT_FD"]), "w")
 
     def answer(d: dict) -> None:

@@ -67,6 +67,9 @@ def _child(path: str, err: str) -> None:
 
     code = 0
     try:
+        # the zygote killed: so is this run (PDEATHSIG is not inherited across fork)
+        os.environ[children.ENV_PARENT] = str(os.getppid())
+        children.die_with_parent()
         fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 2)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
@@ -108,6 +111,8 @@ def _wait_all(pids: list[int], timeout: float) -> dict[int, int]:
 
 def zygote_main(preload: list[str]) -> int:
     import importlib
+
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is the zygote
 
     import torch  # noqa: F401
 
