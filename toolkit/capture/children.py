@@ -152,6 +152,8 @@ def die_with_parent(take_group: bool = False) -> None:
     (minify workers, the zygote) just die (SIGKILL). The runner of the user's script passes
     `take_group`: it gets SIGTERM instead and, when the parent is really gone, kills its whole
     process group, so what the script forked goes too. Elsewhere (no prctl) this does nothing.
+    The kernel's "parent" is the thread that started us: fxlens starts children from its main
+    thread or from pool threads that live as long as the pool.
     """
     parent = os.environ.get(ENV_PARENT)
     if not parent or not sys.platform.startswith("linux"):

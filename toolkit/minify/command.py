@@ -27,7 +27,6 @@ from fxlens.capture import children
 from fxlens.capture.command import TIMEOUT_EXIT, check_script, how_it_ended, refused_message, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
-from fxlens.minify.pool import TIMEOUT_SIGNATURE
 from fxlens.report.command import write_json
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 
@@ -378,7 +377,7 @@ def _minify(
         spec, sig, flaky, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
         # a candidate may take as long as the whole graph did (slow compilers on a busy machine);
         # not when the failure is a hang: the confirm then took the timeout itself
-        if sig != TIMEOUT_SIGNATURE:
+        if sig != "timeout":  # pool.TIMEOUT_SIGNATURE (imported lazily: pool imports this package)
             pool.timeout = max(pool.timeout, 5 * (time.perf_counter() - t_confirm))
         if spec is not None:
             found = (k, meta, cand, spec, sig)
