@@ -534,7 +534,9 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
     staged = work / target.name
     staged.write_text(text)
     t_verify = time.perf_counter()
-    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, zygote=zygote)
+    # a hang is re-checked with the candidates' timeout (not the 300 s a slow compile may need)
+    vt = cfg.timeout if spec.signature == "timeout" else 300
+    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, timeout=vt, zygote=zygote)
     verify_s = round(time.perf_counter() - t_verify, 2)
     target.parent.mkdir(parents=True, exist_ok=True)
     _copy_atomic(staged, target)
