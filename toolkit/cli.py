@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from fxlens import __version__
 from fxlens.errors import FxlensError
+from fxlens.trace.sanitize import SafeStream
 
 # subcommand -> (module implementing `add_arguments(parser)` and `main(args) -> int`, help line)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -142,6 +143,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["tui"]:  # Textual owns the terminal (and escapes what it shows itself)
+        return _main(argv)
+    # text from traces and scripts (names, reasons, exception text) reaches our prints: whatever a
+    # printer forgets, control characters are shown escaped, never sent to the terminal
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str]) -> int:
+    from fxlens.capture import children
+
+    children.install_sigterm()  # SIGTERM cleans up like Ctrl-C (exit 143), not a bare death
     try:
         args = parse(argv)
         if not getattr(args, "command", None):
@@ -151,9 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     except FxlensError as e:
         print(f"fxlens {argv[0] if argv else ''}: error: {e}".replace("  ", " "), file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("fxlens: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (children.Terminated)
+        from fxlens.capture import children
+
+        children.end_all()  # every child process group, with whatever it forked
+        terminated = isinstance(e, children.Terminated)
+        print(f"fxlens: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 143 if terminated else 130
     except Exception as e:  # an fxlens bug: still one line, the traceback on request
         if os.environ.get("FXLENS_DEBUG"):
             raise

@@ -95,6 +95,14 @@ ENV_BISECT_GRAPHS = "FXLENS_BISECT_GRAPHS"
 ENV_BISECT_CHECK = "FXLENS_BISECT_CHECK"
 ENV_BISECT_CHECK_CALLS = "FXLENS_BISECT_CHECK_CALLS"
 ENV_BISECT_TIMEOUT = "FXLENS_BISECT_TIMEOUT"
+# seconds one run of the watched script may take under bisect, minify and doctor (`--timeout`)
+RUN_TIMEOUT_DEFAULT_S = 600.0
+
+
+def run_timeout(option: float | None, env_value: float = 0.0) -> float | None:
+    """The run timeout in seconds from `--timeout` (else an env setting, else the default); None: no limit."""
+    value = option if option is not None else (env_value or RUN_TIMEOUT_DEFAULT_S)
+    return value if value > 0 else None
 
 
 @dataclass(frozen=True)

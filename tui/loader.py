@@ -15,6 +15,7 @@ from pathlib import Path
 from fxlens.report.build import build_report
 from fxlens.trace.model import RankModel
 from fxlens.trace.reader import Record, find_logs
+from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
@@ -201,15 +202,25 @@ def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = N
     A log that cannot be read at all becomes a note in `session.skipped`, never an exception.
     """
     for model in session.iter_ranks():
+        _clean_model(model)
         entry = index_rank(model)
         if on_rank:
             on_rank(entry)
         yield entry
 
 
+def _clean_model(model: RankModel) -> None:
+    """Show every name and reason of a rank with control characters escaped (a trace may be
+    hostile: "\x1b[2J" in a function name would clear the screen). Done once, as the rank is read;
+    views then only need to keep Rich markup in these strings uninterpreted (Text, or escape())."""
+    for attr in ("graphs", "graph_breaks", "recompiles", "limit_hits", "metrics", "kernels", "fallbacks"):
+        setattr(model, attr, clean(getattr(model, attr)))
+    model.skipped = clean(model.skipped)
+
+
 def summarise(session: Session) -> Summary:
     """The deduplicated breaks, recompile causes, divergence and events of a loaded session."""
-    report = build_report(session, with_guards=False)
+    report = clean(build_report(session, with_guards=False))
     return Summary(
         breaks=report["graph_breaks"],
         causes=report["recompile_causes"],
@@ -247,8 +258,8 @@ def child_runs(session: Session) -> list[dict]:
             out.append(
                 {
                     "path": run,
-                    "name": f"{sub}/{run.name}",
-                    "exit_code": info.get("exit_code") if isinstance(info, dict) else None,
+                    "name": clean(f"{sub}/{run.name}"),
+                    "exit_code": clean(info.get("exit_code")) if isinstance(info, dict) else None,
                     "logs": len(logs),
                     "mb": sum(p.stat().st_size for p in logs) / 2**20,
                 }

@@ -14,7 +14,6 @@ import re
 import time
 from pathlib import Path
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -27,6 +26,7 @@ from fxlens.trace.session import Session
 from fxlens.tui import keys
 from fxlens.tui import tree as tree_mod
 from fxlens.tui.loader import is_graph_kind, load_ranks, summarise
+from fxlens.tui.safe import escape
 from fxlens.tui.screens import SearchInput, TextScreen, help_text, skipped_text
 from fxlens.tui.view_findings import BreaksView, RecompilesView
 from fxlens.tui.view_graph import GraphView

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from rich.markup import escape
-
+from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
+from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
 
 
@@ -20,10 +18,8 @@ def source_around(file: str, line: int, context: int = 3, fallback: str = "") ->
     Reads the file as text only; when it is gone (a trace from another machine) the line torch
     logged is shown instead.
     """
-    try:
-        lines = Path(file).read_text(errors="replace").split("\n") if file else []
-    except OSError:
-        lines = []
+    # a regular file only: the trace may name a FIFO or /dev/zero; shown with controls escaped
+    lines = for_terminal(read_display_text(file) or "").split("\n") if file else []
     if not lines or line <= 0 or line > len(lines):
         return f"  [b]{line:>5}[/b] {escape(fallback)}" if fallback else "  (source not available)"
     out = []

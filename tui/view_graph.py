@@ -5,15 +5,16 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from rich.markup import escape
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Container
 
 from fxlens.trace.graph_code import COLUMNS, Node, filter_nodes, parse_graph, sort_nodes
+from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
 from fxlens.tui.loader import ARTIFACT_LABELS, is_graph_kind
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 
@@ -35,7 +36,7 @@ def _key(rec) -> tuple:
 def read_graph(rec) -> tuple[str, list[Node]]:
     """(code as shown, nodes) of a graph record: reads the payload from disk and parses it."""
     code = rec.payload()
-    return _short_files(code), parse_graph(code)
+    return for_terminal(_short_files(code)), clean(parse_graph(code))
 
 
 class GraphView(View):

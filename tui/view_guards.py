@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual.app import ComposeResult
 
+from fxlens.trace.sanitize import clean
 from fxlens.tui import keys
 from fxlens.tui.guardmatch import FailedGuard, failed_guards, guard_diff
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import View, guarded
 from fxlens.tui.widgets import CodeView, Info
 
@@ -46,7 +47,7 @@ class GuardsView(View):
         if "compile_id" not in p:
             return
         rank, cid = p.get("rank"), p["compile_id"]
-        guards = self.data.session.guards(cid, rank)
+        guards = clean(self.data.session.guards(cid, rank))
         model = self.data.rank(rank)
         recompiles = model.model.recompiles if model else []
         self.failed = failed_guards(cid, recompiles, guards)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -10,6 +9,7 @@ from textual.containers import Horizontal, Vertical
 from fxlens.trace.records import Kernel
 from fxlens.tui import keys
 from fxlens.tui.loader import is_graph_kind
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
 

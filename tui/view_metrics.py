@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rich.markup import escape
 from rich.text import Text
 
 from fxlens.trace.userframes import short_path
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
+from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
 
 # one styled cell per outcome, shared by every row (the table copies a cell when it draws it):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 
+from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
 
@@ -30,7 +31,7 @@ def _ladder(ev: dict) -> list[str]:
         why = st.get("error") or st.get("note") or st.get("reason") or st.get("detail") or ""
         out.append(
             f"  {mark}  {escape(str(st.get('stage')))}"
-            + (f"  [dim]{escape(str(why))[:80]}[/dim]" if why else "")
+            + (f"  [dim]{escape(str(why)[:80])}[/dim]" if why else "")
         )
     if not stages:
         out.append(f"  first failing stage: {escape(str(first))}")
@@ -40,12 +41,12 @@ def _ladder(ev: dict) -> list[str]:
         out.append(
             f"  compile {escape(str(c.get('compile_id')))} · {escape(str(c.get('function')))}  [dim](o: jump)[/dim]"
         )
-        out.append(f"  at {escape(short_path(str(c.get('file'))))}:{c.get('line')}")
+        out.append(f"  at {escape(short_path(str(c.get('file'))))}:{escape(c.get('line'))}")
         if c.get("kernel"):
             out.append(f"  kernel [b]{escape(str(c.get('kernel')))}[/b]")
         if c.get("ops"):
             out.append(f"  ops {escape(', '.join(map(str, c.get('ops'))))}")
-    out.append(f"\ncheck {escape(str(ev.get('check')))} · {ev.get('runs', '?')} runs")
+    out.append(f"\ncheck {escape(str(ev.get('check')))} · {escape(ev.get('runs', '?'))} runs")
     if ev.get("next"):
         out.append(f"next: [b]{escape(str(ev.get('next')))}[/b]")
     return out
@@ -56,8 +57,8 @@ def _minify(ev: dict) -> list[str]:
         "[b]minified reproducer[/b]",
         f"  {escape(short_path(str(ev.get('repro'))))}",
         f"  check {escape(str(ev.get('check')))} · signature {escape(str(ev.get('signature')))}",
-        f"  nodes {ev.get('original_nodes')} → [b]{ev.get('final_nodes')}[/b]",
-        f"  {ev.get('queries')} queries in {ev.get('seconds')} s",
+        f"  nodes {escape(ev.get('original_nodes'))} → [b]{escape(ev.get('final_nodes'))}[/b]",
+        f"  {escape(ev.get('queries'))} queries in {escape(ev.get('seconds'))} s",
     ]
 
 
@@ -65,8 +66,8 @@ def _doctor(ev: dict) -> list[str]:
     out = ["[b]functions[/b]"]
     for f in ev.get("functions") or []:
         out.append(
-            f"  {escape(str(f.get('function')))}: eager {f.get('eager_ms')} ms, compiled {f.get('compiled_ms')} ms,"
-            f" speedup {f.get('speedup')}, compile {f.get('compile_s')} s"
+            f"  {escape(str(f.get('function')))}: eager {escape(f.get('eager_ms'))} ms, compiled "
+            f"{escape(f.get('compiled_ms'))} ms, speedup {escape(f.get('speedup'))}, compile {escape(f.get('compile_s'))} s"
         )
     out += ["", "[b]findings[/b]"]
     for i, f in enumerate(ev.get("findings") or [], 1):
@@ -200,10 +201,9 @@ class ResultsView(View):
         code = ""
         repro = ev.get("repro") or (ev.get("culprit") or {}).get("repro")
         if repro:
-            try:
-                code = Path(str(repro)).read_text(errors="replace")
-            except OSError:
-                code = f"# {repro}: not found on this machine"
+            # only a regular file is read: a hostile events.jsonl may name a FIFO or /dev/zero
+            text = read_display_text(str(repro))
+            code = for_terminal(text) if text is not None else for_terminal(f"# {repro}: not readable here")
         pane = self.query_one("#results-code", CodeView)
         pane.set_code(code)
         pane.display = bool(code)  # no reproducer: the ladder gets the whole width

@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from fxlens.trace.reader import Record
+from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.session import Session
 from fxlens.tui.loader import CompileEntry, RankEntry, Summary
 
@@ -69,7 +70,7 @@ class AppData:
                 if rec.kind == "artifact:fxlens_kernel":
                     k = rec.payload_json()
                     if isinstance(k, dict):
-                        out.append(k)
+                        out.append(clean(k))
             self._kernel_cache[key] = out
         return self._kernel_cache[key]
 
@@ -86,14 +87,14 @@ class AppData:
 def record_text(rec: Record) -> str:
     """A record's payload for display: JSON pretty-printed, or the metadata when it has none."""
     if rec.payload_span is None:
-        return json.dumps(rec.meta, indent=2, default=str)
+        return json.dumps(rec.meta, indent=2, default=str)  # JSON escapes control characters
     text = rec.payload()
     if text.lstrip().startswith(("{", "[")):
         try:
             return json.dumps(json.loads(text), indent=2)
         except ValueError:
             pass
-    return text
+    return for_terminal(text)
 
 
 def guarded(method):

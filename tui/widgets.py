@@ -269,7 +269,7 @@ class Info(Static):
         self.markup = markup
 
     def set(self, markup: str) -> None:
-        """Show `markup` (dynamic parts must be escaped with rich.markup.escape)."""
+        """Show `markup` (dynamic parts must be escaped with fxlens.tui.safe.escape)."""
         if markup == self.markup:
             return  # an update re-lays out the screen (auto height): only when the text changes
         self.markup = markup

@@ -99,7 +99,7 @@ def test_truncated_and_corrupt_logs_report_what_is_readable(real_log, tmp_path):
     report = json.loads(out.read_text())
     assert report["graphs"], "what was readable is still reported"
     notes = " ".join(report["skipped"])
-    assert "2 unreadable line(s)" in notes and "no payload" in notes
+    assert "3 unreadable records skipped" in notes and "not JSON" in notes and "no payload" in notes
     assert "note: " in proc.stdout
 
 
@@ -108,7 +108,7 @@ def test_torn_last_line_is_tolerated(real_log, tmp_path):
     torn = tmp_path / "torn.log"
     torn.write_bytes(data + b'V1202 10:00:00.000000 1 x.py:1] {"dynamo_start": {"sta')
     proc = fxlens("report", torn)
-    assert proc.returncode == 0 and "1 unreadable line(s)" in proc.stdout
+    assert proc.returncode == 0 and "1 unreadable record skipped" in proc.stdout
 
 
 def test_session_events_torn_line(tmp_path):

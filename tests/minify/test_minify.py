@@ -97,8 +97,18 @@ def test_script_that_fails_in_eager_is_refused(minify_env):
 
 
 def test_cli_json_contract_and_never_overwrites(minify_env, tmp_path):
-    out = tmp_path / "mine.py"
-    out.write_text("# someone else's file\n")
+    mine = tmp_path / "mine.py"
+    mine.write_text("# someone else's file\n")
+    # --out onto an existing file is refused up front (one line, exit 2), the file untouched
+    refused = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "minify", "--out", str(mine), MLP],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert refused.returncode == 2 and "already exists" in refused.stderr.strip().splitlines()[-1]
+    assert mine.read_text() == "# someone else's file\n"
+    out = tmp_path / "fresh.py"
     cmd = [
         sys.executable,
         "-m",
@@ -116,8 +126,7 @@ def test_cli_json_contract_and_never_overwrites(minify_env, tmp_path):
     assert proc.returncode == 0, proc.stderr
     r = json.loads((tmp_path / "r.json").read_text())
     assert {"repro", "check", "signature", "original_nodes", "final_nodes", "queries", "seconds"} <= set(r)
-    assert out.read_text() == "# someone else's file\n"
-    assert r["repro"] == str(tmp_path / "mine_2.py")
+    assert r["repro"] == str(out) and out.exists()
     assert "fxlens minify:" in proc.stdout and "queries" in proc.stderr  # summary, progress bar
 
 
@@ -216,8 +225,10 @@ def test_ctrl_c_writes_the_best_reproducer_so_far(minify_env, tmp_path):
         seen += proc.stderr.readline()
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
     stdout, rest = proc.communicate(timeout=300)
-    assert out.exists(), seen + rest
-    assert "# note: interrupted" in out.read_text()
+    # the best so far, under a name that cannot pass for a finished reproducer; --out stays free
+    partial = tmp_path / "best.partial.py"
+    assert proc.returncode == 130 and not out.exists(), seen + rest
+    assert "# note: interrupted" in partial.read_text()
     assert "interrupted, best so far" in stdout
 
 

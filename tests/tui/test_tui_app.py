@@ -280,7 +280,7 @@ async def test_corrupt_log_shows_notice_and_still_works(in_root, tmp_path):
         await wait_loaded(app, pilot)
         notice = app.query_one("#notice", Info)
         assert notice.has_class("shown") and "skipped" in notice.plain
-        assert "unreadable line" in notice.plain or "no payload" in notice.plain
+        assert "unreadable record" in notice.plain or "no payload" in notice.plain
         await press(pilot, "exclamation_mark")
         assert "unreadable" in app.screen.plain
         await press(pilot, "escape")

@@ -33,9 +33,10 @@ from fxlens import config
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs
-from fxlens.capture.command import check_script
+from fxlens.capture import children
+from fxlens.capture.command import check_script, how_it_ended
 from fxlens.errors import FxlensError
-from fxlens.report.command import add_format_arguments, write_formatted
+from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
@@ -57,7 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON to FILE")
     parser.add_argument(
-        "--timeout", metavar="SECONDS", type=float, default=None, help="a run taking longer counts as a hang"
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"seconds one run of the script may take; a run taking longer is ended (with every process it "
+        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
     )
     add_format_arguments(parser)
     parser.add_argument(
@@ -68,8 +74,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from fxlens.report.command import check_writable
+
     check_script(args.script)
-    timeout = args.timeout or config.load_bisect().timeout or None
+    check_writable(args.json)
+    timeout = config.run_timeout(args.timeout, config.load_bisect().timeout)
     result = bisect_script(
         args.script,
         args.script_args,
@@ -81,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
     print()
     print(render_text(result))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2, default=str) + "\n")
+        write_json(result, args.json)
     if args.format != "text":
         from fxlens.report.verdicts import bisect_blocks, render
 
@@ -221,7 +230,7 @@ def _first_run(runs: Runs, script: str, backend: str | None) -> tuple[Outcome, l
     if not top.compiled and not top.asked:
         if top.exit_code != 0:
             raise FxlensError(
-                f"{script} exited with status {top.exit_code} before compiling anything "
+                f"{script} {how_it_ended(top.exit_code, runs.timeout)} before compiling anything "
                 f"({top.error or 'see ' + str(top.session_dir)})"
             )
         raise FxlensError(f"{script} never called torch.compile: nothing to bisect")
@@ -339,18 +348,23 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         runs.echo("  handing over to torch's CompilerBisector (inductor passes, configs, lowerings)")
-        proc = subprocess.Popen(
+        proc = children.popen(
             [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
         tail: list[str] = []
-        for line in proc.stdout:  # relay the driver's runs as they finish
-            if line.startswith("  run "):
-                runs.echo(line.rstrip("\n"))
-            tail = [*tail[-20:], line.rstrip("\n")]
-        proc.wait()
+        try:
+            for line in proc.stdout:  # relay the driver's runs as they finish
+                if line.startswith("  run "):
+                    runs.echo(line.rstrip("\n"))
+                tail = [*tail[-20:], line.rstrip("\n")]
+        except BaseException:
+            # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
+            children.end(proc)
+            raise
+        children.wait(proc)
         out_path = Path(spec["out"])
         if not out_path.exists():
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")

@@ -90,9 +90,18 @@ def run_driver(spec: dict) -> dict:
 
 
 def main() -> None:
+    from fxlens.capture import children
+
+    # the parent ends this driver's group with SIGTERM; the runs it started are groups of their
+    # own, so end them first (else they would outlive both)
+    children.install_sigterm()
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this driver (its runs: below)
     spec = json.loads(Path(sys.argv[1]).read_text())
     try:
         out = run_driver(spec)
+    except KeyboardInterrupt:
+        children.end_all()
+        sys.exit(143)
     except Exception as e:  # reported by the parent as "CompilerBisector did not finish"
         out = {"error": f"{type(e).__name__}: {e}", "runs": []}
     Path(spec["out"]).write_text(json.dumps(out, default=str))

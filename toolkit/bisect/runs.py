@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture.command import run_captured
+from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.trace.session import Session
@@ -176,6 +176,9 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
                     out.error = str(ev.get("error", ""))
     if exit_code == TIMEOUT_EXIT:
         out.kind, out.error = "timeout", f"no exit within {seconds:.0f}s"
+    elif exit_code < 0:  # a segfault or abort: no Python exception line to quote
+        out.kind = "crash"
+        out.error = out.error or how_it_ended(exit_code).removeprefix("was ")
     elif exit_code != 0 and out.divergence is not None and not out.error:
         # no graph raised, one diverged, and the script then failed (a comparing script's own
         # assert_close): the divergence is the cause, the exit its consequence

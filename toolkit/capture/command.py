@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import os
-import subprocess
+import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from fxlens import __version__, config
+from fxlens.capture import children
 from fxlens.capture.runner import REFUSED, module_file
 from fxlens.errors import FxlensError
 from fxlens.trace.session import TRACE_DIR, Session, new_session_dir, write_info
+
+LOCK_FILE = ".lock"  # held (flock) by the fxlens process writing the session
 
 
 @dataclass
@@ -107,7 +111,41 @@ def run_captured(
     """
     check_script(script)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
-    sdir.mkdir(parents=True, exist_ok=True)
+    try:
+        sdir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FxlensError(f"{sdir}: cannot create the session directory: {e.strerror or e}") from None
+    with _session_lock(sdir):
+        return _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr)
+
+
+@contextlib.contextmanager
+def _session_lock(sdir: Path):
+    """Hold the session's lock for the whole run: a second run into the same --session is refused
+    (never interleaved). flock is released by the kernel when we die, so a crash leaves no stale lock."""
+    try:
+        fd = os.open(sdir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise FxlensError(f"{sdir}: cannot write to the session directory: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise FxlensError(
+                f"{sdir}: another fxlens run (pid {holder}) is writing this session; use another --session"
+            ) from None
+        try:  # who holds it, for the refusal message (on a full disk: just not said)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr) -> RunResult:
     info = {
         "script": os.path.abspath(script),
         "argv": script_args,
@@ -133,21 +171,49 @@ def run_captured(
         err = out if stderr and stdout and Path(stderr) == Path(stdout) else None
         if stderr and err is None:
             err = files.enter_context(open(stderr, "wb"))
+        code = None
         try:
-            proc = subprocess.run(
+            # its own process group: a timeout, Ctrl-C or SIGTERM ends it with all it forked
+            code = children.run(
                 child_command(script, script_args, nproc),
-                env=child_env,
                 timeout=timeout,
+                env=child_env,
                 stdout=out,
                 stderr=err,
             )
-            code = proc.returncode
-        except subprocess.TimeoutExpired:
-            code = 124
-    seconds = time.perf_counter() - t0
-    info.update(exit_code=code, finished=time.time(), seconds=round(seconds, 3))
-    write_info(sdir, info)
+        finally:
+            seconds = time.perf_counter() - t0
+            info.update(exit_code=code, finished=time.time(), seconds=round(seconds, 3))
+            if code is None:  # interrupted: say so, so nobody reads the session as a finished run
+                info["interrupted"] = True
+            elif code == 124 and timeout:
+                info["timed_out"] = timeout
+            try:
+                write_info(sdir, info)
+            except FxlensError:
+                if code is not None:  # (interrupted: the interrupt is the news; don't replace it)
+                    raise
     return RunResult(sdir, code, seconds)
+
+
+TIMEOUT_EXIT = 124  # run_captured's status for a run ended at its timeout (as timeout(1) says)
+
+
+def how_it_ended(code: int, timeout: float | None = None) -> str:
+    """`exited with status 3`, `was killed by SIGKILL`, `did not finish within 5 s (--timeout)`."""
+    if code == TIMEOUT_EXIT and timeout:
+        return f"did not finish within {timeout:g} s (--timeout)"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def shell_status(code: int) -> int:
+    """The exit status a shell shows for CODE: 128+N for a child killed by signal N."""
+    return 128 - code if code < 0 else code
 
 
 def refused_message(session: Session) -> str | None:
@@ -160,9 +226,10 @@ def refused_message(session: Session) -> str | None:
 
 def main(args: argparse.Namespace) -> int:
     from fxlens.report.build import build_report, render_text
-    from fxlens.report.command import write_json
+    from fxlens.report.command import check_writable, write_json
 
     check_script(args.script)
+    check_writable(args.json)
     result = run_captured(
         args.script, args.script_args, backend=args.backend, session_dir=args.session, nproc=args.nproc
     )
@@ -172,18 +239,18 @@ def main(args: argparse.Namespace) -> int:
     if not session.logs or not any(r.metrics or r.graphs for r in session.ranks):
         if result.exit_code != 0:
             err = FxlensError(
-                f"{args.script} exited with status {result.exit_code} before compiling anything "
+                f"{args.script} {how_it_ended(result.exit_code)} before compiling anything "
                 f"(session: {result.session_dir})"
             )
-            err.exit_code = result.exit_code
+            err.exit_code = shell_status(result.exit_code)
             raise err
     report = build_report(session)
     if args.json:
         write_json(report, args.json)
     if not args.quiet:
         sys.stdout.write("\n" + render_text(report))
-    status = "" if result.exit_code == 0 else f"; the script exited with status {result.exit_code}"
+    status = "" if result.exit_code == 0 else f"; the script {how_it_ended(result.exit_code)}"
     print(
         f"\nsession: {result.session_dir}{status}\n  fxlens report {result.session_dir}   |   fxlens tui {result.session_dir}"
     )
-    return result.exit_code
+    return shell_status(result.exit_code)

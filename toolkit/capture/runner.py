@@ -41,7 +41,7 @@ def patch_compile(override, script: str, session: str) -> None:
         asked = describe(kwargs.get("backend", "inductor"), script)
         if session:
             frame = sys._getframe(1)
-            append_event(
+            _append_quietly(
                 session,
                 "compile_call",
                 {
@@ -64,6 +64,14 @@ def patch_compile(override, script: str, session: str) -> None:
     compile._fxlens_patched = True
     compile.__wrapped__ = original
     torch.compile = compile
+
+
+def _append_quietly(session: str, kind: str, data: dict) -> None:
+    """An event for the parent; on a full disk it is lost, but the user's script never fails for it."""
+    try:
+        append_event(session, kind, data)
+    except OSError:
+        pass
 
 
 def run_script(script: str, args: list[str], module: str | None = None) -> int:
@@ -149,6 +157,9 @@ def _record_environment() -> None:
 
 
 def main() -> None:
+    from fxlens.capture import children
+
+    children.die_with_parent(take_group=True)  # fxlens killed, even by SIGKILL: so is this run
     if len(sys.argv) < 2 or (sys.argv[1] == "-m" and len(sys.argv) < 3):
         print("usage: python -m fxlens.capture.runner (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         sys.exit(2)

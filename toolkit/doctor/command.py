@@ -23,7 +23,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fxlens import config
-from fxlens.capture.command import check_script, refused_message, run_captured
+from fxlens.capture.command import check_script, how_it_ended, refused_message, run_captured, shell_status
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.probe import OUTPUT_FILE
@@ -52,7 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
     )
     parser.add_argument(
-        "--timeout", metavar="S", type=float, default=None, help="seconds each run of the script may take"
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"seconds one run of the script may take; a run taking longer is ended (with every process it "
+        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
     )
 
 
@@ -172,12 +177,15 @@ def doctor_script(
         code = codes["compiled"][0]
         if code:
             why = _last_error_line(sdir)
+            # a crash or hang after torch.compile was called: in a compile or a compiled graph
+            called = any(e.get("event") == "compile_call" for e in main_session.events)
+            when = "after calling torch.compile (in the backend?)" if called else "before compiling anything"
             err = FxlensError(
-                f"{script} exited with status {code} before compiling anything"
+                f"{script} {how_it_ended(code, timeout)} {when}"
                 + (f": {why}" if why else "")
                 + f" (session: {sdir})"
             )
-            err.exit_code = code if code > 0 else 1
+            err.exit_code = shell_status(code)
             raise err
         if any(e.get("event") == "compile_call" for e in main_session.events):
             raise FxlensError(
@@ -343,7 +351,9 @@ def render_text(result: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import write_json
+    from fxlens.report.command import check_writable, write_json
+
+    check_writable(args.json)
 
     result = doctor_script(
         args.script,
@@ -351,7 +361,7 @@ def main(args: argparse.Namespace) -> int:
         backend=args.backend,
         rounds=args.rounds,
         nproc=args.nproc,
-        timeout=args.timeout,
+        timeout=config.run_timeout(args.timeout),
     )
     if args.json:
         write_json(result, args.json)

@@ -264,6 +264,9 @@ def read_status(out: Path) -> list[dict]:
     return records
 
 
+TIMEOUT_EXIT = 124  # run_captured's status for a run ended at its timeout
+
+
 def failing_graph(out: Path, exit_code: int) -> dict | None:
     """The first graph that failed in the capture run: {graph, phase, signature, kind}."""
     from fxlens.minify.repro_writer import signal_signature
@@ -272,14 +275,15 @@ def failing_graph(out: Path, exit_code: int) -> dict | None:
     for r in records:
         if r.get("step") == "failed":
             return r
-    if exit_code < 0 and records:
-        # killed by a signal: the graph whose compile or run had started and not finished
+    if (exit_code < 0 or exit_code == TIMEOUT_EXIT) and records:
+        # killed by a signal, or ended at --timeout (a hang): the graph whose compile or run had
+        # started and not finished. "timeout" is also what a hung candidate's signature says
         last = records[-1]
         if last.get("step") in ("compile", "run"):
             return {
                 "graph": last["graph"],
                 "phase": last["step"],
-                "signature": signal_signature(exit_code),
+                "signature": "timeout" if exit_code == TIMEOUT_EXIT else signal_signature(exit_code),
                 "kind": "crash",
             }
     return None

@@ -23,10 +23,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture.command import check_script, refused_message, run_captured
+from fxlens.capture import children
+from fxlens.capture.command import TIMEOUT_EXIT, check_script, how_it_ended, refused_message, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
-from fxlens.report.command import add_format_arguments, write_formatted
+from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto")
@@ -53,6 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
     add_format_arguments(parser)
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"seconds the script's own run may take (each candidate: FXLENS_MINIFY_TIMEOUT, 120); a run taking longer is ended (with every process it "
+        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
+    )
 
 
 def validate_backend(spec: str) -> None:
@@ -86,7 +95,7 @@ def _last_error_line(text: str) -> str:
     return (errors or lines or [""])[-1][:200]
 
 
-def _run_child(script, script_args, backend, folder: Path, env: dict | None = None):
+def _run_child(script, script_args, backend, folder: Path, env: dict | None = None, timeout=None):
     """run_captured into `folder`; (exit code, the child's stderr text)."""
     (folder / "output").mkdir(parents=True, exist_ok=True)
     result = run_captured(
@@ -97,13 +106,14 @@ def _run_child(script, script_args, backend, folder: Path, env: dict | None = No
         env=env,
         stdout=folder / "output" / "stdout.txt",
         stderr=folder / "output" / "stderr.txt",
+        timeout=timeout,
     )
     if result.exit_code == REFUSED and (msg := refused_message(Session.open(folder))):
         raise FxlensError(msg)
     return result.exit_code, (folder / "output" / "stderr.txt").read_text(errors="replace")
 
 
-def _capture(script, script_args, backend, check, session: Path):
+def _capture(script, script_args, backend, check, session: Path, timeout: float | None = None):
     """Run the script once under the capturing backend; (capture dir, exit code, stderr)."""
     from fxlens.minify.capture import CAPTURE_SPEC, captured_graphs
 
@@ -120,13 +130,13 @@ def _capture(script, script_args, backend, check, session: Path):
         else "",
     }
     child = session / "children" / "capture"
-    code, stderr = _run_child(script, script_args, CAPTURE_SPEC, child, env)
+    code, stderr = _run_child(script, script_args, CAPTURE_SPEC, child, env, timeout)
     asked = _asked(child)
     if backend and not captured_graphs(cap) and asked and all(b in config.REFERENCE_BACKENDS for b in asked):
         # the script compiles only with references: they are what --backend replaces
         env[config.ENV_OVERRIDE_KEEP] = ""
         shutil.rmtree(child, ignore_errors=True)
-        code, stderr = _run_child(script, script_args, CAPTURE_SPEC, child, env)
+        code, stderr = _run_child(script, script_args, CAPTURE_SPEC, child, env, timeout)
     return cap, code, stderr
 
 
@@ -232,6 +242,7 @@ def minify_script(
     out_dir: str | None = None,
     json_path: str | None = None,
     progress: bool = True,
+    timeout: float | None = None,
 ) -> dict:
     """Minify SCRIPT's failing compiled graph into a standalone reproducer.
 
@@ -244,6 +255,7 @@ def minify_script(
         out_dir: where a default-named reproducer goes; None: FXLENS_REPRO_DIR (repro_cases/).
         json_path: also write the result there.
         progress: draw the progress bar on stderr.
+        timeout: seconds the script's own (capture) run may take; None: no limit.
 
     Returns:
         The `fxlens minify --json` dict: repro, check, signature, original_nodes, final_nodes,
@@ -253,9 +265,15 @@ def minify_script(
         FxlensError: bad input, or nothing to minify (with the reason, one line).
     """
     from fxlens.minify.pool import Pool
+    from fxlens.report.command import check_writable
 
     script_args = list(script_args or [])
     check_script(script)
+    check_writable(json_path)
+    if out:  # an existing file is never overwritten (it may be someone's reproducer)
+        if os.path.lexists(out):
+            raise FxlensError(f"--out {out}: already exists; remove it or choose another name")
+        check_writable(out, "--out")
     if check not in CHECKS:
         raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
     if backend:
@@ -296,6 +314,7 @@ def minify_script(
             timings,
             pool,
             closers,
+            timeout,
         )
     finally:
         pool.close()
@@ -304,7 +323,20 @@ def minify_script(
 
 
 def _minify(
-    script, script_args, backend, check, out, json_path, progress, cfg, t0, session, timings, pool, closers
+    script,
+    script_args,
+    backend,
+    check,
+    out,
+    json_path,
+    progress,
+    cfg,
+    t0,
+    session,
+    timings,
+    pool,
+    closers,
+    timeout=None,
 ):
     """The body of minify_script, with its worker pool already starting; what it starts besides
     goes into `closers` (called when it is done, however it ends)."""
@@ -329,12 +361,14 @@ def _minify(
     warmer = threading.Thread(target=meanwhile, daemon=True)
     warmer.start()
     try:
-        cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session)
+        cap, exit_code, stderr_text = _capture(script, script_args, backend, check, session, timeout)
     finally:
         captured.set()
     warmer.join()
     timings["capture"] = round(time.perf_counter() - t0, 2)
     graphs = captured_graphs(cap)
+    if exit_code == TIMEOUT_EXIT and timeout and not graphs:
+        raise FxlensError(f"{script} {how_it_ended(exit_code, timeout)} before compiling anything")
     failed = failing_graph(cap, exit_code)
     backend_desc = backend or "(the script's own)"
     todo = [failed["graph"]] if failed else ([] if exit_code == 0 else graphs)
@@ -372,8 +406,10 @@ def _minify(
         )
         t_confirm = time.perf_counter()
         spec, sig, flaky, seen = _confirm(pool, cand, base, values_path, (failed or {}).get("signature"))
-        # a candidate may take as long as the whole graph did (slow compilers on a busy machine)
-        pool.timeout = max(pool.timeout, 5 * (time.perf_counter() - t_confirm))
+        # a candidate may take as long as the whole graph did (slow compilers on a busy machine);
+        # not when the failure is a hang: the confirm then took the timeout itself
+        if sig != "timeout":  # pool.TIMEOUT_SIGNATURE (imported lazily: pool imports this package)
+            pool.timeout = max(pool.timeout, 5 * (time.perf_counter() - t_confirm))
         if spec is not None:
             found = (k, meta, cand, spec, sig)
             break
@@ -405,11 +441,11 @@ def _minify(
     # a flaky failure: a candidate that passes is tried again before it counts as passing
     retries = FLAKY_RETRIES if flaky else 0
     reducer = Reducer(pool.evaluate, lambda c: render(c, spec), sig, pool.size, bar, retries=retries)
-    interrupted = False
+    interrupted = 0  # the exit status an interrupt asks for: 130 (Ctrl-C) or 143 (SIGTERM)
     try:
         final = reduce(reducer, cand)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:
+        interrupted = 143 if isinstance(e, children.Terminated) else 130
         final = reducer.best or cand
     if bar:
         bar.done()
@@ -442,7 +478,8 @@ def _minify(
         values_saved=spec.values_path is not None,
         original_input_bytes=cand.input_bytes,
         final_input_bytes=final.input_bytes,
-        interrupted=interrupted,
+        interrupted=bool(interrupted),
+        interrupted_exit=interrupted,
     )
     if aot_note:
         result["aot_note"] = aot_note
@@ -454,7 +491,7 @@ def _minify(
     result["summary"] = summary_line(result)
     append_event(session, "minify", result)
     if json_path:
-        Path(json_path).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(result, json_path)
     return result
 
 
@@ -501,6 +538,8 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
     from fxlens.minify.repro_writer import default_name, fresh_path, header, render, verify
 
     target = fresh_path(out or (cfg.repro_dir / default_name(script, spec.backend, spec.check)))
+    if interrupted:  # never under a name that looks finished (nor at --out): NAME.partial.py
+        target = fresh_path(target.with_name(target.stem + ".partial.py"))
     values_expr = None
     work = session / "repro"
     work.mkdir(exist_ok=True)
@@ -526,10 +565,12 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
     staged = work / target.name
     staged.write_text(text)
     t_verify = time.perf_counter()
-    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, zygote=zygote)
+    # a hang is re-checked with the candidates' timeout (not the 300 s a slow compile may need)
+    vt = cfg.timeout if spec.signature == "timeout" else 300
+    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, timeout=vt, zygote=zygote)
     verify_s = round(time.perf_counter() - t_verify, 2)
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(staged, target)
+    _copy_atomic(staged, target)
     if spec.values_path:
         shutil.copyfile(work / target.with_suffix(".pt").name, fresh_path(target.with_suffix(".pt")))
     return {
@@ -538,6 +579,17 @@ def _write(script, script_args, session, cfg, spec, cand, final, reducer, out, i
         "flaky": 0 < ok < cfg.reruns,
         "verify_seconds": verify_s,
     }
+
+
+def _copy_atomic(src: Path, dest: Path) -> None:
+    """Copy via a temporary name and a rename: an interrupt or a full disk never leaves half a
+    reproducer under its real name."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def summary_line(r: dict) -> str:
@@ -569,6 +621,7 @@ def main(args: argparse.Namespace) -> int:
         out_dir=out_dir,
         json_path=args.json,
         progress=True,
+        timeout=config.run_timeout(args.timeout),
     )
     print(f"fxlens minify: {result['summary']}")
     print(f"  python {result['repro']}")
@@ -576,6 +629,8 @@ def main(args: argparse.Namespace) -> int:
         from fxlens.report.verdicts import minify_blocks, render
 
         write_formatted(render(minify_blocks(result, args.script), args.format, "fxlens minify"), args.report)
-    if result["reproduced"].startswith("0/") and not result["interrupted"]:
+    if result["interrupted"]:  # the best so far was written as NAME.partial.py
+        return result["interrupted_exit"]
+    if result["reproduced"].startswith("0/"):
         return 1
     return 0

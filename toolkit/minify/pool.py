@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from fxlens.capture import children
 from fxlens.minify.repro_writer import signal_signature
 
 TIMEOUT_SIGNATURE = "timeout"
@@ -41,7 +42,8 @@ class Worker:
         read_fd, write_fd = os.pipe()
         env = dict(self.env, FXLENS_MINIFY_RESULT_FD=str(write_fd))
         with open(self.log, "a") as log:
-            self.proc = subprocess.Popen(
+            # its own process group: ended with whatever the backend forked (compile workers)
+            self.proc = children.popen(
                 [sys.executable, "-m", "fxlens.minify.pool"],
                 stdin=subprocess.PIPE,
                 stdout=log,
@@ -108,18 +110,16 @@ class Worker:
         if answer is None:
             self.stop()
             return TIMEOUT_SIGNATURE
-        try:
-            code = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # closed its pipe but lives on: as good as hung
+        code = children.wait(self.proc, timeout=30)
+        if code is None:  # closed its pipe but lives on: as good as hung
             self.stop()
             return TIMEOUT_SIGNATURE
         self.proc, self.ready = None, False
         return signal_signature(code) if code < 0 else f"worker exited with status {code}"
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()  # only the process this Worker started
-            self.proc.wait()
+        if self.proc is not None:
+            children.end(self.proc, grace=0)  # only the group this Worker started
         self.proc, self.ready = None, False
 
 
@@ -197,6 +197,7 @@ class Pool:
 
 def worker_main() -> int:
     """The worker loop (runs in the child): evaluate candidate sources read from stdin."""
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this worker
     out = os.fdopen(int(os.environ["FXLENS_MINIFY_RESULT_FD"]), "w")
 
     def answer(d: dict) -> None:

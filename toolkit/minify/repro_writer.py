@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass
@@ -253,21 +254,26 @@ def signal_signature(returncode: int) -> str:
 def run_repro(path: Path, timeout: float = 300) -> tuple[int, str | None]:
     """Run a reproducer in a fresh interpreter: (exit status, printed signature)."""
     path = Path(path).resolve()  # it runs from its own folder: a relative path would not resolve there
+    from fxlens.capture import children
+
     env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE",)}
-    try:
-        proc = subprocess.run(
+    with tempfile.TemporaryFile() as err:
+        # its own process group (see capture.children): a hang or Ctrl-C ends it and what it forked
+        code = children.run(
             [sys.executable, str(path)],
-            capture_output=True,
-            text=True,
             timeout=timeout,
             env=env,
             cwd=path.parent,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
         )
-    except subprocess.TimeoutExpired:
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    if code == 124:
         return 124, "timeout"
-    if proc.returncode < 0:
-        return proc.returncode, signal_signature(proc.returncode)
-    return proc.returncode, signature_in(proc.stderr)
+    if code < 0:
+        return code, signal_signature(code)
+    return code, signature_in(stderr)
 
 
 def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300, zygote=None) -> int:

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from fxlens.capture import children
+
 READY = "ready"
 
 
@@ -27,7 +29,7 @@ class Zygote:
 
     def __init__(self, preload: list[str], env: dict | None = None):
         env = {k: v for k, v in (env or os.environ).items() if k not in ("TORCH_TRACE",)}
-        self.proc = subprocess.Popen(
+        self.proc = children.popen(
             [sys.executable, "-m", "fxlens.minify.verify", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -55,9 +57,7 @@ class Zygote:
         return [(code, Path(err).read_text(errors="replace")) for code, err in json.loads(line)]
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()  # only the zygote this object started (its children have exited)
-            self.proc.wait()
+        children.end(self.proc, grace=0)  # the zygote's group: it and any run it forked
 
 
 def _child(path: str, err: str) -> None:
@@ -67,6 +67,9 @@ def _child(path: str, err: str) -> None:
 
     code = 0
     try:
+        # the zygote killed: so is this run (PDEATHSIG is not inherited across fork)
+        os.environ[children.ENV_PARENT] = str(os.getppid())
+        children.die_with_parent()
         fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 2)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
@@ -108,6 +111,8 @@ def _wait_all(pids: list[int], timeout: float) -> dict[int, int]:
 
 def zygote_main(preload: list[str]) -> int:
     import importlib
+
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is the zygote
 
     import torch  # noqa: F401
 

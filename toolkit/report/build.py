@@ -11,6 +11,7 @@ from dataclasses import asdict
 from tabulate import tabulate
 
 from fxlens.report.rootcause import session_causes
+from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import short_path
 
@@ -210,7 +211,12 @@ def _rank_col(report: dict) -> bool:
 
 
 def render_text(report: dict, limit: int = 20) -> str:
-    """The human report: tabulate tables, most important first."""
+    """The human report: tabulate tables, most important first.
+
+    Every string from the trace is shown with its control characters escaped (before the tables
+    are laid out, so columns still line up), and the whole text once more as a backstop.
+    """
+    report = clean(report)
     out: list[str] = []
     ranked = _rank_col(report)
     g = report["graphs"]
@@ -367,4 +373,4 @@ def render_text(report: dict, limit: int = 20) -> str:
         out.append(f"note: {s}")
     if not g and not report["graph_breaks"] and not report["failures"]:
         out.append("No graphs were compiled.")
-    return "\n".join(out).rstrip() + "\n"
+    return for_terminal("\n".join(out).rstrip() + "\n")

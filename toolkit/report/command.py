@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
+from fxlens.errors import FxlensError
 from fxlens.report.build import build_report, render_text
+from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
 
@@ -55,19 +59,37 @@ def write_formatted(text: str, dest: str | None) -> None:
         sys.stdout.write("\n" + text)
 
 
-def write_json(report: dict, dest: str) -> None:
+def check_writable(dest: str | None, option: str = "--json") -> None:
+    """Refuse, before any work is done, an output path that cannot be written: a directory, a
+    missing folder, a read-only place (one line, exit 2; never a traceback after a long run)."""
+    if not dest or dest == "-":
+        return
+    p = Path(dest)
+    parent = p.parent
+    if p.is_dir():
+        raise FxlensError(f"{option} {dest}: is a directory")
+    if not parent.is_dir():
+        raise FxlensError(f"{option} {dest}: no such directory {parent}")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise FxlensError(f"{option} {dest}: not writable")
+
+
+def write_json(report: dict, dest: str, option: str = "--json") -> None:
     text = json.dumps(report, indent=1, default=str)
     if dest == "-":
         sys.stdout.write(text + "\n")
-    else:
+        return
+    try:
         with open(dest, "w") as f:
             f.write(text + "\n")
+    except OSError as e:  # a full disk, a path that became unwritable during the run
+        raise FxlensError(f"{option} {dest}: {e.strerror or e}") from None
 
 
 def render_guards(report: dict) -> str:
     """Every compile id's guards, one block each (torch's guard tree lines as logged)."""
     out = []
-    for g in report.get("guards", []):
+    for g in clean(report.get("guards", [])):
         rank = f" rank {g['rank']}" if g["rank"] is not None else ""
         out.append(f"\nGuards of {g['compile_id']}{rank} ({len(g['guards'])} lines):")
         out.extend(f"  {line}" for line in g["guards"])
@@ -75,7 +97,9 @@ def render_guards(report: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_writable(args.json)
     session = Session.open(args.path)
+    session.check_not_empty()
     report = build_report(session, with_guards=not args.no_guards)
     if args.json:
         write_json(report, args.json)

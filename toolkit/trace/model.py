@@ -18,6 +18,7 @@ from fxlens.trace.records import (
     Recompile,
     RecompileLimitHit,
 )
+from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
     innermost_user_frame,
     is_resume,
@@ -56,41 +57,60 @@ class RankModel:
     # compile id -> its records (artifacts, guards, graphs), for the TUI and `guards()`
     by_compile: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
     skipped: list[str] = field(default_factory=list)
+    records: int = 0  # records read (file-name entries included): 0 means an empty trace
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
-    model = RankModel(rank=scan.rank, log=str(scan.path), skipped=list(scan.skipped))
+    """The rank's records. A record the model still cannot use (its shape was checked when read, so
+    this is a payload: e.g. a graph break naming a file with a NUL byte) is skipped and counted, like
+    an unreadable line: one bad record never costs the rest of the log."""
+    bad = list(scan.bad)
+    model = _build(scan, bad)
+    model.skipped = [skipped_note(scan.path.name, bad)] if bad else []
+    model.records = len(scan.records) + len(scan.strings)
+    return model
+
+
+def _unusable(rec: Record, e: Exception) -> tuple[int, str]:
+    return rec.line_no, f"{rec.kind} record unusable ({type(e).__name__}: {e})"[:200]
+
+
+def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
+    model = RankModel(rank=scan.rank, log=str(scan.path))
     frames: dict[str, FrameInfo] = {}
     frame_name: dict[int, FrameInfo] = {}  # frame_id -> the first named compile of that frame
     entry_stacks: dict[str, list[Frame]] = {}
     for rec in scan.records:
-        if rec.compile_id is not None:
-            model.by_compile[rec.compile_id.key].append(rec)
-            if rec.rank is not None and model.rank is None:
-                model.rank = rec.rank
-        if rec.kind == "dynamo_start":
-            stack = [
-                Frame(
-                    scan.strings.get(f.get("filename"), str(f.get("filename"))),
-                    int(f.get("line") or 0),
-                    str(f.get("name")),
-                    f.get("loc") or "",
-                )
-                for f in (rec.meta["dynamo_start"] or {}).get("stack", [])
-            ]
-            if stack and rec.compile_id:
-                entry_stacks[rec.compile_id.key] = stack
-                info = frames.setdefault(rec.compile_id.key, FrameInfo())
-                info.co_name = info.co_name or stack[-1].function
-                info.file = info.file or stack[-1].file
-                info.line = info.line or stack[-1].line
-        elif rec.kind == "compilation_metrics":
-            m = rec.meta["compilation_metrics"] or {}
-            key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
-            info = frames.setdefault(key, FrameInfo())
-            info.co_name = m.get("co_name") or info.co_name
-            info.file = m.get("co_filename") or info.file
-            info.line = int(m.get("co_firstlineno") or info.line or 0)
+        try:
+            if rec.compile_id is not None:
+                model.by_compile[rec.compile_id.key].append(rec)
+                if rec.rank is not None and model.rank is None:
+                    model.rank = rec.rank
+            if rec.kind == "dynamo_start":
+                stack = [
+                    Frame(
+                        scan.strings.get(f.get("filename"), str(f.get("filename"))),
+                        int(f.get("line") or 0),
+                        str(f.get("name")),
+                        f.get("loc") or "",
+                    )
+                    for f in (rec.meta["dynamo_start"] or {}).get("stack", [])
+                ]
+                if stack and rec.compile_id:
+                    entry_stacks[rec.compile_id.key] = stack
+                    info = frames.setdefault(rec.compile_id.key, FrameInfo())
+                    info.co_name = info.co_name or stack[-1].function
+                    info.file = info.file or stack[-1].file
+                    info.line = info.line or stack[-1].line
+            elif rec.kind == "compilation_metrics":
+                m = rec.meta["compilation_metrics"] or {}
+                key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
+                info = frames.setdefault(key, FrameInfo())
+                info.co_name = m.get("co_name") or info.co_name
+                info.file = m.get("co_filename") or info.file
+                info.line = int(m.get("co_firstlineno") or info.line or 0)
+        except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
+            bad.append(_unusable(rec, e))
     for key, info in frames.items():
         fid = int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1
         if info.co_name and fid not in frame_name:
@@ -110,33 +130,36 @@ def build_rank_model(scan: LogScan) -> RankModel:
 
     graph_recs: dict[str, Record] = {}
     for rec in scan.records:
-        cid = rec.compile_id.key if rec.compile_id else None
-        if rec.kind == "dynamo_output_graph" and cid:
-            graph_recs[cid] = rec  # the last attempt wins (restarts re-trace)
-        elif rec.kind == "artifact:dynamo_graph_break_reason" and cid:
-            model.graph_breaks.append(_graph_break(rec, cid, where(cid), entry_stacks.get(cid, [])))
-        elif rec.kind == "artifact:recompile_reasons" and cid:
-            fn, file, line, co = where(cid)
-            model.recompiles.append(Recompile(cid, rec.rank, fn, file, line, tuple(_reasons(rec)), co))
-        elif rec.kind == "compilation_metrics":
-            model.metrics.append(_metrics(rec, where))
-        elif rec.kind == "artifact:fxlens_kernel" and cid:
-            k = rec.payload_json() or {}
-            model.kernels.append(
-                Kernel(
-                    cid,
-                    rec.rank,
-                    str(k.get("name", "?")),
-                    str(k.get("graph", "")),
-                    tuple(k.get("ops", ())),
-                    int(k.get("bytes_read") or 0),
-                    int(k.get("bytes_written") or 0),
-                    str(k.get("source_path", "")),
+        try:
+            cid = rec.compile_id.key if rec.compile_id else None
+            if rec.kind == "dynamo_output_graph" and cid:
+                graph_recs[cid] = rec  # the last attempt wins (restarts re-trace)
+            elif rec.kind == "artifact:dynamo_graph_break_reason" and cid:
+                model.graph_breaks.append(_graph_break(rec, cid, where(cid), entry_stacks.get(cid, [])))
+            elif rec.kind == "artifact:recompile_reasons" and cid:
+                fn, file, line, co = where(cid)
+                model.recompiles.append(Recompile(cid, rec.rank, fn, file, line, tuple(_reasons(rec)), co))
+            elif rec.kind == "compilation_metrics":
+                model.metrics.append(_metrics(rec, where))
+            elif rec.kind == "artifact:fxlens_kernel" and cid:
+                k = rec.payload_json() or {}
+                model.kernels.append(
+                    Kernel(
+                        cid,
+                        rec.rank,
+                        str(k.get("name", "?")),
+                        str(k.get("graph", "")),
+                        tuple(k.get("ops", ())),
+                        int(k.get("bytes_read") or 0),
+                        int(k.get("bytes_written") or 0),
+                        str(k.get("source_path", "")),
+                    )
                 )
-            )
-        elif rec.kind == "artifact:fxlens_fallbacks" and cid:
-            for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
-                model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
+            elif rec.kind == "artifact:fxlens_fallbacks" and cid:
+                for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
+                    model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
+        except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
+            bad.append(_unusable(rec, e))
     for m in model.metrics:
         if m.fail_reason and "recompile limit exceeded" in m.fail_reason:
             lim = _LIMIT.search(m.fail_reason)
@@ -153,14 +176,17 @@ def build_rank_model(scan: LogScan) -> RankModel:
             )
     metrics = {m.compile_id: m for m in model.metrics}
     for cid, rec in graph_recs.items():
-        fn, file, line, co = where(cid)
-        m = metrics.get(cid)
-        ops = _graph_ops(rec.payload())
-        sizes = (rec.meta.get("dynamo_output_graph") or {}).get("sizes") or {}
-        num_nodes = m.graph_node_count if m and m.graph_node_count is not None else len(sizes) + 1
-        model.graphs.append(
-            Graph(cid, rec.rank, fn, file, line, int(num_nodes), len(ops), tuple(dict.fromkeys(ops)), co)
-        )
+        try:
+            fn, file, line, co = where(cid)
+            m = metrics.get(cid)
+            ops = _graph_ops(rec.payload())
+            sizes = (rec.meta.get("dynamo_output_graph") or {}).get("sizes") or {}
+            num_nodes = m.graph_node_count if m and m.graph_node_count is not None else len(sizes) + 1
+            model.graphs.append(
+                Graph(cid, rec.rank, fn, file, line, int(num_nodes), len(ops), tuple(dict.fromkeys(ops)), co)
+            )
+        except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
+            bad.append(_unusable(rec, e))
     return model
 
 

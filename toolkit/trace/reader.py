@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fxlens.trace.shapes import problem, skipped_note
+
 # Record keys whose JSON we never need to decode (checked on the raw line prefix).
 _SKIP_PREFIXES = (
     b'{"chromium_event"',
@@ -90,8 +92,13 @@ class LogScan:
     rank: int | None
     records: list[Record] = field(default_factory=list)
     strings: dict[int, str] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)
+    bad: list[tuple[int, str]] = field(default_factory=list)  # (line number, why) of skipped records
     lines: int = 0
+
+    @property
+    def skipped(self) -> list[str]:
+        """One note for the user on what was skipped (empty when nothing was)."""
+        return [skipped_note(self.path.name, self.bad)] if self.bad else []
 
 
 def rank_from_name(path: Path) -> int | None:
@@ -111,12 +118,13 @@ def _compile_id(meta: dict) -> CompileId | None:
 def scan_log(path: str | Path) -> LogScan:
     """Read one TORCH_TRACE log, keeping every record the report and TUI use.
 
-    Unreadable lines (a torn last line, garbage, a record without its payload) are counted in
-    `skipped` with their line number; they never stop the scan.
+    Unreadable records (a torn last line, garbage, JSON nested too deep to decode, a record whose
+    shape the model cannot use, a record without its payload) are counted in `bad` with their line
+    number and why; they never stop the scan.
     """
     path = Path(path)
     scan = LogScan(path=path, rank=rank_from_name(path))
-    bad_lines: list[int] = []
+    bad = scan.bad
     pending: Record | None = None  # a record waiting for its payload lines
     payload_start = 0
     offset = 0
@@ -136,7 +144,7 @@ def scan_log(path: str | Path) -> LogScan:
                 continue
             m = _GLOG.match(line)
             if not m:
-                bad_lines.append(line_no)
+                bad.append((line_no, "no trace record prefix"))
                 continue
             body = line[m.end() :]
             if body.startswith(_SKIP_PREFIXES):
@@ -144,24 +152,28 @@ def scan_log(path: str | Path) -> LogScan:
             try:
                 meta = json.loads(body)
             except ValueError:
-                bad_lines.append(line_no)
+                bad.append((line_no, "not JSON (torn or corrupt)"))
+                continue
+            except RecursionError:  # a hostile line nested [[[[...]]]] deeper than the decoder goes
+                bad.append((line_no, "JSON nested too deeply"))
                 continue
             if not isinstance(meta, dict):
-                bad_lines.append(line_no)
+                bad.append((line_no, "not a JSON object"))
                 continue
             kinds = [k for k in meta if k not in _META_KEYS]
             if not kinds:
                 continue
             kind = kinds[0]
+            why = problem(kind, meta)
+            if why:
+                bad.append((line_no, why))
+                continue
             if kind == "str":
-                try:
-                    name, idx = meta["str"]
-                    scan.strings[int(idx)] = name
-                except (TypeError, ValueError):
-                    bad_lines.append(line_no)
+                name, idx = meta["str"]
+                scan.strings[idx] = name
                 continue
             if kind == "artifact":
-                kind = "artifact:" + str((meta.get("artifact") or {}).get("name"))
+                kind = "artifact:" + meta["artifact"]["name"]
             rank = meta.get("rank", scan.rank)
             rec = Record(kind, meta, _compile_id(meta), rank, path, line_no)
             scan.records.append(rec)
@@ -170,15 +182,12 @@ def scan_log(path: str | Path) -> LogScan:
         if pending is not None:
             _close_payload(pending, payload_start, offset, scan)
     scan.lines = line_no
-    if bad_lines:
-        shown = ", ".join(map(str, bad_lines[:5])) + (" ..." if len(bad_lines) > 5 else "")
-        scan.skipped.append(f"{path.name}: {len(bad_lines)} unreadable line(s) skipped (line {shown})")
     return scan
 
 
 def _close_payload(rec: Record, start: int, end: int, scan: LogScan) -> None:
     if start < 0:
-        scan.skipped.append(f"{rec.path.name}:{rec.line_no}: {rec.kind} record has no payload (truncated?)")
+        scan.bad.append((rec.line_no, f"{rec.kind} record has no payload (truncated?)"))
         return
     rec.payload_span = (start, end)
 

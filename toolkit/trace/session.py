@@ -6,11 +6,13 @@ Opening never executes or unpickles anything from the session. Logs are parsed o
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -37,6 +39,46 @@ def _looks_like_trace(path: Path) -> bool:
     return b"] {" in first[:200]
 
 
+def _kind_of(st: os.stat_result) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(st.st_mode):
+            return name
+    return "not a file"
+
+
+def _check_path(p: Path) -> os.stat_result:
+    """stat() PATH, following links; a one-line FxlensError for a missing path or a symlink loop."""
+    try:
+        return p.stat()
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FxlensError(f"{p}: symlink loop") from None
+        if os.path.lexists(p):
+            raise FxlensError(f"{p}: dangling symlink or unreadable ({e.strerror})") from None
+        raise FxlensError(f"{p}: no such file or directory") from None
+
+
+def irregular_logs(d: Path) -> list[str]:
+    """Notes for the `*.log` entries of D that are not regular files (a FIFO, a link to /dev/zero,
+    a symlink loop): never opened, since reading one would block forever or never end."""
+    notes = []
+    for q in sorted(d.glob("*.log")):
+        try:
+            st = q.stat()
+        except OSError as e:
+            reason = "symlink loop" if e.errno == errno.ELOOP else e.strerror
+            notes.append(f"{q.name}: skipped ({reason})")
+            continue
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            notes.append(f"{q.name}: skipped (not a regular file: {_kind_of(st)})")
+    return notes
+
+
 @dataclass
 class Session:
     """What `fxlens report`, the TUI, bisect, minify and doctor read."""
@@ -45,27 +87,31 @@ class Session:
     kind: str  # "session", "trace_dir" or "log"
     logs: list[Path]
     info: dict
+    notes: list[str] = field(default_factory=list)  # log entries skipped unopened (see irregular_logs)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Session:
         """Open PATH; raises FxlensError with a one-line reason when it is not a session or trace."""
         p = Path(path)
-        if not p.exists():
-            raise FxlensError(f"{p}: no such file or directory")
-        if p.is_dir() and (p / SESSION_FILE).exists():
-            try:
-                info = json.loads((p / SESSION_FILE).read_text())
-            except (OSError, ValueError):
-                info = {}
-            return cls(p, "session", find_logs(p / TRACE_DIR) if (p / TRACE_DIR).is_dir() else [], info)
-        if p.is_dir():
-            logs = find_logs(p)
+        st = _check_path(p)
+        if stat.S_ISDIR(st.st_mode) and (p / SESSION_FILE).is_file():
+            info = _read_info(p / SESSION_FILE)
+            trace = p / TRACE_DIR
+            if not trace.is_dir():
+                return cls(p, "session", [], info)
+            return cls(p, "session", find_logs(trace), info, irregular_logs(trace))
+        if stat.S_ISDIR(st.st_mode):
+            logs, notes = find_logs(p), irregular_logs(p)
+            if not logs and notes:
+                raise FxlensError(f"{p}: no readable log ({notes[0]})")
             if not logs:
                 raise FxlensError(
                     f"{p}: neither an fxlens session nor a TORCH_TRACE directory (no *.log files)"
                 )
-            return cls(p, "trace_dir", logs, {})
-        if p.stat().st_size == 0:
+            return cls(p, "trace_dir", logs, {}, notes)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block forever, /dev/zero would never end
+            raise FxlensError(f"{p}: not a regular file ({_kind_of(st)})")
+        if st.st_size == 0:
             raise FxlensError(f"{p}: empty trace log")
         if not _looks_like_trace(p):
             raise FxlensError(f"{p}: not a TORCH_TRACE log (no structured-trace records)")
@@ -111,6 +157,19 @@ class Session:
             models[0].skipped.extend(errors)
         self.__dict__["ranks"] = sorted(models, key=lambda m: _rank_order(m.rank, m.log))
 
+    def check_not_empty(self) -> None:
+        """Raise FxlensError (one line) when no log holds a single readable record: an empty or
+        unreadable trace is bad input. Records without graphs are a valid, empty report."""
+        if any(r.records for r in self.ranks):
+            return
+        where = self.path / TRACE_DIR if self.kind == "session" else self.path
+        if not self.logs:
+            raise FxlensError(f"{where}: empty trace (no log files)")
+        notes = [s for r in self.ranks for s in r.skipped]
+        if notes:
+            raise FxlensError(f"{where}: no readable trace records ({notes[0]})")
+        raise FxlensError(f"{where}: empty trace (no records in {len(self.logs)} log file(s))")
+
     def _all(self, attr: str) -> list:
         return [item for r in self.ranks for item in getattr(r, attr)]
 
@@ -144,7 +203,7 @@ class Session:
 
     @property
     def skipped(self) -> list[str]:
-        return self._all("skipped") + self._events_skipped
+        return self.notes + self._all("skipped") + self._events_skipped
 
     def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
         """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""
@@ -185,17 +244,36 @@ class Session:
         return [r.rank for r in self.ranks]
 
 
+def _read_info(path: Path) -> dict:
+    """session.json as a dict; anything else (hostile, torn, not JSON) reads as no info."""
+    try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:  # a FIFO would block the reader
+            return {}
+        info = json.loads(path.read_text(errors="replace"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
 def read_events(path: Path) -> tuple[list[dict], list[str]]:
-    """Events from a JSON-lines file; a torn or corrupt line is skipped and reported, never fatal."""
-    if not path.exists():
+    """Events from a JSON-lines file; a torn or corrupt line is skipped and reported, never fatal.
+
+    Only a regular file is read (a hostile session may hold a FIFO or a link to /dev/zero there).
+    """
+    try:
+        st = path.stat()
+    except OSError:
         return [], []
+    if not stat.S_ISREG(st.st_mode):
+        return [], [f"{path.name}: skipped (not a regular file: {_kind_of(st)})"]
     events, bad = [], []
     for n, line in enumerate(path.read_text(errors="replace").split("\n"), 1):
         if not line.strip():
             continue
         try:
             ev = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             bad.append(n)
             continue
         if isinstance(ev, dict):
@@ -240,5 +318,12 @@ def latest_session(root: str | os.PathLike) -> Path | None:
 def write_info(session_dir: Path, info: dict) -> None:
     """Write session.json atomically (a reader never sees half a file)."""
     tmp = session_dir / (SESSION_FILE + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2, default=str))
-    os.replace(tmp, session_dir / SESSION_FILE)
+    try:
+        tmp.write_text(json.dumps(info, indent=2, default=str))
+        os.replace(tmp, session_dir / SESSION_FILE)
+    except OSError as e:  # a full disk, a read-only or vanished directory: one line, not a traceback
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise FxlensError(f"{session_dir}: cannot write {SESSION_FILE}: {e.strerror or e}") from None

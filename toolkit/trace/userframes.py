@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import linecache
+import os
 import re
+import stat
 import sysconfig
 from pathlib import Path
 
@@ -52,9 +54,25 @@ def is_user_file(path: str) -> bool:
     return not p.startswith(_LIBRARY_ROOTS) and not any(m in p for m in _FOREIGN_LIBRARY_MARKERS)
 
 
+# a source file larger than this is not read for one line (a trace can name /dev/zero or a huge log)
+_MAX_SOURCE_BYTES = 16 << 20
+
+
 def source_line(path: str, line: int, fallback: str = "") -> str:
-    """The stripped source line, read from the file when it still exists."""
-    text = linecache.getline(path, line).strip() if path and line else ""
+    """The stripped source line, read from the file when it still exists.
+
+    Paths come from the trace, which may be hostile: only a regular file of sane size is read
+    (never a FIFO, a device or /dev/zero, which would block or never end), and a path open()
+    rejects (a NUL byte) just falls back.
+    """
+    text = ""
+    if path and line:
+        try:
+            st = os.stat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_size <= _MAX_SOURCE_BYTES:
+                text = linecache.getline(path, line).strip()
+        except (OSError, ValueError):
+            text = ""
     return text or fallback.strip()
 
 

@@ -1,0 +1,27 @@
+"""fxlens itself killed by SIGKILL (no handler can run): what it started still ends.
+
+Children run in process groups of their own (so Ctrl-C and --timeout can end them whole), which
+would orphan them when fxlens dies unannounced; PR_SET_PDEATHSIG has the kernel tell them.
+"""
+
+import os
+import signal
+import uuid
+
+from proc_helpers import marked, no_orphans, start, wait_for
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "hang_forks.py")
+
+
+def test_run_killed_by_sigkill_leaves_no_orphans(tmp_path):
+    mark, marker = uuid.uuid4().hex, tmp_path / "marker"
+    proc = start("run", "--session", tmp_path / "s", SCRIPT, marker, mark=mark)
+    try:
+        wait_for(marker.exists, 240, "the script's marker file")
+        assert len(marked(mark)) >= 3  # fxlens, the runner, the script's own child
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    no_orphans(mark)
