@@ -281,8 +281,10 @@ def _scatter(G, node, meta, x, dim, ind, src):
     """out = x with out[..., ind[..., j, ...], ...] = src along `dim`; unrolled over ind's extent there."""
     if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in (torch.int64, torch.int32):
         return None
-    dim %= max(len(x.shape), 1)
-    k = ind.shape[dim] if ind.shape else 1
+    if not x.shape or len(ind.shape) != len(x.shape):  # 0-d: ATen's scatter (no row to unroll)
+        return None
+    dim %= len(x.shape)
+    k = ind.shape[dim]
     # the row may have a symbolic length (the wrap of negative indices is emitted with its symbol)
     if not is_static(k) or k > 8 or any(ind.shape[d] != x.shape[d] for d in range(len(x.shape)) if d != dim) or (
             isinstance(src, Value) and tuple(src.shape) != tuple(ind.shape)):  # fmt: skip

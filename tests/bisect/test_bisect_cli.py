@@ -118,6 +118,7 @@ def test_flaky_failure_is_reported_as_flaky(bisect, tmp_path):
     assert "flaky" in proc.stdout and "re-run" in proc.stdout
 
 
+@pytest.mark.slow  # a callable backend; test_torch_testing_backends covers the CLI ladder by default
 def test_backend_defined_in_the_script(bisect):
     script = SCRIPTS / "own_backend.py"
     proc, v = bisect(script)

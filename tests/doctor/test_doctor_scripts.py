@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from doctor_helpers import SCRIPTS, fxlens
 
 from fxlens.report.build import build_report, render_text
@@ -108,6 +109,7 @@ def test_recompiles_every_call_and_needless_dynamic(doctored):
     assert "dynamic=True" in dyn["fix"]
 
 
+@pytest.mark.slow  # a 2-process gloo job
 def test_ddp_compiled_after_wrapping(doctored):
     proc, result = doctored("ddp_wrong_order", "--nproc", "2", "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -122,6 +124,7 @@ def test_ddp_compiled_after_wrapping(doctored):
     assert result["exit_codes"] == {"eager": [0], "compiled": [0]}
 
 
+@pytest.mark.slow  # every compile form; the default run keeps helps/hurts/recompiles
 def test_every_way_to_compile_is_timed(doctored):
     proc, result = doctored("forms", "--backend", "aot_eager")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -170,6 +173,7 @@ def test_bad_input_is_one_line(doctor_root, tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # a failing compiled run (extra doctor rounds)
 def test_compiled_run_that_fails_is_the_top_finding(doctored):
     backend = f"{SCRIPTS / 'bad_backend.py'}:bad"
     proc, result = doctored("hurts", "--backend", backend)

@@ -196,7 +196,7 @@ def test_segfaulting_backend_is_minified_without_killing_fxlens(minify_env):
 @pytest.mark.parametrize(
     "script, message",
     [
-        ("fails_outside.py", "fails outside the compiled graphs"),
+        pytest.param("fails_outside.py", "fails outside the compiled graphs", marks=pytest.mark.slow),
         ("fails_early.py", "fails before compiling anything.*ValueError: bad configuration file"),
     ],
 )
