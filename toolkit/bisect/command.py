@@ -34,7 +34,7 @@ from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs
 from fxlens.capture import children
-from fxlens.capture.command import check_script, how_it_ended
+from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended
 from fxlens.errors import FxlensError
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
@@ -57,14 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what counts as failing: a crash, outputs/gradients diverging from fp64, or either (default)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON to FILE")
-    parser.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=float,
-        default=None,
-        help=f"seconds one run of the script may take; a run taking longer is ended (with every process it "
-        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
-    )
+    add_timeout_argument(parser)
     add_format_arguments(parser)
     parser.add_argument(
         "--no-compiler-bisector",

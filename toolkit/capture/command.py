@@ -47,6 +47,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="print only the session path, not the report")
 
 
+def add_timeout_argument(parser: argparse.ArgumentParser, what: str = "one run of the script") -> None:
+    """`--timeout SECONDS`, the same for bisect, minify and doctor (its default stated in --help)."""
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help=f"seconds {what} may take; a run taking longer is ended (with every process it "
+        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
+    )
+
+
 def check_script(script: str) -> str:
     if not os.path.isfile(script):
         raise FxlensError(f"{script}: no such script")

@@ -23,7 +23,14 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fxlens import config
-from fxlens.capture.command import check_script, how_it_ended, refused_message, run_captured, shell_status
+from fxlens.capture.command import (
+    add_timeout_argument,
+    check_script,
+    how_it_ended,
+    refused_message,
+    run_captured,
+    shell_status,
+)
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.probe import OUTPUT_FILE
@@ -51,14 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
     )
-    parser.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=float,
-        default=None,
-        help=f"seconds one run of the script may take; a run taking longer is ended (with every process it "
-        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
-    )
+    add_timeout_argument(parser)
 
 
 # the line of a traceback that names the exception: `RuntimeError: ...`, `torch._dynamo.exc.X: ...`

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.capture import children
-from fxlens.capture.command import TIMEOUT_EXIT, check_script, how_it_ended
+from fxlens.capture.command import TIMEOUT_EXIT, add_timeout_argument, check_script, how_it_ended
 from fxlens.errors import FxlensError
 from fxlens.minify.child import (
     _capture,
@@ -60,14 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
     add_format_arguments(parser)
-    parser.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=float,
-        default=None,
-        help=f"seconds the script's own run may take (each candidate: FXLENS_MINIFY_TIMEOUT, 120); a run taking longer is ended (with every process it "
-        f"started) and counts as a hang (default: {config.RUN_TIMEOUT_DEFAULT_S:g}; 0: no limit)",
-    )
+    add_timeout_argument(parser, "the script's own run (each candidate: FXLENS_MINIFY_TIMEOUT, 120)")
 
 
 def validate_backend(spec: str) -> None:
