@@ -63,13 +63,15 @@ def test_report_on_bad_paths(tmp_path, make):
     _one_line_error(fxlens("report", target), str(target))
 
 
-@pytest.fixture(scope="module")
-def real_log(tmp_path_factory):
-    """A TORCH_TRACE log written by plain python (no fxlens) running a script with breaks."""
-    d = tmp_path_factory.mktemp("plain_trace")
+def _plain_trace(d):
     env = {**os.environ, "TORCH_TRACE": str(d)}
     subprocess.run([sys.executable, str(SCRIPTS / "storm.py")], env=env, check=True, capture_output=True)
-    (log,) = d.glob("*.log")
+
+
+@pytest.fixture(scope="module")
+def real_log(build_once):
+    """A TORCH_TRACE log written by plain python (no fxlens) running a script with breaks."""
+    (log,) = build_once("plain_trace", _plain_trace).glob("*.log")
     return log
 
 

@@ -41,8 +41,12 @@ class Pair:
 
 
 @pytest.fixture(scope="session")
-def pair(tmp_path_factory) -> Pair:
-    root = tmp_path_factory.mktemp("diff")
+def pair(build_once) -> Pair:
+    root = build_once("diff", _build)
+    return Pair(root / "v1", root / "v2")
+
+
+def _build(root: Path) -> None:
     procs = {
         name: subprocess.Popen(
             [
@@ -65,4 +69,3 @@ def pair(tmp_path_factory) -> Pair:
     for p in procs.values():
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-2000:]
-    return Pair(root / "v1", root / "v2")

@@ -1,4 +1,10 @@
-"""Every script in repro_cases/ runs in a fresh interpreter with the outcome its header promises.
+"""Every script in repro_cases/ runs with the outcome its header promises.
+
+By default each case is forked from one zygote per test worker that has imported torch, Dynamo,
+inductor and fxlens's backend, but compiled nothing (`fxlens.minify.verify.Zygote`, the same
+process `fxlens minify` re-runs its reproducers in): importing those took ~6 s of the ~7 s of a
+case. `-m slow` also runs every case in a fresh interpreter, which catches a case that forgot an
+import the zygote happened to have; the minify tests run each reproducer they write that way too.
 
 Header lines read here (written by `fxlens minify`, or by hand for curated cases):
 `# expect: exit 1, fxlens-signature: SIG`, `# expect: exit 0`, `# expect: killed by SIGSEGV`;
@@ -12,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from fxlens.minify.verify import Zygote
 
 CORPUS = Path(__file__).resolve().parents[2] / "repro_cases"
 CASES = sorted(p for p in CORPUS.glob("*.py") if "# expect:" in p.read_text())
@@ -34,19 +42,39 @@ def test_corpus_is_curated():
     assert {"exit 0", "exit 1"} <= kinds
 
 
-@pytest.mark.parametrize("path", [_param(p) for p in CASES])
-def test_corpus_case(path, tmp_path):
+@pytest.fixture(scope="module")
+def zygote():
+    z = Zygote(["torch._dynamo", "torch._inductor.compile_fx", "fxlens.backend.compile_fx", "torch.testing"])
+    yield z
+    z.close()
+
+
+def _check(path: Path, returncode: int, stderr: str) -> None:
     expect = _expect(path)
+    if expect.startswith("killed by "):
+        assert returncode < 0, stderr[-2000:]
+        assert signal.Signals(-returncode).name == expect.removeprefix("killed by ")
+        return
+    code, _, rest = expect.partition(",")
+    assert returncode == int(code.removeprefix("exit ")), stderr[-2000:]
+    if rest.strip().startswith("fxlens-signature: "):
+        sig = rest.strip().removeprefix("fxlens-signature: ")
+        printed = [ln for ln in stderr.splitlines() if ln.startswith("fxlens-signature: ")]
+        assert printed and printed[-1].removeprefix("fxlens-signature: ") == sig, stderr[-2000:]
+
+
+@pytest.mark.parametrize("path", [_param(p) for p in CASES])
+def test_corpus_case(path, tmp_path, zygote):
+    ran = zygote.run(path, 1, timeout=600, cwd=tmp_path, stderr_dir=tmp_path)
+    assert ran is not None, "the zygote died"
+    ((code, stderr),) = ran
+    _check(path, code, stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in CASES])
+def test_corpus_case_in_a_fresh_interpreter(path, tmp_path):
     proc = subprocess.run(
         [sys.executable, str(path)], capture_output=True, text=True, timeout=600, cwd=tmp_path
     )
-    if expect.startswith("killed by "):
-        assert proc.returncode < 0, proc.stderr[-2000:]
-        assert signal.Signals(-proc.returncode).name == expect.removeprefix("killed by ")
-        return
-    code, _, rest = expect.partition(",")
-    assert proc.returncode == int(code.removeprefix("exit ")), proc.stderr[-2000:]
-    if rest.strip().startswith("fxlens-signature: "):
-        sig = rest.strip().removeprefix("fxlens-signature: ")
-        printed = [ln for ln in proc.stderr.splitlines() if ln.startswith("fxlens-signature: ")]
-        assert printed and printed[-1].removeprefix("fxlens-signature: ") == sig, proc.stderr[-2000:]
+    _check(path, proc.returncode, proc.stderr)

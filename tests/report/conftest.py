@@ -1,6 +1,6 @@
 """Fixtures: a real session of scripts/hostile.py (markup, pipes, backticks and a terminal escape in
 its graph-break message and source line), and a copy of it whose trace records were edited to give
-the function and the break reason hostile names too. Made once per test session."""
+the function and the break reason hostile names too. Made once per test run (`build_once`)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,12 @@ class Hostile:
 
 
 @pytest.fixture(scope="session")
-def hostile(tmp_path_factory) -> Hostile:
-    root = tmp_path_factory.mktemp("hostile")
+def hostile(build_once) -> Hostile:
+    root = build_once("hostile", _build)
+    return Hostile(root / "hostile.py", root / "s", root / "edited")
+
+
+def _build(root: Path) -> None:
     script = root / "hostile.py"
     shutil.copy(SCRIPTS / "hostile.py", script)
     proc = subprocess.run(
@@ -53,4 +57,3 @@ def hostile(tmp_path_factory) -> Hostile:
     text = text.replace('"co_name": "f"', f'"co_name": "{EVIL_FUNCTION}"')
     text = text.replace("Call to `torch._dynamo.graph_break()`", EVIL_REASON)
     log.write_text(text)
-    return Hostile(script, root / "s", edited)

@@ -59,8 +59,13 @@ def _run(script: Path, trace: Path, *args: str) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="session")
-def traces(tmp_path_factory) -> Traces:
-    root = tmp_path_factory.mktemp("tui")
+def traces(build_once) -> Traces:
+    root = build_once("tui", _build)
+    names = ("session", "multi", "corrupt", "repro_min.py", "bisect")
+    return Traces(root, *(root / n for n in names))
+
+
+def _build(root: Path) -> None:
     script = root / "model.py"
     shutil.copy(HERE / "model_script.py", script)
     procs = [_run(script, root / "run0"), _run(script, root / "run1", "diverge")]
@@ -148,7 +153,6 @@ def traces(tmp_path_factory) -> Traces:
             "summary": "first failing stage fxlens: compile 1/1 in f",
         },
     )
-    return Traces(root, session, multi, corrupt, repro, bisect)
 
 
 @pytest.fixture

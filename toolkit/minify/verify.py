@@ -39,14 +39,21 @@ class Zygote:
         )
         self.ready = False
 
-    def run(self, path: Path, n: int, timeout: float) -> list[tuple[int, str]] | None:
-        """(exit status, stderr text) of `n` forked runs of `path`; None when the zygote is gone."""
+    def run(
+        self, path: Path, n: int, timeout: float, cwd: Path | None = None, stderr_dir: Path | None = None
+    ) -> list[tuple[int, str]] | None:
+        """(exit status, stderr text) of `n` forked runs of `path`; None when the zygote is gone.
+
+        Each run starts in `cwd` (default: the script's folder) and leaves its stderr in
+        `stderr_dir` (default: next to the script, as `NAME.runI.stderr`)."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         try:
             if not self.ready and self.proc.stdout.readline().strip() != READY:
                 return None
             self.ready = True
-            self.proc.stdin.write(json.dumps({"path": str(Path(path).resolve()), "n": n, "timeout": timeout}))
+            req = {"path": str(Path(path).resolve()), "n": n, "timeout": timeout}
+            req.update(cwd=cwd and str(cwd), stderr_dir=stderr_dir and str(stderr_dir))
+            self.proc.stdin.write(json.dumps(req))
             self.proc.stdin.write("\n")
             self.proc.stdin.flush()
             line = self.proc.stdout.readline()
@@ -60,7 +67,7 @@ class Zygote:
         children.end(self.proc, grace=0)  # the zygote's group: it and any run it forked
 
 
-def _child(path: str, err: str) -> None:
+def _child(path: str, err: str, cwd: str | None) -> None:
     """In a forked child: run `path` as __main__, then exit with its status (never returns)."""
     import runpy
     import traceback
@@ -73,7 +80,7 @@ def _child(path: str, err: str) -> None:
         fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 2)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        os.chdir(os.path.dirname(path))
+        os.chdir(cwd or os.path.dirname(path))
         sys.argv = [path]
         sys.path[0] = os.path.dirname(path)
         runpy.run_path(path, run_name="__main__")
@@ -126,11 +133,12 @@ def zygote_main(preload: list[str]) -> int:
         req = json.loads(line)
         path, runs = req["path"], []
         for i in range(req["n"]):
-            err = f"{path}.run{i}.stderr"
+            where = req.get("stderr_dir") or os.path.dirname(path)
+            err = os.path.join(where, f"{os.path.basename(path)}.run{i}.stderr")
             sys.stdout.flush()
             pid = os.fork()
             if pid == 0:
-                _child(path, err)
+                _child(path, err, req.get("cwd"))
             runs.append((pid, err))
         codes = _wait_all([pid for pid, _ in runs], req["timeout"])
         print(json.dumps([(codes[pid], err) for pid, err in runs]), flush=True)

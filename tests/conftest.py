@@ -1,0 +1,37 @@
+"""Fixtures shared by every test folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from filelock import FileLock  # a dependency of torch's
+
+
+@pytest.fixture(scope="session")
+def build_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path]:
+    """`build_once(name, build)`: a folder that `build(folder)` filled once per test run.
+
+    Under `-n 2` each worker has its own session-scoped fixtures, so an expensive capture (a real
+    script under TORCH_TRACE) ran once per worker; here the first worker to ask builds it under a
+    file lock in the run's shared temp folder, the other waits for it and reuses it. Tests must
+    treat the folder as read-only (copy it to mutate it).
+    """
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # .../pytest-N/popen-gwI -> .../pytest-N, shared by the workers
+
+    def build(name: str, fill: Callable[[Path], None]) -> Path:
+        dest = base / f"shared-{name}"
+        with FileLock(str(dest) + ".lock"):
+            if not (dest / ".built").exists():
+                shutil.rmtree(dest, ignore_errors=True)  # a build that failed half-way
+                dest.mkdir()
+                fill(dest)
+                (dest / ".built").touch()
+        return dest
+
+    return build
