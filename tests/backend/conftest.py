@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,9 +68,12 @@ def compiled(monkeypatch):
         yield run
 
 
-def pytest_sessionstart(session):
-    import time
+# a conftest below the rootdir is imported during collection, after pytest_sessionstart has run
+# (its own sessionstart hook is then never called): the import time is the fallback start
+_IMPORTED = time.time()
 
+
+def pytest_sessionstart(session):
     session.config._fxlens_t0 = time.time()
 
 
@@ -78,4 +82,4 @@ def pytest_sessionfinish(session, exitstatus):
     done): rewrite tests/backend/opinfo_status.md from the chunks' results."""
     if hasattr(session.config, "workerinput") or "test_opinfo" not in sys.modules:
         return
-    sys.modules["test_opinfo"].write_status_if_complete(session.config._fxlens_t0)
+    sys.modules["test_opinfo"].write_status_if_complete(getattr(session.config, "_fxlens_t0", _IMPORTED))
