@@ -48,3 +48,18 @@ def test_igamma_fp64(compiled, guards, fn):
     out, graphs = compiled(fn, a, x)
     torch.testing.assert_close(out, fn(a, x), equal_nan=True, rtol=1e-7, atol=1e-9)
     assert {k for g in graphs for k in g.fallbacks} == set()
+
+
+@pytest.mark.parametrize("fn", [torch.igamma, torch.igammac], ids=["igamma", "igammac"])
+def test_igamma_backward_wrt_x(fn):
+    """The gradient in x (eager has none in a): a kernel forward, a kernel backward, no ATen call."""
+    from fxlens.backend import compile_fx
+
+    a, x = A[-60:].clone(), X[-60:].clone().requires_grad_()
+    xe = x.detach().clone().requires_grad_()
+    torch._dynamo.reset()
+    compile_fx.COMPILED.clear()
+    torch.compile(fn, backend="fxlens")(a, x).sum().backward()
+    fn(a, xe).sum().backward()
+    torch.testing.assert_close(x.grad, xe.grad)
+    assert [(c.kind, dict(c.fallbacks)) for c in compile_fx.COMPILED] == [("forward", {}), ("backward", {})]
