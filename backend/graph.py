@@ -23,6 +23,8 @@ from fxlens.backend import (  # noqa: F401
     lower_diagonal,
     lower_distance,
     lower_division,
+    lower_histogram,
+    lower_igamma,
     lower_index,
     lower_masked,
     lower_math,

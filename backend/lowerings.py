@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 
+import sympy
 import torch
 
 from fxlens.backend.codegen import _lit
 from fxlens.backend.ir import (
+    TL_DTYPE,
     Pointwise,
     Reduction,
     Value,
@@ -21,7 +23,7 @@ from fxlens.backend.ir import (
     numel,
     reciprocal,
 )
-from fxlens.backend.symbolic import is_static, sizes
+from fxlens.backend.symbolic import is_static, render, sizes
 
 try:  # registers prims.fma, which Dynamo emits for addcmul_/lerp_ (optimizer steps)
     import torch._inductor.inductor_prims  # noqa: F401
@@ -119,6 +121,7 @@ _ARITH = [
     (aten.mul.Tensor, lambda a, b: f"{a} * {b}"),
     (aten.mul.Scalar, lambda a, b: f"{a} * {b}"),
     (aten.div.Tensor, lambda a, b: f"{a} / {b}"),
+    (aten.true_divide.Tensor, lambda a, b: f"{a} / {b}"),  # div.Tensor's alias (sizes as tensors)
     (aten.div.Scalar, lambda a, b: f"{a} / {b}"),
     (aten.maximum.default, lambda a, b: f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"),
     (aten.minimum.default, lambda a, b: f"tl.minimum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"),
@@ -353,9 +356,16 @@ def _full(G, node, meta, *args, **kwargs):
         v = args[0]
     else:
         v = 1 if t in (aten.ones.default, aten.ones_like.default) else 0
+    shape, dt = _shape(meta), meta.dtype
+    if isinstance(v, sympy.Expr) and v.is_integer and dt != torch.bool:
+        # a size as a value (dynamic=True: scalar_tensor(s0) in group norm's backward): the kernel
+        # takes the size symbol as an argument; adding it to zeros of the dtype converts it
+        def sym(ctx, idx):
+            return ctx.op(f"({render(v)} + tl.full({ctx.block()}, 0, {TL_DTYPE[compute_dtype(dt)]}))")
+
+        return Pointwise(sym, shape, dt, meta.device, node, cheap=True)
     if not isinstance(v, (int, float, bool)):
         return None
-    shape, dt = _shape(meta), meta.dtype
     return Pointwise(lambda ctx, idx: ctx.full(v, dt), shape, dt, meta.device, node, cheap=True)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import Buffer, contiguous_strides
+from fxlens.backend.symbolic import size
 
 aten = torch.ops.aten
 
@@ -69,6 +70,12 @@ def strided_view(x: Buffer, target, args, out_shape):
             return None
         stride[dim] = stride[dim] * step
         return out_shape, tuple(stride), x.offset + start * x.stride[dim]
+    if target == aten.as_strided.default:
+        # (size, stride[, storage_offset]) taken as they are, the offset counted as in the static
+        # path (GraphLowering._strided: x's offset is its storage offset)
+        stride_arg = tuple(size(st) for st in args[1])
+        offset = size(args[2]) if len(args) > 2 and args[2] is not None else x.offset
+        return out_shape, stride_arg, offset
     if target == aten.select.int:
         dim = args[0] % nd
         i = _norm(args[1], shape[dim])

@@ -110,6 +110,12 @@ CASES = {
         lambda x: (F.dropout(x, 0.3, training=True) + torch.rand_like(x),),
         [((1000,), torch.float32)],
     ),
+    # loops until the block has converged (a while over a reduction), float64 helpers
+    "igamma_igammac": (
+        lambda a, x: (torch.igamma(a, x), torch.igammac(a, x)),
+        [((256,), torch.float32), ((256,), torch.float32)],
+    ),
+    "histc_atomic_count": (lambda x: (torch.histc(x, bins=10, min=-1, max=1),), [((500,), torch.float32)]),
     "nan_propagating_max_relu_clamp": (
         lambda x, y: (torch.maximum(x, y).relu().clamp(-1, 1),),
         [((4, 64), torch.float32), ((64,), torch.float32)],

@@ -340,3 +340,38 @@ def test_tiny_hf_gpt2_dynamic_sequence_length():
     assert compile_fx.COMPILED and all(c.dynamic for c in compile_fx.COMPILED)
     assert len(compile_fx.COMPILED) == 4  # forward + backward of the model and of the loss (a graph break)
     assert not compile_fx.DYNAMIC_FALLBACKS
+
+
+def _groupnorm_silu_training(dynamic, shapes):
+    """GroupNorm+SiLU (bench/backend.py's case), forward and backward at each shape, against an eager
+    copy; returns the kernels compiled for it."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.GroupNorm(4, 16), torch.nn.SiLU())
+    ref = copy.deepcopy(m)
+    _fresh()
+    cm = torch.compile(m, backend="fxlens", dynamic=dynamic)
+    for shape in shapes:
+        x = torch.randn(shape, requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        out, r = cm(x), ref(xr)
+        torch.testing.assert_close(out, r, atol=1e-5, rtol=1e-4)
+        g = torch.randn(shape)
+        out.backward(g)
+        r.backward(g)
+        torch.testing.assert_close(x.grad, xr.grad, atol=1e-5, rtol=1e-4)
+        for p, q in zip(m.parameters(), ref.parameters(), strict=True):
+            torch.testing.assert_close(p.grad, q.grad, atol=1e-5, rtol=1e-4)
+            p.grad = q.grad = None
+    return sum(len(c.kernels) for c in compile_fx.COMPILED)
+
+
+def test_groupnorm_silu_training_symbolic_no_aten_calls(guards):
+    """Group norm's graphs under dynamic=True take views with `as_strided` of symbolic sizes, and its
+    backward turns the spatial size into a tensor (`scalar_tensor(s1)`, `pow`, `true_divide`): all
+    lowered, so nothing runs as ATen and the kernels are the static compile's. The spatial size
+    changes between calls too: the scalar the kernels compute from it must follow."""
+    kernels = _groupnorm_silu_training(True, [(2, 16, 4, 4), (3, 16, 4, 4), (3, 16, 6, 6)])
+    assert sorted(c.kind for c in compile_fx.COMPILED) == ["backward", "forward"]
+    assert all(c.dynamic for c in compile_fx.COMPILED) and not compile_fx.DYNAMIC_FALLBACKS
+    assert [dict(c.fallbacks) for c in compile_fx.COMPILED] == [{}, {}]
+    assert kernels == _groupnorm_silu_training(False, [(3, 16, 6, 6)])

@@ -145,6 +145,28 @@ def test_check_kernels_logs_errors_and_flags_bad_kernel(monkeypatch):
     assert set(bad[0]) == {"graph", "name", "ops", "max_abs_err", "max_rel_err", "ok"}
 
 
+def test_hooks_on_a_scratch_buffer_kernel(monkeypatch):
+    """histc's first kernel fills zeros no FX node computes: the hooks run it as it is (nothing to
+    replay or check) and replay or check the counting kernel against aten.histc."""
+    from fxlens.backend import runtime
+
+    def f(x):
+        return torch.histc(x * 1.5, bins=7, min=-3, max=3)
+
+    x = torch.randn(300, generator=torch.Generator().manual_seed(0)) * 3
+    for index in (0, 1):
+        monkeypatch.setenv("FXLENS_KERNEL_FALLBACK", f"inference:{index}")
+        out, graphs = _run(f, x)
+        assert torch.equal(out, f(x)) and len(graphs[0].kernels) == 2
+    monkeypatch.delenv("FXLENS_KERNEL_FALLBACK")
+    logged = []
+    monkeypatch.setattr(runtime, "log_json", lambda name, obj: logged.append(obj))
+    monkeypatch.setenv("FXLENS_CHECK_KERNELS", "1")
+    out, _ = _run(f, x)
+    assert torch.equal(out, f(x))
+    assert [(o["ops"], o["ok"]) for o in logged] == [(["aten.mul.Tensor", "aten.histc.default"], True)]
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

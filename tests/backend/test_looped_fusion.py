@@ -61,9 +61,9 @@ CASES = {  # name -> (fn, inputs at batch n, training)
         lambda n: (torch.randn(n, 24), torch.randint(0, 24, (n,))),
         True,
     ),
+    # dynamic=True: as_strided views of symbolic sizes and the spatial size as a tensor, all lowered
+    "group_norm_silu": (GroupNormSiLU, lambda n: (torch.randn(n, 16, 4, 4),), True),
 }
-# static only: under dynamic=True GroupNorm's graphs still have ATen calls (as_strided, scalar math)
-LOOPED = {**CASES, "group_norm_silu": (GroupNormSiLU, lambda n: (torch.randn(n, 16, 4, 4),), True)}
 
 
 def _run(fn, args, train: bool):
@@ -77,7 +77,7 @@ def _run(fn, args, train: bool):
 
 def _kernels(name, monkeypatch, dynamic: bool, rmax: str, batches=(6,)):
     """Kernel counts per graph after running the case at each batch size, checked against eager."""
-    make_fn, make, train = LOOPED[name]
+    make_fn, make, train = CASES[name]
     monkeypatch.setenv("FXLENS_PERSISTENT_RMAX", rmax)
     torch._dynamo.reset()
     compile_fx.COMPILED.clear()
@@ -107,7 +107,7 @@ def test_dynamic_rows_fuse_like_static(guards, monkeypatch, name):
     assert all(c.dynamic for c in calls) and len(calls) == len(static)  # one compile per graph
 
 
-@pytest.mark.parametrize("name", list(LOOPED))
+@pytest.mark.parametrize("name", list(CASES))
 def test_rows_past_the_persistent_limit_fuse_like_short_ones(guards, monkeypatch, name):
     short, calls = _kernels(name, monkeypatch, False, "1024")
     assert not any("for roff in range" in k["source"] for c in calls for k in c.kernels)

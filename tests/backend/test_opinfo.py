@@ -8,7 +8,9 @@ ATen fallback is not a failure; a crash, a wrong number, or an expected failure 
   each OpInfo lists), in `CHUNKS` chunks so `-n 2` spreads it; it also rewrites the status table
   `opinfo_status.md` (kernel / fallback / expected failure per op and dtype) when all chunks ran;
 - `python tests/backend/test_opinfo.py --write-status [--jobs 2]`: the same sweep and table,
-  without pytest.
+  without pytest;
+- `python tests/backend/test_opinfo.py --update-chunks 4,11 --note ...`: after a rerun of only those
+  chunks of the slow sweep, replace their ops' rows in the table and recount (the note says so).
 """
 
 from __future__ import annotations
@@ -199,6 +201,42 @@ def write_status_if_complete(since: float) -> None:
     write_status(records, time.time() - since if full else None)
 
 
+def records_from_status(path: Path = STATUS_FILE) -> list[dict]:
+    """The records a status table was written from, as far as it shows them (status per op, dtype
+    and mode; the float32 ATen fallbacks on the float32 forward record, counts 1)."""
+    out = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("| `"):
+            continue
+        op, f32, b32, others, fb = (c.strip() for c in line.strip("|").split(" | "))
+        op = op.strip("`")
+        base = {"op": op, "samples": 0, "skipped": 0, "kernels": 0, "failure": None, "xfail": None}
+        fbs = {} if fb == "-" else {f"aten.{k}": 1 for k in fb.split(", ")}
+        if f32 != "-":
+            out.append({**base, "dtype": "float32", "mode": "forward", "status": f32, "fallbacks": fbs})
+        if b32 != "-":
+            out.append({**base, "dtype": "float32", "mode": "backward", "status": b32, "fallbacks": {}})
+        for entry in [] if others == "-" else others.split(", "):
+            dt, st = entry.split(" ")
+            out.append({**base, "dtype": dt, "mode": "forward", "status": st, "fallbacks": {}})
+    return out
+
+
+def update_status(chunks: list[int], note: str) -> list[str]:
+    """Replace the status table's rows of the ops in `chunks` (their results in RESULTS_DIR, from a
+    rerun of those chunks) and rewrite the counts; returns the rows that changed."""
+    before = STATUS_FILE.read_text().splitlines()
+    fresh = [
+        r for c in chunks for r in json.loads((RESULTS_DIR / f"chunk_{c:02d}.json").read_text())["results"]
+    ]
+    ops = {r["op"] for r in fresh}
+    records = [r for r in records_from_status() if r["op"] not in ops] + fresh
+    old_note = next((ln[2:] for ln in before if ln.startswith("- ") and " ops; " not in ln[:12]), "")
+    write_status(records, note=f"{old_note}. {note}" if old_note and note else old_note or note)
+    after = set(STATUS_FILE.read_text().splitlines())
+    return [ln for ln in sorted(after - set(before)) if ln.startswith("| `")]
+
+
 def _main(argv: list[str]) -> int:
     import argparse
     import multiprocessing as mp
@@ -206,7 +244,22 @@ def _main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write-status", action="store_true", help=f"run the sweep and write {STATUS_FILE.name}")
     ap.add_argument("--jobs", type=int, default=1, help="processes (the chunks are spread over them)")
+    ap.add_argument(
+        "--update-chunks",
+        metavar="N,N",
+        help=f"replace the rows of these chunks' ops in {STATUS_FILE.name} with their results in"
+        f" {RESULTS_DIR.name}/ (from `pytest -m slow 'test_opinfo.py::test_opinfo_sweep[N]'`)",
+    )
+    ap.add_argument("--note", default="", help="with --update-chunks: what was rerun and why")
     args = ap.parse_args(argv)
+    if args.update_chunks:
+        try:
+            changed = update_status([int(c) for c in args.update_chunks.split(",")], args.note)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"error: --update-chunks: {e}", file=sys.stderr)
+            return 2
+        print("\n".join(changed) or "no row changed")
+        return 0
     if not args.write_status:
         ap.print_help()
         return 2
