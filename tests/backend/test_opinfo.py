@@ -101,6 +101,26 @@ def test_opinfo_slice(name):
     assert results[0].samples > 0, f"{name}: eager rejected every sample"
 
 
+def test_tie_order_of_index_outputs():
+    """topk on int8 (many equal values): eager and fxlens may pick different indices of equal
+    values, which torch leaves unspecified; the sweep found this as a "wrong number". Any index
+    pointing at an equal value passes; one pointing at another value still fails."""
+    from opinfo_check import _ties_only
+
+    (op,) = [op for op in _op_db() if opinfo_id(op) == "topk"]
+    r = _check(op, torch.int8, "forward", None)
+    assert _problem(r) is None and r.samples > 0
+
+    class Sample:
+        input = torch.tensor([[3, 1, 3, 2], [5, 5, 0, 5]], dtype=torch.int8)
+        args, kwargs = (2, 1), {}
+
+    e = torch.tensor([[0, 2], [0, 1]])
+    assert _ties_only(op, Sample, 1, torch.tensor([[2, 0], [3, 0]]), e)  # other equal values
+    assert not _ties_only(op, Sample, 1, torch.tensor([[0, 3], [0, 1]]), e)  # 2, not 3
+    assert not _ties_only(op, Sample, 0, torch.tensor([[2, 0], [3, 0]]), e)  # values are exact
+
+
 def _chunk_ops(chunk: int) -> list:
     return [(i, op) for i, op in enumerate(_op_db()) if i % CHUNKS == chunk]
 
