@@ -46,18 +46,10 @@ def _changed(items: list[dict], show_same: bool) -> list[dict]:
     return [i for i in items if show_same or i["status"] != "same"]
 
 
-def sections(
-    diff: dict, show_same: bool = False, clip: int | None = 90
-) -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, headers, rows) of every non-empty section, in the order they are shown.
+Section = tuple[str, list[str], list[list]]
 
-    Args:
-        diff: the dict of `compare`.
-        show_same: also list items that are the same in both.
-        clip: longest reason / cause shown (a terminal's width); None: whole (Markdown, HTML, TUI).
-    """
-    out = []
-    cut = (lambda t: t) if clip is None else (lambda t: t[:clip])  # noqa: E731
+
+def _counts_section(diff: dict, show_same: bool, cut) -> Section:
     rows = [
         [
             c["name"],
@@ -68,105 +60,141 @@ def sections(
         ]
         for c in diff["counts"]
     ]
-    out.append(("Counts", ["count", "A", "B", "delta", ""], rows))
+    return ("Counts", ["count", "A", "B", "delta", ""], rows)
+
+
+def _break_section(diff: dict, show_same: bool, cut) -> Section | None:
     b = _changed(diff["graph_breaks"], show_same)
-    if b:
-        out.append(
-            (
-                "Graph breaks (matched by function, file, line and reason)",
-                ["", "where", "function", "count", "reason"],
-                [[MARK[i["status"]], _where(i), i["function"], _ab(i, "count"), cut(i["reason"])] for i in b],
-            )
-        )
+    if not b:
+        return None
+    return (
+        "Graph breaks (matched by function, file, line and reason)",
+        ["", "where", "function", "count", "reason"],
+        [[MARK[i["status"]], _where(i), i["function"], _ab(i, "count"), cut(i["reason"])] for i in b],
+    )
+
+
+def _cause_section(diff: dict, show_same: bool, cut) -> Section | None:
     c = _changed(diff["recompile_causes"], show_same)
-    if c:
-        out.append(
-            (
-                "Recompiles, by root cause",
-                ["", "where", "function", "recompiles", "cause"],
-                [
-                    [
-                        MARK[i["status"]],
-                        _where(i),
-                        i["function"],
-                        _ab(i, "count"),
-                        cut((i.get("b") or i.get("a"))["message"]),
-                    ]
-                    for i in c
-                ],
-            )
-        )
-    lim = _changed(diff["recompile_limit_hits"], show_same)
-    if lim:
-        out.append(
-            (
-                "Recompile limit hits",
-                ["", "where", "function", "limit"],
-                [[MARK[i["status"]], _where(i), i["function"], _ab(i, "limit")] for i in lim],
-            )
-        )
-    f = _changed(diff["failures"], show_same)
-    if f:
-        out.append(
-            (
-                "Compile failures",
-                ["", "where", "function", "type", "count"],
-                [[MARK[i["status"]], _where(i), i["function"], i["fail_type"], _ab(i, "count")] for i in f],
-            )
-        )
-    fn = _changed(diff["functions"], show_same)
-    if fn:
-        rows = []
-        for i in fn:
-            rows.append(
-                [
-                    MARK[i["status"]],
-                    f"{i['file']}:{i.get('line')}",
-                    i["function"],
-                    _ab(i, "graphs"),
-                    _ab(i, "graph_nodes"),
-                    _ab(i, "guards"),
-                    _ab(i, "kernels"),
-                    _fmt_pair(i["compile_s"], ".2f"),
-                ]
-            )
-        out.append(
-            (
-                "Graphs per function",
-                ["", "where", "function", "graphs", "nodes", "guards", "kernels", "compile s"],
-                rows,
-            )
-        )
-    if diff["fallbacks"]:
-        fbs = [x for x in diff["fallbacks"] if show_same or x["status"] != "same"]
-        if fbs:
-            out.append(
-                (
-                    "fxlens fallbacks (ops run as ATen calls)",
-                    ["", "op", "count"],
-                    [[MARK[x["status"]], x["op"], f"{x['a']} -> {x['b']}"] for x in fbs],
-                )
-            )
-    if diff.get("doctor"):
-        rows = [
+    if not c:
+        return None
+    return (
+        "Recompiles, by root cause",
+        ["", "where", "function", "recompiles", "cause"],
+        [
             [
-                d["file"],
-                d["function"],
-                _fmt_pair(d["eager_ms"], ".3f"),
-                _fmt_pair(d["compiled_ms"], ".3f"),
-                _fmt_pair(d["speedup"], ".2f"),
-                _fmt_pair(d["compile_s"], ".2f"),
+                MARK[i["status"]],
+                _where(i),
+                i["function"],
+                _ab(i, "count"),
+                cut((i.get("b") or i.get("a"))["message"]),
             ]
-            for d in diff["doctor"]
+            for i in c
+        ],
+    )
+
+
+def _limit_section(diff: dict, show_same: bool, cut) -> Section | None:
+    lim = _changed(diff["recompile_limit_hits"], show_same)
+    if not lim:
+        return None
+    return (
+        "Recompile limit hits",
+        ["", "where", "function", "limit"],
+        [[MARK[i["status"]], _where(i), i["function"], _ab(i, "limit")] for i in lim],
+    )
+
+
+def _failure_section(diff: dict, show_same: bool, cut) -> Section | None:
+    f = _changed(diff["failures"], show_same)
+    if not f:
+        return None
+    return (
+        "Compile failures",
+        ["", "where", "function", "type", "count"],
+        [[MARK[i["status"]], _where(i), i["function"], i["fail_type"], _ab(i, "count")] for i in f],
+    )
+
+
+def _function_section(diff: dict, show_same: bool, cut) -> Section | None:
+    fn = _changed(diff["functions"], show_same)
+    if not fn:
+        return None
+    rows = [
+        [
+            MARK[i["status"]],
+            f"{i['file']}:{i.get('line')}",
+            i["function"],
+            _ab(i, "graphs"),
+            _ab(i, "graph_nodes"),
+            _ab(i, "guards"),
+            _ab(i, "kernels"),
+            _fmt_pair(i["compile_s"], ".2f"),
         ]
-        out.append(
-            (
-                "Doctor timings (both sessions have them)",
-                ["file", "function", "eager ms", "compiled ms", "speedup", "compile s"],
-                rows,
-            )
-        )
-    return out
+        for i in fn
+    ]
+    return (
+        "Graphs per function",
+        ["", "where", "function", "graphs", "nodes", "guards", "kernels", "compile s"],
+        rows,
+    )
+
+
+def _fallback_section(diff: dict, show_same: bool, cut) -> Section | None:
+    fbs = [x for x in diff["fallbacks"] if show_same or x["status"] != "same"]
+    if not fbs:
+        return None
+    return (
+        "fxlens fallbacks (ops run as ATen calls)",
+        ["", "op", "count"],
+        [[MARK[x["status"]], x["op"], f"{x['a']} -> {x['b']}"] for x in fbs],
+    )
+
+
+def _doctor_section(diff: dict, show_same: bool, cut) -> Section | None:
+    if not diff.get("doctor"):
+        return None
+    rows = [
+        [
+            d["file"],
+            d["function"],
+            _fmt_pair(d["eager_ms"], ".3f"),
+            _fmt_pair(d["compiled_ms"], ".3f"),
+            _fmt_pair(d["speedup"], ".2f"),
+            _fmt_pair(d["compile_s"], ".2f"),
+        ]
+        for d in diff["doctor"]
+    ]
+    return (
+        "Doctor timings (both sessions have them)",
+        ["file", "function", "eager ms", "compiled ms", "speedup", "compile s"],
+        rows,
+    )
+
+
+#: the sections in the order they are shown; each is None when it has nothing to show
+SECTIONS = (
+    _counts_section,
+    _break_section,
+    _cause_section,
+    _limit_section,
+    _failure_section,
+    _function_section,
+    _fallback_section,
+    _doctor_section,
+)
+
+
+def sections(diff: dict, show_same: bool = False, clip: int | None = 90) -> list[Section]:
+    """(title, headers, rows) of every non-empty section, in the order they are shown.
+
+    Args:
+        diff: the dict of `compare`.
+        show_same: also list items that are the same in both.
+        clip: longest reason / cause shown (a terminal's width); None: whole (Markdown, HTML, TUI).
+    """
+    cut = (lambda t: t) if clip is None else (lambda t: t[:clip])  # noqa: E731
+    return [s for make in SECTIONS if (s := make(diff, show_same, cut)) is not None]
 
 
 def _fmt_pair(p: dict, fmt: str) -> str:

@@ -18,6 +18,7 @@ import os
 import re
 import statistics
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabulate import tabulate
@@ -123,6 +124,107 @@ def _summary(script: str, rows: list[dict], wall: dict, found: list[dict]) -> st
     return "; ".join(parts)
 
 
+@dataclass
+class _Rounds:
+    """What the eager and compiled runs gave: the probe's stats per round, and each exit status."""
+
+    eager: list[list[RunStats]] = field(default_factory=list)
+    compiled: list[list[RunStats]] = field(default_factory=list)
+    codes: dict[str, list] = field(default_factory=lambda: {"eager": [], "compiled": []})
+
+
+def _run_dir(sdir: Path, mode: str, k: int) -> Path:
+    # round 1's compiled run is the doctor session itself: `fxlens report`/tui show its trace
+    return sdir if (mode, k) == ("compiled", 1) else sdir / f"{mode}-{k}"
+
+
+def _run_rounds(script, args, sdir: Path, backend, rounds: int, nproc: int, timeout) -> _Rounds:
+    """Eager, then compiled, `rounds` times (alternating, so drift hits both alike)."""
+    done = _Rounds()
+    for k in range(1, rounds + 1):
+        for mode in ("eager", "compiled"):
+            run_dir = _run_dir(sdir, mode, k)
+            result = _run(script, args, run_dir, mode, backend, nproc, timeout)
+            session = Session.open(run_dir)
+            if result.exit_code == REFUSED and (msg := refused_message(session)):
+                raise FxlensError(msg)
+            done.codes[mode].append(result.exit_code)
+            (done.eager if mode == "eager" else done.compiled).append(probe_runs(session))
+    return done
+
+
+def _nothing_timed(script: str, sdir: Path, session: Session, code: int, timeout) -> FxlensError:
+    """The one-line error when the compiled run timed no call: why, as far as the session tells."""
+    called = any(e.get("event") == "compile_call" for e in session.events)
+    if code:
+        why = _last_error_line(sdir)
+        # a crash or hang after torch.compile was called: in a compile or a compiled graph
+        when = "after calling torch.compile (in the backend?)" if called else "before compiling anything"
+        err = FxlensError(
+            f"{script} {how_it_ended(code, timeout)} {when}"
+            + (f": {why}" if why else "")
+            + f" (session: {sdir})"
+        )
+        err.exit_code = shell_status(code)
+        return err
+    if called:
+        return FxlensError(
+            f"{script} called torch.compile but its process ended without reporting timings "
+            f"(os._exit or killed?) (session: {sdir})"
+        )
+    return FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
+
+
+def _compiled_failure(sdir: Path, codes: dict, timeout) -> tuple[str | None, tuple | None]:
+    """When only the compiled run failed: what it said, and where in the user's code (else None)."""
+    if not (codes["compiled"][0] and not codes["eager"][0]):
+        return None, None
+    why, file, line = _failure(sdir)
+    failed_at = (file, line) if file else None
+    if codes["compiled"][0] == 124 and timeout:
+        why = f"timed out after {timeout:g} s"
+    failed = f"the compiled run exited with status {codes['compiled'][0]} but the eager run succeeded" + (
+        f": {why}" if why else ""
+    )
+    return failed, failed_at
+
+
+def _diagnose(script, args, sdir: Path, session: Session, runs: _Rounds, *, backend, rounds, nproc, timeout):
+    """The result dict from the rounds' timings and the compiled session's report."""
+    rows = function_rows(runs.eager, runs.compiled)
+    _add_trace_compile_times(rows, session)
+    report = build_report(session, with_guards=False)
+    failed, failed_at = _compiled_failure(sdir, runs.codes, timeout)
+    memory = peak_memory(runs.eager, runs.compiled)
+    found = rank_findings(
+        rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at
+    )
+    wall = wall_times(runs.eager, runs.compiled)
+    result = {
+        "script": os.path.abspath(script),
+        "argv": list(args),
+        "backend": backend,
+        "backends_used": sorted({str(r["options"].get("backend")) for r in rows}),
+        "rounds": rounds,
+        "nproc": nproc,
+        "session": str(sdir),
+        "functions": rows,
+        "peak_memory": memory,
+        "wall": {
+            **wall,
+            "eager_process_s": _median_s(sdir, "eager", rounds),
+            "compiled_process_s": _median_s(sdir, "compiled", rounds),
+        },
+        "ranks": sorted({r.rank for r in runs.compiled[0] if r.rank is not None}),
+        "exit_codes": runs.codes,
+        "graph_breaks": sum(b["count"] for b in report["graph_breaks"]),
+        "recompiles": len(report["recompiles"]),
+        "findings": found,
+    }
+    result["summary"] = _summary(script, rows, wall, found)
+    return result
+
+
 def doctor_script(
     script: str,
     args: list[str] | tuple = (),
@@ -158,80 +260,13 @@ def doctor_script(
         raise FxlensError(f"--rounds must be at least 1, not {rounds}")
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
-    eager_rounds: list[list[RunStats]] = []
-    compiled_rounds: list[list[RunStats]] = []
-    codes = {"eager": [], "compiled": []}
-    for k in range(1, rounds + 1):
-        for mode in ("eager", "compiled"):
-            # round 1's compiled run is the doctor session itself: `fxlens report`/tui show its trace
-            run_dir = sdir if (mode, k) == ("compiled", 1) else sdir / f"{mode}-{k}"
-            result = _run(script, args, run_dir, mode, backend, nproc, timeout)
-            session = Session.open(run_dir)
-            if result.exit_code == REFUSED and (msg := refused_message(session)):
-                raise FxlensError(msg)
-            codes[mode].append(result.exit_code)
-            (eager_rounds if mode == "eager" else compiled_rounds).append(probe_runs(session))
+    runs = _run_rounds(script, args, sdir, backend, rounds, nproc, timeout)
     main_session = Session.open(sdir)
-    records = [rec for runs in compiled_rounds for run in runs for rec in run.records]
-    if not records:
-        code = codes["compiled"][0]
-        if code:
-            why = _last_error_line(sdir)
-            # a crash or hang after torch.compile was called: in a compile or a compiled graph
-            called = any(e.get("event") == "compile_call" for e in main_session.events)
-            when = "after calling torch.compile (in the backend?)" if called else "before compiling anything"
-            err = FxlensError(
-                f"{script} {how_it_ended(code, timeout)} {when}"
-                + (f": {why}" if why else "")
-                + f" (session: {sdir})"
-            )
-            err.exit_code = shell_status(code)
-            raise err
-        if any(e.get("event") == "compile_call" for e in main_session.events):
-            raise FxlensError(
-                f"{script} called torch.compile but its process ended without reporting timings "
-                f"(os._exit or killed?) (session: {sdir})"
-            )
-        raise FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
-    rows = function_rows(eager_rounds, compiled_rounds)
-    _add_trace_compile_times(rows, main_session)
-    report = build_report(main_session, with_guards=False)
-    failed, failed_at = None, None
-    if codes["compiled"][0] and not codes["eager"][0]:
-        why, file, line = _failure(sdir)
-        failed_at = (file, line) if file else None
-        if codes["compiled"][0] == 124 and timeout:
-            why = f"timed out after {timeout:g} s"
-        failed = f"the compiled run exited with status {codes['compiled'][0]} but the eager run succeeded" + (
-            f": {why}" if why else ""
-        )
-    memory = peak_memory(eager_rounds, compiled_rounds)
-    found = rank_findings(
-        rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at
+    if not any(run.records for stats in runs.compiled for run in stats):
+        raise _nothing_timed(script, sdir, main_session, runs.codes["compiled"][0], timeout)
+    result = _diagnose(
+        script, args, sdir, main_session, runs, backend=backend, rounds=rounds, nproc=nproc, timeout=timeout
     )
-    wall = wall_times(eager_rounds, compiled_rounds)
-    result = {
-        "script": os.path.abspath(script),
-        "argv": list(args),
-        "backend": backend,
-        "backends_used": sorted({str(r["options"].get("backend")) for r in rows}),
-        "rounds": rounds,
-        "nproc": nproc,
-        "session": str(sdir),
-        "functions": rows,
-        "peak_memory": memory,
-        "wall": {
-            **wall,
-            "eager_process_s": _median_s(sdir, "eager", rounds),
-            "compiled_process_s": _median_s(sdir, "compiled", rounds),
-        },
-        "ranks": sorted({r.rank for r in compiled_rounds[0] if r.rank is not None}),
-        "exit_codes": codes,
-        "graph_breaks": sum(b["count"] for b in report["graph_breaks"]),
-        "recompiles": len(report["recompiles"]),
-        "findings": found,
-    }
-    result["summary"] = _summary(script, rows, wall, found)
     append_event(sdir, "doctor", result)
     info = dict(main_session.info)
     info.update(command="doctor", doctor_rounds=rounds)
@@ -260,9 +295,8 @@ def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:
     """Median wall time of the child processes (interpreter start and torch import included)."""
     secs = []
     for k in range(1, rounds + 1):
-        run_dir = sdir if (mode, k) == ("compiled", 1) else sdir / f"{mode}-{k}"
         try:
-            secs.append(float(Session.open(run_dir).info.get("seconds")))
+            secs.append(float(Session.open(_run_dir(sdir, mode, k)).info.get("seconds")))
         except (FxlensError, TypeError, ValueError):
             continue
     return round(statistics.median(secs), 3) if secs else None
@@ -276,13 +310,8 @@ def _num(x, fmt: str) -> str:
     return "-" if x is None else format(x, fmt)
 
 
-def render_text(result: dict) -> str:
-    """The human report: compiled functions side by side, memory and wall time, ranked findings."""
-    ranks = result.get("ranks") or []
-    head = f"fxlens doctor: {short_path(result['script'])}"
-    if len(ranks) > 1:
-        head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
-    out = [head, result["summary"], ""]
+def _function_lines(result: dict) -> list[str]:
+    """The compiled functions side by side: per-call times, compile time, break-even."""
     rows = [
         [
             f["function"],
@@ -301,51 +330,41 @@ def render_text(result: dict) -> str:
     title = "Compiled functions (per call at steady state"
     if any(f.get("backward_not_timed") for f in result["functions"]):
         title += "; forward only: backward runs outside the call and shows in the wall time"
-    out.append(title + "):")
-    out.append(
-        tabulate(
-            rows,
-            headers=[
-                "function",
-                "compiled at",
-                "calls",
-                "eager ms",
-                "compiled ms",
-                "speedup",
-                "compile s",
-                "pays off after",
-            ],
-            tablefmt="simple",
-        )
-    )
+    headers = ["function", "compiled at", "calls", "eager ms", "compiled ms", "speedup", "compile s"]
+    return [title + "):", tabulate(rows, headers=[*headers, "pays off after"], tablefmt="simple")]
+
+
+def _memory_lines(result: dict) -> list[str]:
     mem, wall = result["peak_memory"], result["wall"]
     kind = "CUDA allocator" if mem["kind"] == "cuda_allocator" else "process RSS"
-    out += [
-        "",
-        tabulate(
-            [
-                [
-                    "script wall time",
-                    _num(wall["eager_s"], ".2f") + " s",
-                    _num(wall["compiled_s"], ".2f") + " s",
-                ],
-                [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
-            ],
-            headers=["", "eager", "compiled"],
-            tablefmt="simple",
-        ),
-        "",
+    rows = [
+        ["script wall time", _num(wall["eager_s"], ".2f") + " s", _num(wall["compiled_s"], ".2f") + " s"],
+        [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
     ]
+    return ["", tabulate(rows, headers=["", "eager", "compiled"], tablefmt="simple"), ""]
+
+
+def _finding_lines(result: dict) -> list[str]:
     found = result["findings"]
     if not found:
-        out.append("No findings: torch.compile does what it should here.")
-    else:
-        out.append("Findings, by estimated cost to you (ms lost over this run):")
-        for i, f in enumerate(found, 1):
-            where = _where(f)
-            cost = f"cost ~{f['cost_ms']:.0f} ms" if f["cost_ms"] else "cost not measured"
-            out.append(f"{i:>2}. [{f['kind']}] {f['message']}  ({cost})")
-            out.append(f"    at {where}: {f['fix']}")
+        return ["No findings: torch.compile does what it should here."]
+    out = ["Findings, by estimated cost to you (ms lost over this run):"]
+    for i, f in enumerate(found, 1):
+        where = _where(f)
+        cost = f"cost ~{f['cost_ms']:.0f} ms" if f["cost_ms"] else "cost not measured"
+        out.append(f"{i:>2}. [{f['kind']}] {f['message']}  ({cost})")
+        out.append(f"    at {where}: {f['fix']}")
+    return out
+
+
+def render_text(result: dict) -> str:
+    """The human report: compiled functions side by side, memory and wall time, ranked findings."""
+    ranks = result.get("ranks") or []
+    head = f"fxlens doctor: {short_path(result['script'])}"
+    if len(ranks) > 1:
+        head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
+    out = [head, result["summary"], ""]
+    out += _function_lines(result) + _memory_lines(result) + _finding_lines(result)
     out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
     return "\n".join(out) + "\n"
 

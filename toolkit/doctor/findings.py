@@ -97,70 +97,78 @@ def break_fix(reason: str, hints: list[str], source: str) -> str:
     return hint or f"move `{source.strip()}` out of the compiled function"
 
 
+def _never_called(row: dict) -> dict:
+    fn, at = row["function"], row["compiled_at"]
+    return _finding(
+        "never_called",
+        f"`{fn}` is compiled at {_loc(at['file'], at['line'])} but never called in this run",
+        at["file"],
+        at["line"],
+        "call the object torch.compile returned (not the original), or remove the torch.compile call",
+        0.0,
+        fn,
+    )
+
+
+def _slower_than_eager(row: dict, cuda: bool, breaks: int) -> dict:
+    fn, at = row["function"], row["compiled_at"]
+    where = _loc(at["file"], at["line"])
+    e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
+    extra = f'; CUDA graphs (`mode="reduce-overhead"` at {where}) cut per-call overhead' if cuda else ""
+    first = f"remove the {breaks} graph break(s) in `{fn}` (below) or " if breaks else ""
+    return _finding(
+        "slower_than_eager",
+        f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
+        f"({c / e:.2f}x slower) over {n} calls, plus {cs:.2f} s compiling",
+        at["file"],
+        at["line"],
+        f"{first}compile a larger region (the whole step) so the fixed per-call cost is "
+        f"amortised; if neither helps, do not compile `{fn}`: "
+        f"drop torch.compile at {where}{extra}",
+        (c - e) * n + cs * 1000,
+        fn,
+    )
+
+
+def _compile_not_amortised(row: dict) -> dict:
+    fn, at = row["function"], row["compiled_at"]
+    where = _loc(at["file"], at["line"])
+    e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
+    backend = str(row["options"].get("backend") or "")
+    cache = (
+        "; inductor's on-disk FX graph cache (on by default) makes the next run compile faster, "
+        "and torch.compiler.save_cache_artifacts()/load_cache_artifacts() carry it to other machines"
+        if backend == "inductor"
+        else ""
+    )
+    return _finding(
+        "compile_not_amortised",
+        f"`{fn}` is {e / c:.2f}x faster compiled, but its {cs:.2f} s of compiling pays off only "
+        f"after {row['break_even_calls']} calls and this run makes {n}",
+        at["file"],
+        at["line"],
+        f"for runs this short, skip torch.compile at {where} (e.g. behind a flag); it pays "
+        f"off in runs of more than {row['break_even_calls']} calls{cache}",
+        cs * 1000 - (e - c) * n,
+        fn,
+    )
+
+
 def _timing_findings(
     rows: list[dict], cuda: bool, breaks_in: dict[int, int], failed: str | None = None
 ) -> list[dict]:
     out = []
     for row in rows:
-        fn, at = row["function"], row["compiled_at"]
-        where = _loc(at["file"], at["line"])
         if not row["calls"] and not failed:
-            out.append(
-                _finding(
-                    "never_called",
-                    f"`{fn}` is compiled at {where} but never called in this run",
-                    at["file"],
-                    at["line"],
-                    "call the object torch.compile returned (not the original), or remove the torch.compile call",
-                    0.0,
-                    fn,
-                )
-            )
+            out.append(_never_called(row))
             continue
-        e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
+        e, c, n = row["eager_ms"], row["compiled_ms"], row["calls"]
         if e is None or c is None:
             continue
         if c > e * SLOWER_RATIO:
-            extra = (
-                f'; CUDA graphs (`mode="reduce-overhead"` at {where}) cut per-call overhead' if cuda else ""
-            )
-            nb = breaks_in.get(id(row), 0)
-            first = f"remove the {nb} graph break(s) in `{fn}` (below) or " if nb else ""
-            out.append(
-                _finding(
-                    "slower_than_eager",
-                    f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
-                    f"({c / e:.2f}x slower) over {n} calls, plus {cs:.2f} s compiling",
-                    at["file"],
-                    at["line"],
-                    f"{first}compile a larger region (the whole step) so the fixed per-call cost is "
-                    f"amortised; if neither helps, do not compile `{fn}`: "
-                    f"drop torch.compile at {where}{extra}",
-                    (c - e) * n + cs * 1000,
-                    fn,
-                )
-            )
+            out.append(_slower_than_eager(row, cuda, breaks_in.get(id(row), 0)))
         elif row["break_even_calls"] is not None and row["break_even_calls"] > n:
-            backend = str(row["options"].get("backend") or "")
-            cache = (
-                "; inductor's on-disk FX graph cache (on by default) makes the next run compile faster, "
-                "and torch.compiler.save_cache_artifacts()/load_cache_artifacts() carry it to other machines"
-                if backend == "inductor"
-                else ""
-            )
-            out.append(
-                _finding(
-                    "compile_not_amortised",
-                    f"`{fn}` is {e / c:.2f}x faster compiled, but its {cs:.2f} s of compiling pays off only "
-                    f"after {row['break_even_calls']} calls and this run makes {n}",
-                    at["file"],
-                    at["line"],
-                    f"for runs this short, skip torch.compile at {where} (e.g. behind a flag); it pays "
-                    f"off in runs of more than {row['break_even_calls']} calls{cache}",
-                    cs * 1000 - (e - c) * n,
-                    fn,
-                )
-            )
+            out.append(_compile_not_amortised(row))
     return out
 
 
@@ -195,69 +203,72 @@ def _break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
     return out
 
 
+def _static_shapes_changing(row: dict, cause: dict, cost: float) -> dict:
+    at = row["compiled_at"]
+    forced = row["options"].get("dynamic") is False
+    return _finding(
+        "static_shapes_changing",
+        f"`{row['function']}` is compiled for static shapes but its input shapes change "
+        f"({cause['message']}): {cause['count']} recompile(s)",
+        at["file"],
+        at["line"],
+        (
+            f"`dynamic=False` at {_loc(at['file'], at['line'])} forces a recompile per new shape: "
+            "drop it (the default turns dynamic after the first change), pass `dynamic=True`, "
+            f"or mark the changing dimension dynamic ({cause['subject']})"
+            if forced
+            else cause["fix"]
+        ),
+        cost,
+        row["function"],
+    )
+
+
+def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dict:
+    """One recompile cause; a size change in a function compiled static reads as its own kind."""
+    row = _owner(rows, cause["file"], cause["function"], [])
+    cost = sum(secs.get(cid, 0.0) for cid in cause["compile_ids"]) * 1000
+    if (
+        cause["kind"] == "size"
+        and row is not None
+        and row["options"].get("dynamic") is not True
+        and row["distinct_shapes"] >= 3
+    ):
+        return _static_shapes_changing(row, cause, cost)
+    return _finding(
+        "recompile",
+        f"`{cause['function']}` ({_loc(cause['file'], cause['line'])}) recompiled "
+        f"{cause['count']} time(s): {cause['message']}",
+        cause["file"],
+        cause["line"],
+        cause["fix"],
+        cost,
+        cause["function"],
+    )
+
+
+def _limit_finding(rows: list[dict], hit: dict) -> dict:
+    row = _owner(rows, hit["file"], hit["function"], [])
+    cost = 0.0
+    if row and row["eager_ms"] is not None and row["compiled_ms"] is not None:
+        cost = max(row["eager_ms"] - row["compiled_ms"], 0.0) * row["calls"]
+    return _finding(
+        "recompile_limit",
+        f"`{hit['function']}` ({_loc(hit['file'], hit['line'])}) hit the recompile limit "
+        f"({hit['limit_type']}={hit['limit']}): from then on it runs eagerly, silently",
+        hit["file"],
+        hit["line"],
+        "fix the recompile cause listed for this function; raising "
+        "`torch._dynamo.config.recompile_limit` only hides it",
+        cost,
+        hit["function"],
+    )
+
+
 def _recompile_findings(rows: list[dict], report: dict) -> list[dict]:
     secs = {m["compile_id"]: m["total_s"] or 0.0 for m in report["compile_times"]["per_compile"]}
-    out = []
-    for cause in report["recompile_causes"]:
-        row = _owner(rows, cause["file"], cause["function"], [])
-        cost = sum(secs.get(cid, 0.0) for cid in cause["compile_ids"]) * 1000
-        at = row["compiled_at"] if row else {"file": None, "line": None}
-        if (
-            cause["kind"] == "size"
-            and row is not None
-            and row["options"].get("dynamic") is not True
-            and row["distinct_shapes"] >= 3
-        ):
-            forced = row["options"].get("dynamic") is False
-            out.append(
-                _finding(
-                    "static_shapes_changing",
-                    f"`{row['function']}` is compiled for static shapes but its input shapes change "
-                    f"({cause['message']}): {cause['count']} recompile(s)",
-                    at["file"],
-                    at["line"],
-                    (
-                        f"`dynamic=False` at {_loc(at['file'], at['line'])} forces a recompile per new shape: "
-                        "drop it (the default turns dynamic after the first change), pass `dynamic=True`, "
-                        f"or mark the changing dimension dynamic ({cause['subject']})"
-                        if forced
-                        else cause["fix"]
-                    ),
-                    cost,
-                    row["function"],
-                )
-            )
-            continue
-        out.append(
-            _finding(
-                "recompile",
-                f"`{cause['function']}` ({_loc(cause['file'], cause['line'])}) recompiled "
-                f"{cause['count']} time(s): {cause['message']}",
-                cause["file"],
-                cause["line"],
-                cause["fix"],
-                cost,
-                cause["function"],
-            )
-        )
-    for hit in report["recompile_limit_hits"]:
-        row = _owner(rows, hit["file"], hit["function"], [])
-        cost = 0.0
-        if row and row["eager_ms"] is not None and row["compiled_ms"] is not None:
-            cost = max(row["eager_ms"] - row["compiled_ms"], 0.0) * row["calls"]
-        out.append(
-            _finding(
-                "recompile_limit",
-                f"`{hit['function']}` ({_loc(hit['file'], hit['line'])}) hit the recompile limit "
-                f"({hit['limit_type']}={hit['limit']}): from then on it runs eagerly, silently",
-                hit["file"],
-                hit["line"],
-                "fix the recompile cause listed for this function; raising "
-                "`torch._dynamo.config.recompile_limit` only hides it",
-                cost,
-                hit["function"],
-            )
-        )
+    out = [_cause_finding(rows, cause, secs) for cause in report["recompile_causes"]]
+    out += [_limit_finding(rows, hit) for hit in report["recompile_limit_hits"]]
     return out
 
 

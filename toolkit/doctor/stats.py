@@ -102,19 +102,12 @@ def break_even(compile_s: float | None, eager_ms: float | None, compiled_ms: flo
     return max(1, math.ceil(compile_s * 1000 / saved))
 
 
-def function_rows(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[RunStats]]) -> list[dict]:
-    """One row per compiled object (rank 0's view), medians over rounds.
-
-    Each argument holds, per round, the probe runs of every rank of that round.
-    """
+def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[RunStats]]) -> dict:
+    """Each compiled object's probe record (rank 0's) and its figures per round, eager and compiled."""
     per_key: dict[tuple, dict] = {}
-
-    def first_rank(runs: list[RunStats]) -> RunStats | None:
-        return runs[0] if runs else None
-
     for mode, rounds in (("eager", eager_rounds), ("compiled", compiled_rounds)):
         for runs in rounds:
-            run = first_rank(runs)
+            run = runs[0] if runs else None  # rank 0's view
             if run is None:
                 continue
             for rec in run.records:
@@ -132,43 +125,52 @@ def function_rows(eager_rounds: list[list[RunStats]], compiled_rounds: list[list
                         + float(rec.get("outside_compile_ms") or 0.0) / 1000,
                     }
                 )
-    rows = []
-    for row in per_key.values():
-        rec = row["rec"]
-        eager_ms = _median([r["ms"] for r in row["eager"]])
-        compiled_ms = _median([r["ms"] for r in row["compiled"]])
-        compile_s = _median([r["compile_s"] for r in row["compiled"]])
-        calls = (row["compiled"] or row["eager"] or [{"calls": 0}])[0]["calls"]
-        # from the reported (rounded) times, so the JSON keeps speedup == eager_ms / compiled_ms exactly
-        eager_ms, compiled_ms = _r(eager_ms), _r(compiled_ms)
-        speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
-        sigs = rec.get("signatures") or {}
-        rows.append(
-            {
-                "function": rec.get("name"),
-                "file": rec.get("def_file"),
-                "line": rec.get("def_line"),
-                "calls": calls,
-                "eager_ms": _r(eager_ms),
-                "compiled_ms": _r(compiled_ms),
-                "compile_s": _r(compile_s, 3),
-                "speedup": _r(speedup, 3),
-                "break_even_calls": break_even(compile_s, eager_ms, compiled_ms),
-                "compiled_at": {"file": rec.get("at_file"), "line": rec.get("at_line")},
-                "kind": rec.get("kind"),
-                "options": rec.get("options") or {},
-                "wrapped_in": rec.get("wrapped_in"),
-                "recompiling_calls": _median([r["recompiling_calls"] for r in row["compiled"]]) or 0,
-                "dynamo_compile_s": _r(_median([r["traced_compile_s"] for r in row["compiled"]]), 3),
-                "distinct_shapes": len(sigs),
-                "shape_changes": rec.get("shape_changes", 0),
-                # forward only: the backward of these calls runs in loss.backward(), outside the
-                # timed call, so it shows in the script's wall time, not in eager_ms/compiled_ms
-                "backward_not_timed": bool(rec.get("grad_calls")),
-                "shapes": list(sigs)[:3],
-                "rounds": {"eager": len(row["eager"]), "compiled": len(row["compiled"])},
-            }
-        )
+    return per_key
+
+
+def _function_row(row: dict) -> dict:
+    """One compiled object's row: medians over its rounds."""
+    rec = row["rec"]
+    eager_ms = _median([r["ms"] for r in row["eager"]])
+    compiled_ms = _median([r["ms"] for r in row["compiled"]])
+    compile_s = _median([r["compile_s"] for r in row["compiled"]])
+    calls = (row["compiled"] or row["eager"] or [{"calls": 0}])[0]["calls"]
+    # from the reported (rounded) times, so the JSON keeps speedup == eager_ms / compiled_ms exactly
+    eager_ms, compiled_ms = _r(eager_ms), _r(compiled_ms)
+    speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
+    sigs = rec.get("signatures") or {}
+    return {
+        "function": rec.get("name"),
+        "file": rec.get("def_file"),
+        "line": rec.get("def_line"),
+        "calls": calls,
+        "eager_ms": _r(eager_ms),
+        "compiled_ms": _r(compiled_ms),
+        "compile_s": _r(compile_s, 3),
+        "speedup": _r(speedup, 3),
+        "break_even_calls": break_even(compile_s, eager_ms, compiled_ms),
+        "compiled_at": {"file": rec.get("at_file"), "line": rec.get("at_line")},
+        "kind": rec.get("kind"),
+        "options": rec.get("options") or {},
+        "wrapped_in": rec.get("wrapped_in"),
+        "recompiling_calls": _median([r["recompiling_calls"] for r in row["compiled"]]) or 0,
+        "dynamo_compile_s": _r(_median([r["traced_compile_s"] for r in row["compiled"]]), 3),
+        "distinct_shapes": len(sigs),
+        "shape_changes": rec.get("shape_changes", 0),
+        # forward only: the backward of these calls runs in loss.backward(), outside the
+        # timed call, so it shows in the script's wall time, not in eager_ms/compiled_ms
+        "backward_not_timed": bool(rec.get("grad_calls")),
+        "shapes": list(sigs)[:3],
+        "rounds": {"eager": len(row["eager"]), "compiled": len(row["compiled"])},
+    }
+
+
+def function_rows(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[RunStats]]) -> list[dict]:
+    """One row per compiled object (rank 0's view), medians over rounds.
+
+    Each argument holds, per round, the probe runs of every rank of that round.
+    """
+    rows = [_function_row(row) for row in _per_object(eager_rounds, compiled_rounds).values()]
     rows.sort(key=lambda r: (r["compiled_at"]["file"] or "", r["compiled_at"]["line"] or 0))
     return rows
 

@@ -151,10 +151,6 @@ def for_asked(asked: str):
 
 def capture(gm, example_inputs, asked: str | None = None):
     """The capturing backend: record the graph, then compile and run it with the real backend."""
-    import torch
-
-    from fxlens.minify.graph import spec_of
-
     out = Path(os.environ[config.ENV_MINIFY_CAPTURE_DIR])
     check = os.environ.get(config.ENV_MINIFY_CHECK, "auto")
     spec = (
@@ -162,6 +158,29 @@ def capture(gm, example_inputs, asked: str | None = None):
     )
     k = _counter[0]
     _counter[0] += 1
+    saved, lifted, meta = _save_graph(out, k, gm, example_inputs, spec)
+    _save_values(
+        out, k, example_inputs, lifted
+    )  # first: a failure to resolve or a segfault must not lose them
+    real, spec = _real_backend(spec, explicit=bool(os.environ.get(config.ENV_MINIFY_BACKEND)))
+    meta["backend"] = spec
+    (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
+    _status(out, graph=k, step="compile")
+    try:
+        compiled = real(gm, example_inputs)
+    except Exception as e:
+        _status(out, graph=k, step="failed", phase="compile", signature=signature_of(e), kind="crash")
+        raise
+    _status(out, graph=k, step="compiled")
+    return _watched(compiled, out, k, saved, lifted, check)
+
+
+def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
+    """Graph k as code (attributes lifted to inputs) and its meta; (the copy saved, lifted, meta)."""
+    import torch
+
+    from fxlens.minify.graph import spec_of
+
     saved = copy.deepcopy(gm)
     n_extra = len(example_inputs)
     inputs = _lift_attributes(saved, list(example_inputs))
@@ -179,25 +198,25 @@ def capture(gm, example_inputs, asked: str | None = None):
         ),
     }
     (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
+    return saved, lifted, meta
 
-    def save_values(args) -> None:
-        values = {
-            f"arg{i}": (a.detach().clone() if isinstance(a, torch.Tensor) else a)
-            for i, a in enumerate([*args, *lifted])
-        }
-        torch.save({k2: v for k2, v in values.items() if isinstance(v, torch.Tensor)}, out / f"values_{k}.pt")
 
-    save_values(example_inputs)  # first: a failure to resolve or a segfault must not lose them
-    real, spec = _real_backend(spec, explicit=bool(os.environ.get(config.ENV_MINIFY_BACKEND)))
-    meta["backend"] = spec
-    (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
-    _status(out, graph=k, step="compile")
-    try:
-        compiled = real(gm, example_inputs)
-    except Exception as e:
-        _status(out, graph=k, step="failed", phase="compile", signature=signature_of(e), kind="crash")
-        raise
-    _status(out, graph=k, step="compiled")
+def _save_values(out: Path, k: int, args, lifted: list) -> None:
+    """Graph k's tensor inputs (and lifted attributes) as `values_k.pt`, detached copies."""
+    import torch
+
+    values = {
+        f"arg{i}": (a.detach().clone() if isinstance(a, torch.Tensor) else a)
+        for i, a in enumerate([*args, *lifted])
+    }
+    torch.save({k2: v for k2, v in values.items() if isinstance(v, torch.Tensor)}, out / f"values_{k}.pt")
+
+
+def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
+    """The compiled graph, its first call recorded: run, failed (with signature) or ran, and on
+    accuracy checks compared with eager."""
+    import torch
+
     boxed = bool(getattr(compiled, "_boxed_call", False))
     state = {"first": True}
 

@@ -64,17 +64,13 @@ def headline(report: dict) -> str:
     return text
 
 
-def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
-    """The report as document blocks.
+def _where(ps: PathShortener, file: str, line) -> Code:
+    return Code(f"{ps.path(file)}:{line}" if file else "?")
 
-    Args:
-        report: the dict of `build_report`.
-        session: the Session it was built from; when given, each graph's code is included.
-        env: environment() of the run; None: computed now (imports torch to name the device).
-    """
+
+def _head_blocks(report: dict, ps: PathShortener) -> list:
+    """Title, headline, how the script was run, and any rank divergence."""
     src = report.get("source") or {}
-    ps = PathShortener(src.get("script"))
-    where = lambda f, ln: Code(f"{ps.path(f)}:{ln}" if f else "?")  # noqa: E731
     name = Path(src.get("script") or src.get("path") or "trace").name
     out: list = [Heading(2, f"fxlens report: {name}"), Para(Bold(headline(report)))]
     facts = []
@@ -88,38 +84,49 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         out.append(Bullets(facts))
     for d in report.get("divergence") or []:
         out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+    return out
 
-    breaks = report["graph_breaks"]
-    if breaks:
-        out.append(Heading(3, "Graph breaks"))
-        rows = [
-            [str(b["count"]), where(b["file"], b["line"]), Code(b["function"]), b["reason"]] for b in breaks
+
+def _break_item(b: dict, ps: PathShortener) -> list:
+    """One graph break's source line, call path, explanation and hints."""
+    item: list = [_where(ps, b["file"], b["line"]), " ", Code(b["source"] or "")]
+    if len(b.get("call_path") or []) > 1:
+        item += [
+            " (call path ",
+            Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
+            ")",
         ]
-        out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
-        items = []
-        for b in breaks[:MAX_ROWS]:
-            item: list = [where(b["file"], b["line"]), " ", Code(b["source"] or "")]
-            if len(b.get("call_path") or []) > 1:
-                item += [
-                    " (call path ",
-                    Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
-                    ")",
-                ]
-            if b.get("explanation"):
-                item += [": ", ps.text(b["explanation"][:300])]
-            hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
-            if hints:
-                item += [" Hint: ", ps.text(" ".join(hints)[:400])]
-            items.append(item)
-        out.append(Bullets(items))
+    if b.get("explanation"):
+        item += [": ", ps.text(b["explanation"][:300])]
+    hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
+    if hints:
+        item += [" Hint: ", ps.text(" ".join(hints)[:400])]
+    return item
 
+
+def _break_blocks(report: dict, ps: PathShortener) -> list:
+    breaks = report["graph_breaks"]
+    if not breaks:
+        return []
+    out: list = [Heading(3, "Graph breaks")]
+    rows = [
+        [str(b["count"]), _where(ps, b["file"], b["line"]), Code(b["function"]), b["reason"]] for b in breaks
+    ]
+    out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
+    out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
+    return out
+
+
+def _recompile_blocks(report: dict, ps: PathShortener) -> list:
+    """Recompiles by root cause (with the failed guards folded), then recompile limit hits."""
+    out: list = []
     if report.get("recompile_causes"):
         out.append(Heading(3, "Recompiles, by root cause"))
         rows = [
             [
                 str(c["count"]),
                 Code(c["function"]),
-                where(c["file"], c["line"]),
+                _where(ps, c["file"], c["line"]),
                 ps.text(c["message"]),
                 ps.text(c["fix"]),
             ]
@@ -139,87 +146,92 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     if report.get("recompile_limit_hits"):
         out.append(Heading(3, "Recompile limit hits (these frames now run eagerly)"))
         rows = [
-            [Code(x["function"]), where(x["file"], x["line"]), f"{x.get('limit_type')}={x['limit']}"]
+            [Code(x["function"]), _where(ps, x["file"], x["line"]), f"{x.get('limit_type')}={x['limit']}"]
             for x in report["recompile_limit_hits"]
         ]
         out.append(Table(["function", "where", "limit"], rows))
-    if report.get("failures"):
-        out.append(Heading(3, "Compile failures"))
-        rows = [
-            [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
-            for f in report["failures"]
-        ]
-        out.append(Table(["compile id", "function", "type", "reason"], rows))
+    return out
 
+
+def _failure_blocks(report: dict, ps: PathShortener) -> list:
+    if not report.get("failures"):
+        return []
+    rows = [
+        [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
+        for f in report["failures"]
+    ]
+    return [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+
+
+def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
+    """The graphs table and, when the session is at hand, each graph's code folded."""
     graphs = report["graphs"]
-    if graphs:
-        out.append(Heading(3, "Graphs"))
-        rows = [
-            [
-                Code(g["compile_id"]),
-                Code(g["function"]),
-                where(g["file"], g["line"]),
-                str(g["num_nodes"]),
-                Code(
-                    ", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")
-                ),
-            ]
-            for g in graphs
+    if not graphs:
+        return []
+    out: list = [Heading(3, "Graphs")]
+    rows = [
+        [
+            Code(g["compile_id"]),
+            Code(g["function"]),
+            _where(ps, g["file"], g["line"]),
+            str(g["num_nodes"]),
+            Code(", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
         ]
-        out += _rows_maybe_folded(["compile id", "function", "where", "nodes", "ops used"], rows, "graphs")
-        if session is not None:
-            for g in graphs[:MAX_GRAPH_CODE]:
-                code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
-                if code:
-                    out.append(
-                        Details(
-                            f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)",
-                            [Pre(ps.text(_clip(code)), "python")],
-                        )
+        for g in graphs
+    ]
+    out += _rows_maybe_folded(["compile id", "function", "where", "nodes", "ops used"], rows, "graphs")
+    if session is not None:
+        for g in graphs[:MAX_GRAPH_CODE]:
+            code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
+            if code:
+                out.append(
+                    Details(
+                        f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)",
+                        [Pre(ps.text(_clip(code)), "python")],
                     )
-    guards = report.get("guards") or []
-    if guards:
-        out.append(
-            Details(
-                f"Guards of {len(guards)} compile(s)",
-                [
-                    Pre(
-                        ps.text(
-                            _clip(
-                                "\n".join(
-                                    f"# {g['compile_id']}"
-                                    + (f" rank {g['rank']}" if g["rank"] is not None else "")
-                                    + "\n"
-                                    + "\n".join(g["guards"])
-                                    for g in guards
-                                )
-                            )
-                        )
-                    )
-                ],
-            )
-        )
+                )
+    return out
 
+
+def _guard_blocks(report: dict, ps: PathShortener) -> list:
+    guards = report.get("guards") or []
+    if not guards:
+        return []
+    text = "\n".join(
+        f"# {g['compile_id']}"
+        + (f" rank {g['rank']}" if g["rank"] is not None else "")
+        + "\n"
+        + "\n".join(g["guards"])
+        for g in guards
+    )
+    return [Details(f"Guards of {len(guards)} compile(s)", [Pre(ps.text(_clip(text)))])]
+
+
+def _compile_time_blocks(report: dict) -> list:
     ct = report.get("compile_times") or {}
-    if ct.get("per_compile"):
-        out.append(Heading(3, "Compile time"))
-        out.append(Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"))
-        slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
-        out.append(
-            Table(
-                ["compile id", "function", "total s", "backend s", "guards"],
-                [
-                    [
-                        Code(m["compile_id"]),
-                        Code(m["function"]),
-                        f"{m['total_s'] or 0:.2f}",
-                        f"{m['backend_s'] or 0:.2f}",
-                        str(m["guard_count"] if m["guard_count"] is not None else ""),
-                    ]
-                    for m in slow
-                ],
-            )
-        )
+    if not ct.get("per_compile"):
+        return []
+    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
+    rows = [
+        [
+            Code(m["compile_id"]),
+            Code(m["function"]),
+            f"{m['total_s'] or 0:.2f}",
+            f"{m['backend_s'] or 0:.2f}",
+            str(m["guard_count"] if m["guard_count"] is not None else ""),
+        ]
+        for m in slow
+    ]
+    return [
+        Heading(3, "Compile time"),
+        Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"),
+        Table(["compile id", "function", "total s", "backend s", "guards"], rows),
+    ]
+
+
+def _backend_blocks(report: dict) -> list:
+    """The fxlens backend's kernels and the ops it ran as ATen calls."""
+    out: list = []
     if report.get("kernels"):
         k = report["kernels"]
         out.append(Heading(3, f"fxlens kernels: {len(k)}"))
@@ -248,12 +260,38 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
                 ]
             )
         )
+    return out
+
+
+def _note_blocks(report: dict, ps: PathShortener) -> list:
     notes = [
         ps.text(f"[{e.get('event')}] {e['summary']}") for e in report.get("events") or [] if e.get("summary")
     ]
     notes += [ps.text(f"note: {s}") for s in report.get("skipped") or []]
-    if notes:
-        out.append(Bullets(notes))
+    return [Bullets(notes)] if notes else []
+
+
+def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
+    """The report as document blocks.
+
+    Args:
+        report: the dict of `build_report`.
+        session: the Session it was built from; when given, each graph's code is included.
+        env: environment() of the run; None: computed now (imports torch to name the device).
+    """
+    src = report.get("source") or {}
+    ps = PathShortener(src.get("script"))
+    out = [
+        *_head_blocks(report, ps),
+        *_break_blocks(report, ps),
+        *_recompile_blocks(report, ps),
+        *_failure_blocks(report, ps),
+        *_graph_blocks(report, ps, session),
+        *_guard_blocks(report, ps),
+        *_compile_time_blocks(report),
+        *_backend_blocks(report),
+        *_note_blocks(report, ps),
+    ]
     logs = [Path(x) for x in (src.get("logs") or [])]
     out += environment_blocks(env if env is not None else environment(logs, report.get("events")))
     return out

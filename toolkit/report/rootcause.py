@@ -169,10 +169,9 @@ def _values(kind: str, exp: str, act: str) -> list[str]:
 _MERGEABLE = {"size", "stride", "ndim", "dtype", "requires_grad", "device"}
 
 
-def root_causes(
-    recompiles: Iterable[Recompile], limit_hits: Iterable[RecompileLimitHit] = ()
-) -> list[RecompileCause]:
-    """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first."""
+def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
+    """Failed guards grouped per (function, file, kind, var, dim); each recompile counted once, under
+    the first guard kind not seen before in its function (the change that caused it)."""
     groups: dict[tuple, dict] = {}
     seen_kinds: dict[tuple, set] = {}
     for rc in recompiles:
@@ -195,9 +194,12 @@ def root_causes(
                 grp["count"] += 1
                 grp["ids"].append(rc.compile_id)
             seen.add((kind, var, dim))
-    limited = {(h.function, h.file) for h in limit_hits}
-    # a storm across a function and its resume functions: the same change seen under another name
-    # (x in forward, y after the break) with the same values is one cause
+    return groups
+
+
+def _merge_across_names(groups: dict[tuple, dict]) -> dict[tuple, dict]:
+    """A storm across a function and its resume functions: the same change seen under another name
+    (x in forward, y after the break) with the same values is one cause."""
     merged: dict[tuple, dict] = {}
     for (function, file, kind, var, dim), g in groups.items():
         if g["count"] == 0:
@@ -214,37 +216,50 @@ def root_causes(
             m["count"] += g["count"]
             m["ids"] += g["ids"]
             m["vars"].append(var)
-    causes = []
-    for (function, file, *_), g in merged.items():
-        kind, var, dim = g["kind"], g["vars"][0], g["dim"]
-        name = _pretty(var) or "x"
-        subject = _subject(kind, var, dim)
-        vals = ", ".join(g["values"])
-        message = f"{subject} took values {vals}" if vals else f"{subject} changed"
-        if kind == "dtype":
-            message = f"{subject} took {vals}"
-        elif len(g["values"]) == 1:
-            message = f"{subject} was specialised to {vals}, then changed"
-        if len(g["vars"]) > 1:
-            others = ", ".join(f"`{_pretty(v)}`" for v in g["vars"][1:])
-            message += f" (the same change reaches {others} in the code resumed after a graph break)"
-        fix = FIXES.get(kind, FIXES["other"]).format(var=name, dim=dim or 0)
-        if (function, file) in limited:
-            fix += "; this frame hit the recompile limit and now runs eagerly"
-        causes.append(
-            RecompileCause(
-                function,
-                file,
-                g["rc"].line,
-                kind,
-                subject,
-                tuple(g["values"]),
-                g["count"],
-                message,
-                fix,
-                tuple(g["ids"]),
-            )
-        )
+    return merged
+
+
+def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause:
+    """One merged group as a cause: what changed, in words, and the fix."""
+    kind, var, dim = g["kind"], g["vars"][0], g["dim"]
+    name = _pretty(var) or "x"
+    subject = _subject(kind, var, dim)
+    vals = ", ".join(g["values"])
+    message = f"{subject} took values {vals}" if vals else f"{subject} changed"
+    if kind == "dtype":
+        message = f"{subject} took {vals}"
+    elif len(g["values"]) == 1:
+        message = f"{subject} was specialised to {vals}, then changed"
+    if len(g["vars"]) > 1:
+        others = ", ".join(f"`{_pretty(v)}`" for v in g["vars"][1:])
+        message += f" (the same change reaches {others} in the code resumed after a graph break)"
+    fix = FIXES.get(kind, FIXES["other"]).format(var=name, dim=dim or 0)
+    if hit_limit:
+        fix += "; this frame hit the recompile limit and now runs eagerly"
+    return RecompileCause(
+        function,
+        file,
+        g["rc"].line,
+        kind,
+        subject,
+        tuple(g["values"]),
+        g["count"],
+        message,
+        fix,
+        tuple(g["ids"]),
+    )
+
+
+def root_causes(
+    recompiles: Iterable[Recompile], limit_hits: Iterable[RecompileLimitHit] = ()
+) -> list[RecompileCause]:
+    """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first."""
+    groups = _group_by_guard(recompiles)
+    limited = {(h.function, h.file) for h in limit_hits}
+    merged = _merge_across_names(groups)
+    causes = [
+        _cause(function, file, g, (function, file) in limited) for (function, file, *_), g in merged.items()
+    ]
     causes.sort(key=lambda c: -c.count)
     return causes
 

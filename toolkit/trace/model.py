@@ -75,11 +75,49 @@ def _unusable(rec: Record, e: Exception) -> tuple[int, str]:
     return rec.line_no, f"{rec.kind} record unusable ({type(e).__name__}: {e})"[:200]
 
 
+def _frame_id(key: str) -> int:
+    return int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1
+
+
+@dataclass
+class _Frames:
+    """Which code each compile id compiled, from the log's first pass; `where` answers per compile id."""
+
+    frames: dict[str, FrameInfo] = field(default_factory=dict)
+    frame_name: dict[int, FrameInfo] = field(default_factory=dict)  # frame_id -> its first named compile
+    entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
+
+    def name_frames(self) -> None:
+        for key, info in self.frames.items():
+            fid = _frame_id(key)
+            if info.co_name and fid not in self.frame_name:
+                self.frame_name[fid] = info
+
+    def where(self, key: str) -> tuple[str, str, int, str]:
+        """(user function, file, line of the user's def, co_name) for a compile id."""
+        info = self.frames.get(key)
+        if info is None or not info.co_name:
+            info = self.frame_name.get(_frame_id(key), FrameInfo())
+        fn = user_function(info.co_name)
+        line = info.line
+        if is_resume(info.co_name):  # the user's def line, from a compile of the original function
+            orig = next((f for f in self.frames.values() if f.co_name == fn and f.file == info.file), None)
+            line = orig.line if orig else line
+        return fn, info.file, line, info.co_name
+
+
 def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     model = RankModel(rank=scan.rank, log=str(scan.path))
-    frames: dict[str, FrameInfo] = {}
-    frame_name: dict[int, FrameInfo] = {}  # frame_id -> the first named compile of that frame
-    entry_stacks: dict[str, list[Frame]] = {}
+    frames = _index_frames(scan, model, bad)
+    graph_recs = _read_records(scan, model, frames, bad)
+    _add_limit_hits(model)
+    _add_graphs(model, graph_recs, frames, bad)
+    return model
+
+
+def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -> _Frames:
+    """First pass: records by compile id, the rank, and which frame each compile id compiled."""
+    found = _Frames()
     for rec in scan.records:
         try:
             if rec.compile_id is not None:
@@ -87,47 +125,45 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
                 if rec.rank is not None and model.rank is None:
                     model.rank = rec.rank
             if rec.kind == "dynamo_start":
-                stack = [
-                    Frame(
-                        scan.strings.get(f.get("filename"), str(f.get("filename"))),
-                        int(f.get("line") or 0),
-                        str(f.get("name")),
-                        f.get("loc") or "",
-                    )
-                    for f in (rec.meta["dynamo_start"] or {}).get("stack", [])
-                ]
-                if stack and rec.compile_id:
-                    entry_stacks[rec.compile_id.key] = stack
-                    info = frames.setdefault(rec.compile_id.key, FrameInfo())
-                    info.co_name = info.co_name or stack[-1].function
-                    info.file = info.file or stack[-1].file
-                    info.line = info.line or stack[-1].line
+                _note_start(rec, scan, found)
             elif rec.kind == "compilation_metrics":
                 m = rec.meta["compilation_metrics"] or {}
                 key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
-                info = frames.setdefault(key, FrameInfo())
+                info = found.frames.setdefault(key, FrameInfo())
                 info.co_name = m.get("co_name") or info.co_name
                 info.file = m.get("co_filename") or info.file
                 info.line = int(m.get("co_firstlineno") or info.line or 0)
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
-    for key, info in frames.items():
-        fid = int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1
-        if info.co_name and fid not in frame_name:
-            frame_name[fid] = info
+    found.name_frames()
+    return found
 
-    def where(key: str) -> tuple[str, str, int, str]:
-        """(user function, file, line of the user's def, co_name) for a compile id."""
-        info = frames.get(key)
-        if info is None or not info.co_name:
-            info = frame_name.get(int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1, FrameInfo())
-        fn = user_function(info.co_name)
-        line = info.line
-        if is_resume(info.co_name):  # the user's def line, from a compile of the original function
-            orig = next((f for f in frames.values() if f.co_name == fn and f.file == info.file), None)
-            line = orig.line if orig else line
-        return fn, info.file, line, info.co_name
 
+def _note_start(rec: Record, scan: LogScan, found: _Frames) -> None:
+    """A dynamo_start record: the entry stack of its compile, whose last frame is the compiled one."""
+    stack = [
+        Frame(
+            scan.strings.get(f.get("filename"), str(f.get("filename"))),
+            int(f.get("line") or 0),
+            str(f.get("name")),
+            f.get("loc") or "",
+        )
+        for f in (rec.meta["dynamo_start"] or {}).get("stack", [])
+    ]
+    if stack and rec.compile_id:
+        found.entry_stacks[rec.compile_id.key] = stack
+        info = found.frames.setdefault(rec.compile_id.key, FrameInfo())
+        info.co_name = info.co_name or stack[-1].function
+        info.file = info.file or stack[-1].file
+        info.line = info.line or stack[-1].line
+
+
+def _read_records(
+    scan: LogScan, model: RankModel, frames: _Frames, bad: list[tuple[int, str]]
+) -> dict[str, Record]:
+    """Second pass: breaks, recompiles, metrics, kernels and fallbacks; returns each compile id's
+    graph record (graphs are built last, once the metrics hold their node counts)."""
+    where = frames.where
     graph_recs: dict[str, Record] = {}
     for rec in scan.records:
         try:
@@ -135,31 +171,40 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
             if rec.kind == "dynamo_output_graph" and cid:
                 graph_recs[cid] = rec  # the last attempt wins (restarts re-trace)
             elif rec.kind == "artifact:dynamo_graph_break_reason" and cid:
-                model.graph_breaks.append(_graph_break(rec, cid, where(cid), entry_stacks.get(cid, [])))
+                model.graph_breaks.append(
+                    _graph_break(rec, cid, where(cid), frames.entry_stacks.get(cid, []))
+                )
             elif rec.kind == "artifact:recompile_reasons" and cid:
                 fn, file, line, co = where(cid)
                 model.recompiles.append(Recompile(cid, rec.rank, fn, file, line, tuple(_reasons(rec)), co))
             elif rec.kind == "compilation_metrics":
                 model.metrics.append(_metrics(rec, where))
             elif rec.kind == "artifact:fxlens_kernel" and cid:
-                k = rec.payload_json() or {}
-                model.kernels.append(
-                    Kernel(
-                        cid,
-                        rec.rank,
-                        str(k.get("name", "?")),
-                        str(k.get("graph", "")),
-                        tuple(k.get("ops", ())),
-                        int(k.get("bytes_read") or 0),
-                        int(k.get("bytes_written") or 0),
-                        str(k.get("source_path", "")),
-                    )
-                )
+                model.kernels.append(_kernel(rec, cid))
             elif rec.kind == "artifact:fxlens_fallbacks" and cid:
                 for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
                     model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
+    return graph_recs
+
+
+def _kernel(rec: Record, cid: str) -> Kernel:
+    k = rec.payload_json() or {}
+    return Kernel(
+        cid,
+        rec.rank,
+        str(k.get("name", "?")),
+        str(k.get("graph", "")),
+        tuple(k.get("ops", ())),
+        int(k.get("bytes_read") or 0),
+        int(k.get("bytes_written") or 0),
+        str(k.get("source_path", "")),
+    )
+
+
+def _add_limit_hits(model: RankModel) -> None:
+    """Compiles that stopped at the recompile limit: their frames run eagerly from then on."""
     for m in model.metrics:
         if m.fail_reason and "recompile limit exceeded" in m.fail_reason:
             lim = _LIMIT.search(m.fail_reason)
@@ -174,10 +219,15 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
                     lim["type"] if lim else "recompile_limit",
                 )
             )
+
+
+def _add_graphs(
+    model: RankModel, graph_recs: dict[str, Record], frames: _Frames, bad: list[tuple[int, str]]
+) -> None:
     metrics = {m.compile_id: m for m in model.metrics}
     for cid, rec in graph_recs.items():
         try:
-            fn, file, line, co = where(cid)
+            fn, file, line, co = frames.where(cid)
             m = metrics.get(cid)
             ops = _graph_ops(rec.payload())
             sizes = (rec.meta.get("dynamo_output_graph") or {}).get("sizes") or {}
@@ -187,7 +237,6 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
             )
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
-    return model
 
 
 def _graph_ops(code: str) -> list[str]:

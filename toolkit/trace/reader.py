@@ -124,7 +124,6 @@ def scan_log(path: str | Path) -> LogScan:
     """
     path = Path(path)
     scan = LogScan(path=path, rank=rank_from_name(path))
-    bad = scan.bad
     pending: Record | None = None  # a record waiting for its payload lines
     payload_start = 0
     offset = 0
@@ -140,49 +139,56 @@ def scan_log(path: str | Path) -> LogScan:
             if pending is not None:
                 _close_payload(pending, payload_start, start, scan)
                 pending = None
-            if not line.strip():
-                continue
-            m = _GLOG.match(line)
-            if not m:
-                bad.append((line_no, "no trace record prefix"))
-                continue
-            body = line[m.end() :]
-            if body.startswith(_SKIP_PREFIXES):
-                continue
-            try:
-                meta = json.loads(body)
-            except ValueError:
-                bad.append((line_no, "not JSON (torn or corrupt)"))
-                continue
-            except RecursionError:  # a hostile line nested [[[[...]]]] deeper than the decoder goes
-                bad.append((line_no, "JSON nested too deeply"))
-                continue
-            if not isinstance(meta, dict):
-                bad.append((line_no, "not a JSON object"))
-                continue
-            kinds = [k for k in meta if k not in _META_KEYS]
-            if not kinds:
-                continue
-            kind = kinds[0]
-            why = problem(kind, meta)
-            if why:
-                bad.append((line_no, why))
-                continue
-            if kind == "str":
-                name, idx = meta["str"]
-                scan.strings[idx] = name
-                continue
-            if kind == "artifact":
-                kind = "artifact:" + meta["artifact"]["name"]
-            rank = meta.get("rank", scan.rank)
-            rec = Record(kind, meta, _compile_id(meta), rank, path, line_no)
-            scan.records.append(rec)
-            if "has_payload" in meta:
+            rec = _read_record(line, line_no, scan)
+            if rec is not None and "has_payload" in rec.meta:
                 pending, payload_start = rec, -1
         if pending is not None:
             _close_payload(pending, payload_start, offset, scan)
     scan.lines = line_no
     return scan
+
+
+def _read_record(line: bytes, line_no: int, scan: LogScan) -> Record | None:
+    """One record line: kept in `scan.records` (and returned), interned into `scan.strings`, skipped
+    as never needed, or counted in `scan.bad` with why."""
+    if not line.strip():
+        return None
+    m = _GLOG.match(line)
+    if not m:
+        scan.bad.append((line_no, "no trace record prefix"))
+        return None
+    body = line[m.end() :]
+    if body.startswith(_SKIP_PREFIXES):
+        return None
+    try:
+        meta = json.loads(body)
+    except ValueError:
+        scan.bad.append((line_no, "not JSON (torn or corrupt)"))
+        return None
+    except RecursionError:  # a hostile line nested [[[[...]]]] deeper than the decoder goes
+        scan.bad.append((line_no, "JSON nested too deeply"))
+        return None
+    if not isinstance(meta, dict):
+        scan.bad.append((line_no, "not a JSON object"))
+        return None
+    kinds = [k for k in meta if k not in _META_KEYS]
+    if not kinds:
+        return None
+    kind = kinds[0]
+    why = problem(kind, meta)
+    if why:
+        scan.bad.append((line_no, why))
+        return None
+    if kind == "str":
+        name, idx = meta["str"]
+        scan.strings[idx] = name
+        return None
+    if kind == "artifact":
+        kind = "artifact:" + meta["artifact"]["name"]
+    rank = meta.get("rank", scan.rank)
+    rec = Record(kind, meta, _compile_id(meta), rank, scan.path, line_no)
+    scan.records.append(rec)
+    return rec
 
 
 def _close_payload(rec: Record, start: int, end: int, scan: LogScan) -> None:

@@ -1,0 +1,108 @@
+"""Step 2 of `fxlens minify`: a captured graph, compiled alone, fails how and under which spec?
+
+`load_candidate` turns a captured graph back into a reducible candidate (with its recorded
+inputs); `base_spec` is the reproducer's spec for it; `confirm` runs it a few times at once on the
+worker pool, cheapest options first, and answers the spec it fails under, its signature (the
+script's own preferred) and whether it is flaky.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from fxlens.errors import FxlensError
+from fxlens.minify.child import reference_backend
+
+
+def load_candidate(cap: Path, k: int):
+    """Graph k as saved by the capture: (meta, recorded values' path, reducible candidate)."""
+    from fxlens.minify.graph import InputSpec, candidate_from_module, load_graph_module
+
+    meta = json.loads((cap / f"graph_{k}.json").read_text())
+    values_path = cap / f"values_{k}.pt"
+    specs = [InputSpec.from_json(s) for s in meta["inputs"]]
+    values = _load_values(values_path) if values_path.exists() else {}
+    example = [_restore(values.get(f"arg{i}"), s) for i, s in enumerate(specs)]
+    try:
+        cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
+    except Exception as e:  # a graph fx cannot re-trace or run (higher-order ops, autocast regions)
+        raise FxlensError(
+            f"graph {k} (saved as {cap / f'graph_{k}.py'}) cannot be re-traced for reduction: "
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        ) from None
+    return meta, values_path, cand
+
+
+def base_spec(meta: dict, check: str, failed: dict | None, baseline: list[str], session: Path):
+    """The reproducer's spec for a captured graph, before confirming how it fails."""
+    from fxlens.minify.repro_writer import ReproSpec
+
+    # auto with no failure seen in the script's own run: accuracy mode also catches crashes
+    kind = (failed or {}).get("kind", "accuracy")
+    return ReproSpec(
+        backend=meta["backend"],
+        check=kind if check == "auto" else check,
+        config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
+        env=_carried_env(),
+        dynamic=bool(meta.get("dynamic")),
+        reference=reference_backend(session / "children" / "capture", meta["backend"]),
+    )
+
+
+def _carried_env() -> tuple[tuple[str, str], ...]:
+    from fxlens.minify.repro_writer import CARRIED_ENV
+
+    return tuple((k, os.environ[k]) for k in CARRIED_ENV if os.environ.get(k))
+
+
+def _usable(sig: str | None) -> bool:
+    return bool(sig) and not sig.startswith(("eager:", "candidate error", "worker exited"))
+
+
+def confirm(pool, cand, base, values_path: Path | None, child_sig: str | None):
+    """Compile the captured graph alone: the spec (inputs random or recorded, forward or also
+    backward) under which it fails, its signature (the script's own preferred), whether it is
+    flaky, and every signature seen. Options are tried in order, cheapest first, each a few times
+    at once on the pool: a failure that does not show every time is flaky."""
+    from fxlens.minify.repro_writer import render
+
+    options = [replace(base, values_path=None)]
+    if values_path is not None and values_path.exists():
+        options.append(replace(base, values_path=str(values_path)))
+    if any(s.requires_grad for s in cand.inputs):
+        options += [replace(o, backward=True) for o in options]
+    reps = min(max(2, pool.size), 4)
+    seen: list = []
+    fallback = None
+    for o in options:
+        sigs = pool.evaluate([render(cand, o)] * reps)
+        seen += sigs
+        hits = [s for s in sigs if _usable(s)]
+        if not hits:
+            continue
+        sig = child_sig if child_sig in hits else max(set(hits), key=hits.count)
+        # flaky: the same graph also passed (a run that failed differently, a timeout on a busy
+        # machine say, does not make it flaky)
+        found = (o, sig, None in sigs)
+        if sig == child_sig or child_sig is None:
+            return (*found, seen)
+        fallback = fallback or found
+    return (*(fallback or (None, None, False)), seen)
+
+
+def _restore(value, spec):
+    """A recorded value as the graph saw it (saved detached: requires_grad comes from the meta)."""
+    if value is None:
+        return spec.scalar
+    if spec.requires_grad and (value.is_floating_point() or value.is_complex()):
+        value.requires_grad_(True)
+    return value
+
+
+def _load_values(path: Path) -> dict:
+    import torch
+
+    return torch.load(path, weights_only=True)

@@ -1,0 +1,366 @@
+"""One `fxlens minify` run, phase by phase, once its session and worker pool exist.
+
+`run_pipeline(run)`: capture (the script once, under the capturing backend, while the parent warms
+up), confirm (the failing graph compiled alone: the spec and signature reduction keeps), the AOT
+level (for failures that need backward), reduce (on the pool), then write and verify the
+reproducer and assemble the `fxlens minify --json` result. `MinifyRun` carries what every phase
+reads; each phase hands the next a small record of what it found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from fxlens.capture import children
+from fxlens.capture.command import TIMEOUT_EXIT, how_it_ended
+from fxlens.errors import FxlensError
+from fxlens.minify.child import (
+    _capture,
+    _first_backend,
+    _last_error_line,
+    _no_failure_error,
+)
+from fxlens.minify.confirm import base_spec, confirm, load_candidate
+from fxlens.report.command import write_json
+from fxlens.trace.session import append_event
+
+
+@dataclass
+class MinifyRun:
+    """What every phase of one minify run reads; `closers` are called when it ends, however."""
+
+    script: str
+    script_args: list[str]
+    backend: str | None
+    check: str
+    out: str | None
+    json_path: str | None
+    progress: bool
+    cfg: object  # config.MinifyConfig
+    t0: float
+    session: Path
+    pool: object  # fxlens.minify.pool.Pool
+    timeout: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    closers: list = field(default_factory=list)
+
+    def lap(self, name: str) -> None:
+        """Seconds since the last lap (since the start for the first), as timings[name]."""
+        self.timings[name] = round(time.perf_counter() - self.t0 - sum(self.timings.values()), 2)
+
+    def no_failure(self, cap: _Captured) -> FxlensError:
+        return _no_failure_error(
+            self.script,
+            self.script_args,
+            self.session,
+            cap.exit_code,
+            cap.stderr_text,
+            cap.graphs,
+            self.backend or "(the script's own)",
+            self.check,
+        )
+
+
+@dataclass
+class _Captured:
+    """The script's own run: its capture folder, how it ended, its graphs and which to try."""
+
+    cap: Path
+    exit_code: int
+    stderr_text: str
+    graphs: list
+    failed: dict | None  # the graph that failed in the script, as the capturing backend saw it
+    todo: list  # graphs to confirm, in order
+    baseline: list[str]  # torch config lines as they are by default (the reproducer omits them)
+
+
+@dataclass
+class _Confirmed:
+    """The graph that fails alone: its number, meta, candidate, spec (signature set) and flakiness."""
+
+    k: int
+    meta: dict
+    cand: object
+    spec: object  # ReproSpec
+    sig: str
+    flaky: bool
+
+
+@dataclass
+class _Reduced:
+    """The reduction: the graph it started from and its spec (ATen level or Dynamo), and its best."""
+
+    cand: object  # the graph reduction started from (the ATen graph at the AOT level)
+    spec: object
+    final: object
+    reducer: object
+    dynamo_nodes: int
+    aot_note: str | None
+    interrupted: int  # the exit status an interrupt asks for: 130 (Ctrl-C) or 143 (SIGTERM); else 0
+    zygote: object
+
+
+def run_pipeline(run: MinifyRun) -> dict:
+    """Capture, confirm, reduce, write: the `fxlens minify --json` dict."""
+    captured = _capture_phase(run)
+    confirmed = _confirm_phase(run, captured)
+    reduced = _reduce_phase(run, confirmed)
+    return _finish(run, captured, confirmed, reduced)
+
+
+def _capture_phase(run: MinifyRun) -> _Captured:
+    """Run the script once under the capturing backend; the graphs to confirm, failing one first."""
+    from fxlens.minify.capture import baseline_config_lines, captured_graphs, failing_graph
+
+    # the parent idles while the script runs: import torch and probe the config baseline meanwhile,
+    # and have the workers resolve and warm up the backend as soon as the script names it
+    warm: dict = {}
+    captured = threading.Event()
+
+    def meanwhile() -> None:
+        warm.update(baseline=baseline_config_lines())
+        spec = run.backend or _first_backend(run.session / "capture", captured)
+        if spec:
+            run.pool.set_backend(spec)
+            run.pool.prepare()
+
+    warmer = threading.Thread(target=meanwhile, daemon=True)
+    warmer.start()
+    try:
+        cap, exit_code, stderr_text = _capture(
+            run.script, run.script_args, run.backend, run.check, run.session, run.timeout
+        )
+    finally:
+        captured.set()
+    warmer.join()
+    run.lap("capture")
+    graphs = captured_graphs(cap)
+    if exit_code == TIMEOUT_EXIT and run.timeout and not graphs:
+        raise FxlensError(f"{run.script} {how_it_ended(exit_code, run.timeout)} before compiling anything")
+    failed = failing_graph(cap, exit_code)
+    todo = [failed["graph"]] if failed else ([] if exit_code == 0 else graphs)
+    found = _Captured(cap, exit_code, stderr_text, graphs, failed, todo, [])
+    if not todo:
+        raise run.no_failure(found)
+    found.baseline = warm.get("baseline") or baseline_config_lines()
+    return found
+
+
+def _confirm_phase(run: MinifyRun, captured: _Captured) -> _Confirmed:
+    """The first graph to try that fails compiled alone, with the spec and signature it fails under."""
+    cap, pool = captured.cap, run.pool
+    child_sig = (captured.failed or {}).get("signature")
+    pool.set_backend(
+        run.backend or json.loads((cap / f"graph_{captured.todo[0]}.json").read_text())["backend"]
+    )
+    found = None
+    for k in captured.todo:
+        meta, values_path, cand = load_candidate(cap, k)
+        base = base_spec(meta, run.check, captured.failed, captured.baseline, run.session)
+        t_confirm = time.perf_counter()
+        spec, sig, flaky, seen = confirm(pool, cand, base, values_path, child_sig)
+        # a candidate may take as long as the whole graph did (slow compilers on a busy machine);
+        # not when the failure is a hang: the confirm then took the timeout itself
+        if sig != "timeout":  # pool.TIMEOUT_SIGNATURE (imported lazily: pool imports this package)
+            pool.timeout = max(pool.timeout, 5 * (time.perf_counter() - t_confirm))
+        if spec is not None:
+            found = _Confirmed(k, meta, cand, spec, sig, flaky)
+            break
+    if found is None and captured.failed is None:  # the script failed, but no compiled graph does
+        raise run.no_failure(captured)
+    if found is None:
+        child_sig = child_sig or _last_error_line(captured.stderr_text)
+        raise FxlensError(
+            f"{run.script}: graph {captured.todo[0]} fails in the script ({child_sig}) but not when compiled "
+            f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
+        )
+    if run.check == "auto" and not found.sig.startswith("AccuracyError"):
+        found.spec = replace(found.spec, check="crash")  # an exception: crash mode gives the same signature
+    found.spec = replace(found.spec, signature=found.sig)
+    run.lap("confirm")
+    return found
+
+
+def _reduce_phase(run: MinifyRun, confirmed: _Confirmed) -> _Reduced:
+    """Move to the ATen graph when the failure needs backward, then reduce on the pool."""
+    from fxlens.minify.reduce import FLAKY_RETRIES, ProgressBar, Reducer, reduce
+    from fxlens.minify.repro_writer import render
+    from fxlens.minify.verify import Zygote
+
+    pool, cand, spec = run.pool, confirmed.cand, confirmed.spec
+    dynamo_nodes, aot_note = cand.num_calls, None
+    if spec.backward:  # the failure needs backward: find the ATen graph it lives in
+        cand, spec, aot_note = _aot_level(pool, cand, spec, run.session)
+        run.lap("aot_capture")
+    # the reproducer's re-runs fork from this one: it imports torch while the reduction runs
+    zygote = None if run.cfg.fresh_reruns else Zygote(_preload(spec))
+    if zygote is not None:
+        run.closers.append(zygote.close)
+    bar = ProgressBar(original=cand.num_calls) if run.progress else None
+    # a flaky failure: a candidate that passes is tried again before it counts as passing
+    retries = FLAKY_RETRIES if confirmed.flaky else 0
+    reducer = Reducer(
+        pool.evaluate, lambda c: render(c, spec), confirmed.sig, pool.size, bar, retries=retries
+    )
+    interrupted = 0
+    try:
+        final = reduce(reducer, cand)
+    except KeyboardInterrupt as e:
+        interrupted = 143 if isinstance(e, children.Terminated) else 130
+        final = reducer.best or cand
+    if bar:
+        bar.done()
+    pool.close()
+    # every distinct candidate's signature, for a look at what the reduction saw
+    (run.session / "queries.json").write_text(json.dumps(reducer.memo, indent=1))
+    run.lap("reduce")
+    return _Reduced(cand, spec, final, reducer, dynamo_nodes, aot_note, interrupted, zygote)
+
+
+def _finish(run: MinifyRun, captured: _Captured, confirmed: _Confirmed, reduced: _Reduced) -> dict:
+    """Write and verify the reproducer; the result, recorded in the session (and --json)."""
+    spec, cand, final, reducer = reduced.spec, reduced.cand, reduced.final, reduced.reducer
+    result = _write(run, spec, cand, final, reducer, reduced.interrupted, reduced.zygote)
+    result.update(
+        check=spec.check,
+        signature=confirmed.sig,
+        original_nodes=cand.num_calls,
+        final_nodes=final.num_calls,
+        queries=reducer.queries,
+        seconds=round(time.perf_counter() - run.t0, 2),
+        backend=spec.backend,
+        graph=confirmed.k,
+        graphs=len(captured.graphs),
+        session=str(run.session),
+        backward=spec.backward or spec.level == "backward",
+        # the graph reduced: Dynamo's, run forward (and backward when only that fails) by the
+        # backend; or the AOTAutograd forward/backward graph, compiled by its inner compiler
+        level=spec.level_name,
+        aot_graph=None if spec.level == "dynamo" else spec.level,
+        dynamo_nodes=reduced.dynamo_nodes,
+        dynamic=spec.dynamic,
+        flaky_in_reduction=confirmed.flaky,
+        retries=reducer.retried,
+        values_saved=spec.values_path is not None,
+        original_input_bytes=cand.input_bytes,
+        final_input_bytes=final.input_bytes,
+        interrupted=bool(reduced.interrupted),
+        interrupted_exit=reduced.interrupted,
+    )
+    if reduced.aot_note:
+        result["aot_note"] = reduced.aot_note
+    run.lap("write_and_verify")
+    run.timings["of_which_verify"] = result.pop("verify_seconds")
+    # when the last worker had imported torch and warmed Dynamo up (seconds after the pool started)
+    run.timings["workers_warm_at"] = run.pool.warm_at()
+    result["timings"] = run.timings
+    result["summary"] = summary_line(result)
+    append_event(run.session, "minify", result)
+    if run.json_path:
+        write_json(result, run.json_path)
+    return result
+
+
+def _preload(spec) -> list[str]:
+    """Modules the reproducer's backend compiles with (imported ahead by the zygote)."""
+    mods = ["torch._dynamo"]
+    if "inductor" in (spec.backend, spec.inner):
+        mods.append("torch._inductor.compile_fx")
+    if spec.backend in ("fxlens", "fxlens_nofusion"):
+        mods.append("fxlens.backend.compile_fx")
+    return mods
+
+
+def _aot_level(pool, cand, spec, session: Path):
+    """(candidate, spec, note): the AOTAutograd graph (forward or backward) that fails alone with
+    the backend's inner compiler, when the backend has one fxlens knows; else the Dynamo graph
+    as it was, with the reason in the note."""
+    from fxlens.minify.aot import find_failing
+
+    found, why = find_failing(pool, cand, spec, spec.signature, session / "aten")
+    if found is None:
+        return cand, spec, f"reduced at the Dynamo level: {why}"
+    aten, aten_spec = found
+    return aten, replace(aten_spec, signature=spec.signature), None
+
+
+def _write(run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote) -> dict:
+    """Verify the reproducer in fresh interpreters (in the session), then copy it to its place."""
+    from fxlens.minify.repro_writer import default_name, fresh_path, header, render, verify
+
+    script, script_args, session, cfg, out = run.script, run.script_args, run.session, run.cfg, run.out
+    target = fresh_path(out or (cfg.repro_dir / default_name(script, spec.backend, spec.check)))
+    if interrupted:  # never under a name that looks finished (nor at --out): NAME.partial.py
+        target = fresh_path(target.with_name(target.stem + ".partial.py"))
+    values_expr = None
+    work = session / "repro"
+    work.mkdir(exist_ok=True)
+    if spec.values_path:
+        values_name = target.with_suffix(".pt").name
+        shutil.copyfile(spec.values_path, work / values_name)
+        values_expr = f"os.path.join(os.path.dirname(os.path.abspath(__file__)), {values_name!r})"
+    note = "interrupted: the best reproducer found so far, not re-verified" if interrupted else ""
+    text = render(
+        final,
+        spec,
+        header(
+            script=script,
+            script_args=script_args,
+            spec=spec,
+            original_nodes=cand.num_calls,
+            final_nodes=final.num_calls,
+            queries=reducer.queries,
+            note=note,
+        ),
+        values_expr,
+    )
+    staged = work / target.name
+    staged.write_text(text)
+    t_verify = time.perf_counter()
+    # a hang is re-checked with the candidates' timeout (not the 300 s a slow compile may need)
+    vt = cfg.timeout if spec.signature == "timeout" else 300
+    ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, timeout=vt, zygote=zygote)
+    verify_s = round(time.perf_counter() - t_verify, 2)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _copy_atomic(staged, target)
+    if spec.values_path:
+        shutil.copyfile(work / target.with_suffix(".pt").name, fresh_path(target.with_suffix(".pt")))
+    return {
+        "repro": str(target),
+        "reproduced": f"{ok}/{0 if interrupted else cfg.reruns}",
+        "flaky": 0 < ok < cfg.reruns,
+        "verify_seconds": verify_s,
+    }
+
+
+def _copy_atomic(src: Path, dest: Path) -> None:
+    """Copy via a temporary name and a rename: an interrupt or a full disk never leaves half a
+    reproducer under its real name."""
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def summary_line(r: dict) -> str:
+    """One line for the session, the TUI and the terminal."""
+    if r.get("interrupted"):
+        state = "interrupted, best so far, not re-verified"
+    elif r.get("flaky"):
+        state = f"FLAKY: reproduced {r['reproduced']} fresh runs"
+    elif r["reproduced"].startswith("0/"):
+        state = f"did NOT reproduce in {r['reproduced'].split('/')[1]} fresh runs"
+    else:
+        state = f"reproduced {r['reproduced']} fresh runs"
+    return (
+        f"{r['original_nodes']} -> {r['final_nodes']} nodes in {r['queries']} queries, "
+        f"{r['seconds']:.1f}s; {r['check']}: {r['signature']}; {state}; {r['repro']}"
+    )

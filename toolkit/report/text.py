@@ -1,0 +1,227 @@
+"""The report as text: `render_text(report)`, the tables `fxlens run` and `fxlens report` print.
+
+One function per section, most important first; each returns its lines (none when the section is
+empty), and `render_text` joins them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from tabulate import tabulate
+
+from fxlens.trace.sanitize import clean, for_terminal
+from fxlens.trace.userframes import short_path
+
+
+def _loc(file: str, line: int) -> str:
+    return f"{short_path(file)}:{line}" if file else "?"
+
+
+def _rank_col(report: dict) -> bool:
+    return len(report["ranks"]) > 1
+
+
+def _head_lines(report: dict) -> list[str]:
+    g = report["graphs"]
+    fns = sorted({x["function"] for x in g})
+    head = f"fxlens report: {len(g)} graph(s) in {len(fns)} function(s), {sum(b['count'] for b in report['graph_breaks'])} graph break(s), {len(report['recompiles'])} recompile(s)"
+    if _rank_col(report):
+        head += f", {len(report['ranks'])} ranks"
+    out = [head, ""]
+    for d in report["divergence"]:
+        out.append(
+            f"!! RANK DIVERGENCE: {d['message']} -- ranks that compile differently can hang in collectives"
+        )
+    if report["divergence"]:
+        out.append("")
+    return out
+
+
+def _break_lines(report: dict, limit: int) -> list[str]:
+    if not report["graph_breaks"]:
+        return []
+    ranked = _rank_col(report)
+    out = ["Graph breaks (deduplicated by location and reason):"]
+    rows = []
+    for b in report["graph_breaks"][:limit]:
+        rows.append(
+            [b["count"], _loc(b["file"], b["line"]), b["function"], b["reason"][:70]]
+            + ([",".join(map(str, b["ranks"]))] if ranked else [])
+        )
+    out.append(
+        tabulate(
+            rows,
+            headers=["count", "where", "function", "reason"] + (["ranks"] if ranked else []),
+            tablefmt="simple",
+        )
+    )
+    for b in report["graph_breaks"][:limit]:
+        out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")
+        if len(b["call_path"]) > 1:
+            out.append(
+                "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])
+            )
+        if b["explanation"]:
+            out.append(f"    why: {b['explanation'][:200]}")
+        for h in b["hints"][:2]:
+            if "report an issue" not in h:
+                out.append(f"    hint: {h[:200]}")
+    out.append("")
+    return out
+
+
+def _recompile_lines(report: dict) -> list[str]:
+    """Recompiles by root cause, then the frames that hit the recompile limit."""
+    ranked = _rank_col(report)
+    out = []
+    if report["recompile_causes"]:
+        out.append("Recompiles, by root cause:")
+        rows = [
+            [c["count"], f"{c['function']} ({_loc(c['file'], c['line'])})", c["message"]]
+            + ([",".join(map(str, c["ranks"]))] if ranked else [])
+            for c in report["recompile_causes"]
+        ]
+        headers = ["recompiles", "function", "cause"] + (["ranks"] if ranked else [])
+        out.append(tabulate(rows, headers=headers, tablefmt="simple"))
+        for c in report["recompile_causes"]:
+            out.append(f"  fix for {c['subject']}: {c['fix']}")
+        out.append("")
+    if report["recompile_limit_hits"]:
+        out.append("Recompile limit hits (these frames now run EAGERLY, silently):")
+        rows = [
+            [h["function"], _loc(h["file"], h["line"]), f"{h['limit_type']}={h['limit']}"]
+            + ([h["rank"]] if ranked else [])
+            for h in report["recompile_limit_hits"]
+        ]
+        out.append(
+            tabulate(
+                rows, headers=["function", "where", "limit"] + (["rank"] if ranked else []), tablefmt="simple"
+            )
+        )
+        out.append("")
+    return out
+
+
+def _failure_lines(report: dict) -> list[str]:
+    if not report["failures"]:
+        return []
+    rows = [
+        [f["compile_id"], f["function"], f["fail_type"], f["fail_reason"][:80]] for f in report["failures"]
+    ]
+    return [
+        "Compile failures:",
+        tabulate(rows, headers=["compile id", "function", "type", "reason"], tablefmt="simple"),
+        "",
+    ]
+
+
+def _graph_lines(report: dict, limit: int) -> list[str]:
+    g = report["graphs"]
+    if not g:
+        return []
+    ranked = _rank_col(report)
+    rows = []
+    for x in g[:limit]:
+        ops = ", ".join(o.split(".")[-1] for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
+        rows.append(
+            ([x["rank"]] if ranked else [])
+            + [x["compile_id"], x["function"], _loc(x["file"], x["line"]), x["num_nodes"], x["num_ops"], ops]
+        )
+    out = ["Graphs:"]
+    out.append(
+        tabulate(
+            rows,
+            headers=(["rank"] if ranked else [])
+            + ["compile id", "function", "where", "nodes", "ops", "ops used"],
+            tablefmt="simple",
+        )
+    )
+    if len(g) > limit:
+        out.append(f"  ... {len(g) - limit} more (see --json)")
+    out.append("")
+    return out
+
+
+def _compile_time_lines(report: dict) -> list[str]:
+    ct = report["compile_times"]
+    if not ct["per_compile"]:
+        return []
+    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
+    rows = [
+        [
+            m["compile_id"],
+            m["function"],
+            f"{m['total_s'] or 0:.2f}",
+            f"{m['backend_s'] or 0:.2f}",
+            m["guard_count"],
+        ]
+        for m in slow
+    ]
+    return [
+        f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:",
+        tabulate(
+            rows, headers=["compile id", "function", "total s", "backend s", "guards"], tablefmt="simple"
+        ),
+        "",
+    ]
+
+
+def _backend_lines(report: dict, limit: int) -> list[str]:
+    """The fxlens backend's kernels and the ops it ran as ATen calls."""
+    out = []
+    if report["kernels"]:
+        k = report["kernels"]
+        out.append(
+            f"fxlens kernels: {len(k)} (bytes read {sum(x['bytes_read'] for x in k)}, written {sum(x['bytes_written'] for x in k)})"
+        )
+        rows = [
+            [x["compile_id"], x["name"], len(x["ops"]), x["bytes_read"], x["bytes_written"]]
+            for x in k[:limit]
+        ]
+        out.append(
+            tabulate(
+                rows,
+                headers=["compile id", "kernel", "ops", "bytes read", "bytes written"],
+                tablefmt="simple",
+            )
+        )
+        out.append("")
+    if report["fallbacks"]:
+        fb = Counter()
+        for f in report["fallbacks"]:
+            fb[f["op"]] += f["count"]
+        out.append(
+            "fxlens fallbacks (ops run as ATen calls): "
+            + ", ".join(f"{op} x{n}" for op, n in fb.most_common())
+        )
+        out.append("")
+    return out
+
+
+def _note_lines(report: dict) -> list[str]:
+    out = [f"[{ev.get('event')}] {ev['summary']}" for ev in report["events"] if ev.get("summary")]
+    out += [f"note: {s}" for s in report["skipped"]]
+    if not report["graphs"] and not report["graph_breaks"] and not report["failures"]:
+        out.append("No graphs were compiled.")
+    return out
+
+
+def render_text(report: dict, limit: int = 20) -> str:
+    """The human report: tabulate tables, most important first.
+
+    Every string from the trace is shown with its control characters escaped (before the tables
+    are laid out, so columns still line up), and the whole text once more as a backstop.
+    """
+    report = clean(report)
+    out = [
+        *_head_lines(report),
+        *_break_lines(report, limit),
+        *_recompile_lines(report),
+        *_failure_lines(report),
+        *_graph_lines(report, limit),
+        *_compile_time_lines(report),
+        *_backend_lines(report, limit),
+        *_note_lines(report),
+    ]
+    return for_terminal("\n".join(out).rstrip() + "\n")
