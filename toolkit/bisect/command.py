@@ -34,7 +34,7 @@ from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs
 from fxlens.capture import children
-from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended
+from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
@@ -335,6 +335,8 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             "good": good,
             "graph": ordinal,
             "env": runs.extra_env,
+            "fork": os.environ.get(config.ENV_BISECT_FRESH_RUNS, "0") in ("", "0"),
+            "module": module_of(runs.script),
             "cache_dir": str(Path(tmp) / "inductor-cache"),
             "out": str(Path(tmp) / "result.json"),
         }

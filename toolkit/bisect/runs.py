@@ -96,6 +96,10 @@ class Runs:
         self.outcomes: list[Outcome] = []
         self.extra_env: dict[str, str] = {}  # added to every later run (e.g. FXLENS_CHECK_KERNELS)
         self.first = first  # number of the first run (a driver process continues the parent's count)
+        # fork each run from this process (`fxlens.bisect.warm`: it imported torch and compiled
+        # nothing) instead of starting a fresh interpreter; no TORCH_TRACE then
+        self.fork = False
+        self.module: str | None = None  # the module of `-m MODULE` (forked runs: see run_forked)
 
     @property
     def count(self) -> int:
@@ -127,16 +131,30 @@ class Runs:
         }
         t0 = time.perf_counter()
         sdir.mkdir(parents=True, exist_ok=True)
-        res = run_captured(
-            self.script,
-            self.script_args,
-            backend=WRAPPER if wrap else None,
-            session_dir=str(sdir),
-            env=child_env,
-            timeout=self.timeout,
-            stdout=sdir / OUTPUT_FILE,
-            stderr=sdir / OUTPUT_FILE,
-        )
+        if self.fork:
+            from fxlens.bisect.warm import run_forked
+
+            child_env[config.ENV_BACKEND_OVERRIDE] = WRAPPER if wrap else None
+            res = run_forked(
+                self.script,
+                self.script_args,
+                session_dir=sdir,
+                env=child_env,
+                timeout=self.timeout,
+                output=sdir / OUTPUT_FILE,
+                module=self.module,
+            )
+        else:
+            res = run_captured(
+                self.script,
+                self.script_args,
+                backend=WRAPPER if wrap else None,
+                session_dir=str(sdir),
+                env=child_env,
+                timeout=self.timeout,
+                stdout=sdir / OUTPUT_FILE,
+                stderr=sdir / OUTPUT_FILE,
+            )
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
