@@ -79,7 +79,7 @@ def _assert_relu_lowering(v):
 
 
 def test_inductor_stage_and_graph_without_handover(bisect):
-    proc, v = bisect(MULTI, "--inductor-relu-bug", "compile_error", "--no-compiler-bisector")
+    proc, v = bisect(MULTI, "--inductor-relu-bug", "compile_error", opts=("--no-compiler-bisector",))
     assert proc.returncode == 0, proc.stderr
     assert v["backend"] == "inductor" and v["first_failing_stage"] == "inductor"
     assert [s["ok"] for s in v["stages"]] == [True, True, True, False]

@@ -342,7 +342,9 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
         }
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
-        runs.echo("  handing over to torch's CompilerBisector (inductor passes, configs, lowerings)")
+        how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
+        runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
+        t0 = time.perf_counter()
         proc = children.popen(
             [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
             stdout=subprocess.PIPE,
@@ -365,7 +367,13 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
             return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {last}"}
         data = json.loads(out_path.read_text())
-    return {**(data.get("result") or {"found": None}), "runs": len(data.get("runs", [])), **_err(data)}
+    extra = {"forked": spec["fork"], "seconds": round(time.perf_counter() - t0, 2)}
+    return {
+        **(data.get("result") or {"found": None}),
+        "runs": len(data.get("runs", [])),
+        **extra,
+        **_err(data),
+    }
 
 
 def _err(data: dict) -> dict:
