@@ -128,6 +128,8 @@ class BisectConfig:
     timeout: float
     #: compare only the graphs compiled with `stage` (the others still record crashes)
     check_tested_only: bool = False
+    #: the CompilerBisector handover starts each step in a new interpreter (default: forked)
+    fresh_runs: bool = False
 
 
 def load_bisect() -> BisectConfig:
@@ -139,4 +141,5 @@ def load_bisect() -> BisectConfig:
         check_calls=int(_env_str(ENV_BISECT_CHECK_CALLS, "1") or 1),
         timeout=float(_env_str(ENV_BISECT_TIMEOUT, "0") or 0),
         check_tested_only=_env_str(ENV_BISECT_CHECK_TESTED_ONLY, "0") not in ("", "0"),
+        fresh_runs=_env_str(ENV_BISECT_FRESH_RUNS, "0") not in ("", "0"),
     )

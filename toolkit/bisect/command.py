@@ -335,7 +335,7 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             "good": good,
             "graph": ordinal,
             "env": runs.extra_env,
-            "fork": os.environ.get(config.ENV_BISECT_FRESH_RUNS, "0") in ("", "0"),
+            "fork": not config.load_bisect().fresh_runs,
             "module": module_of(runs.script),
             "cache_dir": str(Path(tmp) / "inductor-cache"),
             "out": str(Path(tmp) / "result.json"),
