@@ -20,7 +20,8 @@ import sys
 import pytest
 from bisect_helpers import MULTI, def_line
 
-pytestmark = pytest.mark.slow
+# a whole bisect each (the fresh-interpreter one ~10 min on a loaded 2-core box): past the 600 s default
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 BISECTOR_FIELDS = ("backend", "subsystem", "bisect_number", "debug_info", "runs")
 
