@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from pathlib import Path
 from fxlens import config
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect.runs import Outcome, Runs
+from fxlens.bisect.runs import INDUCTOR_CACHE, Outcome, Runs
 from fxlens.capture import children
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
@@ -133,7 +134,10 @@ def bisect_script(
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
     runs.extra_env.update(env or {})
     echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'}")
-    result = _bisect(runs, script, list(args), backend, check, torch_bisector)
+    try:
+        result = _bisect(runs, script, list(args), backend, check, torch_bisector)
+    finally:  # compiled C++ the runs shared (see runs.cache_env): not part of the session
+        shutil.rmtree(sdir / INDUCTOR_CACHE, ignore_errors=True)
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
     result["session"] = str(sdir)
     result["summary"] = summary_line(result)

@@ -22,28 +22,29 @@ import os
 import sys
 from pathlib import Path
 
-STEP_ENV = {
-    # with caches force-disabled inductor compiles in a fresh temporary cache dir, where the run
-    # would not find the bisector's state files; bisection bypasses the caches anyway
-    "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
-}
-
 
 def run_driver(spec: dict) -> dict:
     """Run CompilerBisector over `spec`'s script; returns {result, runs}."""
-    cache = spec["cache_dir"]
+    from fxlens.bisect.runs import cache_env
+
+    # The bisector's state files live in `state` (it deletes that dir when it starts and ends).
     # Every switch torch reads at import time is set before this process imports it, the same for
     # every step: the steps are forked from here (spec "fork"), each from a process that imported
-    # torch and inductor and never compiled anything.
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # before torch reads it (cache_dir())
+    # torch and inductor and never compiled anything; they inherit `state` as the bisector's dir
+    # and compile into the bisect's own inductor cache. A fresh-interpreter step finds the state
+    # only through its cache dir (torch's `run` mode does the same): there, that dir is `state`.
+    state = spec["cache_dir"]
+    fork = spec.get("fork", True)
+    step_env = cache_env(Path(spec["session_dir"]))
+    if not fork:
+        step_env["TORCHINDUCTOR_CACHE_DIR"] = state
+    os.environ.update(step_env)  # before torch reads them
     # fxlens's ladder already showed inductor is the first failing backend: start there
     # (torch computes CompilerBisector.bisection_enabled from it at import time)
     os.environ["TORCH_BISECT_BACKEND"] = "inductor"
     os.environ["TORCH_COMPILE_BACKEND"] = "inductor"
-    os.environ.update(STEP_ENV)
     os.environ.update(spec.get("env") or {})
     os.environ.pop("TORCH_TRACE", None)  # these runs write no trace (see fxlens.bisect.warm)
-    fork = spec.get("fork", True)
     if fork:
         import torch  # noqa: F401
         import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
@@ -81,7 +82,7 @@ def run_driver(spec: dict) -> dict:
             # the whole-inductor run is the one fxlens just did for this graph: known to fail
             reused["n"] += 1
             return False
-        env = {**STEP_ENV, "TORCH_COMPILE_BACKEND": backend, "TORCH_BISECT_BACKEND": backend}
+        env = {**step_env, "TORCH_COMPILE_BACKEND": backend, "TORCH_BISECT_BACKEND": backend}
         state = ""
         if subsystem:
             env["TORCH_BISECT_SUBSYSTEM"] = subsystem
@@ -99,7 +100,8 @@ def run_driver(spec: dict) -> dict:
         # crashes instead of diverging has not fixed the issue)
         return not out.failed
 
-    CompilerBisector.in_process_cache = cache_dir()  # shared with the runs through the env
+    # forked steps inherit this; fresh ones compute the same dir from TORCHINDUCTOR_CACHE_DIR
+    CompilerBisector.in_process_cache = state if fork else cache_dir()
     result = CompilerBisector.do_bisect(fn)
     return {
         "result": None
