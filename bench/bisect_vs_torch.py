@@ -98,6 +98,9 @@ def bench_fxlens(case: Path, tmp: Path) -> dict:
     return {
         "runs": _count(counter),
         "reported_runs": r["runs"],
+        # the CompilerBisector handover's share (its steps forked from a warm driver)
+        "handover_runs": cb.get("runs"),
+        "handover_seconds": cb.get("seconds"),
         "seconds": round(seconds, 1),
         "verdict": verdict,
     }
@@ -106,13 +109,27 @@ def bench_fxlens(case: Path, tmp: Path) -> dict:
 CASES = ("compile_error", "runtime_error", "accuracy")
 
 
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def bench_case(bug: str) -> dict:
-    """Both tools on one case, in a fresh temporary directory."""
+    """Both tools on one case, in a fresh temporary directory, with the load average (1/5/15 min)
+    before and after each tool: the box is shared, and both sides should see the same load."""
     with tempfile.TemporaryDirectory(prefix=f"fxlens-bench-bisect-{bug}-") as d:
         tmp = Path(d)
         case = tmp / "case.py"
         case.write_text(CASE.format(bug=bug))
-        return {"torch": bench_torch(case, tmp), "fxlens": bench_fxlens(case, tmp)}
+        out = {}
+        for name, fn in (("torch", bench_torch), ("fxlens", bench_fxlens)):
+            before = _load()
+            out[name] = fn(case, tmp)
+            out[name]["load"] = f"{before} -> {_load()}"
+        out["ratio"] = {
+            "runs": round(out["fxlens"]["runs"] / max(out["torch"]["runs"], 1), 2),
+            "seconds": round(out["fxlens"]["seconds"] / max(out["torch"]["seconds"], 1e-9), 2),
+        }
+        return out
 
 
 def main() -> None:
@@ -120,14 +137,21 @@ def main() -> None:
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {', '.join(CASES)}")
     opts = ap.parse_args()
-    results = {bug: bench_case(bug) for bug in opts.cases.split(",")}
-    print(f"{'case':<14} {'tool':<36} {'runs':>5} {'wall s':>8}  verdict")
+    results = {}
+    for bug in opts.cases.split(","):
+        results[bug] = bench_case(bug)
+        print(f"[{bug}] {json.dumps(results[bug])}", file=sys.stderr, flush=True)
+        if opts.json:  # written after each case: a long bench interrupted keeps what it measured
+            Path(opts.json).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"{'case':<14} {'tool':<36} {'runs':>5} {'wall s':>8}  {'load avg':<28} verdict")
     for bug, sides in results.items():
         for name, r in (
             ("torch CompilerBisector (run mode)", sides["torch"]),
             ("fxlens bisect", sides["fxlens"]),
         ):
-            print(f"{bug:<14} {name:<36} {r['runs']:>5} {r['seconds']:>8.1f}  {r['verdict']}")
+            print(f"{bug:<14} {name:<36} {r['runs']:>5} {r['seconds']:>8.1f}  {r['load']:<28} {r['verdict']}")
+        ratio = sides["ratio"]
+        print(f"{bug:<14} {'fxlens / torch':<36} {ratio['runs']:>5} {ratio['seconds']:>8.2f}")
     if opts.json:
         Path(opts.json).write_text(json.dumps(results, indent=2) + "\n")
 

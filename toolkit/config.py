@@ -95,6 +95,11 @@ ENV_BISECT_GRAPHS = "FXLENS_BISECT_GRAPHS"
 ENV_BISECT_CHECK = "FXLENS_BISECT_CHECK"
 ENV_BISECT_CHECK_CALLS = "FXLENS_BISECT_CHECK_CALLS"
 ENV_BISECT_TIMEOUT = "FXLENS_BISECT_TIMEOUT"
+# "1": compare only the graphs under test with fp64 (the CompilerBisector handover's runs, whose
+# other graphs run a stage already known good)
+ENV_BISECT_CHECK_TESTED_ONLY = "FXLENS_BISECT_CHECK_TESTED_ONLY"
+# "1": the CompilerBisector handover runs each step in a new interpreter, not forked from a warm one
+ENV_BISECT_FRESH_RUNS = "FXLENS_BISECT_FRESH_RUNS"
 # seconds one run of the watched script may take under bisect, minify and doctor (`--timeout`)
 RUN_TIMEOUT_DEFAULT_S = 600.0
 
@@ -121,6 +126,10 @@ class BisectConfig:
     check_calls: int
     #: seconds one child run may take before it counts as a hang (0: no limit)
     timeout: float
+    #: compare only the graphs compiled with `stage` (the others still record crashes)
+    check_tested_only: bool = False
+    #: the CompilerBisector handover starts each step in a new interpreter (default: forked)
+    fresh_runs: bool = False
 
 
 def load_bisect() -> BisectConfig:
@@ -131,4 +140,6 @@ def load_bisect() -> BisectConfig:
         check=_env_str(ENV_BISECT_CHECK, "auto"),
         check_calls=int(_env_str(ENV_BISECT_CHECK_CALLS, "1") or 1),
         timeout=float(_env_str(ENV_BISECT_TIMEOUT, "0") or 0),
+        check_tested_only=_env_str(ENV_BISECT_CHECK_TESTED_ONLY, "0") not in ("", "0"),
+        fresh_runs=_env_str(ENV_BISECT_FRESH_RUNS, "0") not in ("", "0"),
     )

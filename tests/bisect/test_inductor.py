@@ -1,18 +1,86 @@
 """Inductor failures: fxlens steps eager -> aot_eager -> aot_eager_decomp_partition -> inductor,
 narrows to the graph, then hands that graph to torch's CompilerBisector.
 
-Inductor compiles C++ on CPU (tens of seconds a run on a loaded 2-core box), and CompilerBisector
-tries each of inductor's subsystems in turn, so these are slow tests.
+Ground truth: multi.py's third graph (2/0, `block`'s resume function) is the only one with
+torch.relu, and inductor's `cpp.inject_relu_bug_TESTING_ONLY` breaks inductor's C++ code for relu,
+so the stage is inductor, the graph 2/0, and CompilerBisector's culprit the `lowerings` subsystem at
+the application that lowers relu. The handover's steps are forked from a warm driver process
+(`fxlens.bisect.warm`); FXLENS_BISECT_FRESH_RUNS=1 runs each in a new interpreter instead, and
+both must give the same verdict.
+
+Inductor compiles C++ on CPU (seconds to tens of seconds a run on a loaded 2-core box), and
+CompilerBisector tries each of inductor's subsystems in turn, so these are slow tests.
 """
+
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 from bisect_helpers import MULTI, def_line
 
-pytestmark = pytest.mark.slow
+# a whole bisect each (the fresh-interpreter one ~10 min on a loaded 2-core box): past the 600 s default
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+BISECTOR_FIELDS = ("backend", "subsystem", "bisect_number", "debug_info", "runs")
+
+
+def _bisect(tmp, *args, env=None, timeout=1800):
+    out = tmp / "verdict.json"
+    sessions = tmp / "sessions"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "bisect", "--json", str(out), *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FXLENS_SESSIONS_DIR": str(sessions), **(env or {})},
+        timeout=timeout,
+    )
+    return proc, (json.loads(out.read_text()) if out.exists() else None), sessions
+
+
+def _processes_of(sessions) -> list[str]:
+    """Live processes started for this bisect (they inherit its FXLENS_SESSIONS_DIR), zombies aside."""
+    mark = f"FXLENS_SESSIONS_DIR={sessions}".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if mark in env and state != "Z":
+            found.append(f"{pid}: {cmd}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def accuracy_forked(tmp_path_factory):
+    """The accuracy case bisected once with the forked handover (the default), shared by tests."""
+    tmp = tmp_path_factory.mktemp("forked")
+    proc, v, sessions = _bisect(tmp, MULTI, "--inductor-relu-bug", "accuracy")
+    left = _processes_of(sessions) if sys.platform.startswith("linux") else []
+    return proc, v, left
+
+
+def _assert_relu_lowering(v):
+    assert v["first_failing_stage"] == "inductor"
+    assert v["culprit"]["compile_id"] == "2/0"
+    assert (v["culprit"]["function"], v["culprit"]["line"]) == ("block", def_line("block"))
+    cb = v["compiler_bisector"]
+    assert "error" not in cb, cb
+    # the relu bug lives in inductor's lowering of relu: CompilerBisector names that lowering
+    assert cb["backend"] == "inductor" and cb["subsystem"] == "lowerings"
+    assert "relu" in (cb["debug_info"] or "")
+    assert v["runs"] == 5 + cb["runs"]
 
 
 def test_inductor_stage_and_graph_without_handover(bisect):
-    proc, v = bisect(MULTI, "--inductor-relu-bug", "compile_error", "--no-compiler-bisector")
+    proc, v = bisect(MULTI, "--inductor-relu-bug", "compile_error", opts=("--no-compiler-bisector",))
     assert proc.returncode == 0, proc.stderr
     assert v["backend"] == "inductor" and v["first_failing_stage"] == "inductor"
     assert [s["ok"] for s in v["stages"]] == [True, True, True, False]
@@ -22,15 +90,36 @@ def test_inductor_stage_and_graph_without_handover(bisect):
     assert c["kernel"] is None and v["compiler_bisector"] is None
 
 
-def test_inductor_relu_bug_handed_to_compiler_bisector(bisect):
-    proc, v = bisect(MULTI, "--inductor-relu-bug", "accuracy", timeout=1800)
+def test_inductor_relu_bug_handed_to_compiler_bisector(accuracy_forked):
+    proc, v, _ = accuracy_forked
     assert proc.returncode == 0, proc.stderr
-    assert v["first_failing_stage"] == "inductor" and v["failure"]["kind"] == "accuracy"
-    assert v["culprit"]["compile_id"] == "2/0"
-    cb = v["compiler_bisector"]
-    assert "error" not in cb, cb
-    # the relu bug lives in inductor's lowering of relu: CompilerBisector names that lowering
-    assert cb["backend"] == "inductor" and cb["subsystem"] == "lowerings"
-    assert "relu" in (cb["debug_info"] or "")
-    assert v["runs"] == 5 + cb["runs"]
+    assert v["failure"]["kind"] == "accuracy"
+    _assert_relu_lowering(v)
     assert "CompilerBisector: inductor / lowerings" in proc.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_forked_handover_leaves_no_process_behind(accuracy_forked):
+    proc, v, left = accuracy_forked
+    assert v is not None and v["compiler_bisector"]["runs"] > 0, proc.stderr
+    assert left == []
+
+
+def test_forked_handover_verdict_equals_fresh_interpreters(accuracy_forked, tmp_path):
+    _, forked, _ = accuracy_forked
+    proc, fresh, _ = _bisect(
+        tmp_path, MULTI, "--inductor-relu-bug", "accuracy", env={"FXLENS_BISECT_FRESH_RUNS": "1"}
+    )
+    assert proc.returncode == 0, proc.stderr
+    _assert_relu_lowering(fresh)
+    assert {k: fresh["compiler_bisector"][k] for k in BISECTOR_FIELDS} == {
+        k: forked["compiler_bisector"][k] for k in BISECTOR_FIELDS
+    }
+    assert fresh["runs"] == forked["runs"] and fresh["culprit"] == forked["culprit"]
+
+
+def test_inductor_compile_error_handed_to_compiler_bisector(tmp_path):
+    proc, v, _ = _bisect(tmp_path, MULTI, "--inductor-relu-bug", "compile_error")
+    assert proc.returncode == 0, proc.stderr
+    assert v["failure"]["kind"] == "crash"
+    _assert_relu_lowering(v)

@@ -126,7 +126,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         if cfg.session_dir:
             append_event(cfg.session_dir, "bisect_graph", {**base, "phase": phase, **data})
 
-    checking = bcfg.check in ("accuracy", "auto")
+    checking = bcfg.check in ("accuracy", "auto") and (use == stage or not bcfg.check_tested_only)
     from fxlens.bisect.check import has_random_ops
 
     random_ops = checking and has_random_ops(gm)
@@ -140,7 +140,13 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         record("compile", ok=False, error=str(e), refused=True)
         raise
     try:
-        compiled = backend(gm, example_inputs)
+        changes = _bisector_config_change(use)
+        if changes:
+            from torch._inductor.compile_fx import compile_fx
+
+            compiled = compile_fx(gm, example_inputs, config_patches=changes)
+        else:
+            compiled = backend(gm, example_inputs)
     except Exception as e:
         record("compile", ok=False, error=_error(e))
         raise
@@ -168,6 +174,22 @@ def wrapper(gm, example_inputs, asked: str | None = None):
 
 
 wrapper.for_asked = for_asked
+
+
+def _bisector_config_change(use: str) -> dict | None:
+    """The inductor config change torch's CompilerBisector is testing in this run, if any.
+
+    torch applies it only where `torch.compile(backend="inductor")` builds its wrapper; this
+    wrapper calls the registered `inductor` backend instead, so it applies the change itself (else
+    the bisector's config steps, e.g. `fallback_random`, would test nothing).
+    """
+    if use != "inductor" or not os.environ.get("TORCH_BISECT_BACKEND"):
+        return None
+    from torch._inductor.compiler_bisector import CompilerBisector
+
+    if not CompilerBisector.bisection_enabled:
+        return None
+    return CompilerBisector.get_config_change("inductor") or None
 
 
 def _references(reference, args, record):

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,9 +33,9 @@ from pathlib import Path
 from fxlens import config
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect.runs import Outcome, Runs
+from fxlens.bisect.runs import INDUCTOR_CACHE, Outcome, Runs
 from fxlens.capture import children
-from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended
+from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
@@ -133,7 +134,10 @@ def bisect_script(
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
     runs.extra_env.update(env or {})
     echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'}")
-    result = _bisect(runs, script, list(args), backend, check, torch_bisector)
+    try:
+        result = _bisect(runs, script, list(args), backend, check, torch_bisector)
+    finally:  # compiled C++ the runs shared (see runs.cache_env): not part of the session
+        shutil.rmtree(sdir / INDUCTOR_CACHE, ignore_errors=True)
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
     result["session"] = str(sdir)
     result["summary"] = summary_line(result)
@@ -335,12 +339,16 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             "good": good,
             "graph": ordinal,
             "env": runs.extra_env,
+            "fork": not config.load_bisect().fresh_runs,
+            "module": module_of(runs.script),
             "cache_dir": str(Path(tmp) / "inductor-cache"),
             "out": str(Path(tmp) / "result.json"),
         }
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
-        runs.echo("  handing over to torch's CompilerBisector (inductor passes, configs, lowerings)")
+        how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
+        runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
+        t0 = time.perf_counter()
         proc = children.popen(
             [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
             stdout=subprocess.PIPE,
@@ -363,7 +371,13 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
             return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {last}"}
         data = json.loads(out_path.read_text())
-    return {**(data.get("result") or {"found": None}), "runs": len(data.get("runs", [])), **_err(data)}
+    extra = {"forked": spec["fork"], "seconds": round(time.perf_counter() - t0, 2)}
+    return {
+        **(data.get("result") or {"found": None}),
+        "runs": len(data.get("runs", [])),
+        **extra,
+        **_err(data),
+    }
 
 
 def _err(data: dict) -> dict:

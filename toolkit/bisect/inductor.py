@@ -7,6 +7,12 @@ others by the stage before, and with `TORCH_BISECT_*` set the way torch's own
 `python -m torch._inductor.compiler_bisector run` sets them for its subprocesses. The bisector's
 state lives in a private inductor cache dir (it deletes that dir when it starts and ends). The
 result goes to SPEC's `out` file as JSON.
+
+Each step is still a whole run of the script, but forked from this driver (`fxlens.bisect.warm`)
+after it imported torch and inductor once, so a step pays for Dynamo, the compile and the script,
+not for a new interpreter and its imports. A step only needs pass/fail: it writes no trace and
+compares only the culprit graph with fp64. FXLENS_BISECT_FRESH_RUNS=1 runs every step in a new
+interpreter instead (the verdict must be the same; tests check that it is).
 """
 
 from __future__ import annotations
@@ -19,13 +25,37 @@ from pathlib import Path
 
 def run_driver(spec: dict) -> dict:
     """Run CompilerBisector over `spec`'s script; returns {result, runs}."""
-    cache = spec["cache_dir"]
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache  # before torch reads it (cache_dir())
+    from fxlens.bisect.runs import cache_env
+
+    # The bisector's state files live in `state` (it deletes that dir when it starts and ends).
+    # Every switch torch reads at import time is set before this process imports it, the same for
+    # every step: the steps are forked from here (spec "fork"), each from a process that imported
+    # torch and inductor and never compiled anything; they inherit `state` as the bisector's dir
+    # and compile into the bisect's own inductor cache. A fresh-interpreter step finds the state
+    # only through its cache dir (torch's `run` mode does the same): there, that dir is `state`.
+    state = spec["cache_dir"]
+    fork = spec.get("fork", True)
+    step_env = cache_env(Path(spec["session_dir"]))
+    if not fork:
+        step_env["TORCHINDUCTOR_CACHE_DIR"] = state
+    os.environ.update(step_env)  # before torch reads them
     # fxlens's ladder already showed inductor is the first failing backend: start there
+    # (torch computes CompilerBisector.bisection_enabled from it at import time)
     os.environ["TORCH_BISECT_BACKEND"] = "inductor"
+    os.environ["TORCH_COMPILE_BACKEND"] = "inductor"
+    os.environ.update(spec.get("env") or {})
+    os.environ.pop("TORCH_TRACE", None)  # these runs write no trace (see fxlens.bisect.warm)
+    if fork:
+        import torch  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
+
+        import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
+        import fxlens.bisect.check  # noqa: F401
+        import fxlens.capture.runner  # noqa: F401
     from torch._inductor.compiler_bisector import CompilerBisector
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
+    from fxlens import config
     from fxlens.bisect.runs import Runs
 
     runs = Runs(
@@ -37,7 +67,12 @@ def run_driver(spec: dict) -> dict:
         echo=lambda line: print(line, flush=True),
         first=spec["first_run"],
     )
+    runs.fork = fork
+    runs.module = spec.get("module")
     runs.extra_env.update(spec.get("env") or {})
+    # a step only asks "does the culprit graph still fail": the other graphs run the stage before,
+    # already known good, so only the culprit is compared with fp64 (crashes anywhere still count)
+    runs.extra_env[config.ENV_BISECT_CHECK_TESTED_ONLY] = "1"
     reused = {"n": 0}
 
     def fn() -> bool:
@@ -47,13 +82,7 @@ def run_driver(spec: dict) -> dict:
             # the whole-inductor run is the one fxlens just did for this graph: known to fail
             reused["n"] += 1
             return False
-        env = {
-            "TORCH_COMPILE_BACKEND": backend,
-            "TORCH_BISECT_BACKEND": backend,
-            # with caches force-disabled inductor compiles in a fresh temporary cache dir, where
-            # the run would not find the bisector's state files; bisection bypasses the caches anyway
-            "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
-        }
+        env = {**step_env, "TORCH_COMPILE_BACKEND": backend, "TORCH_BISECT_BACKEND": backend}
         state = ""
         if subsystem:
             env["TORCH_BISECT_SUBSYSTEM"] = subsystem
@@ -71,7 +100,8 @@ def run_driver(spec: dict) -> dict:
         # crashes instead of diverging has not fixed the issue)
         return not out.failed
 
-    CompilerBisector.in_process_cache = cache_dir()  # shared with the runs through the env
+    # forked steps inherit this; fresh ones compute the same dir from TORCHINDUCTOR_CACHE_DIR
+    CompilerBisector.in_process_cache = state if fork else cache_dir()
     result = CompilerBisector.do_bisect(fn)
     return {
         "result": None

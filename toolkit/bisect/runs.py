@@ -20,6 +20,23 @@ from fxlens.trace.session import Session
 WRAPPER = "fxlens.bisect.backend:wrapper"
 TIMEOUT_EXIT = 124
 OUTPUT_FILE = "output.txt"  # the child's stdout and stderr, interleaved
+INDUCTOR_CACHE = "inductor-cache"  # in the bisect's session: its runs' private inductor cache dir
+
+
+def cache_env(session_dir: Path) -> dict[str, str]:
+    """Inductor's caches for one bisect's runs: no compiled graph is ever served from a cache (a
+    hit would skip the very passes a run tests), but C++ headers and kernels compiled from the same
+    source are (keyed by source and compile command, as torch's own `compiler_bisector run` reuses
+    them): with every cache force-disabled, each inductor run rebuilt them, ~25 s of a 40 s run here.
+    Private to the bisect: nothing from the user's or another job's cache dir."""
+    return {
+        "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(session_dir) / INDUCTOR_CACHE),
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+        # Dynamo's profile-guided dynamic shapes would carry one run's recompiles into the next
+        "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_LOCAL_PGO": "0",
+    }
 
 
 @dataclass
@@ -96,6 +113,10 @@ class Runs:
         self.outcomes: list[Outcome] = []
         self.extra_env: dict[str, str] = {}  # added to every later run (e.g. FXLENS_CHECK_KERNELS)
         self.first = first  # number of the first run (a driver process continues the parent's count)
+        # fork each run from this process (`fxlens.bisect.warm`: it imported torch and compiled
+        # nothing) instead of starting a fresh interpreter; no TORCH_TRACE then
+        self.fork = False
+        self.module: str | None = None  # the module of `-m MODULE` (forked runs: see run_forked)
 
     @property
     def count(self) -> int:
@@ -119,24 +140,36 @@ class Runs:
             config.ENV_BISECT_GOOD: good,
             config.ENV_BISECT_GRAPHS: graphs,
             config.ENV_BISECT_CHECK: self.check,
-            # inductor caches compiled graphs across runs; a cache hit would skip the very
-            # passes a bisect run changes
-            "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1",
+            **cache_env(self.session_dir),
             **self.extra_env,
             **(env or {}),
         }
         t0 = time.perf_counter()
         sdir.mkdir(parents=True, exist_ok=True)
-        res = run_captured(
-            self.script,
-            self.script_args,
-            backend=WRAPPER if wrap else None,
-            session_dir=str(sdir),
-            env=child_env,
-            timeout=self.timeout,
-            stdout=sdir / OUTPUT_FILE,
-            stderr=sdir / OUTPUT_FILE,
-        )
+        if self.fork:
+            from fxlens.bisect.warm import run_forked
+
+            child_env[config.ENV_BACKEND_OVERRIDE] = WRAPPER if wrap else None
+            res = run_forked(
+                self.script,
+                self.script_args,
+                session_dir=sdir,
+                env=child_env,
+                timeout=self.timeout,
+                output=sdir / OUTPUT_FILE,
+                module=self.module,
+            )
+        else:
+            res = run_captured(
+                self.script,
+                self.script_args,
+                backend=WRAPPER if wrap else None,
+                session_dir=str(sdir),
+                env=child_env,
+                timeout=self.timeout,
+                stdout=sdir / OUTPUT_FILE,
+                stderr=sdir / OUTPUT_FILE,
+            )
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"

@@ -83,8 +83,13 @@ def module_script(module: str) -> str:
     return path
 
 
+def module_of(script: str) -> str | None:
+    """The MODULE of `-m MODULE` that SCRIPT stands for, or None for a plain script."""
+    return _MODULES.get(os.path.realpath(script))
+
+
 def _target(script: str) -> list[str]:
-    module = _MODULES.get(os.path.realpath(script))
+    module = module_of(script)
     return ["-m", module] if module else [script]
 
 
