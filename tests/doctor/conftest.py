@@ -1,6 +1,9 @@
-"""Fixtures: each real script in tests/doctor/scripts goes through `fxlens doctor` once per session."""
+"""Fixtures: each real script in tests/doctor/scripts goes through `fxlens doctor` once per test run
+(shared by the xdist workers through `build_once`: several tests read the same doctor result)."""
 
+import hashlib
 import json
+import subprocess
 
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
@@ -13,16 +16,26 @@ def doctor_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def doctored(doctor_root, tmp_path_factory):
+def doctored(build_once):
     """`doctored("hurts", "--rounds", "2")` -> (CompletedProcess, result dict) of `fxlens doctor --json`."""
-    cache = {}
 
     def run(name, *extra):
-        key = (name, extra)
-        if key not in cache:
-            out = tmp_path_factory.mktemp("json") / f"{name}.json"
-            proc = fxlens("doctor", "--json", out, *extra, SCRIPTS / f"{name}.py", env_root=doctor_root)
-            cache[key] = (proc, json.loads(out.read_text()) if out.exists() else None)
-        return cache[key]
+        tag = hashlib.sha1(json.dumps([name, *map(str, extra)]).encode()).hexdigest()[:10]
+
+        def fill(root):
+            out = root / f"{name}.json"
+            proc = fxlens("doctor", "--json", out, *extra, SCRIPTS / f"{name}.py", env_root=root / "sessions")
+            keep = {
+                "args": proc.args,
+                "returncode": proc.returncode,
+                "stdout": proc.stdout,
+                "stderr": proc.stderr,
+            }
+            (root / "proc.json").write_text(json.dumps(keep))
+
+        root = build_once(f"doctor-{name}-{tag}", fill)
+        proc = subprocess.CompletedProcess(**json.loads((root / "proc.json").read_text()))
+        out = root / f"{name}.json"
+        return proc, json.loads(out.read_text()) if out.exists() else None
 
     return run
