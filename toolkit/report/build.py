@@ -112,51 +112,26 @@ def _source(session: Session) -> dict:
     }
 
 
-def _graphs(session: Session) -> list[dict]:
+def _rows(items, names: tuple[str, ...]) -> list[dict]:
+    """One JSON object per item: the attributes `names`, in that order (sequences as new lists)."""
     return [
-        {
-            "compile_id": g.compile_id,
-            "rank": g.rank,
-            "function": g.function,
-            "file": g.file,
-            "line": g.line,
-            "num_nodes": g.num_nodes,
-            "num_ops": g.num_ops,
-            "ops": list(g.ops),
-            "co_name": g.co_name,
-        }
-        for g in session.graphs
+        {n: list(v) if isinstance(v := getattr(o, n), (tuple, list)) else v for n in names} for o in items
     ]
+
+
+def _graphs(session: Session) -> list[dict]:
+    names = ("compile_id", "rank", "function", "file", "line", "num_nodes", "num_ops", "ops", "co_name")
+    return _rows(session.graphs, names)
 
 
 def _recompiles(session: Session) -> list[dict]:
-    return [
-        {
-            "compile_id": r.compile_id,
-            "rank": r.rank,
-            "function": r.function,
-            "file": r.file,
-            "line": r.line,
-            "failed_guards": list(r.failed_guards),
-            "co_name": r.co_name,
-        }
-        for r in session.recompiles
-    ]
+    names = ("compile_id", "rank", "function", "file", "line", "failed_guards", "co_name")
+    return _rows(session.recompiles, names)
 
 
 def _limit_hits(session: Session) -> list[dict]:
-    return [
-        {
-            "function": h.function,
-            "file": h.file,
-            "line": h.line,
-            "limit": h.limit,
-            "limit_type": h.limit_type,
-            "compile_id": h.compile_id,
-            "rank": h.rank,
-        }
-        for h in session.limit_hits
-    ]
+    names = ("function", "file", "line", "limit", "limit_type", "compile_id", "rank")
+    return _rows(session.limit_hits, names)
 
 
 def _compile_times(session: Session) -> dict:
