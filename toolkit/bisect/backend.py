@@ -140,13 +140,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         record("compile", ok=False, error=str(e), refused=True)
         raise
     try:
-        changes = _bisector_config_change(use)
-        if changes:
-            from torch._inductor.compile_fx import compile_fx
-
-            compiled = compile_fx(gm, example_inputs, config_patches=changes)
-        else:
-            compiled = backend(gm, example_inputs)
+        compiled = _compile(backend, use, gm, example_inputs)
     except Exception as e:
         record("compile", ok=False, error=_error(e))
         raise
@@ -174,6 +168,16 @@ def wrapper(gm, example_inputs, asked: str | None = None):
 
 
 wrapper.for_asked = for_asked
+
+
+def _compile(backend, use: str, gm, example_inputs):
+    """`backend(gm, example_inputs)`, with the inductor config change CompilerBisector is testing."""
+    changes = _bisector_config_change(use)
+    if changes:
+        from torch._inductor.compile_fx import compile_fx
+
+        return compile_fx(gm, example_inputs, config_patches=changes)
+    return backend(gm, example_inputs)
 
 
 def _bisector_config_change(use: str) -> dict | None:

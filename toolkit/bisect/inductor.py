@@ -25,33 +25,7 @@ from pathlib import Path
 
 def run_driver(spec: dict) -> dict:
     """Run CompilerBisector over `spec`'s script; returns {result, runs}."""
-    from fxlens.bisect.runs import cache_env
-
-    # The bisector's state files live in `state` (it deletes that dir when it starts and ends).
-    # Every switch torch reads at import time is set before this process imports it, the same for
-    # every step: the steps are forked from here (spec "fork"), each from a process that imported
-    # torch and inductor and never compiled anything; they inherit `state` as the bisector's dir
-    # and compile into the bisect's own inductor cache. A fresh-interpreter step finds the state
-    # only through its cache dir (torch's `run` mode does the same): there, that dir is `state`.
-    state = spec["cache_dir"]
-    fork = spec.get("fork", True)
-    step_env = cache_env(Path(spec["session_dir"]))
-    if not fork:
-        step_env["TORCHINDUCTOR_CACHE_DIR"] = state
-    os.environ.update(step_env)  # before torch reads them
-    # fxlens's ladder already showed inductor is the first failing backend: start there
-    # (torch computes CompilerBisector.bisection_enabled from it at import time)
-    os.environ["TORCH_BISECT_BACKEND"] = "inductor"
-    os.environ["TORCH_COMPILE_BACKEND"] = "inductor"
-    os.environ.update(spec.get("env") or {})
-    os.environ.pop("TORCH_TRACE", None)  # these runs write no trace (see fxlens.bisect.warm)
-    if fork:
-        import torch  # noqa: F401
-        import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
-
-        import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
-        import fxlens.bisect.check  # noqa: F401
-        import fxlens.capture.runner  # noqa: F401
+    state, fork, step_env = _prepare(spec)
     from torch._inductor.compiler_bisector import CompilerBisector
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
@@ -73,24 +47,63 @@ def run_driver(spec: dict) -> dict:
     # a step only asks "does the culprit graph still fail": the other graphs run the stage before,
     # already known good, so only the culprit is compared with fp64 (crashes anywhere still count)
     runs.extra_env[config.ENV_BISECT_CHECK_TESTED_ONLY] = "1"
-    reused = {"n": 0}
+    # forked steps inherit this; fresh ones compute the same dir from TORCHINDUCTOR_CACHE_DIR
+    CompilerBisector.in_process_cache = state if fork else cache_dir()
+    return _result(CompilerBisector.do_bisect(_step(CompilerBisector, runs, spec, step_env)), runs)
+
+
+def _prepare(spec: dict) -> tuple[str, bool, dict]:
+    """Set every switch torch reads at import time, then (forked steps) import torch and inductor
+    once; returns (the bisector's state dir, whether steps are forked, the env of every step).
+
+    The bisector's state files live in the state dir (it deletes that dir when it starts and
+    ends). The steps forked from here each start from a process that imported torch and inductor
+    and never compiled anything; they inherit the state dir as the bisector's and compile into
+    the bisect's own inductor cache. A fresh-interpreter step finds the state only through its
+    cache dir (torch's `run` mode does the same): there, that dir is the state dir.
+    """
+    from fxlens.bisect.runs import cache_env
+
+    state = spec["cache_dir"]
+    fork = spec.get("fork", True)
+    step_env = cache_env(Path(spec["session_dir"]))
+    if not fork:
+        step_env["TORCHINDUCTOR_CACHE_DIR"] = state
+    os.environ.update(step_env)  # before torch reads them
+    # fxlens's ladder already showed inductor is the first failing backend: start there
+    # (torch computes CompilerBisector.bisection_enabled from it at import time)
+    os.environ["TORCH_BISECT_BACKEND"] = "inductor"
+    os.environ["TORCH_COMPILE_BACKEND"] = "inductor"
+    os.environ.update(spec.get("env") or {})
+    os.environ.pop("TORCH_TRACE", None)  # these runs write no trace (see fxlens.bisect.warm)
+    if fork:
+        import torch  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
+
+        import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
+        import fxlens.bisect.check  # noqa: F401
+        import fxlens.capture.runner  # noqa: F401
+    return state, fork, step_env
+
+
+def _step(bisector, runs, spec: dict, step_env: dict):
+    """CompilerBisector's test function: one run of the script in the step the bisector is at."""
 
     def fn() -> bool:
-        backend = CompilerBisector.get_backend()
-        subsystem = CompilerBisector.get_subsystem()
+        backend = bisector.get_backend()
+        subsystem = bisector.get_subsystem()
         if backend == "inductor" and not subsystem:
             # the whole-inductor run is the one fxlens just did for this graph: known to fail
-            reused["n"] += 1
             return False
         env = {**step_env, "TORCH_COMPILE_BACKEND": backend, "TORCH_BISECT_BACKEND": backend}
-        state = ""
+        run_state = ""
         if subsystem:
             env["TORCH_BISECT_SUBSYSTEM"] = subsystem
-            state = CompilerBisector.get_run_state(backend, subsystem) or ""
-            if state == "test_disable":
+            run_state = bisector.get_run_state(backend, subsystem) or ""
+            if run_state == "test_disable":
                 env["TORCH_BISECT_MAX"] = "-1"  # disable the subsystem entirely, as torch's CLI does
         out = runs.run(
-            f"inductor {subsystem} {state}".strip(),
+            f"inductor {subsystem} {run_state}".strip(),
             stage="inductor",
             good=spec["good"],
             graphs=str(spec["graph"]),
@@ -100,9 +113,11 @@ def run_driver(spec: dict) -> dict:
         # crashes instead of diverging has not fixed the issue)
         return not out.failed
 
-    # forked steps inherit this; fresh ones compute the same dir from TORCHINDUCTOR_CACHE_DIR
-    CompilerBisector.in_process_cache = state if fork else cache_dir()
-    result = CompilerBisector.do_bisect(fn)
+    return fn
+
+
+def _result(result, runs) -> dict:
+    """The driver's JSON: CompilerBisector's verdict (None: it found nothing) and every step run."""
     return {
         "result": None
         if result is None

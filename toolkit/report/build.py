@@ -154,19 +154,8 @@ def _compile_times(session: Session) -> dict:
 
 
 def _kernels(session: Session) -> list[dict]:
-    return [
-        {
-            "compile_id": k.compile_id,
-            "rank": k.rank,
-            "name": k.name,
-            "graph": k.graph,
-            "ops": list(k.ops),
-            "bytes_read": k.bytes_read,
-            "bytes_written": k.bytes_written,
-            "source_path": k.source_path,
-        }
-        for k in session.kernels
-    ]
+    names = ("compile_id", "rank", "name", "graph", "ops", "bytes_read", "bytes_written", "source_path")
+    return _rows(session.kernels, names)
 
 
 def _guards(session: Session) -> list[dict]:

@@ -1,6 +1,6 @@
-"""Compile clearly helps: a long pointwise chain that inductor fuses into one C++/Triton loop.
+"""Compile clearly helps: 32 cheap pointwise ops that inductor fuses into one C++/Triton loop.
 
-`python helps.py [CALLS]` (default 40).
+`python helps.py [CALLS]` (default 40). Eager makes 32 passes over 1 MiB, the fused loop one (~5x).
 """
 
 import sys
@@ -13,8 +13,8 @@ torch.set_num_threads(1)
 
 
 def chain(x):  # line 15
-    for _ in range(8):
-        x = torch.sin(x) * 1.1 + torch.cos(x) * 0.5
+    for _ in range(16):  # 32 cheap ops: eager makes 32 passes over memory, the fused loop one
+        x = x * 1.1 + 0.5
     return x
 
 

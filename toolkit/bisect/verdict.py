@@ -1,0 +1,117 @@
+"""The words of a bisect verdict: its one-line summary, the next command to run, and the text report.
+
+Pure functions of the verdict dict that `fxlens.bisect.command.bisect_script` returns (and
+`--json` writes); `fxlens bisect` prints them, `fxlens demo` shows them.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+# -- text ----------------------------------------------------------------------------------------
+
+
+def summary_line(r: dict) -> str:
+    """One line for the session's event and the report."""
+    outcome = r.get("outcome")
+    runs = r.get("runs")
+    if outcome == "nothing_fails":
+        other = next((s for s in r.get("stages") or [] if s.get("error")), None)
+        if other:  # it failed, in a way this --check does not follow
+            return (
+                f"no {r.get('check')} failure with {r.get('backend')}, but it fails otherwise: "
+                f"{other['error']} (try --check auto; {runs} run)"
+            )
+        return f"nothing fails with {r.get('backend')} (check {r.get('check')}; {runs} run)"
+    if outcome == "script_fails":
+        return f"the script fails without torch.compile too: not a compiler problem ({runs} runs)"
+    if outcome == "flaky":
+        return f"flaky: {r.get('first_failing_stage')} failed, then passed on a re-run ({runs} runs)"
+    c = r.get("culprit") or {}
+    where = f"graph {c.get('compile_id')} ({c.get('function')})" if c.get("compile_id") else "no single graph"
+    kernel = f", kernel {c['kernel']} [{', '.join(c.get('ops') or [])}]" if c.get("kernel") else ""
+    if outcome == "eager_fails":
+        return (
+            f"eager fails, the script without torch.compile passes: Dynamo's capture, {where} ({runs} runs)"
+        )
+    kind = (r.get("failure") or {}).get("kind", "failure")
+    cb = r.get("compiler_bisector") or {}
+    torch_part = ""
+    if cb.get("subsystem"):
+        num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
+        info = (
+            f" ({cb['debug_info']})" if cb.get("debug_info") and cb["debug_info"] != cb["subsystem"] else ""
+        )
+        torch_part = f", CompilerBisector: {cb['subsystem']}{num}{info}"
+    stage = r.get("first_failing_stage")
+    g = r.get("graph") or {}
+    if outcome == "needs_several_graphs":
+        where = (
+            f"no single graph: graphs #{g.get('ordinal')}-#{g.get('to')} of {g.get('of')} fail only together"
+        )
+    return f"{kind} first at stage {stage}, {where}{kernel}{torch_part} ({runs} runs)"
+
+
+def next_command(r: dict, script: str, args: list[str]) -> str | None:
+    """The suggested follow-up: minify the culprit stage's failure."""
+    stage = r.get("first_failing_stage")
+    if not stage or r.get("outcome") not in ("fails", "needs_several_graphs"):
+        return None
+    kind = (r.get("failure") or {}).get("kind")
+    check = "accuracy" if kind == "accuracy" else "crash"
+    # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
+    parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def render_text(r: dict) -> str:
+    """The short verdict `fxlens bisect` prints."""
+    lines = [f"verdict: {r['summary']}"]
+    stages = " -> ".join(
+        f"{s['stage']} {'ok' if s['ok'] else 'FAILS'}"
+        for s in r.get("stages") or []
+        if s["stage"] != "no_compile"
+    )
+    if stages:
+        lines.append(f"  stages   {stages}")
+    if r.get("references"):
+        lines.append(f"  kept     the script's reference calls: {', '.join(r['references'])} (not stepped)")
+    if r.get("failure"):
+        lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}")
+    c = r.get("culprit") or {}
+    g = r.get("graph") or {}
+    if c.get("compile_id"):
+        span = f"graphs #{g['ordinal']}-#{g['to']}" if "to" in g else f"graph #{g.get('ordinal')}"
+        lines.append(
+            f"  graph    {c['compile_id']}  {c.get('function')}  {c.get('file')}:{c.get('line')}  "
+            f"({span} of {g.get('of')} compiled)"
+        )
+    k = r.get("kernel") or {}
+    if k.get("name"):
+        err = f"  max abs err {k['max_abs_err']:.3g}" if k.get("max_abs_err") is not None else ""
+        lines.append(f"  kernel   {k['name']}  ops {', '.join(k.get('ops') or [])}{err}")
+        if k.get("source_path"):
+            lines.append(f"           source {k['source_path']}")
+    f = r.get("fusion") or {}
+    if f.get("decision"):
+        lines.append(
+            f"  fusion   decision {f['decision']} of {f.get('of')}: {f.get('detail') or ''}".rstrip()
+        )
+    cb = r.get("compiler_bisector")
+    if cb:
+        if cb.get("error"):
+            lines.append(f"  torch    CompilerBisector: {cb['error']}")
+        elif cb.get("backend"):
+            sub = cb.get("subsystem") or "(no subsystem narrowed)"
+            num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
+            dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
+            lines.append(
+                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs)"
+            )
+    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s")
+    if r.get("outcome") == "flaky":
+        lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
+    if r.get("next"):
+        lines.append(f"next: {r['next']}")
+    lines.append(f"session: {r.get('session')}")
+    return "\n".join(lines)
