@@ -113,8 +113,20 @@ def _fx_igamc_series(a, x, on):
 
 
 @triton.jit
+def _fx_igam_args(a, x):
+    # (a, x) broadcast to one shape, where both are in the methods' domain, and safe stand-ins
+    # (1.0) elsewhere so the loops run on finite values
+    zero = tl.where(a == a, 0.0, 0.0) + tl.where(x == x, 0.0, 0.0)  # the broadcast shape (0 * inf is NaN)
+    a = a + zero
+    x = x + zero
+    ok = (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
+    return a, x, ok, tl.where(ok, a, 1.0), tl.where(ok, x, 1.0)
+
+
+@triton.jit
 def _fx_igam_edges(a, x, at_a0, at_x0, inf_a, inf_x, r):
-    # eager's boundary values, in its order (the first that applies wins)
+    # NaN in, NaN out; then eager's boundary values, in its order (the first that applies wins)
+    r = tl.where((a != a) | (x != x), a + x, r)
     nan = float("nan")
     r = tl.where(tl.abs(x) == float("inf"), inf_x, r)
     r = tl.where(tl.abs(a) == float("inf"), tl.where(tl.abs(x) == float("inf"), nan, inf_a), r)
@@ -125,37 +137,25 @@ def _fx_igam_edges(a, x, at_a0, at_x0, inf_a, inf_x, r):
 
 @triton.jit
 def _fx_igammac(a, x):
-    zero = tl.where(a == a, 0.0, 0.0) + tl.where(x == x, 0.0, 0.0)  # the broadcast shape (0 * inf is NaN)
-    a = a + zero
-    x = x + zero
-    ok = (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
+    a, x, ok, sa, sx = _fx_igam_args(a, x)
     big_x = x > 1.1
     p_side = tl.where(big_x, x < a, tl.where(x <= 0.5, -0.4 / tl.log(x) < a, x * 1.1 < a))
-    sa = tl.where(ok, a, 1.0)
-    sx = tl.where(ok, x, 1.0)
     p = _fx_igam_series(sa, sx, ok & p_side)
     frac = _fx_igamc_fraction(sa, sx, ok & ~p_side & big_x)
     ser = _fx_igamc_series(sa, sx, ok & ~p_side & ~big_x)
     r = tl.where(p_side, 1.0 - p, tl.where(big_x, frac, ser))
-    r = tl.where((a != a) | (x != x), a + x, r)
     return _fx_igam_edges(a, x, 0.0, 1.0, 1.0, 0.0, r)
 
 
 @triton.jit
 def _fx_igamma(a, x):
-    zero = tl.where(a == a, 0.0, 0.0) + tl.where(x == x, 0.0, 0.0)  # the broadcast shape (0 * inf is NaN)
-    a = a + zero
-    x = x + zero
-    ok = (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
+    a, x, ok, sa, sx = _fx_igam_args(a, x)
     q_side = (x > 1.0) & (x > a)
-    sa = tl.where(ok, a, 1.0)
-    sx = tl.where(ok, x, 1.0)
     p = _fx_igam_series(sa, sx, ok & ~q_side)
     frac = _fx_igamc_fraction(sa, sx, ok & q_side & (sx > 1.1))
     ser = _fx_igamc_series(sa, sx, ok & q_side & (sx <= 1.1))
     q = tl.where(sx > 1.1, frac, ser)  # x > a and x > 1: igammac's own choice of method
     r = tl.where(q_side, 1.0 - q, p)
-    r = tl.where((a != a) | (x != x), a + x, r)
     return _fx_igam_edges(a, x, 1.0, 0.0, 0.0, 1.0, r)
 """
 
