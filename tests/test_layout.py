@@ -106,6 +106,21 @@ def test_old_flat_module_paths_still_import():
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+def test_every_package_is_in_the_distribution():
+    # a regular (non-editable) install ships only the packages pyproject lists: one left out (as
+    # fxlens.diff once was) imports in a checkout and is missing from the wheel
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    roots = {"fxlens": "toolkit", "fxlens.backend": "backend", "fxlens.tui": "tui"}
+    found = set()
+    for name, folder in roots.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder).parts
+            found.add(".".join((name, *rel)))
+    assert found == listed
+
+
 def test_modules_stay_small():
     big = [
         f"{p.relative_to(ROOT)} ({n} lines)"

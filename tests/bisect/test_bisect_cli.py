@@ -5,6 +5,8 @@ function (2/0), where torch.relu is: the culprit graph of every relu fault.
 """
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +45,7 @@ def test_torch_testing_backends_name_stage_and_graph(bisect, backend, kind):
     assert v["runs"] == 4 == len(list((Path(v["session"]) / "runs").iterdir()))
     assert f"runs     {v['runs']}" in proc.stdout
     assert "next: fxlens minify" in proc.stdout and f"--backend {backend}" in proc.stdout
+    assert "each run forked from a process that imported torch once" in proc.stdout.splitlines()[0]
     (ev,) = [e for e in _events(v) if e["event"] == "bisect"]
     assert ev["culprit"] == c and ev["summary"] == v["summary"] and ev["stages"] == v["stages"]
 
@@ -138,3 +141,36 @@ def test_compile_error_swallowed_by_dynamo_still_counts(bisect):
     assert v["first_failing_stage"] == "relu_compile_error_TESTING_ONLY"
     assert v["culprit"]["compile_id"] == "0/0" and v["culprit"]["function"] == "head"
     assert v["runs"] == 3  # one graph: no graph search needed
+
+
+def test_runs_fork_from_a_warm_process_unless_the_script_sets_environment(bisect):
+    """A script that sets a switch torch reads at import gets new interpreters (ground truth: plain
+    python runs it without compiling); others fork from a process that imported torch once."""
+    script = SCRIPTS / "env_disables_dynamo.py"
+    plain = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and plain.stdout.strip() == "8.0", plain.stderr
+    proc, v = bisect(script)
+    assert proc.returncode == 0, proc.stderr
+    assert "each run a new interpreter: the script sets environment variables" in proc.stdout
+    assert v["outcome"] == "nothing_fails" and v["runs"] == 1
+
+
+@pytest.mark.parametrize(
+    "source,sets",
+    [
+        ('os.environ["TORCHINDUCTOR_FREEZING"] = "1"', True),
+        ("os.environ['A']='1'", True),
+        ("os.environ.update(A='1')", True),
+        ('os.environ.setdefault("A", "1")', True),
+        ('os.putenv("A", "1")', True),
+        ('rank = int(os.environ["RANK"])', False),
+        ('if os.environ.get("A") == "1": pass', False),
+        ('ok = os.environ["A"] == "1"', False),
+    ],
+)
+def test_which_scripts_set_environment(tmp_path, source, sets):
+    from fxlens.bisect.warm import sets_environment
+
+    script = tmp_path / "s.py"
+    script.write_text(f"import os\n{source}\n")
+    assert sets_environment(str(script)) is sets

@@ -32,8 +32,9 @@ from pathlib import Path
 from fxlens import config
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect.runs import INDUCTOR_CACHE, Outcome, Runs
+from fxlens.bisect.runs import INDUCTOR_CACHE, Outcome, Runs, cache_env
 from fxlens.bisect.verdict import next_command, render_text, summary_line
+from fxlens.bisect.warm import WarmServer, sets_environment
 from fxlens.capture import children
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
@@ -133,10 +134,14 @@ def bisect_script(
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
     runs.extra_env.update(env or {})
-    echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'}")
+    runs.module = module_of(script)
+    how = _start_warm(runs, script, env or {})
+    echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'} ({how})")
     try:
         result = _bisect(runs, script, list(args), backend, check, torch_bisector)
     finally:  # compiled C++ the runs shared (see runs.cache_env): not part of the session
+        if runs.warm is not None:
+            runs.warm.close()
         shutil.rmtree(sdir / INDUCTOR_CACHE, ignore_errors=True)
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
     result["session"] = str(sdir)
@@ -146,6 +151,17 @@ def bisect_script(
     info.update(exit_code=0, finished=time.time(), backend=result.get("backend"))
     write_info(sdir, info)
     return result
+
+
+def _start_warm(runs: Runs, script: str, env: dict) -> str:
+    """Start the warm server the runs fork from (`fxlens.bisect.warm`), unless runs must start in
+    new interpreters; says which, for the first line."""
+    if config.load_bisect().fresh_runs:
+        return "each run a new interpreter: FXLENS_BISECT_FRESH_RUNS=1"
+    if sets_environment(script):
+        return "each run a new interpreter: the script sets environment variables torch may read at import"
+    runs.warm = WarmServer({**cache_env(runs.session_dir), **env})
+    return "each run forked from a process that imported torch once"
 
 
 def _count_runs(sdir: Path) -> int:

@@ -117,6 +117,8 @@ class Runs:
         # nothing) instead of starting a fresh interpreter; no TORCH_TRACE then
         self.fork = False
         self.module: str | None = None  # the module of `-m MODULE` (forked runs: see run_forked)
+        # or fork each run from a warm server process (`fxlens.bisect.warm.WarmServer`), with a trace
+        self.warm = None
 
     @property
     def count(self) -> int:
@@ -146,35 +148,38 @@ class Runs:
         }
         t0 = time.perf_counter()
         sdir.mkdir(parents=True, exist_ok=True)
-        if self.fork:
-            from fxlens.bisect.warm import run_forked
-
-            child_env[config.ENV_BACKEND_OVERRIDE] = WRAPPER if wrap else None
-            res = run_forked(
-                self.script,
-                self.script_args,
-                session_dir=sdir,
-                env=child_env,
-                timeout=self.timeout,
-                output=sdir / OUTPUT_FILE,
-                module=self.module,
-            )
-        else:
-            res = run_captured(
-                self.script,
-                self.script_args,
-                backend=WRAPPER if wrap else None,
-                session_dir=str(sdir),
-                env=child_env,
-                timeout=self.timeout,
-                stdout=sdir / OUTPUT_FILE,
-                stderr=sdir / OUTPUT_FILE,
-            )
+        res = self._start(sdir, child_env, wrap)
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
         self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.seconds:.1f}s]")
         return out
+
+    def _start(self, sdir: Path, child_env: dict, wrap: bool):
+        """Run the script once: forked from this driver, from the warm server, or a new interpreter."""
+        if self.fork or (self.warm is not None and not self.warm.differs(child_env)):
+            child_env[config.ENV_BACKEND_OVERRIDE] = WRAPPER if wrap else None
+            kw = dict(session_dir=sdir, env=child_env, timeout=self.timeout, output=sdir / OUTPUT_FILE)
+            kw["module"] = self.module
+            if self.fork:
+                from fxlens.bisect.warm import run_forked
+
+                return run_forked(self.script, self.script_args, **kw)
+            res = self.warm.run(self.script, self.script_args, **kw)
+            if res is not None:
+                return res
+            self.warm = None  # the server is gone: new interpreters from here on
+            child_env.pop(config.ENV_BACKEND_OVERRIDE, None)
+        return run_captured(
+            self.script,
+            self.script_args,
+            backend=WRAPPER if wrap else None,
+            session_dir=str(sdir),
+            env=child_env,
+            timeout=self.timeout,
+            stdout=sdir / OUTPUT_FILE,
+            stderr=sdir / OUTPUT_FILE,
+        )
 
 
 def _safe(label: str) -> str:

@@ -1,5 +1,12 @@
 """Runs of the user's script forked from a warm process: one that imported torch, compiled nothing.
 
+`fxlens bisect` starts one such process, a `WarmServer` (`python -m fxlens.bisect.warm`), for its
+ladder and graph/kernel/fusion runs: it imports torch, inductor and the bisect wrapper once and forks
+one child per run on request; each child writes TORCH_TRACE into its run's session like a fresh
+runner. Runs go to a new interpreter instead when FXLENS_BISECT_FRESH_RUNS=1, when the script
+assigns environment variables (torch may read them at import, which the warm process did before
+the script ran), or when a run's own environment changes a TORCH* switch.
+
 The CompilerBisector driver (`fxlens.bisect.inductor`) imports torch and inductor once, with every
 environment switch torch reads at import time already set, then forks one child per bisector
 step. The child sets that step's own switches (`TORCH_BISECT_SUBSYSTEM`, ...), starts a session
@@ -11,22 +18,40 @@ untouched (the warm process never compiled), and skips only interpreter start an
 What a fork shares with its parent besides imported modules: Python's `random` and numpy's global
 seeds (a fresh interpreter draws new ones; forks draw the parent's), and `functools.cache`d
 environment reads, which `_forget_cached_env` clears for the bisector's own switches.
-No TORCH_TRACE is written (torch opens it at import time; these runs only need pass/fail).
+The driver's steps write no TORCH_TRACE (they only need pass/fail); the server's runs do.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+from fxlens import __version__
 from fxlens.capture import children
 from fxlens.capture.command import RunResult
-from fxlens.trace.session import write_info
+from fxlens.trace.session import TRACE_DIR, write_info
 
 TIMEOUT_EXIT = 124
+READY = "fxlens-bisect-warm-ready"
+# a script that assigns environment variables may set one torch reads at import (which the warm
+# process did before the script ran): its runs start in new interpreters
+_SETS_ENV = re.compile(
+    r"environ\s*\[[^\]]*\]\s*=(?!=)|environ\.(update|setdefault|pop)\(|putenv\(|environ\s*\|="
+)
+
+
+def sets_environment(script: str) -> bool:
+    """Whether SCRIPT's source assigns an environment variable (a conservative text match)."""
+    try:
+        return bool(_SETS_ENV.search(Path(script).read_text(errors="replace")))
+    except OSError:
+        return True
 
 
 def _forget_cached_env() -> None:
@@ -35,6 +60,17 @@ def _forget_cached_env() -> None:
     from torch._inductor import compiler_bisector
 
     compiler_bisector.get_env_val.cache_clear()
+
+
+def _start_trace() -> None:
+    """Open torch's structured trace at $TORCH_TRACE, as importing torch does in a fresh runner (the
+    warm process imported torch without it: its trace handler has no folder and never wrote)."""
+    from torch._logging import _internal
+
+    for handler in list(_internal.trace_log.handlers):
+        _internal.trace_log.removeHandler(handler)
+    _internal.LOG_TRACE_HANDLER = None
+    _internal._init_logs()
 
 
 def _child(script: str, args: list[str], env: dict, output: Path, module: str | None) -> None:
@@ -54,7 +90,12 @@ def _child(script: str, args: list[str], env: dict, output: Path, module: str | 
         # the warm process dies (even by SIGKILL): so does this run, with its group
         os.environ[children.ENV_PARENT] = str(os.getppid())
         children.die_with_parent(take_group=True)
+        devnull = os.open(os.devnull, os.O_RDONLY)  # never the warm process's request pipe
+        os.dup2(devnull, 0)
+        os.close(devnull)
         _forget_cached_env()
+        if "TORCH_TRACE" in env:
+            _start_trace()
         from fxlens.capture.runner import run_script
 
         code = run_script(script, args, module=module)
@@ -102,22 +143,28 @@ def run_forked(
     timeout: float | None,
     output: Path,
     module: str | None = None,
+    trace: bool = False,
 ) -> RunResult:
     """One run of SCRIPT forked from this (warm) process into `session_dir`; like `run_captured`,
-    without TORCH_TRACE. `env` is applied in the child only (a None value unsets)."""
+    with torch's trace in the session only when `trace`. `env` is applied in the child only (a
+    None value unsets)."""
     sdir = Path(session_dir)
     sdir.mkdir(parents=True, exist_ok=True)
     info = {
         "script": os.path.abspath(script),
         "argv": list(script_args),
         "backend": env.get("FXLENS_BACKEND_OVERRIDE"),
+        "nproc": 0,
         "cwd": os.getcwd(),
         "started": time.time(),
+        "fxlens_version": __version__,
         "forked": True,
         "exit_code": None,
     }
     write_info(sdir, info)
     env = {**env, "FXLENS_SESSION": str(sdir)}
+    if trace:
+        env["TORCH_TRACE"] = str(sdir / TRACE_DIR)
     sys.stdout.flush()
     sys.stderr.flush()
     t0 = time.perf_counter()
@@ -136,3 +183,76 @@ def run_forked(
         info["timed_out"] = timeout
     write_info(sdir, info)
     return RunResult(sdir, code, seconds)
+
+
+class WarmServer:
+    """The client side of `python -m fxlens.bisect.warm`: a process that imported torch, inductor
+    and the bisect wrapper (with `env` set first) and forks one run per request."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = {k: v for k, v in {**os.environ, **env}.items() if k != "TORCH_TRACE"}
+        self.proc = children.popen(
+            [sys.executable, "-m", "fxlens.bisect.warm"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=self.env,
+            text=True,
+        )
+        self.ready = False
+
+    def differs(self, env: dict) -> list[str]:
+        """The TORCH* switches `env` sets otherwise than this process had them at import."""
+        return [k for k, v in env.items() if k.startswith("TORCH") and self.env.get(k) != v]
+
+    def run(self, script: str, args: list[str], **kw) -> RunResult | None:
+        """`run_forked(script, args, **kw)` with a trace, in the server; None when it is gone."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        req = {
+            "script": script,
+            "args": list(args),
+            **{k: str(v) if isinstance(v, Path) else v for k, v in kw.items()},
+        }
+        try:
+            if not self.ready and self.proc.stdout.readline().strip() != READY:
+                return None
+            self.ready = True
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, ValueError, OSError):
+            return None
+        if not line:
+            return None
+        res = json.loads(line)
+        return RunResult(Path(kw["session_dir"]), res["exit_code"], res["seconds"])
+
+    def close(self) -> None:
+        children.end(self.proc, grace=2)  # SIGTERM: it ends the run it is waiting on first
+
+
+def serve() -> int:
+    """The server: import once, then one forked run per JSON request line on stdin."""
+    children.install_sigterm()
+    children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this process (its runs: above)
+    import torch  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
+
+    import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
+    import fxlens.bisect.check  # noqa: F401
+    import fxlens.capture.runner  # noqa: F401
+
+    print(READY, flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        req["session_dir"], req["output"] = Path(req["session_dir"]), Path(req["output"])
+        res = run_forked(req.pop("script"), req.pop("args"), trace=True, **req)
+        print(json.dumps({"exit_code": res.exit_code, "seconds": res.seconds}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(serve())
+    except KeyboardInterrupt:  # and SIGTERM (children.Terminated)
+        sys.exit(143)
