@@ -42,9 +42,12 @@ class ScatterPass(Scatter):
 
     fn: str = "tl.store"
     nan_only: bool = False
+    # the op this pass is a step of, when its result is not yet that op's value (`node` is then
+    # None): the kernel is still named for the op, but the hooks never replay the whole op as it
+    op: torch.fx.Node | None = None
 
     def emit(self, ctx, sn) -> None:
-        ctx.enter(self.node)
+        ctx.enter(self.op or self.node)
         idx = decompose("xindex", self.shape)
         dt = self.dst.dtype
         if isinstance(self.src, Value):
@@ -81,9 +84,15 @@ def _reduce_into(G, node, meta, x, src, where, shape, reduce: str, include_self:
     copy = Pointwise(lambda ctx, idx: x.load(ctx, idx), _shape(meta), dt, meta.device, x_node)
     dst = G.realize(copy)
 
+    passes = []
+
     def scatter(target, value, fn, nan_only=False, xn=x_node):
-        sc = ScatterPass(target, value, where, False, tuple(shape), dt, meta.device, node, xn, fn, nan_only)
+        # every pass a step (see ScatterPass.op) until the last one turns out to give the op's value
+        sc = ScatterPass(
+            target, value, where, False, tuple(shape), dt, meta.device, None, xn, fn, nan_only, node
+        )
         G.items.append(ScatterNode(sc, target, mutation=True))
+        passes.append(sc)
 
     if not include_self:
         ident = _IDENTITY[reduce]
@@ -101,6 +110,10 @@ def _reduce_into(G, node, meta, x, src, where, shape, reduce: str, include_self:
 
         return Pointwise(keep_nan, _shape(meta), dt, meta.device, node)
     if reduce != "mean":
+        # the last pass leaves the op's value in dst; replayed from dst as it was before that pass,
+        # the whole op gives it again (sum: one pass from x; amax/amin: idempotent over src;
+        # include_self=False: the positions it writes ignore what dst held)
+        passes[-1].node = node
         return G._relabel(dst, node)
     ones = Pointwise(
         lambda ctx, idx: ctx.full(1 if include_self else 0, dt), _shape(meta), dt, meta.device, None

@@ -64,6 +64,36 @@ def load_kernel(source: str, name: str, interpret: bool):
     return getattr(mod, name), path
 
 
+# ops that read only the shape and dtype of a tensor argument: a kernel may stand in for one
+# without reading that tensor, and its replay evaluates them on zeros of the same shape
+_SHAPE_ONLY = frozenset(
+    {"full_like", "zeros_like", "ones_like", "empty_like", "new_zeros", "new_ones", "new_full", "new_empty"}
+    | {"sym_size", "sym_stride", "sym_numel", "sym_storage_offset"}
+)
+
+
+def _op_name(node) -> str:
+    return getattr(getattr(node.target, "_overloadpacket", None), "__name__", str(node.target))
+
+
+def _needs_unread(nodes, read: set) -> bool:
+    """Whether evaluating `nodes` needs the values of a graph input that is not in `read` (inputs
+    computed by other call_function nodes are evaluated from theirs, as `_eval` does)."""
+    inside, seen = set(nodes), set()
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        for a in node.all_input_nodes:
+            if a in read or a in inside or a.op == "get_attr" or (a, node) in seen:
+                continue
+            seen.add((a, node))
+            if a.op == "call_function":
+                todo.append(a)
+            elif isinstance(a.meta.get("val"), torch.Tensor) and _op_name(node) not in _SHAPE_ONLY:
+                return True
+    return False
+
+
 @dataclass(eq=False)
 class CompiledKernel:
     """A launchable kernel plus what the hooks need to replay it as ATen ops.
@@ -89,6 +119,7 @@ class CompiledKernel:
     check: bool = False
     size_args: list = field(default_factory=list)  # names of the size symbols it takes
     int64: bool = False  # indexes in int64 (else int32: checked at launch when sizes are symbolic)
+    _replayable: bool | None = field(default=None, repr=False)
 
     def __call__(self, *args, xnumel: int, rnumel: int) -> None:
         if self.runtime_error:
@@ -103,9 +134,7 @@ class CompiledKernel:
                 f"fxlens: kernel {self.name} was compiled with int32 indexing for sizes like its first call; "
                 f"{xnumel} x {rnumel} elements need int64 (compile without dynamic=True for these sizes)"
             )
-        # a kernel that only fills scratch buffers no FX node computes (histc's zeros, a mean's
-        # counts) has no ATen form: the hooks run it as it is and check nothing
-        replayable = all(node is not None for _pi, node, *_ in self.outputs)
+        replayable = self.replayable()
         if self.fallback and replayable:
             self._write(bufs, self.replay(bufs, fp64=False))
             return
@@ -114,6 +143,18 @@ class CompiledKernel:
         self.fn[grid](*args, xnumel, rnumel, XBLOCK=self.xblock, RBLOCK=self.rblock)
         if snap is not None:
             self._check(snap, bufs)
+
+    def replayable(self) -> bool:
+        """Whether the hooks can evaluate this kernel's FX nodes from what it reads. Not when it
+        only fills scratch buffers no FX node computes (histc's zeros, a mean's counts), nor when
+        a node needs the values of a tensor the kernel never reads (scatter_reduce mean's quotient
+        kernel reads the sum and count buffers, not the scatter's source): such a kernel runs as it
+        is and is checked by nothing."""
+        if self._replayable is None:
+            self._replayable = all(node is not None for _pi, node, *_ in self.outputs) and not _needs_unread(
+                self.replay_nodes, {b[0] for b in self.boundary}
+            )
+        return self._replayable
 
     def _env(self) -> dict:
         """Size symbols at this call: the graph's (set by the wrapper when hooks are on) and its own."""

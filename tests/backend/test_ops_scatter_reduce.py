@@ -71,3 +71,41 @@ def test_passes_compile_for_sm90():
     assert any("tl.atomic_max(" in r["source"] for r in recs)
     for rec in recs:
         assert ".entry " + rec["name"] in _ptx(rec)
+
+
+@pytest.mark.parametrize(
+    "op,reduce,include_self",
+    [("scatter_reduce", "mean", True), ("scatter_reduce", "amax", False), ("scatter_reduce", "amin", True)]
+    + [("scatter_reduce", "sum", False), ("index_reduce", "mean", False)],
+)
+def test_reductions_under_the_bisect_hooks(compiled, monkeypatch, op, reduce, include_self):
+    """The bisect's hooks replay a kernel's FX nodes with ATen (FXLENS_CHECK_KERNELS against fp64,
+    FXLENS_KERNEL_FALLBACK in its place). A pass that leaves a step (the identities, a mean's sum or
+    count, amax before its NaN pass) is not the op's value: it is never replayed as the whole op
+    (that flagged correct kernels as wrong), nor is a kernel whose nodes need a tensor it never
+    reads (the mean's quotient reads the sum and count, not the updates). Every check passes and
+    every kernel in turn as ATen gives eager's result."""
+    from fxlens.backend import runtime
+
+    if op == "scatter_reduce":
+        args = (XN, IND, SRCN) if reduce != "mean" else (X, IND, SRC)
+
+        def fn(x, i, s):
+            return x.scatter_reduce(0, i, s, reduce, include_self=include_self) * 2 + 1
+    else:
+        args = (X, torch.tensor([3, 1, 3, 7, 1, 0]), SRC)
+
+        def fn(x, i, s):
+            return x.index_reduce(0, i, s, reduce, include_self=include_self) - x
+
+    logged: list = []
+    monkeypatch.setattr(runtime, "log_json", lambda name, obj: logged.append(obj))
+    monkeypatch.setenv("FXLENS_CHECK_KERNELS", "1")
+    out, graphs = compiled(fn, *args)
+    torch.testing.assert_close(out, fn(*args), equal_nan=True)
+    assert logged and [o["name"] for o in logged if not o["ok"]] == []
+    monkeypatch.delenv("FXLENS_CHECK_KERNELS")
+    for k in range(len(graphs[0].kernels)):  # each kernel in turn as ATen, the others as Triton
+        monkeypatch.setenv("FXLENS_KERNEL_FALLBACK", f"inference:{k}")
+        out, _ = compiled(fn, *args)
+        torch.testing.assert_close(out, fn(*args), equal_nan=True)
