@@ -71,6 +71,10 @@ _SHAPE_ONLY = frozenset(
     | {"sym_size", "sym_stride", "sym_numel", "sym_storage_offset"}
 )
 
+_UNINITIALIZED = frozenset(
+    {"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided"}
+)
+
 
 def _op_name(node) -> str:
     return getattr(getattr(node.target, "_overloadpacket", None), "__name__", str(node.target))
@@ -92,6 +96,28 @@ def _needs_unread(nodes, read: set) -> bool:
             elif isinstance(a.meta.get("val"), torch.Tensor) and _op_name(node) not in _SHAPE_ONLY:
                 return True
     return False
+
+
+def _is_value(node, item) -> bool:
+    """Whether an output labelled (node, item) holds a tensor value of that node: not a scratch
+    buffer (no node), nor one labelled with a multi-output node as a whole (topk's sort pass)."""
+    if node is None:
+        return False
+    v = node.meta.get("val")
+    if item is not None and isinstance(v, (tuple, list)):
+        v = v[item] if item < len(v) else None
+    return isinstance(v, torch.Tensor)
+
+
+def _as_fp64(t: torch.Tensor) -> torch.Tensor:
+    return t.double() if t.is_floating_point() and t.dtype != torch.float64 else t
+
+
+def _snapshot(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` with its storage (offset, strides and the elements between them): a kernel's
+    parameter may be a strided view (a non-contiguous input), which the replay lays out again."""
+    copy = torch.empty(0, dtype=t.dtype, device=t.device)
+    return copy.set_(t.untyped_storage().clone(), t.storage_offset(), t.shape, t.stride())
 
 
 @dataclass(eq=False)
@@ -120,6 +146,7 @@ class CompiledKernel:
     size_args: list = field(default_factory=list)  # names of the size symbols it takes
     int64: bool = False  # indexes in int64 (else int32: checked at launch when sizes are symbolic)
     _replayable: bool | None = field(default=None, repr=False)
+    _fp64: bool = field(default=False, repr=False)
 
     def __call__(self, *args, xnumel: int, rnumel: int) -> None:
         if self.runtime_error:
@@ -138,7 +165,9 @@ class CompiledKernel:
         if self.fallback and replayable:
             self._write(bufs, self.replay(bufs, fp64=False))
             return
-        snap = [a.clone() for a in bufs] if self.check and replayable else None
+        # uninitialized memory (torch.empty and kin) is garbage on both sides: nothing to compare
+        checkable = replayable and not any(_op_name(n) in _UNINITIALIZED for n in self.replay_nodes)
+        snap = [_snapshot(a) for a in bufs] if self.check and checkable else None
         grid = ((xnumel + self.xblock - 1) // self.xblock,)
         self.fn[grid](*args, xnumel, rnumel, XBLOCK=self.xblock, RBLOCK=self.rblock)
         if snap is not None:
@@ -151,8 +180,8 @@ class CompiledKernel:
         kernel reads the sum and count buffers, not the scatter's source): such a kernel runs as it
         is and is checked by nothing."""
         if self._replayable is None:
-            self._replayable = all(node is not None for _pi, node, *_ in self.outputs) and not _needs_unread(
-                self.replay_nodes, {b[0] for b in self.boundary}
+            self._replayable = all(_is_value(node, item) for _pi, node, item, *_ in self.outputs) and not (
+                _needs_unread(self.replay_nodes, {b[0] for b in self.boundary})
             )
         return self._replayable
 
@@ -170,6 +199,7 @@ class CompiledKernel:
         """Evaluate this kernel's FX nodes with ATen on `args`; returns the output values."""
         env: dict = {}
         self.device = args[0].device if args else torch.device("cpu")
+        self._fp64 = fp64
         inside = set(self.replay_nodes)
         for node, item, pi, shape, stride, off in self.boundary:
             if node in inside:
@@ -213,6 +243,9 @@ class CompiledKernel:
                     shape = [evaluate(size(s), sizes) for s in v.shape]
                     env[a] = torch.zeros(shape, dtype=v.dtype, device=self.device)
         a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
+        if self._fp64:  # every floating input in fp64 (constants and stand-ins too: ops like
+            # index_put refuse mixed dtypes); values rounded by an earlier cast keep their rounding
+            a, kw = torch.utils._pytree.tree_map_only(torch.Tensor, _as_fp64, (a, kw))
         return node.target(*a, **kw)
 
     def _write(self, args, values) -> None:

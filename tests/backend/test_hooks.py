@@ -167,6 +167,52 @@ def test_hooks_on_a_scratch_buffer_kernel(monkeypatch):
     assert [(o["ops"], o["ok"]) for o in logged] == [(["aten.mul.Tensor", "aten.histc.default"], True)]
 
 
+_G = torch.Generator().manual_seed(0)
+# what the op_db sweep under FXLENS_CHECK_KERNELS crashed on (7 ops), one small case each
+HOOK_CASES = {
+    # topk's first kernel writes the sort permutation, labelled with topk's node (a tuple): scratch
+    "tuple_output": (lambda x: torch.topk(x * 2, 2), (torch.randn(5, 5, generator=_G),)),
+    # index_fill's fill value is a float32 constant: the fp64 replay mixed it into fp64 index_put
+    "fp64_constant": (
+        lambda x: x.index_fill(0, torch.tensor([1, 3]), -2.5) + 1,
+        (torch.randn(5, 4, generator=_G),),
+    ),
+    # a strided input is a kernel parameter: the check's snapshot must keep its storage layout
+    "strided_input": (lambda x: x * 2 + 1, (torch.randn(10, generator=_G)[::2],)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOOK_CASES))
+def test_hooks_replay_what_the_op_db_sweep_crashed_on(monkeypatch, case):
+    from fxlens.backend import runtime
+
+    fn, args = HOOK_CASES[case]
+    logged: list = []
+    monkeypatch.setattr(runtime, "log_json", lambda name, obj: logged.append(obj))
+    monkeypatch.setenv("FXLENS_CHECK_KERNELS", "1")
+    out, graphs = _run(fn, *args)
+    torch.testing.assert_close(out, fn(*args))
+    assert logged and all(o["ok"] for o in logged), logged
+    monkeypatch.delenv("FXLENS_CHECK_KERNELS")
+    monkeypatch.setenv("FXLENS_KERNEL_FALLBACK", ",".join(map(str, range(len(graphs[0].kernels)))))
+    out, _ = _run(fn, *args)
+    torch.testing.assert_close(out, fn(*args))
+
+
+def test_check_compares_no_uninitialized_memory(monkeypatch):
+    """torch.empty's values are garbage in the kernel and in its replay alike: the op_db sweep saw
+    empty_like and new_empty flagged as wrong (max abs err ~5e19). Such kernels are not compared."""
+    from fxlens.backend import runtime
+
+    logged: list = []
+    monkeypatch.setattr(runtime, "log_json", lambda name, obj: logged.append(obj))
+    monkeypatch.setenv("FXLENS_CHECK_KERNELS", "1")
+    x = torch.randn(6, 5, generator=_G)
+    (garbage, y), graphs = _run(lambda x: (torch.empty_like(x[:, :2]), x * 3), x)
+    assert garbage.shape == (6, 2) and torch.equal(y, x * 3) and len(graphs[0].kernels) == 2
+    assert [o["ok"] for o in logged] == [True] and logged[0]["ops"] == ["aten.mul.Tensor"]
+
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
