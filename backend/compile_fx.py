@@ -21,7 +21,7 @@ from fxlens.backend import config
 from fxlens.backend.codegen import Kernel, generate, persistent
 from fxlens.backend.graph import Budget, Extern, GraphLowering
 from fxlens.backend.ir import Reduction
-from fxlens.backend.lower import aot_options
+from fxlens.backend.lower.aot import aot_options
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
 from fxlens.backend.trace_log import for_compile, log_artifact, log_json

@@ -9,6 +9,7 @@ and are counted as fallbacks. Views of realized buffers are strided reinterpreta
 from __future__ import annotations
 
 import operator
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,31 +17,32 @@ from dataclasses import dataclass, field
 import torch
 from torch.fx.node import map_aggregate
 
-# the lower_* modules add to LOWERINGS when imported (kept out of lowerings.py, one concept each)
-from fxlens.backend import (  # noqa: F401
-    config,
-    lower_bessel,
-    lower_diagonal,
-    lower_distance,
-    lower_division,
-    lower_histogram,
-    lower_igamma,
-    lower_index,
-    lower_masked,
-    lower_math,
-    lower_pool,
-    lower_pool_more,
-    lower_random,
-    lower_scan,
-    lower_scatter,
-    lower_search,
-    lower_sort,
-    lower_special,
-)
+from fxlens.backend import config
 from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
-from fxlens.backend.lower_views import VIEW_OPS
-from fxlens.backend.lowerings import LOWERINGS
+
+# the lowering families add to LOWERINGS when imported (kept out of lower/core.py, one concept each)
+from fxlens.backend.lower import (  # noqa: F401
+    bessel,
+    diagonal,
+    distance,
+    division,
+    histogram,
+    igamma,
+    index,
+    masked,
+    math,
+    pool,
+    pool_more,
+    random,
+    scan,
+    scatter,
+    search,
+    sort,
+    special,
+)
+from fxlens.backend.lower.core import LOWERINGS
+from fxlens.backend.lower.views import VIEW_OPS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
 from fxlens.backend.symbolic_views import strided_view
 
@@ -239,7 +241,7 @@ class GraphLowering:
                       out.storage_offset(), root, root.kind)  # fmt: skip
 
     def slice(self, node, meta, x, dim, start, end):
-        from fxlens.backend.lower_views import _view_remap
+        from fxlens.backend.lower.views import _view_remap
 
         class _N:
             target = aten.slice.Tensor
@@ -373,9 +375,7 @@ class GraphLowering:
         if why is None:
             if not _symbolic_ready(fn, leaves) and _symbolic(meta, leaves):
                 # written for static sizes (sizes formatted into index text): the op runs as ATen
-                why = self.static_only[str(node.target)] = (
-                    f"{fn.__module__.split('.')[-1]} lowers static sizes only"
-                )
+                why = self.static_only[str(node.target)] = f"{_family(fn)} lowers static sizes only"
             else:
                 out, why = self._lower(fn, node, meta, args, kwargs)
         if out is None:
@@ -458,21 +458,21 @@ class GraphLowering:
 # comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
 # they see is symbolic.
 SYMBOLIC_READY = {
-    "fxlens.backend.lowerings",
-    "fxlens.backend.lower_views",
-    "fxlens.backend.lower_index",
-    "fxlens.backend.lower_math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
+    "fxlens.backend.lower.core",
+    "fxlens.backend.lower.views",
+    "fxlens.backend.lower.index",
+    "fxlens.backend.lower.math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
 }
 # Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
 SHAPES_READY = {
-    "fxlens.backend.lower_scan._scan",
-    "fxlens.backend.lower_scan._flip",
-    "fxlens.backend.lower_division._div_rounding",
-    "fxlens.backend.lower_division._floor_divide",
-    "fxlens.backend.lower_division._remainder_fmod",
-    "fxlens.backend.lower_random._rand",
-    "fxlens.backend.lower_random._rand_like",
-    "fxlens.backend.lower_random._bernoulli",
+    "fxlens.backend.lower.scan._scan",
+    "fxlens.backend.lower.scan._flip",
+    "fxlens.backend.lower.division._div_rounding",
+    "fxlens.backend.lower.division._floor_divide",
+    "fxlens.backend.lower.division._remainder_fmod",
+    "fxlens.backend.lower.random._rand",
+    "fxlens.backend.lower.random._rand_like",
+    "fxlens.backend.lower.random._bernoulli",
 }
 
 
@@ -481,6 +481,23 @@ def _symbolic_ready(fn, leaves) -> bool:
         return True
     scalars = [v for v in leaves if not isinstance(v, Value)]
     return f"{fn.__module__}.{fn.__name__}" in SHAPES_READY and is_static(*scalars)
+
+
+def _family(fn) -> str:
+    """The lowering's module as reasons name it: `lower_pool` for lower/pool.py (the name the
+    families had as flat modules, kept so that recorded reasons read the same)."""
+    family = fn.__module__.removeprefix("fxlens.backend.lower.")
+    return f"lower_{family}" if family != fn.__module__ else fn.__module__.split(".")[-1]
+
+
+def _source_file(path: str) -> str:
+    """A file as reasons name it: `lower/pool.py` for a lowering family (its bare name could be a
+    stdlib module's: math.py, random.py), else the bare name."""
+    folder, _, name = path.rpartition("/")
+    return f"lower/{name}" if folder == _LOWER_DIR else name
+
+
+_LOWER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lower")
 
 
 def _symbolic(meta, leaves) -> bool:
@@ -513,7 +530,7 @@ def _failed(fn, node) -> str:
     where = e.__traceback__
     while where.tb_next is not None:
         where = where.tb_next
-    place = f"{where.tb_frame.f_code.co_filename.split('/')[-1]}:{where.tb_lineno}"
+    place = f"{_source_file(where.tb_frame.f_code.co_filename)}:{where.tb_lineno}"
     first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
     return f"lowering {fn.__name__} raised {type(e).__name__}: {first[:160]} (at {place})"
 

@@ -27,7 +27,7 @@ def _new_kernel(sn: SchedNode) -> Kernel:
 
 
 def _alone(nodes) -> bool:
-    """Nodes that keep a kernel to themselves (indirect stores over their own domain, lower_index)."""
+    """Nodes that keep a kernel to themselves (indirect stores over their own domain, lower/index.py)."""
     return any(getattr(n, "alone", False) for n in nodes)
 
 

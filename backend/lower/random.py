@@ -5,7 +5,7 @@ torch's own generator), makes a seed per random op; each kernel then computes Ph
 for the element at flat offset `offset`. So `torch.manual_seed(k)` makes runs reproducible,
 consecutive calls draw fresh seeds, and the numbers never match eager bitwise (inductor's don't
 either). Dropout reaches here through torch's native_dropout decomposition (`rand_like(x) > p`, see
-lower.py); AOTAutograd saves that boolean mask for the backward pass, so backward uses the forward's
+lower/aot.py); AOTAutograd saves that boolean mask for the backward pass, so backward uses the forward's
 mask. FXLENS_FALLBACK_RANDOM=1 runs all of them as ATen calls instead (like inductor's
 config.fallback_random).
 """
@@ -16,7 +16,7 @@ import torch
 
 from fxlens.backend import config
 from fxlens.backend.ir import Buffer, Pointwise, Value, broadcast_index, contiguous_strides, linear
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
 
 aten = torch.ops.aten
 prims = torch.ops.prims

@@ -198,7 +198,7 @@ def _add_sub(G, node, meta, a, b, alpha=1):
     return pointwise(G, node, meta, [a, b], lambda x, y: f"{x} {sign} {y}{tail}")
 
 
-# div with rounding_mode, floor_divide, remainder, fmod: lower_division.py
+# div with rounding_mode, floor_divide, remainder, fmod: lower/division.py
 
 
 _CMP = {
