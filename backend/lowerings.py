@@ -1,0 +1,24 @@
+"""The lowering table's old path: `fxlens.backend.lower.core` since the families moved into
+`fxlens.backend.lower`. Re-exports what code written against the flat layout imported from here."""
+
+from fxlens.backend.lower.core import (
+    LOWERINGS,
+    _Meta,
+    _promoted,
+    _shape,
+    libdevice_form,
+    pointwise,
+    reduction,
+    register,
+)
+
+__all__ = [
+    "LOWERINGS",
+    "_Meta",
+    "_promoted",
+    "_shape",
+    "libdevice_form",
+    "pointwise",
+    "reduction",
+    "register",
+]
