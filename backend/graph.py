@@ -20,29 +20,7 @@ from torch.fx.node import map_aggregate
 from fxlens.backend import config
 from fxlens.backend.codegen import SchedNode
 from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
-
-# the lowering families add to LOWERINGS when imported (kept out of lower/core.py, one concept each)
-from fxlens.backend.lower import (  # noqa: F401
-    bessel,
-    diagonal,
-    distance,
-    division,
-    histogram,
-    igamma,
-    index,
-    masked,
-    math,
-    pool,
-    pool_more,
-    random,
-    scan,
-    scatter,
-    search,
-    sort,
-    special,
-)
-from fxlens.backend.lower.core import LOWERINGS
-from fxlens.backend.lower.views import VIEW_OPS
+from fxlens.backend.lower.table import LOWERINGS, VIEW_OPS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
 from fxlens.backend.symbolic_views import strided_view
 
@@ -458,7 +436,9 @@ class GraphLowering:
 # comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
 # they see is symbolic.
 SYMBOLIC_READY = {
-    "fxlens.backend.lower.core",
+    "fxlens.backend.lower.arith",
+    "fxlens.backend.lower.constants",
+    "fxlens.backend.lower.reductions",
     "fxlens.backend.lower.views",
     "fxlens.backend.lower.index",
     "fxlens.backend.lower.math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
