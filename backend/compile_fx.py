@@ -19,8 +19,10 @@ from torch._functorch.aot_autograd import aot_module_simplified
 
 from fxlens.backend import config
 from fxlens.backend.codegen import Kernel, generate, persistent
-from fxlens.backend.graph import Budget, Extern, GraphLowering
+from fxlens.backend.fallback import raised_at
+from fxlens.backend.graph import GraphLowering
 from fxlens.backend.ir import Reduction
+from fxlens.backend.items import Budget, Extern
 from fxlens.backend.lower.aot import aot_options
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
@@ -69,15 +71,7 @@ def _compiler(kind: str, fusion: bool, traces: dict | None = None) -> Callable:
             except SymbolicUnsupported as e:
                 return _Specializing(gm, kind, fusion, str(e))
             except TypeError as e:  # a size comparison sympy cannot decide: a gap in the lowering
-                where = e.__traceback__
-                while where.tb_next is not None:
-                    where = where.tb_next
-                return _Specializing(
-                    gm,
-                    kind,
-                    fusion,
-                    f"{e} (at {where.tb_frame.f_code.co_filename.split('/')[-1]}:{where.tb_lineno})",
-                )
+                return _Specializing(gm, kind, fusion, f"{e} (at {raised_at(e)})")
         return compile_aten(gm, list(example_inputs), kind, fusion)
 
     return compiler

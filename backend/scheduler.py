@@ -15,8 +15,8 @@ N decisions.
 from __future__ import annotations
 
 from fxlens.backend.codegen import Incompatible, Kernel, SchedNode, generate, persistent
-from fxlens.backend.graph import Budget, Extern
 from fxlens.backend.ir import Reduction, numel
+from fxlens.backend.items import Budget, Extern
 
 
 def _new_kernel(sn: SchedNode) -> Kernel:

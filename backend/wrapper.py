@@ -11,8 +11,8 @@ import math
 import torch
 
 from fxlens.backend.codegen import Kernel
-from fxlens.backend.graph import Extern
 from fxlens.backend.ir import Buffer
+from fxlens.backend.items import Extern
 from fxlens.backend.symbolic import SymbolicUnsupported, derived, is_static, render, used_symbols
 
 

@@ -16,6 +16,7 @@ import torch
 
 from fxlens.backend import config
 from fxlens.backend.ir import Buffer, Pointwise, Value, broadcast_index, contiguous_strides, linear
+from fxlens.backend.items import Extern
 from fxlens.backend.lower.core import _shape, register
 
 aten = torch.ops.aten
@@ -80,8 +81,6 @@ def _seed(G) -> tuple[Buffer, int]:
     the next index into it."""
     st = getattr(G, "fx_seeds", None)
     if st is None:
-        from fxlens.backend.graph import Extern  # graph imports this module to register it
-
         count = sum(n.op == "call_function" and n.target in RANDOM_OPS for n in G.gm.graph.nodes)
         name = G.name("seeds")
         buf = Buffer(name, (count,), (1,), torch.int64, G.device, None, kind="extern")
