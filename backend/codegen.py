@@ -326,7 +326,7 @@ def generate(kernel: Kernel, name: str, persistent: bool, needed: set[str] | Non
     size_args = used_symbols("\n".join(ctx.lines))  # symbolic sizes: scalar arguments
     sig = ", ".join([f"p_{b.name}" for b in params] + size_args)
     head = ["import triton", "import triton.language as tl", ""]
-    if "libdevice." in "\n".join(ctx.lines):  # GPU-only math forms (see lowerings.libdevice_form)
+    if "libdevice." in "\n".join(ctx.lines):  # GPU-only math forms (see lower/core.py's libdevice_form)
         head.insert(2, "from triton.language.extra import libdevice")
     if ctx.red:
         head += _HELPERS.splitlines()

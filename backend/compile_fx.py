@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch._functorch.aot_autograd import aot_module_simplified
 
 from fxlens.backend import config
 from fxlens.backend.codegen import Kernel, generate, persistent
-from fxlens.backend.graph import Budget, Extern, GraphLowering
+from fxlens.backend.fallback import raised_at
+from fxlens.backend.graph import GraphLowering
 from fxlens.backend.ir import Reduction
-from fxlens.backend.lower import aot_options
+from fxlens.backend.items import Budget, Extern
+from fxlens.backend.lower.aot import aot_options
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
 from fxlens.backend.trace_log import for_compile, log_artifact, log_json
@@ -69,15 +71,7 @@ def _compiler(kind: str, fusion: bool, traces: dict | None = None) -> Callable:
             except SymbolicUnsupported as e:
                 return _Specializing(gm, kind, fusion, str(e))
             except TypeError as e:  # a size comparison sympy cannot decide: a gap in the lowering
-                where = e.__traceback__
-                while where.tb_next is not None:
-                    where = where.tb_next
-                return _Specializing(
-                    gm,
-                    kind,
-                    fusion,
-                    f"{e} (at {where.tb_frame.f_code.co_filename.split('/')[-1]}:{where.tb_lineno})",
-                )
+                return _Specializing(gm, kind, fusion, f"{e} (at {raised_at(e)})")
         return compile_aten(gm, list(example_inputs), kind, fusion)
 
     return compiler
@@ -187,8 +181,6 @@ def compile_aten(
 
 
 def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
-    from fxlens.backend.runtime import CompiledKernel, load_kernel
-
     inject = config.inject()
     rmax = config.persistent_rmax()
     budget = Budget(config.fusion_limit() if fusion else None)
@@ -198,15 +190,43 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     ir_dump = _ir_dump(G, rmax)
     items = schedule(G.items, fusion, budget, rmax)
     kernels = [it for it in items if isinstance(it, Kernel)]
+    outside, probes = _read_outside(items, G.outputs, kernels, rmax)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    job = _Job(kind, order, rmax, G.device.type == "cuda", inject, config.kernel_fallback(), outside)
+    compiled, records = [], []
+    for i, k in enumerate(kernels):
+        ck, params, record = _compile_kernel(job, i, k, probes[id(k)])
+        compiled.append((ck, params))
+        records.append(record)
+    source, call = build_wrapper(G, items, compiled, kind)
+    _log_graph(G, budget, ir_dump, records, source)
+    _describe(call, G, budget, items, records, source, dynamic)
+    COMPILED.append(call)
+    call.kind = kind
+    return call
 
-    # what must be stored: buffers read outside their kernel, graph outputs, mutated inputs
+
+class _Job(NamedTuple):
+    """What compiling each kernel of one graph needs from the graph."""
+
+    kind: str
+    order: dict  # FX node -> its position in the graph
+    rmax: int
+    cuda: bool
+    inject: config.Inject | None
+    fallback: frozenset  # FXLENS_KERNEL_FALLBACK's entries
+    outside: dict  # buffer name -> its readers outside the kernel that writes it
+
+
+def _read_outside(items, outputs, kernels, rmax) -> tuple[dict, dict]:
+    """Who reads each buffer (externs, the graph's outputs, kernels: a kernel must store what
+    anyone else reads), and each kernel's probe generation that tells what it loads."""
     outside: dict[str, set] = {}
     for it in items:
         if isinstance(it, Extern):
             for r in it.reads:
                 outside.setdefault(r, set()).add(id(it))
-    for o in G.outputs:
+    for o in outputs:
         for b in _buffers(o):
             outside.setdefault(b.base.name, set()).add("out")
     probes = {}
@@ -214,58 +234,77 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
         probes[id(k)] = generate(k, "probe", persistent(k, rmax), None)
         for r in probes[id(k)].loaded:
             outside.setdefault(r, set()).add(id(k))
-    fallback = config.kernel_fallback()
-    compiled, records = [], []
-    cuda = G.device.type == "cuda"
-    for i, k in enumerate(kernels):
-        probe = probes[id(k)]
-        nodes = sorted((n for n in probe.closure if n.op == "call_function"), key=order.__getitem__)
-        ops = [str(n.target) for n in nodes if "getitem" not in str(n.target)]
-        named = [n for n in nodes if "getitem" not in str(n.target)]
-        summary = "_".join(dict.fromkeys(_op_name(n) for n in named))
-        k.name = f"fxk_{kind}_{i}_{'_'.join(summary.split('_')[:3]) or 'copy'}"
-        hit = _inject_hit(inject, named)
-        if inject is not None and inject.kind == "compile_error" and hit is not None:
-            raise RuntimeError(f"fxlens: injected compile_error compiling kernel {k.name}{_node_msg(*hit)}")
-        needed = {r for r, users in outside.items() if users - {id(k)}}
-        whole_rows = persistent(k, rmax)
-        src = generate(
-            k,
-            k.name,
-            whole_rows,
-            needed,
-            perturb=inject is not None and inject.kind == "accuracy" and hit is not None,
-        )
-        fn, path = load_kernel(src.source, k.name, interpret=not cuda and config.interpret())
-        xb, rb = _blocks(k, whole_rows, cuda, rmax)
-        pidx = {b.name: j for j, b in enumerate(src.params)}
-        boundary = [
-            (n, item, pidx[b.base.name], b.shape, b.stride, b.offset) for (n, item), b in src.boundary.items()
-        ]
-        outs = [(pidx[sn.out.base.name], sn.value.node, _item(sn), sn.out.shape, sn.out.stride, sn.out.offset)
-                for sn in k.nodes if sn.out.base.name in src.written]  # fmt: skip
-        replay = _replay_nodes(nodes, order)
-        ck = CompiledKernel(
-            k.name, kind, fn, k.xnumel, k.rnumel, xb, rb, ops, replay, boundary, outs,
-            node_msg=_node_msg(*hit) if hit else "",
-            runtime_error=inject is not None and inject.kind == "runtime_error" and hit is not None,
-            fallback=k.name in fallback or f"{kind}:{i}" in fallback or str(i) in fallback,
-            check=config.check_kernels(), size_args=src.size_args, int64="xindex.to(tl.int64)" in src.source,
-        )  # fmt: skip
-        compiled.append((ck, [b.name for b in src.params]))
-        written = sum(hint(b.storage_numel()) * b.dtype.itemsize for b in src.written.values())
-        records.append({
-            "graph": kind, "name": k.name, "ops": ops, "nodes": [n.name for n in named],
-            "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": hint(k.xnumel * k.rnumel),
-            "rnumel": hint(k.rnumel), "source": src.source, "source_path": path,
-            "signature": src.signature(ck.int64), "blocks": [xb, rb],
-            # looped reductions: bytes later loops read again, values they compute again
-            "bytes_reread": int(src.reread_bytes), "recomputed": sorted(src.recomputed),
-        })  # fmt: skip
-        if not is_static(k.xnumel, k.rnumel):  # numbers above are at the first call's sizes
-            records[-1]["symbolic"] = {"numel": str(k.xnumel * k.rnumel), "rnumel": str(k.rnumel),
-                                       "size_args": src.size_args}  # fmt: skip
-    source, call = build_wrapper(G, items, compiled, kind)
+    return outside, probes
+
+
+def _compile_kernel(job: _Job, i: int, k: Kernel, probe) -> tuple:
+    """Name, generate and load kernel `i`: (its launcher, its buffer parameters, its log record)."""
+    from fxlens.backend.runtime import load_kernel
+
+    inject = job.inject
+    nodes = sorted((n for n in probe.closure if n.op == "call_function"), key=job.order.__getitem__)
+    named = [n for n in nodes if "getitem" not in str(n.target)]
+    ops = [str(n.target) for n in named]
+    summary = "_".join(dict.fromkeys(_op_name(n) for n in named))
+    k.name = f"fxk_{job.kind}_{i}_{'_'.join(summary.split('_')[:3]) or 'copy'}"
+    hit = _inject_hit(inject, named)
+    if inject is not None and inject.kind == "compile_error" and hit is not None:
+        raise RuntimeError(f"fxlens: injected compile_error compiling kernel {k.name}{_node_msg(*hit)}")
+    needed = {r for r, users in job.outside.items() if users - {id(k)}}
+    whole_rows = persistent(k, job.rmax)
+    src = generate(
+        k,
+        k.name,
+        whole_rows,
+        needed,
+        perturb=inject is not None and inject.kind == "accuracy" and hit is not None,
+    )
+    fn, path = load_kernel(src.source, k.name, interpret=not job.cuda and config.interpret())
+    blocks = _blocks(k, whole_rows, job.cuda, job.rmax)
+    ck = _launcher(job, i, k, src, fn, nodes, ops, blocks, hit)
+    return ck, [b.name for b in src.params], _kernel_record(job.kind, k, ops, named, src, ck, path, blocks)
+
+
+def _launcher(job: _Job, i, k, src, fn, nodes, ops, blocks, hit):
+    """The kernel as the wrapper launches it, with what the hooks need to replay it as ATen ops."""
+    from fxlens.backend.runtime import CompiledKernel
+
+    inject, fallback = job.inject, job.fallback
+    pidx = {b.name: j for j, b in enumerate(src.params)}
+    boundary = [
+        (n, item, pidx[b.base.name], b.shape, b.stride, b.offset) for (n, item), b in src.boundary.items()
+    ]
+    outs = [(pidx[sn.out.base.name], sn.value.node, _item(sn), sn.out.shape, sn.out.stride, sn.out.offset)
+            for sn in k.nodes if sn.out.base.name in src.written]  # fmt: skip
+    replay = _replay_nodes(nodes, job.order)
+    return CompiledKernel(
+        k.name, job.kind, fn, k.xnumel, k.rnumel, *blocks, ops, replay, boundary, outs,
+        node_msg=_node_msg(*hit) if hit else "",
+        runtime_error=inject is not None and inject.kind == "runtime_error" and hit is not None,
+        fallback=k.name in fallback or f"{job.kind}:{i}" in fallback or str(i) in fallback,
+        check=config.check_kernels(), size_args=src.size_args, int64="xindex.to(tl.int64)" in src.source,
+    )  # fmt: skip
+
+
+def _kernel_record(kind, k, ops, named, src, ck, path, blocks) -> dict:
+    """The kernel's `fxlens_kernel` artifact (numbers at the first call's sizes when symbolic)."""
+    written = sum(hint(b.storage_numel()) * b.dtype.itemsize for b in src.written.values())
+    record = {
+        "graph": kind, "name": k.name, "ops": ops, "nodes": [n.name for n in named],
+        "bytes_read": int(src.read_bytes), "bytes_written": int(written), "numel": hint(k.xnumel * k.rnumel),
+        "rnumel": hint(k.rnumel), "source": src.source, "source_path": path,
+        "signature": src.signature(ck.int64), "blocks": list(blocks),
+        # looped reductions: bytes later loops read again, values they compute again
+        "bytes_reread": int(src.reread_bytes), "recomputed": sorted(src.recomputed),
+    }  # fmt: skip
+    if not is_static(k.xnumel, k.rnumel):
+        record["symbolic"] = {"numel": str(k.xnumel * k.rnumel), "rnumel": str(k.rnumel),
+                              "size_args": src.size_args}  # fmt: skip
+    return record
+
+
+def _log_graph(G, budget, ir_dump, records, source) -> None:
+    kind = G.kind
     log_artifact("ir", ir_dump)
     log_json("fusion", lambda: {"graph": kind, "decisions": [_decision(d) for d in budget.decisions]})
     for rec in records:
@@ -280,6 +319,10 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
         },
     )
     log_artifact("wrapper", source)
+
+
+def _describe(call, G, budget, items, records, source, dynamic) -> None:
+    """What tests, benchmarks and the toolkit read off a compiled graph's callable."""
     call.kernels = records
     call.fallbacks = dict(G.fallbacks)
     call.fallback_reasons = dict(G.reasons)
@@ -289,9 +332,6 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     call.dynamic = dynamic
     call.static_only = dict(G.static_only)
     call.size_symbols = dict(G.size_sources)
-    COMPILED.append(call)
-    call.kind = kind
-    return call
 
 
 def _extern_bytes(ext) -> int:

@@ -9,85 +9,21 @@ and are counted as fallbacks. Views of realized buffers are strided reinterpreta
 from __future__ import annotations
 
 import operator
-import sys
 from collections import Counter
-from dataclasses import dataclass, field
 
 import torch
 from torch.fx.node import map_aggregate
 
-# the lower_* modules add to LOWERINGS when imported (kept out of lowerings.py, one concept each)
-from fxlens.backend import (  # noqa: F401
-    config,
-    lower_bessel,
-    lower_diagonal,
-    lower_distance,
-    lower_division,
-    lower_histogram,
-    lower_igamma,
-    lower_index,
-    lower_masked,
-    lower_math,
-    lower_pool,
-    lower_pool_more,
-    lower_random,
-    lower_scan,
-    lower_scatter,
-    lower_search,
-    lower_sort,
-    lower_special,
-)
+from fxlens.backend import config
 from fxlens.backend.codegen import SchedNode
-from fxlens.backend.ir import TL_DTYPE, Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
-from fxlens.backend.lower_views import VIEW_OPS
-from fxlens.backend.lowerings import LOWERINGS
+from fxlens.backend.fallback import failed, sees_symbolic_sizes, static_only, symbolic_ready, unsupported
+from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
+from fxlens.backend.items import Budget, Extern
+from fxlens.backend.lower.table import LOWERINGS, VIEW_OPS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
 from fxlens.backend.symbolic_views import strided_view
 
 aten = torch.ops.aten
-
-
-@dataclass(eq=False)
-class Extern:
-    """An ATen call between kernels (a fallback): `outs = op(*args, **kwargs)`."""
-
-    name: str
-    node: torch.fx.Node
-    args: tuple
-    kwargs: dict
-    outs: list  # Buffer or None per output (a single output is a one-element list)
-    tuple_out: bool
-
-    @property
-    def reads(self) -> set[str]:
-        names = set()
-        map_aggregate(
-            (self.args, self.kwargs), lambda a: names.add(a.base.name) if isinstance(a, Buffer) else a
-        )
-        return names
-
-
-@dataclass
-class Decision:
-    index: int
-    fused: bool
-    a: object  # node name, or a Kernel (named once kernels are named)
-    b: str
-    reason: str
-
-
-@dataclass
-class Budget:
-    """Fusion decisions so far; FXLENS_FUSION_LIMIT=N applies only the first N."""
-
-    limit: int | None
-    decisions: list = field(default_factory=list)
-
-    def allowed(self) -> bool:
-        return self.limit is None or len(self.decisions) < self.limit
-
-    def record(self, fused: bool, a, b: str, reason: str) -> None:
-        self.decisions.append(Decision(len(self.decisions), fused, a, b, reason))
 
 
 def is_non_overlapping_and_dense(t) -> bool:
@@ -239,7 +175,7 @@ class GraphLowering:
                       out.storage_offset(), root, root.kind)  # fmt: skip
 
     def slice(self, node, meta, x, dim, start, end):
-        from fxlens.backend.lower_views import _view_remap
+        from fxlens.backend.lower.views import _view_remap
 
         class _N:
             target = aten.slice.Tensor
@@ -367,15 +303,13 @@ class GraphLowering:
         leaves: list = []
         map_aggregate((args, kwargs), leaves.append)
         same = all(v.device == self.device for v in leaves if isinstance(v, Value))
-        why = "no fxlens lowering" if fn is None else _unsupported(meta, leaves)
+        why = "no fxlens lowering" if fn is None else unsupported(meta, leaves)
         if why is None and not (same and self._same_device(meta)):
             why = "a result that is not a tensor, or operands on another device"
         if why is None:
-            if not _symbolic_ready(fn, leaves) and _symbolic(meta, leaves):
+            if not symbolic_ready(fn, leaves) and sees_symbolic_sizes(meta, leaves):
                 # written for static sizes (sizes formatted into index text): the op runs as ATen
-                why = self.static_only[str(node.target)] = (
-                    f"{fn.__module__.split('.')[-1]} lowers static sizes only"
-                )
+                why = self.static_only[str(node.target)] = static_only(fn)
             else:
                 out, why = self._lower(fn, node, meta, args, kwargs)
         if out is None:
@@ -395,9 +329,9 @@ class GraphLowering:
         except TypeError:
             if self.dynamic:  # an undecidable size comparison: compile_fx specializes the graph
                 raise
-            return None, _failed(fn, node)
+            return None, failed(fn, node)
         except Exception:  # noqa: BLE001 - any failure to lower is a fallback, never a user crash
-            return None, _failed(fn, node)
+            return None, failed(fn, node)
         return out, (None if out is not None else "lowering declined these arguments")
 
     def _recompute(self, v: Pointwise) -> bool:
@@ -452,70 +386,6 @@ class GraphLowering:
                 pending[i] = (node_, dst, self.realize(src))
         for node_, dst, src in pending:
             self.items.append(SchedNode(_copy_value(node_, dst, src), dst, mutation=True))
-
-
-# Lowering modules audited for symbolic sizes (every size printed through symbolic.render, no
-# comparisons sympy cannot decide). Lowerings from other modules run as ATen calls when a size
-# they see is symbolic.
-SYMBOLIC_READY = {
-    "fxlens.backend.lowerings",
-    "fxlens.backend.lower_views",
-    "fxlens.backend.lower_index",
-    "fxlens.backend.lower_math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
-}
-# Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
-SHAPES_READY = {
-    "fxlens.backend.lower_scan._scan",
-    "fxlens.backend.lower_scan._flip",
-    "fxlens.backend.lower_division._div_rounding",
-    "fxlens.backend.lower_division._floor_divide",
-    "fxlens.backend.lower_division._remainder_fmod",
-    "fxlens.backend.lower_random._rand",
-    "fxlens.backend.lower_random._rand_like",
-    "fxlens.backend.lower_random._bernoulli",
-}
-
-
-def _symbolic_ready(fn, leaves) -> bool:
-    if fn.__module__ in SYMBOLIC_READY:
-        return True
-    scalars = [v for v in leaves if not isinstance(v, Value)]
-    return f"{fn.__module__}.{fn.__name__}" in SHAPES_READY and is_static(*scalars)
-
-
-def _symbolic(meta, leaves) -> bool:
-    metas = meta if isinstance(meta, (tuple, list)) else [meta]
-    for m in metas:
-        if isinstance(m, torch.Tensor) and not is_static(*sizes(m.shape)):
-            return True
-    return any(not is_static(*v.shape) if isinstance(v, Value) else not is_static(v) for v in leaves)
-
-
-def _unsupported(meta, leaves) -> str | None:
-    """Why the codegen cannot represent an operand or result (checked before any lowering runs)."""
-    metas = meta if isinstance(meta, (tuple, list)) else [meta]
-    for t in [
-        *(m for m in metas if isinstance(m, torch.Tensor)),
-        *(v for v in leaves if isinstance(v, Value)),
-    ]:
-        if t.dtype not in TL_DTYPE:
-            return f"dtype {str(t.dtype).removeprefix('torch.')} has no Triton form in fxlens"
-        if isinstance(t, torch.Tensor) and t.layout != torch.strided:
-            return f"layout {t.layout} (only strided tensors are lowered)"
-    if meta is None or (isinstance(meta, (tuple, list)) and not metas):
-        return "no result metadata"
-    return None
-
-
-def _failed(fn, node) -> str:
-    """The reason recorded for a lowering that raised: the exception and where."""
-    e = sys.exc_info()[1]
-    where = e.__traceback__
-    while where.tb_next is not None:
-        where = where.tb_next
-    place = f"{where.tb_frame.f_code.co_filename.split('/')[-1]}:{where.tb_lineno}"
-    first = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), "")
-    return f"lowering {fn.__name__} raised {type(e).__name__}: {first[:160]} (at {place})"
 
 
 def _copy_value(node, dst: Buffer, src: Value) -> Pointwise:

@@ -26,7 +26,7 @@ def fxlens_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Cal
 
 def fxlens_aot_eager(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     """Stage 2: AOTAutograd (forward and backward) with fxlens's decompositions, run eagerly."""
-    from fxlens.backend.lower import aot_eager_compile
+    from fxlens.backend.lower.aot import aot_eager_compile
 
     _log_stage("fxlens_aot_eager", gm)
     return aot_eager_compile(gm, example_inputs)

@@ -15,8 +15,8 @@ N decisions.
 from __future__ import annotations
 
 from fxlens.backend.codegen import Incompatible, Kernel, SchedNode, generate, persistent
-from fxlens.backend.graph import Budget, Extern
 from fxlens.backend.ir import Reduction, numel
+from fxlens.backend.items import Budget, Extern
 
 
 def _new_kernel(sn: SchedNode) -> Kernel:
@@ -27,7 +27,7 @@ def _new_kernel(sn: SchedNode) -> Kernel:
 
 
 def _alone(nodes) -> bool:
-    """Nodes that keep a kernel to themselves (indirect stores over their own domain, lower_index)."""
+    """Nodes that keep a kernel to themselves (indirect stores over their own domain, lower/index.py)."""
     return any(getattr(n, "alone", False) for n in nodes)
 
 

@@ -11,8 +11,8 @@ import math
 import torch
 
 from fxlens.backend.codegen import Kernel
-from fxlens.backend.graph import Extern
 from fxlens.backend.ir import Buffer
+from fxlens.backend.items import Extern
 from fxlens.backend.symbolic import SymbolicUnsupported, derived, is_static, render, used_symbols
 
 
@@ -69,10 +69,32 @@ def _unbound(source: str, sources: dict) -> list[str]:
 
 def build_wrapper(G, items: list, compiled: list, kind: str):
     """Wrapper source and the boxed callable `call(args)` for one compiled graph."""
-    from fxlens.backend.runtime import fix_layout
-
     fmt = _Fmt()
     externs: list = []
+    lines, at_sizes = _prologue(G, items, fmt, kind)
+    allocated = {b.name for b in G.placeholders if b is not None} | {b.name for b, _ in G.constants}
+    kit = iter(compiled)
+    for it in items:
+        if isinstance(it, Kernel):
+            lines += _launch(it, *next(kit), compiled, allocated)
+        else:
+            assert isinstance(it, Extern)
+            lines += _extern_call(it, fmt, externs, allocated)
+    ret = [fmt(o) for o in G.outputs]
+    lines.append(f"    return [{', '.join(ret)}]")
+    hooked = [c for c, _ in compiled if c.fallback or c.check]
+    # sizes derived from the inputs' sizes are known only once the whole body has rendered them
+    lines[at_sizes:at_sizes] = _derived_sizes(G, hooked)
+    source = "\n".join(lines) + "\n"
+    missing = _unbound(source, {**G.size_sources, **dict(derived())})
+    if missing:
+        raise SymbolicUnsupported(f"size symbols {missing} are not sizes or strides of any input")
+    return source, _load(source, G, compiled, externs, fmt.consts, hooked, kind)
+
+
+def _prologue(G, items: list, fmt: _Fmt, kind: str) -> tuple[list[str], int]:
+    """The wrapper's head (inputs unpacked, size symbols, constants, inputs brought to the layout the
+    kernels assume), and the line where derived sizes go."""
     mutated = {sn.out.base.name for it in items if isinstance(it, Kernel) for sn in it.nodes if sn.mutation}
     names = [b.name if b is not None else f"i{i}" for i, b in enumerate(G.placeholders)]
     lines = [f"# fxlens wrapper ({kind} graph)", "def call(args):"]
@@ -88,47 +110,52 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
     for b in G.placeholders:
         if b is not None and b.name not in mutated:
             lines.append(f"    {b.name} = _fix({b.name}, {_tup(b.shape)}, {_tup(b.stride)})")
-    allocated = {b.name for b in G.placeholders if b is not None} | {b.name for b, _ in G.constants}
-    kit = iter(compiled)
-    for it in items:
-        if isinstance(it, Kernel):
-            ck, params = next(kit)
-            for sn in it.nodes:
-                b = sn.out.base
-                if b.name in params and b.name not in allocated:
-                    allocated.add(b.name)
-                    lines.append(
-                        f"    {b.name} = _empty({_tup(b.shape)}, {_tup(b.stride)}, dtype={b.dtype}, device=DEV)"
-                    )
-            idx = len(compiled) and [c for c, _ in compiled].index(ck)
-            kargs = ", ".join(
-                [*params, *ck.size_args, f"xnumel={render(it.xnumel)}", f"rnumel={render(it.rnumel)}"]
+    return lines, at_sizes
+
+
+def _launch(k: Kernel, ck, params: list, compiled: list, allocated: set) -> list[str]:
+    """A kernel's launch, after allocating the buffers it is the first to write."""
+    lines = []
+    for sn in k.nodes:
+        b = sn.out.base
+        if b.name in params and b.name not in allocated:
+            allocated.add(b.name)
+            lines.append(
+                f"    {b.name} = _empty({_tup(b.shape)}, {_tup(b.stride)}, dtype={b.dtype}, device=DEV)"
             )
-            lines.append(f"    K[{idx}]({kargs})  # {ck.name}")
-        else:
-            assert isinstance(it, Extern)
-            externs.append(it.node.target)
-            call = f"E[{len(externs) - 1}]({', '.join(fmt(a) for a in it.args)}"
-            kw = "".join(f", {k}={fmt(v)}" for k, v in it.kwargs.items())
-            outs = [o.name if o is not None else "_" for o in it.outs]
-            lhs = f"({''.join(o + ', ' for o in outs)})" if it.tuple_out else outs[0]
-            lines.append(f"    {lhs} = {call}{kw})  # {it.node.target}")
-            for o in it.outs:
-                if o is not None:
-                    allocated.add(o.name)
-                    lines.append(f"    {o.name} = _fix({o.name}, {_tup(o.shape)}, {_tup(o.stride)})")
-    ret = [fmt(o) for o in G.outputs]
-    lines.append(f"    return [{', '.join(ret)}]")
+    idx = len(compiled) and [c for c, _ in compiled].index(ck)
+    kargs = ", ".join([*params, *ck.size_args, f"xnumel={render(k.xnumel)}", f"rnumel={render(k.rnumel)}"])
+    lines.append(f"    K[{idx}]({kargs})  # {ck.name}")
+    return lines
+
+
+def _extern_call(it: Extern, fmt: _Fmt, externs: list, allocated: set) -> list[str]:
+    """An ATen call, its results brought to the layout the kernels after it assume."""
+    externs.append(it.node.target)
+    call = f"E[{len(externs) - 1}]({', '.join(fmt(a) for a in it.args)}"
+    kw = "".join(f", {k}={fmt(v)}" for k, v in it.kwargs.items())
+    outs = [o.name if o is not None else "_" for o in it.outs]
+    lhs = f"({''.join(o + ', ' for o in outs)})" if it.tuple_out else outs[0]
+    lines = [f"    {lhs} = {call}{kw})  # {it.node.target}"]
+    for o in it.outs:
+        if o is not None:
+            allocated.add(o.name)
+            lines.append(f"    {o.name} = _fix({o.name}, {_tup(o.shape)}, {_tup(o.stride)})")
+    return lines
+
+
+def _derived_sizes(G, hooked: list) -> list[str]:
     pre = [f"    {name} = {code}" for name, code in derived()]
-    hooked = [c for c, _ in compiled if c.fallback or c.check]
     size_names = sorted(G.size_sources) + [name for name, _ in derived()]
     if hooked and size_names:  # ATen replays of kernels need every size symbol of the graph
         pre.append(f"    SIZES.update({', '.join(f'{n}={n}' for n in size_names)})")
-    lines[at_sizes:at_sizes] = pre
-    source = "\n".join(lines) + "\n"
-    missing = _unbound(source, {**G.size_sources, **dict(derived())})
-    if missing:
-        raise SymbolicUnsupported(f"size symbols {missing} are not sizes or strides of any input")
+    return pre
+
+
+def _load(source: str, G, compiled: list, externs: list, consts: list, hooked: list, kind: str):
+    """The wrapper's `call`, executed in the namespace its source names."""
+    from fxlens.backend.runtime import fix_layout
+
     sizes: dict = {}
     for c in hooked:
         c.graph_sizes = sizes
@@ -137,7 +164,7 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
         "torch": torch,
         "K": [c for c, _ in compiled],
         "E": externs,
-        "C": fmt.consts,
+        "C": consts,
         "DEV": G.device,
         "_empty": _alloc,
         "_fix": fix_layout,
@@ -147,4 +174,4 @@ def build_wrapper(G, items: list, compiled: list, kind: str):
     exec(compile(source, f"<fxlens wrapper {kind}>", "exec"), ns)  # noqa: S102 - our generated code
     call = ns["call"]
     call._boxed_call = True
-    return source, call
+    return call

@@ -20,12 +20,12 @@ def _reasons(graphs) -> dict:
 
 
 def test_a_lowering_that_raises_becomes_a_recorded_fallback(compiled, monkeypatch):
-    from fxlens.backend import lowerings
+    from fxlens.backend.lower import core
 
     def broken(G, node, meta, *args, **kwargs):
         raise KeyError("no such thing")
 
-    monkeypatch.setitem(lowerings.LOWERINGS, aten.exp.default, broken)
+    monkeypatch.setitem(core.LOWERINGS, aten.exp.default, broken)
     x = torch.randn(4, 5)
     out, graphs = compiled(lambda x: (x.exp() + 1).relu(), x)
     torch.testing.assert_close(out, (x.exp() + 1).relu())

@@ -1,4 +1,4 @@
-"""histc (lower_histogram.py): zeros, then an atomic count per element; bit-exact with eager, also for
+"""histc (lower/histogram.py): zeros, then an atomic count per element; bit-exact with eager, also for
 elements one ulp either side of every bin edge, NaN/inf, values outside the range, 0-d and empty
 inputs, ranges that are not representable in the dtype, and a fused producer. min == max (range
 from the data) stays an ATen call."""

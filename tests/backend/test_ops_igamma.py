@@ -1,4 +1,4 @@
-"""igamma / igammac (lower_igamma.py): one Triton kernel, no ATen call, against eager at fp32's
+"""igamma / igammac (lower/igamma.py): one Triton kernel, no ATen call, against eager at fp32's
 default tolerance and against an fp64 eager run, on a grid of every boundary value (0, -0, negative,
 inf, NaN) crossed with itself, each series/fraction region, and a ~ x up to a = 300 (where eager
 uses its asymptotic expansion instead)."""

@@ -1,4 +1,4 @@
-"""Random ops generated in-kernel (lower_random.py): statistics, seeding, dropout and its backward.
+"""Random ops generated in-kernel (lower/random.py): statistics, seeding, dropout and its backward.
 
 Numbers never match eager bitwise (Philox in the kernel, seeds from torch's generator), so these
 tests assert what must hold instead, with bounds of about 4 standard deviations for 4096 samples:
@@ -187,7 +187,7 @@ def test_inlined_philox_is_triton_rand(tmp_path):
     import subprocess
     import sys
 
-    from fxlens.backend.lower_random import _PHILOX
+    from fxlens.backend.lower.random import _PHILOX
 
     script = tmp_path / "philox_check.py"  # triton.jit reads its functions' source from the file
     script.write_text(

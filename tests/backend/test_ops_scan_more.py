@@ -1,4 +1,4 @@
-"""cummax / cummin / logcumsumexp (lower_scan.CumScan): `tl.associative_scan` with combine functions
+"""cummax / cummin / logcumsumexp (lower/scan.py's CumScan): `tl.associative_scan` with combine functions
 that follow torch's rules (NaN wins and stays, ties go to the later index; logcumsumexp accumulated
 in fp64, equal infinities kept). Values and indices must equal eager's, for every dim and dtype."""
 

@@ -1,4 +1,4 @@
-"""scatter_reduce / index_reduce with sum, mean, amax, amin (lower_scatter.py): atomics over the
+"""scatter_reduce / index_reduce with sum, mean, amax, amin (lower/scatter.py): atomics over the
 updates, identity stores for include_self=False, NaN passes. prod stays an ATen call (no atomic)."""
 
 from __future__ import annotations

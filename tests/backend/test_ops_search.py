@@ -1,5 +1,5 @@
-"""bucketize / searchsorted (lower_search.py), diagonal / diagonal_scatter / new_empty_strided
-(lower_diagonal.py) and cdist's direct form and pdist (lower_distance.py), against eager: indices exact
+"""bucketize / searchsorted (lower/search.py), diagonal / diagonal_scatter / new_empty_strided
+(lower/diagonal.py) and cdist's direct form and pdist (lower/distance.py), against eager: indices exact
 (NaN and infinities included), values at OpInfo's tolerance, no ATen fallback."""
 
 from __future__ import annotations

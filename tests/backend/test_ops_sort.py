@@ -1,4 +1,4 @@
-"""sort / argsort / topk / kthvalue / median / nanmedian (lower_sort.py): a bitonic network per row.
+"""sort / argsort / topk / kthvalue / median / nanmedian (lower/sort.py): a bitonic network per row.
 
 Values must equal eager's exactly. Indices too where torch defines them: `sort(stable=True)` always,
 and any op on rows without ties. With ties (equal values, several NaNs) torch's topk, kthvalue and

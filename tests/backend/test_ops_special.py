@@ -1,4 +1,4 @@
-"""torch.special's polynomials of a tensor or scalar degree (lower_special.py): eager's algorithm
+"""torch.special's polynomials of a tensor or scalar degree (lower/special.py): eager's algorithm
 step for step in the dtype (fused multiply-adds where eager's build contracts them), so results
 match eager within OpInfo's tolerance across the special cases, the closed forms and recurrences
 of up to 130 steps. x = NaN is left out: eager returns an uninitialized value there (a NaN here)."""

@@ -324,7 +324,7 @@ def _dynamic_calls(fn, make_args, ns=(5, 9)):
 
 def test_embedding_backward_index_put_with_symbolic_sizes():
     # an LM's embedding backward (index_put, accumulate) ran as ATen under dynamic=True (every
-    # HF model's dynamic training graph had one); lower_index is audited for symbolic sizes now
+    # HF model's dynamic training graph had one); lower/index.py is audited for symbolic sizes now
     torch.manual_seed(0)
     emb = nn.Embedding(20, 8)
     ref = copy.deepcopy(emb)

@@ -48,7 +48,7 @@ def _aot_options(kind: str, backend) -> dict:
 
         return {"decompositions": select_decomp_table(), "partition_fn": min_cut_rematerialization_partition}
     if kind in ("fxlens", "fxlens_nofusion"):
-        from fxlens.backend.lower import aot_options
+        from fxlens.backend.lower.aot import aot_options
 
         return aot_options()
     kw = backend.kwargs

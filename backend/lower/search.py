@@ -13,7 +13,7 @@ import math
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, compute_dtype
-from fxlens.backend.lowerings import _promoted, _shape, register
+from fxlens.backend.lower.core import _promoted, _shape, register
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten

@@ -23,7 +23,7 @@ import triton
 from fxlens.backend import config
 from fxlens.backend.codegen import Incompatible
 from fxlens.backend.ir import Pointwise, Reduction, Value, compute_dtype, full_index
-from fxlens.backend.lowerings import _Meta, _shape, reduction, register
+from fxlens.backend.lower.core import _Meta, _shape, reduction, register
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
@@ -216,7 +216,7 @@ def _median_all(G, node, meta, x):
     """Over every element: the median of the flattened tensor (values only)."""
     if not isinstance(x, Value) or not is_static(*x.shape):
         return None
-    from fxlens.backend.lower_views import _reshape_remap
+    from fxlens.backend.lower.views import _reshape_remap
 
     n = 1
     for s in x.shape:

@@ -1,6 +1,6 @@
 """cdist's direct form: out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p as one reduction over
 the feature dim of the pairwise differences (p = 0: nonzero count, 1: sum, 2: sqrt of squares,
-inf: max, else (sum |d|^p)^(1/p) with lower_math's pow). Where eager would take its matmul route
+inf: max, else (sum |d|^p)^(1/p) with lower/math.py's pow). Where eager would take its matmul route
 for p = 2 (more than 25 rows a side, unless compute_mode says otherwise) it stays an ATen call:
 that route rounds differently (|x|^2 + |y|^2 - 2xy)."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, broadcast_index, compute_dtype
-from fxlens.backend.lower_math import math_pointwise
-from fxlens.backend.lowerings import _Meta, _shape, reduction, register
+from fxlens.backend.lower.core import _Meta, _shape, reduction, register
+from fxlens.backend.lower.math import math_pointwise
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
@@ -94,7 +94,7 @@ def _pnorm(G, node, meta, full, pair, p):
         inner = src.fn
 
         def fn(ctx, idx):
-            from fxlens.backend.math_helpers import MATH
+            from fxlens.backend.lower.math_helpers import MATH
 
             ctx.helpers["_fx_math"] = MATH
             return inner(ctx, idx)

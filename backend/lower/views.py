@@ -18,7 +18,7 @@ from fxlens.backend.ir import (
     linear,
     numel,
 )
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
 from fxlens.backend.symbolic import is_static, render, size
 
 aten = torch.ops.aten

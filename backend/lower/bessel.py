@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from fxlens.backend.cephes_data import CEPHES
 from fxlens.backend.ir import compute_dtype
-from fxlens.backend.lowerings import pointwise, register
-from fxlens.backend.math_helpers import MATH
+from fxlens.backend.lower.cephes_data import CEPHES
+from fxlens.backend.lower.core import pointwise, register
+from fxlens.backend.lower.math_helpers import MATH
 
 aten = torch.ops.aten
 

@@ -5,7 +5,7 @@ torch's own generator), makes a seed per random op; each kernel then computes Ph
 for the element at flat offset `offset`. So `torch.manual_seed(k)` makes runs reproducible,
 consecutive calls draw fresh seeds, and the numbers never match eager bitwise (inductor's don't
 either). Dropout reaches here through torch's native_dropout decomposition (`rand_like(x) > p`, see
-lower.py); AOTAutograd saves that boolean mask for the backward pass, so backward uses the forward's
+lower/aot.py); AOTAutograd saves that boolean mask for the backward pass, so backward uses the forward's
 mask. FXLENS_FALLBACK_RANDOM=1 runs all of them as ATen calls instead (like inductor's
 config.fallback_random).
 """
@@ -16,7 +16,8 @@ import torch
 
 from fxlens.backend import config
 from fxlens.backend.ir import Buffer, Pointwise, Value, broadcast_index, contiguous_strides, linear
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.items import Extern
+from fxlens.backend.lower.core import _shape, register
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -80,8 +81,6 @@ def _seed(G) -> tuple[Buffer, int]:
     the next index into it."""
     st = getattr(G, "fx_seeds", None)
     if st is None:
-        from fxlens.backend.graph import Extern  # graph imports this module to register it
-
         count = sum(n.op == "call_function" and n.target in RANDOM_OPS for n in G.gm.graph.nodes)
         name = G.name("seeds")
         buf = Buffer(name, (count,), (1,), torch.int64, G.device, None, kind="extern")

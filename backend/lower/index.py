@@ -26,8 +26,8 @@ from fxlens.backend.ir import (
     linear,
     numel,
 )
-from fxlens.backend.lower_views import _broadcast_shapes, _scatter
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.views import _broadcast_shapes, _scatter
 from fxlens.backend.symbolic import render
 
 aten = torch.ops.aten

@@ -1,13 +1,13 @@
 """diagonal (a view: an index remapping, or a strided view of a realized buffer), diagonal_scatter
 (a pointwise select between the source and the input), and new_empty_strided (never-stored zeros,
-as lower_random's `empty`: uninitialized memory may hold anything)."""
+as lower/random.py's `empty`: uninitialized memory may hold anything)."""
 
 from __future__ import annotations
 
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, broadcast_index
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, broadcast_index, compute_dtype
-from fxlens.backend.lowerings import _shape, pointwise, register
+from fxlens.backend.lower.core import _shape, pointwise, register
 
 aten = torch.ops.aten
 

@@ -39,7 +39,7 @@ _EXTRA_DECOMPS = [
     torch.ops.aten.native_group_norm_backward,
     # found running real models through the backend (tests/backend/test_zoo.py): eval-mode batch
     # norm (ResNet inference), instance norm, slicing backward (rotary embeddings: Llama, Mistral,
-    # GPT-NeoX, RoFormer) and vector norms were ATen fallbacks (padding: lower_views.py)
+    # GPT-NeoX, RoFormer) and vector norms were ATen fallbacks (padding: lower/views.py)
     torch.ops.aten._native_batch_norm_legit_no_training,
     torch.ops.aten._native_batch_norm_legit,
     torch.ops.aten.slice_scatter,
@@ -64,7 +64,7 @@ _COVERAGE_DECOMPS = [
 ]
 
 
-# Random ops the backend generates in-kernel (lower_random.py): dropout as `rand_like(x) > p`, so
+# Random ops the backend generates in-kernel (lower/random.py): dropout as `rand_like(x) > p`, so
 # AOTAutograd saves the boolean mask for the backward pass. FXLENS_FALLBACK_RANDOM=1 keeps ATen's.
 _RANDOM_DECOMPS = [torch.ops.aten.native_dropout]
 

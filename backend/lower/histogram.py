@@ -21,8 +21,8 @@ import numpy
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, decompose, numel
-from fxlens.backend.lower_index import Scatter, ScatterNode
-from fxlens.backend.lowerings import register
+from fxlens.backend.lower.core import register
+from fxlens.backend.lower.index import Scatter, ScatterNode
 
 aten = torch.ops.aten
 _DTYPES = (torch.float32, torch.float64)  # tl.atomic_add's float types whose math eager does in-type

@@ -1,6 +1,6 @@
 """scatter_reduce and index_reduce with sum / mean / amax / amin, as passes of indexed stores.
 
-Built on lower_index's scatter kernel (a copy of the destination, then kernels over the updates
+Built on lower/index.py's scatter kernel (a copy of the destination, then kernels over the updates
 that store through the index), one pass per step, each its own kernel so the steps are ordered:
 
     include_self=False:  store the reduction's identity at every indexed position
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, broadcast_index, compute_dtype, decompose, linear
-from fxlens.backend.lower_index import _INDEX_DTYPES, Scatter, ScatterNode, _along, _wrap
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.index import _INDEX_DTYPES, Scatter, ScatterNode, _along, _wrap
 
 aten = torch.ops.aten
 

@@ -17,8 +17,12 @@ import math
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, compute_dtype
-from fxlens.backend.lowerings import _shape, libdevice_form, pointwise, register
-from fxlens.backend.math_helpers import MATH
+
+# pow.Tensor_Scalar and pow.Scalar are arith's ops, replaced here: importing arith first keeps its
+# registration before ours whatever imports this module first
+from fxlens.backend.lower.arith import _pow
+from fxlens.backend.lower.core import _shape, libdevice_form, pointwise, register
+from fxlens.backend.lower.math_helpers import MATH
 
 aten = torch.ops.aten
 
@@ -54,12 +58,12 @@ _BINARY = [
     (aten.atan2.default, "_fx_atan2", "atan2"),
     (aten.hypot.default, "_fx_hypot", "hypot"),
     (aten.pow.Tensor_Tensor, "_fx_pow", "pow"),
-    (aten.pow.Tensor_Scalar, "_fx_pow", "pow"),  # exponents lowerings.py has no table entry for
+    (aten.pow.Tensor_Scalar, "_fx_pow", "pow"),  # exponents lower/arith.py has no table entry for
     (aten.pow.Scalar, "_fx_pow", "pow"),
 ]
 
 
-_POW_TABLE = (0, 0.5, -0.5, 1, -1, 2, -2, 3)  # exponents lowerings._pow writes as products or roots
+_POW_TABLE = (0, 0.5, -0.5, 1, -1, 2, -2, 3)  # exponents arith._pow writes as products or roots
 
 
 def math_pointwise(G, node, meta, inputs, helper: str, gpu: str | None, compute=None):
@@ -111,9 +115,7 @@ def _unary(helper, gpu):
 def _binary(helper, gpu):
     def lower(G, node, meta, a, b):
         if node.target == aten.pow.Tensor_Scalar and b in _POW_TABLE:
-            from fxlens.backend.lowerings import _pow
-
-            return _pow(G, node, meta, a, b)  # x*x, sqrt, ...: lowerings.py's table
+            return _pow(G, node, meta, a, b)  # x*x, sqrt, ...: lower/arith.py's table
         return math_pointwise(G, node, meta, [a, b], helper, gpu)
 
     return lower

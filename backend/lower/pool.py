@@ -14,7 +14,7 @@ import math
 import torch
 
 from fxlens.backend.ir import Pointwise, Value
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
 
 aten = torch.ops.aten
 _MAX_WINDOW = 64

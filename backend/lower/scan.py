@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Reduction, Value, compute_dtype, full_index
-from fxlens.backend.lowerings import _shape, pointwise, register
+from fxlens.backend.lower.core import _shape, pointwise, register
 from fxlens.backend.symbolic import is_static, render
 
 aten = torch.ops.aten

@@ -1,7 +1,7 @@
-"""More pooling forward ops, in lower_pool's style (the window loop unrolled in a pointwise kernel,
+"""More pooling forward ops, in lower/pool.py's style (the window loop unrolled in a pointwise kernel,
 non-negative index arithmetic only): avg_pool3d, _adaptive_avg_pool3d, and adaptive_max_pool2d
 (values and flat indices; NaN wins and the last NaN's index is kept, ties keep the first, as in
-torch's CPU loop). Windows over lower_pool's element limit stay ATen calls; so do backward ops."""
+torch's CPU loop). Windows over lower/pool.py's element limit stay ATen calls; so do backward ops."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import itertools
 import torch
 
 from fxlens.backend.ir import Pointwise, Value
-from fxlens.backend.lower_pool import _MAX_WINDOW, _adaptive_bounds, _clamp, _max_span
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.pool import _MAX_WINDOW, _adaptive_bounds, _clamp, _max_span
 
 aten = torch.ops.aten
 

@@ -1,5 +1,5 @@
 """Cephes coefficient tables of eager's Bessel functions (ATen/native/Math.h, torch 2.13), copied
-so that lower_bessel.py runs the same polynomials (see Math.h's note on the Cephes license)."""
+so that lower/bessel.py runs the same polynomials (see Math.h's note on the Cephes license)."""
 
 # fmt: off
 CEPHES = {

@@ -2,9 +2,9 @@
 
 masked_scatter(x, mask, source): the k-th True of the (broadcast) mask, in row-major order, takes
 source's k-th element. The rank k is an inclusive cumsum of the mask over the flattened tensor
-(lower_scan's Scan, which loops over blocks for long rows), then a pointwise gather from source.
+(lower/scan.py's Scan, which loops over blocks for long rows), then a pointwise gather from source.
 put(x, index, source, accumulate): an indexed store through flat (row-major) indices, negative ones
-wrapped, with lower_index's scatter kernel (atomic adds when accumulating).
+wrapped, with lower/index.py's scatter kernel (atomic adds when accumulating).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, broadcast_index, contiguous_strides, decompose, linear, numel
-from fxlens.backend.lower_index import _INDEX_DTYPES, _scatter_into
-from fxlens.backend.lower_scan import Scan
-from fxlens.backend.lowerings import _shape, register
+from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.index import _INDEX_DTYPES, _scatter_into
+from fxlens.backend.lower.scan import Scan
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
