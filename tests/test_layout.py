@@ -102,9 +102,12 @@ def test_old_flat_module_paths_still_import():
         "from fxlens.session import Session; from fxlens.report import build_report;"
         "from fxlens.bisect_ladder import ladder; from fxlens.capture import main;"
         "assert fxlens.session is fxlens.trace.session and fxlens.minify_check is fxlens.minify.check;"
-        "print('ok')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    _runs_in_a_fresh_interpreter(code)
+
+
+def _runs_in_a_fresh_interpreter(code: str) -> None:
+    out = subprocess.run([sys.executable, "-c", code + "print('ok')"], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
@@ -176,10 +179,8 @@ def test_old_backend_module_paths_still_import():
         "from fxlens.backend.graph import Budget, Extern, GraphLowering;"
         "import fxlens.backend.lower.core as core, torch;"
         "assert LOWERINGS is core.LOWERINGS and torch.ops.aten.sin.default in LOWERINGS;"
-        "print('ok')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+    _runs_in_a_fresh_interpreter(code)
 
 
 def test_ruff_clean():
