@@ -84,6 +84,9 @@ def test_script_failing_without_compile_is_not_blamed_on_the_compiler(bisect):
     assert v["outcome"] == "script_fails" and v["first_failing_stage"] is None
     assert "not a compiler problem" in proc.stdout
     assert v["runs"] == 3  # as asked, eager, and once with Dynamo disabled
+    # TORCHDYNAMO_DISABLE is read at each torch.compile call: that run forks too
+    runs = sorted((Path(v["session"]) / "runs").iterdir())
+    assert [json.loads((r / "session.json").read_text()).get("forked") for r in runs] == [True] * 3
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from fxlens.cli import _flags, build_parser, split_target
 
 SCRIPT = textwrap.dedent(
     """
-    import argparse, json, sys
+    import argparse, json, os, sys
     import torch
 
     p = argparse.ArgumentParser()
@@ -29,6 +29,8 @@ SCRIPT = textwrap.dedent(
     a = p.parse_args()
     with open(a.json, "a") as f:  # the script's own --json: a log of the argv it was given
         f.write(json.dumps(sys.argv[1:]) + "\\n")
+    if os.environ.get("EXIT_BEFORE_COMPILE"):
+        sys.exit(3)
 
     @torch.compile(backend="eager")
     def step(x):
@@ -40,11 +42,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _fxlens(*args, cwd, timeout=600):
+def _fxlens(*args, cwd, timeout=600, env=None):
     env = {
         **os.environ,
         "FXLENS_SESSIONS_DIR": str(cwd / "sessions"),
         "FXLENS_REPRO_DIR": str(cwd / "repros"),
+        **(env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "fxlens.cli", *map(str, args)],
@@ -89,10 +92,14 @@ def test_bisect_options_before_script_only(script, tmp_path):
 
 
 def test_minify_options_before_script_only(script, tmp_path):
-    proc = _fxlens("minify", "--json", "min.json", "--out", "repro.py", script, *MINE, cwd=tmp_path)
-    # nothing fails, so minify refuses; the script still saw exactly its own arguments
+    # the script exits 3 before compiling (a whole minify is tests/minify's): minify refuses it,
+    # and the script saw exactly its own arguments while --json/--out stayed fxlens's
+    proc = _fxlens(
+        "minify", "--json", "min.json", "--out", "repro.py", script, *MINE, cwd=tmp_path,
+        env={"EXIT_BEFORE_COMPILE": "1"},
+    )  # fmt: skip
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "does not fail" in proc.stderr
+    assert "fails before compiling anything (exit status 3) (it printed no error)" in proc.stderr
     assert _seen(tmp_path / "metrics.json")[0] == MINE
     assert not (tmp_path / "repro.py").exists() and not (tmp_path / "results").exists()
 

@@ -39,6 +39,9 @@ from fxlens.trace.session import TRACE_DIR, write_info
 
 TIMEOUT_EXIT = 124
 READY = "fxlens-bisect-warm-ready"
+# TORCH* switches torch reads when they are used, not at import: TORCHDYNAMO_DISABLE in
+# torch._dynamo.optimize, on every torch.compile call (bisect's "no torch.compile" run)
+_READ_AT_CALL = frozenset({"TORCHDYNAMO_DISABLE"})
 # a script that assigns environment variables may set one torch reads at import (which the warm
 # process did before the script ran): its runs start in new interpreters
 _SETS_ENV = re.compile(
@@ -202,8 +205,13 @@ class WarmServer:
         self.ready = False
 
     def differs(self, env: dict) -> list[str]:
-        """The TORCH* switches `env` sets otherwise than this process had them at import."""
-        return [k for k, v in env.items() if k.startswith("TORCH") and self.env.get(k) != v]
+        """The TORCH* switches `env` sets otherwise than this process had them at import (those
+        torch reads at each call take effect in the fork too)."""
+        return [
+            k
+            for k, v in env.items()
+            if k.startswith("TORCH") and k not in _READ_AT_CALL and self.env.get(k) != v
+        ]
 
     def run(self, script: str, args: list[str], **kw) -> RunResult | None:
         """`run_forked(script, args, **kw)` with a trace, in the server; None when it is gone."""

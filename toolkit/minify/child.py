@@ -112,7 +112,8 @@ def _no_failure_error(
         e.get("event") == "compile_call" for e in Session.open(session / "children" / "capture").events
     )
     if not compiled_any:
-        return FxlensError(f"{script} fails before compiling anything (exit status {exit_code}): {last}")
+        why = f": {last}" if last else " (it printed no error)"
+        return FxlensError(f"{script} fails before compiling anything (exit status {exit_code}){why}")
     eager_code, _ = _run_child(script, script_args, "eager", session / "children" / "eager")
     if eager_code != 0:
         return FxlensError(f"{script} fails already in eager (backend 'eager'), not in the compiler: {last}")

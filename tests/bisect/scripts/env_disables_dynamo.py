@@ -1,11 +1,11 @@
-"""Sets TORCHDYNAMO_DISABLE before importing torch. Dynamo reads it at import, so torch.compile
-compiles nothing and the failing backend never runs: plain `python` of this script exits 0, and
-bisect must say nothing fails (a run forked from a process that imported torch earlier would
-compile, and fail)."""
+"""Sets TORCH_COMPILE_DISABLE before importing torch. Dynamo's config module reads it when it is
+imported, so torch.compile compiles nothing and the failing backend never runs: plain `python` of
+this script exits 0, and bisect must say nothing fails. A run forked from a process that imported
+Dynamo before the script ran would ignore it, compile, and fail."""
 
 import os
 
-os.environ["TORCHDYNAMO_DISABLE"] = "1"
+os.environ["TORCH_COMPILE_DISABLE"] = "1"
 
 import torch  # noqa: E402
 
