@@ -86,3 +86,24 @@ def test_forked_run_past_its_timeout_is_ended_with_its_group(tmp_path):
     code, _, marker = _fork_run(tmp_path, ["0", "--hang"], timeout=20)
     assert code == 124
     assert _left_behind(marker) == []
+
+
+def test_bisect_runs_fall_back_to_new_interpreters_when_the_warm_process_is_gone(tmp_path):
+    """The warm server killed before a run: that run starts again in a new interpreter (a clean
+    folder, no fork's leftovers), says so, and later runs do not try the server again."""
+    from fxlens.bisect.runs import Runs, cache_env
+    from fxlens.bisect.warm import WarmServer
+
+    script = tmp_path / "script.py"
+    script.write_text("import sys\nprint('ran', sys.argv[1:])\nsys.exit(3)\n")
+    lines = []
+    runs = Runs(str(script), ["a"], tmp_path / "bisect", "crash", timeout=120, echo=lines.append)
+    runs.warm = WarmServer(cache_env(tmp_path / "bisect"))
+    runs.warm.proc.kill()
+    runs.warm.proc.wait()
+    first = runs.run("first", stage="eager", wrap=False)
+    assert runs.warm is None and any("warm process is gone" in ln for ln in lines)
+    second = runs.run("second", stage="eager", wrap=False)
+    for out in (first, second):
+        assert out.exit_code == 3 and "ran ['a']" in (out.session_dir / "output.txt").read_text()
+        assert "forked" not in json.loads((out.session_dir / "session.json").read_text())

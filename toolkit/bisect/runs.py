@@ -7,6 +7,7 @@ and torch's trace in that run's session are read back here. This module never im
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -168,7 +169,12 @@ class Runs:
             res = self.warm.run(self.script, self.script_args, **kw)
             if res is not None:
                 return res
-            self.warm = None  # the server is gone: new interpreters from here on
+            # the server is gone (it failed to start, or was killed): this run again, and every
+            # later one, in a new interpreter; nothing of the lost attempt stays in the run's folder
+            self.warm = None
+            self.echo("  (the warm process is gone: runs start in new interpreters from here)")
+            shutil.rmtree(sdir, ignore_errors=True)
+            sdir.mkdir(parents=True, exist_ok=True)
             child_env.pop(config.ENV_BACKEND_OVERRIDE, None)
         return run_captured(
             self.script,
