@@ -24,6 +24,7 @@ from fxlens.backend.graph import GraphLowering
 from fxlens.backend.ir import Reduction
 from fxlens.backend.items import Budget, Extern
 from fxlens.backend.lower.aot import aot_options
+from fxlens.backend.runtime import op_name
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
 from fxlens.backend.trace_log import for_compile, log_artifact, log_json
@@ -134,11 +135,6 @@ def _sources(node) -> list[str]:
     return names
 
 
-def _op_name(node) -> str:
-    t = node.target
-    return getattr(getattr(t, "_overloadpacket", t), "__name__", str(t)).split(".")[-1]
-
-
 def _user_line(node) -> str:
     st = node.meta.get("stack_trace") if node is not None else None
     if not st:
@@ -245,7 +241,7 @@ def _compile_kernel(job: _Job, i: int, k: Kernel, probe) -> tuple:
     nodes = sorted((n for n in probe.closure if n.op == "call_function"), key=job.order.__getitem__)
     named = [n for n in nodes if "getitem" not in str(n.target)]
     ops = [str(n.target) for n in named]
-    summary = "_".join(dict.fromkeys(_op_name(n) for n in named))
+    summary = "_".join(dict.fromkeys(op_name(n) for n in named))
     k.name = f"fxk_{job.kind}_{i}_{'_'.join(summary.split('_')[:3]) or 'copy'}"
     hit = _inject_hit(inject, named)
     if inject is not None and inject.kind == "compile_error" and hit is not None:
@@ -410,7 +406,7 @@ def _ir_dump(G, rmax) -> str:
         assert isinstance(it, SchedNode)
         k = _new_kernel(it)
         src = generate(k, "probe", persistent(k, rmax), None)
-        ops = [_op_name(n) for n in sorted(src.closure, key=lambda n: n.name) if n.op == "call_function"]
+        ops = [op_name(n) for n in sorted(src.closure, key=lambda n: n.name) if n.op == "call_function"]
         v = it.value
         what = (
             f"reduce {v.rtype} dims={list(v.rdims)} of {list(v.full)}"

@@ -7,6 +7,7 @@ as its ATen ops (FXLENS_KERNEL_FALLBACK) or checked against an fp64 ATen replay 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import math
@@ -76,8 +77,10 @@ _UNINITIALIZED = frozenset(
 )
 
 
-def _op_name(node) -> str:
-    return getattr(getattr(node.target, "_overloadpacket", None), "__name__", str(node.target))
+def op_name(node) -> str:
+    """The op's short name (`erf`, `full_like`): its overload packet's, or the callable's."""
+    t = node.target
+    return getattr(getattr(t, "_overloadpacket", t), "__name__", str(t)).split(".")[-1]
 
 
 def _needs_unread(nodes, read: set) -> bool:
@@ -93,7 +96,7 @@ def _needs_unread(nodes, read: set) -> bool:
             seen.add((a, node))
             if a.op == "call_function":
                 todo.append(a)
-            elif isinstance(a.meta.get("val"), torch.Tensor) and _op_name(node) not in _SHAPE_ONLY:
+            elif isinstance(a.meta.get("val"), torch.Tensor) and op_name(node) not in _SHAPE_ONLY:
                 return True
     return False
 
@@ -145,8 +148,6 @@ class CompiledKernel:
     check: bool = False
     size_args: list = field(default_factory=list)  # names of the size symbols it takes
     int64: bool = False  # indexes in int64 (else int32: checked at launch when sizes are symbolic)
-    _replayable: bool | None = field(default=None, repr=False)
-    _fp64: bool = field(default=False, repr=False)
 
     def __call__(self, *args, xnumel: int, rnumel: int) -> None:
         if self.runtime_error:
@@ -161,29 +162,31 @@ class CompiledKernel:
                 f"fxlens: kernel {self.name} was compiled with int32 indexing for sizes like its first call; "
                 f"{xnumel} x {rnumel} elements need int64 (compile without dynamic=True for these sizes)"
             )
-        replayable = self.replayable()
-        if self.fallback and replayable:
+        if self.fallback and self.replayable:
             self._write(bufs, self.replay(bufs, fp64=False))
             return
-        # uninitialized memory (torch.empty and kin) is garbage on both sides: nothing to compare
-        checkable = replayable and not any(_op_name(n) in _UNINITIALIZED for n in self.replay_nodes)
-        snap = [_snapshot(a) for a in bufs] if self.check and checkable else None
+        snap = [_snapshot(a) for a in bufs] if self.check and self.checkable else None
         grid = ((xnumel + self.xblock - 1) // self.xblock,)
         self.fn[grid](*args, xnumel, rnumel, XBLOCK=self.xblock, RBLOCK=self.rblock)
         if snap is not None:
             self._check(snap, bufs)
 
+    @functools.cached_property
     def replayable(self) -> bool:
         """Whether the hooks can evaluate this kernel's FX nodes from what it reads. Not when it
         only fills scratch buffers no FX node computes (histc's zeros, a mean's counts), nor when
         a node needs the values of a tensor the kernel never reads (scatter_reduce mean's quotient
         kernel reads the sum and count buffers, not the scatter's source): such a kernel runs as it
         is and is checked by nothing."""
-        if self._replayable is None:
-            self._replayable = all(_is_value(node, item) for _pi, node, item, *_ in self.outputs) and not (
-                _needs_unread(self.replay_nodes, {b[0] for b in self.boundary})
-            )
-        return self._replayable
+        return all(_is_value(node, item) for _pi, node, item, *_ in self.outputs) and not (
+            _needs_unread(self.replay_nodes, {b[0] for b in self.boundary})
+        )
+
+    @functools.cached_property
+    def checkable(self) -> bool:
+        """Replayable, and computing no uninitialized memory (torch.empty and kin: garbage on both
+        sides, nothing to compare)."""
+        return self.replayable and not any(op_name(n) in _UNINITIALIZED for n in self.replay_nodes)
 
     def _env(self) -> dict:
         """Size symbols at this call: the graph's (set by the wrapper when hooks are on) and its own."""
@@ -199,7 +202,6 @@ class CompiledKernel:
         """Evaluate this kernel's FX nodes with ATen on `args`; returns the output values."""
         env: dict = {}
         self.device = args[0].device if args else torch.device("cpu")
-        self._fp64 = fp64
         inside = set(self.replay_nodes)
         for node, item, pi, shape, stride, off in self.boundary:
             if node in inside:
@@ -214,14 +216,14 @@ class CompiledKernel:
             else:
                 env.setdefault(node, {})[item] = t
         for node in self.replay_nodes:
-            env[node] = self._eval(node, env)
+            env[node] = self._eval(node, env, fp64)
         res = []
         for _pi, node, item, _s, _st, _o in self.outputs:
             v = env[node]
             res.append(v if item is None else v[item])
         return res
 
-    def _eval(self, node, env):
+    def _eval(self, node, env, fp64: bool = False):
         """Evaluate `node` with ATen; inputs missing from `env` (e.g. empty tensors a kernel never
         reads, constants) are evaluated from the functional graph first."""
         for a in node.all_input_nodes:
@@ -229,7 +231,7 @@ class CompiledKernel:
                 if a.op == "get_attr":
                     env[a] = getattr(a.graph.owning_module, a.target)
                 elif a.op == "call_function":
-                    env[a] = self._eval(a, env)
+                    env[a] = self._eval(a, env, fp64)
                 else:  # an input the kernel never reads (only its shape matters, e.g. full_like)
                     from fxlens.backend.symbolic import evaluate, size
 
@@ -243,7 +245,7 @@ class CompiledKernel:
                     shape = [evaluate(size(s), sizes) for s in v.shape]
                     env[a] = torch.zeros(shape, dtype=v.dtype, device=self.device)
         a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
-        if self._fp64:  # every floating input in fp64 (constants and stand-ins too: ops like
+        if fp64:  # every floating input in fp64 (constants and stand-ins too: ops like
             # index_put refuse mixed dtypes); values rounded by an earlier cast keep their rounding
             a, kw = torch.utils._pytree.tree_map_only(torch.Tensor, _as_fp64, (a, kw))
         return node.target(*a, **kw)

@@ -356,7 +356,7 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
             "graph": ordinal,
             "env": runs.extra_env,
             "fork": not config.load_bisect().fresh_runs,
-            "module": module_of(runs.script),
+            "module": runs.module,
             "cache_dir": str(Path(tmp) / "inductor-cache"),
             "out": str(Path(tmp) / "result.json"),
         }

@@ -160,8 +160,13 @@ class Runs:
         """Run the script once: forked from this driver, from the warm server, or a new interpreter."""
         if self.fork or (self.warm is not None and not self.warm.differs(child_env)):
             child_env[config.ENV_BACKEND_OVERRIDE] = WRAPPER if wrap else None
-            kw = dict(session_dir=sdir, env=child_env, timeout=self.timeout, output=sdir / OUTPUT_FILE)
-            kw["module"] = self.module
+            kw = dict(
+                session_dir=sdir,
+                env=child_env,
+                timeout=self.timeout,
+                output=sdir / OUTPUT_FILE,
+                module=self.module,
+            )
             if self.fork:
                 from fxlens.bisect.warm import run_forked
 
