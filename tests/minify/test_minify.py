@@ -111,13 +111,19 @@ def test_out_onto_an_existing_file_is_refused_up_front(minify_env, tmp_path):
     mine.write_text("# someone else's file\n")
     # refused before the script runs (one line, exit 2), the file untouched; the --out/--json
     # contract of a minify that works is checked by test_single_op_crash_shrinks_...
+    # and before importing torch (a refusal takes a fraction of a second)
+    code = (
+        "import sys; from fxlens.cli import main; rc = main(sys.argv[1:]);"
+        "print('torch imported' if 'torch' in sys.modules else 'no torch'); sys.exit(rc)"
+    )
     refused = subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "minify", "--out", str(mine), MLP],
+        [sys.executable, "-c", code, "minify", "--out", str(mine), MLP],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert refused.returncode == 2 and "already exists" in refused.stderr.strip().splitlines()[-1]
+    assert refused.stdout.strip() == "no torch"
     assert mine.read_text() == "# someone else's file\n"
 
 
@@ -184,16 +190,29 @@ def test_segfaulting_backend_is_minified_without_killing_fxlens(minify_env):
     assert proc.returncode == -11
 
 
-@pytest.mark.parametrize(
-    "script, message",
-    [
-        pytest.param("fails_outside.py", "fails outside the compiled graphs", marks=pytest.mark.slow),
-        ("fails_early.py", "fails before compiling anything.*ValueError: bad configuration file"),
-    ],
-)
-def test_failure_that_is_not_the_compilers_is_refused(minify_env, script, message):
-    with pytest.raises(FxlensError, match=message):
-        minify_script(str(SCRIPTS / script), [], progress=False)
+@pytest.mark.slow  # fails_early.py's refusal is in the default run (below)
+def test_failure_outside_the_compiled_graphs_is_refused(minify_env):
+    with pytest.raises(FxlensError, match="fails outside the compiled graphs"):
+        minify_script(str(SCRIPTS / "fails_outside.py"), [], progress=False)
+
+
+@pytest.mark.parametrize("cores, spawned", [(2, 0), (4, 1)])
+def test_workers_start_with_the_script_only_given_spare_cores(minify_env, monkeypatch, cores, spawned):
+    # with 2 cores the workers' torch imports would slow the script's own run, and be wasted on a
+    # script that fails before compiling (as here): they wait for its first compile
+    import os
+
+    from fxlens.minify import pool
+
+    monkeypatch.setenv("FXLENS_MINIFY_WORKERS", "1")
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    started, spawn = [], pool.Worker.spawn
+    monkeypatch.setattr(pool.Worker, "spawn", lambda self: (started.append(self), spawn(self))[-1])
+    with pytest.raises(
+        FxlensError, match="fails before compiling anything.*ValueError: bad configuration file"
+    ):
+        minify_script(str(SCRIPTS / "fails_early.py"), [], progress=False)
+    assert len(started) == spawned
 
 
 @pytest.mark.slow

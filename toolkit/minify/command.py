@@ -127,10 +127,10 @@ def minify_script(
     Raises:
         FxlensError: bad input, or nothing to minify (with the reason, one line).
     """
-    from fxlens.minify.pool import Pool
-
     script_args = list(script_args or [])
     _check_request(script, out, check, backend, json_path)
+    from fxlens.minify.pool import Pool  # imports torch: only once the request is known to be good
+
     cfg = config.load_minify()
     if out_dir:
         cfg = replace(cfg, repro_dir=Path(out_dir))
@@ -138,8 +138,12 @@ def minify_script(
     session = new_session_dir(config.load().sessions_dir, script)
     info = {"script": os.path.abspath(script), "argv": script_args, "command": "minify", "backend": backend}
     write_info(session, {**info, "check": check, "started": time.time()})
-    # workers import torch while the script runs; told the backend once it is known
-    pool = Pool(size=cfg.workers, timeout=cfg.timeout, log_dir=session / "workers", cwd=os.getcwd())
+    # workers import torch while the script runs (from the start only with cores to spare for them
+    # beside the script and this process); told the backend once it is known
+    spare = (os.cpu_count() or 1) > 2
+    pool = Pool(
+        size=cfg.workers, timeout=cfg.timeout, log_dir=session / "workers", cwd=os.getcwd(), spawn=spare
+    )
     run = MinifyRun(
         script, script_args, backend, check, out, json_path, progress, cfg, t0, session, pool, timeout
     )

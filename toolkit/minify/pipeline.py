@@ -119,16 +119,24 @@ def _capture_phase(run: MinifyRun) -> _Captured:
     from fxlens.minify.capture import baseline_config_lines, captured_graphs, failing_graph
 
     # the parent idles while the script runs: import torch and probe the config baseline meanwhile,
-    # and have the workers resolve and warm up the backend as soon as the script names it
+    # and have the workers resolve and warm up the backend as soon as the script names it. Without
+    # spare cores (the pool did not spawn up front) all that waits until the script compiles: it
+    # would only slow the script's own run, and be wasted when there is nothing to minify
     warm: dict = {}
     captured = threading.Event()
 
     def meanwhile() -> None:
-        warm.update(baseline=baseline_config_lines())
-        spec = run.backend or _first_backend(run.session / "capture", captured)
+        if run.pool.spawned:
+            warm.update(baseline=baseline_config_lines())
+            spec = run.backend or _first_backend(run.session / "capture", captured)
+        else:
+            first = _first_backend(run.session / "capture", captured)
+            spec = (run.backend or first) if first else None
         if spec:
             run.pool.set_backend(spec)
             run.pool.prepare()
+            if "baseline" not in warm:
+                warm.update(baseline=baseline_config_lines())
 
     warmer = threading.Thread(target=meanwhile, daemon=True)
     warmer.start()

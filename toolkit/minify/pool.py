@@ -1,7 +1,7 @@
 """A pool of worker processes that evaluate minify candidates, so a backend crash never kills fxlens.
 
-Each worker (`python -m fxlens.minify.pool`) starts importing torch at once (while the parent is
-still capturing), resolves the backend named in its first stdin line once, then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
+Each worker (`python -m fxlens.minify.pool`) imports torch while the parent is still capturing
+(from the start when there are spare cores, else once the script compiles), resolves the backend named in its first stdin line once, then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
 failure signature on a private pipe (the worker's stdout is redirected to stderr, so whatever the
 backend prints cannot corrupt the protocol). A worker that dies (segfault, abort) or exceeds the
 per-candidate timeout is killed and restarted; that candidate's signature says what happened
@@ -126,14 +126,16 @@ class Worker:
 class Pool:
     """Evaluate candidates in parallel on `size` workers (default: every core)."""
 
-    def __init__(self, *, size: int = 0, timeout: float = 120.0, log_dir: Path, cwd=None):
+    def __init__(self, *, size: int = 0, timeout: float = 120.0, log_dir: Path, cwd=None, spawn=True):
+        """`spawn=False`: no process starts until `prepare` or the first candidate."""
         self.size = size or os.cpu_count() or 1
+        self.spawned = spawn
         self.started = time.time()
         self.timeout = timeout
         env = {k: v for k, v in os.environ.items() if k not in ("TORCH_TRACE", "FXLENS_BACKEND_OVERRIDE")}
         log_dir.mkdir(parents=True, exist_ok=True)
         self.workers = [Worker(env, log_dir / f"worker{i}.log", cwd) for i in range(self.size)]
-        for w in self.workers:
+        for w in self.workers if spawn else ():
             w.spawn()
         self.free: queue.Queue = queue.Queue()
         for w in self.workers:
