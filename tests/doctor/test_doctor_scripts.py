@@ -164,6 +164,9 @@ def test_script_that_compiles_nothing(doctor_root):
     assert proc.returncode != 0
     assert "compiles nothing" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    # said after the eager run, which never called torch.compile: no compiled run was started
+    session = Path(proc.stderr.rsplit("(session: ", 1)[1].rstrip(")\n"))
+    assert (session / "eager-1" / "output.log").exists() and not (session / "output.log").exists()
 
 
 def test_bad_input_is_one_line(doctor_root, tmp_path):

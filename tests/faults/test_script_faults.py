@@ -56,7 +56,10 @@ def test_timeout_ends_a_script_that_never_ends(tmp_path, command):
     # the script hangs before its torch.compile line, so the verdict does not depend on how fast
     # this machine imports torch (CI once compiled hang_forks.py's graph within the 2 s)
     proc = fxlens(command, "--timeout", "2", SCRIPTS / "hang_before_compile.py", tmp_path / "marker", env=env)
-    one_line_error(proc, "did not finish within 2 s (--timeout) before compiling anything")
+    last = one_line_error(proc, "did not finish within 2 s (--timeout) before compiling anything")
+    assert "no exit within" not in last  # said once, with the limit the script had
+    if command == "bisect":  # the run's line: the 2 s limit, not the run's wall time (warm start)
+        assert "FAILS (timeout: no exit within 2 s)" in proc.stdout, proc.stdout
     no_orphans(mark)
 
 

@@ -242,9 +242,9 @@ def _first_run(runs: Runs, script: str, backend: str | None) -> tuple[Outcome, l
         top = runs.run(f"{backend} (every call)", stage=backend)
     if not top.compiled and not top.asked:
         if top.exit_code != 0:
+            why = "" if top.kind == "timeout" else f" ({top.error or 'see ' + str(top.session_dir)})"
             raise FxlensError(
-                f"{script} {how_it_ended(top.exit_code, runs.timeout)} before compiling anything "
-                f"({top.error or 'see ' + str(top.session_dir)})"
+                f"{script} {how_it_ended(top.exit_code, runs.timeout)} before compiling anything{why}"
             )
         raise FxlensError(f"{script} never called torch.compile: nothing to bisect")
     references = [b for b in top.asked if b in refs]

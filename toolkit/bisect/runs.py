@@ -150,7 +150,7 @@ class Runs:
         t0 = time.perf_counter()
         sdir.mkdir(parents=True, exist_ok=True)
         res = self._start(sdir, child_env, wrap)
-        out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0)
+        out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0, self.timeout)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
         self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.seconds:.1f}s]")
@@ -197,8 +197,13 @@ def _safe(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:60]
 
 
-def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float) -> Outcome:
-    """Read a finished run's session: the wrapper's events, the exit status, the stderr tail."""
+def read_outcome(
+    n: int, label: str, sdir: Path, exit_code: int, seconds: float, timeout: float | None = None
+) -> Outcome:
+    """Read a finished run's session: the wrapper's events, the exit status, the stderr tail.
+
+    `seconds` is the run's wall time as bisect saw it (a first forked run includes the warm
+    process's start); a timeout is reported as the limit the script itself had."""
     session = Session.open(sdir)
     out = Outcome(n, label, sdir, exit_code, seconds, None)
     for ev in session.events:
@@ -224,7 +229,7 @@ def read_outcome(n: int, label: str, sdir: Path, exit_code: int, seconds: float)
                 elif not out.error:
                     out.error = str(ev.get("error", ""))
     if exit_code == TIMEOUT_EXIT:
-        out.kind, out.error = "timeout", f"no exit within {seconds:.0f}s"
+        out.kind, out.error = "timeout", f"no exit within {timeout or round(seconds):g} s"
     elif exit_code < 0:  # a segfault or abort: no Python exception line to quote
         out.kind = "crash"
         out.error = out.error or how_it_ended(exit_code).removeprefix("was ")

@@ -150,12 +150,19 @@ def _run_rounds(script, args, sdir: Path, backend, rounds: int, nproc: int, time
                 raise FxlensError(msg)
             done.codes[mode].append(result.exit_code)
             (done.eager if mode == "eager" else done.compiled).append(probe_runs(session))
+            if (mode, k, result.exit_code) == ("eager", 1, 0) and not _called_compile(session):
+                # the same script compiled would compile nothing either: say so now, not a run later
+                raise _compiles_nothing(script, sdir)
     return done
+
+
+def _called_compile(session: Session) -> bool:
+    return any(e.get("event") == "compile_call" for e in session.events)
 
 
 def _nothing_timed(script: str, sdir: Path, session: Session, code: int, timeout) -> FxlensError:
     """The one-line error when the compiled run timed no call: why, as far as the session tells."""
-    called = any(e.get("event") == "compile_call" for e in session.events)
+    called = _called_compile(session)
     if code:
         why = _last_error_line(sdir)
         # a crash or hang after torch.compile was called: in a compile or a compiled graph
@@ -172,6 +179,10 @@ def _nothing_timed(script: str, sdir: Path, session: Session, code: int, timeout
             f"{script} called torch.compile but its process ended without reporting timings "
             f"(os._exit or killed?) (session: {sdir})"
         )
+    return _compiles_nothing(script, sdir)
+
+
+def _compiles_nothing(script: str, sdir: Path) -> FxlensError:
     return FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
 
 
