@@ -10,7 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from bisect_helpers import MULTI, SCRIPTS, def_line
+
+from fxlens.bisect.runs import OUTPUT_FILE
 
 
 def _stage_rows(verdict):
@@ -48,6 +51,15 @@ def test_torch_testing_backends_name_stage_and_graph(bisect, backend, kind):
     assert "each run forked from a process that imported torch once" in proc.stdout.splitlines()[0]
     (ev,) = [e for e in _events(v) if e["event"] == "bisect"]
     assert ev["culprit"] == c and ev["summary"] == v["summary"] and ev["stages"] == v["stages"]
+    # forked runs draw like new interpreters: Python's and numpy's numbers differ run to run,
+    # torch's generator starts at its default seed
+    draws = [
+        next(ln.split()[1:] for ln in log.read_text().splitlines() if ln.startswith("draws "))
+        for log in (Path(v["session"]) / "runs").glob(f"*/{OUTPUT_FILE}")
+    ]
+    assert len(draws) == 4
+    assert len({d[0] for d in draws}) == 4 and len({d[1] for d in draws}) == 4
+    assert {float(d[2]) for d in draws} == {float(torch.rand(1, generator=torch.Generator()))}
 
 
 @pytest.mark.slow

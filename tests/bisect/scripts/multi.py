@@ -6,9 +6,14 @@ usage: multi.py [BACKEND] [--train] [--op relu|erf|none] [--fail-eager] [--recom
 --flaky MARKER: relu only on the first run (the one that creates MARKER): a flaky failure.
 """
 
+import random
 import sys
 
+import numpy
 import torch
+
+# what each run starts with: forked runs must draw like new interpreters (tests/bisect)
+print("draws", random.random(), numpy.random.random(), float(torch.rand(1)))
 
 argv = sys.argv[1:]
 BACKEND = argv[0] if argv and not argv[0].startswith("--") else "inductor"
