@@ -78,3 +78,21 @@ def test_corpus_case_in_a_fresh_interpreter(path, tmp_path):
         [sys.executable, str(path)], capture_output=True, text=True, timeout=600, cwd=tmp_path
     )
     _check(path, proc.returncode, proc.stderr)
+
+
+def test_forked_runs_draw_like_new_interpreters(zygote, tmp_path):
+    # the re-runs that decide "reproduced 3/3" vs FLAKY must not agree because they share the
+    # zygote's random state: Python's and numpy's numbers differ, torch's is its default seed's
+    import torch
+
+    script = tmp_path / "draws.py"
+    script.write_text(
+        "import random, sys, numpy, torch\n"
+        "print(random.random(), numpy.random.random(), float(torch.rand(1)), file=sys.stderr)\n"
+    )
+    ran = zygote.run(script, 3, timeout=120, cwd=tmp_path, stderr_dir=tmp_path)
+    assert ran is not None, "the zygote died"
+    draws = [err.split() for code, err in ran if code == 0]
+    assert len(draws) == 3, ran
+    assert len({d[0] for d in draws}) == 3 and len({d[1] for d in draws}) == 3
+    assert {float(d[2]) for d in draws} == {float(torch.rand(1, generator=torch.Generator()))}

@@ -16,9 +16,9 @@ still runs the whole script (it counts as a run), starts with Dynamo's and induc
 untouched (the warm process never compiled), and skips only interpreter start and imports.
 
 What a fork would share with its parent besides imported modules: the state of Python's `random`,
-numpy's global generator and torch's default generator, which `_fresh_random_state` sets as a new
-interpreter has them (the first two from the OS, torch's at its fixed default seed), so forks never
-repeat each other's draws; `functools.cache`d environment reads, which `_forget_cached_env` clears
+numpy's global generator and torch's default generator, which `children.fresh_random_state` sets
+as a new interpreter has them (the first two from the OS, torch's at its fixed default seed), so
+forks never repeat each other's draws; `functools.cache`d environment reads, which `_forget_cached_env` clears
 for the bisector's own switches; and str hashing's random seed (PYTHONHASHSEED), which only a new
 interpreter can change.
 The driver's steps write no TORCH_TRACE (they only need pass/fail); the server's runs do.
@@ -68,21 +68,6 @@ def _forget_cached_env() -> None:
     compiler_bisector.get_env_val.cache_clear()
 
 
-def _fresh_random_state() -> None:
-    """Random state as a new interpreter starts with it: Python's `random` and numpy's global
-    generator seeded from the OS (a fork would draw its parent's numbers, the same in every run),
-    torch's default generator at its default seed (whatever the warm process drew from it)."""
-    import random
-
-    random.seed()
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed()
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.random.default_generator.manual_seed(torch.Generator().initial_seed())
-
-
 def _start_trace() -> None:
     """Open torch's structured trace at $TORCH_TRACE, as importing torch does in a fresh runner (the
     warm process imported torch without it: its trace handler has no folder and never wrote)."""
@@ -115,7 +100,7 @@ def _child(script: str, args: list[str], env: dict, output: Path, module: str | 
         os.dup2(devnull, 0)
         os.close(devnull)
         _forget_cached_env()
-        _fresh_random_state()
+        children.fresh_random_state()
         if "TORCH_TRACE" in env:
             _start_trace()
         from fxlens.capture.runner import run_script

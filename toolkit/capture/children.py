@@ -182,3 +182,18 @@ def die_with_parent(take_group: bool = False) -> None:
         return
     if str(os.getppid()) != parent:  # it died before prctl took effect
         os.kill(os.getpid(), sig)
+
+
+def fresh_random_state() -> None:
+    """In a forked run: random state as a new interpreter starts with it. Python's `random` and
+    numpy's global generator seeded from the OS (a fork would draw its parent's numbers, the same
+    in every run), torch's default generator at its default seed (whatever the parent drew)."""
+    import random
+
+    random.seed()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.random.default_generator.manual_seed(torch.Generator().initial_seed())

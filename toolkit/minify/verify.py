@@ -4,8 +4,9 @@ A zygote (`python -m fxlens.minify.verify MODULE...`) imports torch and the modu
 compiles with while the reduction still runs, then waits. Asked to run a reproducer N times, it
 forks N children; each runs the file as `__main__` (like `python FILE`: own folder first on
 sys.path, stdout discarded, stderr to a file) and exits with the script's status. Nothing was ever
-compiled in the zygote, so each child starts with Dynamo's and the backend's state untouched; what
-it shares with the zygote is modules already imported. That is why `repro_writer.verify` still runs
+compiled in the zygote, so each child starts with Dynamo's and the backend's state untouched, and
+its random state is set as a new interpreter's; what it shares with the zygote is modules already
+imported. That is why `repro_writer.verify` still runs
 one of the re-runs as a plain `python FILE` in a new interpreter: a reproducer that forgot an
 import it needs would pass in a fork and fail there.
 """
@@ -77,6 +78,7 @@ def _child(path: str, err: str, cwd: str | None) -> None:
         # the zygote killed: so is this run (PDEATHSIG is not inherited across fork)
         os.environ[children.ENV_PARENT] = str(os.getppid())
         children.die_with_parent()
+        children.fresh_random_state()  # as `python FILE` would start: the re-runs must not agree by luck
         fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 2)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
