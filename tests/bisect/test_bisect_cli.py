@@ -166,7 +166,9 @@ def test_runs_fork_from_a_warm_process_unless_the_script_sets_environment(bisect
     assert plain.returncode == 0 and plain.stdout.strip() == "8.0", plain.stderr
     proc, v = bisect(script)
     assert proc.returncode == 0, proc.stderr
-    assert "each run a new interpreter: the script sets environment variables" in proc.stdout
+    first = proc.stdout.splitlines()[0]
+    assert "each run a new interpreter: " in first
+    assert "scripts/compile_settings.py sets environment variables torch may read at import" in first
     assert v["outcome"] == "nothing_fails" and v["runs"] == 1
 
 
@@ -184,8 +186,28 @@ def test_runs_fork_from_a_warm_process_unless_the_script_sets_environment(bisect
     ],
 )
 def test_which_scripts_set_environment(tmp_path, source, sets):
-    from fxlens.bisect.warm import sets_environment
+    from fxlens.bisect.script_env import sets_environment
 
     script = tmp_path / "s.py"
     script.write_text(f"import os\n{source}\n")
-    assert sets_environment(str(script)) is sets
+    assert sets_environment(str(script)) == (str(script) if sets else None)
+
+
+def test_environment_set_in_a_local_module_the_script_imports(tmp_path):
+    from fxlens.bisect.script_env import sets_environment
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("from .. import helper\n")
+    (tmp_path / "pkg" / "helper.py").write_text("from .setup_env import go\nimport pkg.sub\n")  # a cycle
+    (tmp_path / "pkg" / "setup_env.py").write_text("import os\ndef go(): os.environ['A'] = '1'\n")
+    (tmp_path / "quiet.py").write_text("import os, json\nrank = os.environ.get('RANK')\n")
+    script = tmp_path / "train.py"
+    for imports, setter in [
+        ("import quiet, torch", None),  # installed packages are not read
+        ("import pkg.sub", tmp_path / "pkg" / "setup_env.py"),  # via a relative import, two deep
+        ("from pkg import helper", tmp_path / "pkg" / "setup_env.py"),
+    ]:
+        script.write_text(f"{imports}\nprint('hi')\n")
+        found = sets_environment(str(script), roots=[tmp_path])
+        assert found == (setter and str(setter)), imports

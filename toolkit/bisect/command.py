@@ -33,13 +33,15 @@ from fxlens import config
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
 from fxlens.bisect.runs import INDUCTOR_CACHE, Outcome, Runs, cache_env
+from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
-from fxlens.bisect.warm import WarmServer, sets_environment
+from fxlens.bisect.warm import WarmServer
 from fxlens.capture import children
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
+from fxlens.trace.userframes import short_path
 
 CHECKS = ("crash", "accuracy", "auto")
 # failure kinds each --check counts (a run that fails some other way is reported, not followed)
@@ -158,8 +160,9 @@ def _start_warm(runs: Runs, script: str, env: dict) -> str:
     new interpreters; says which, for the first line."""
     if config.load_bisect().fresh_runs:
         return "each run a new interpreter: FXLENS_BISECT_FRESH_RUNS=1"
-    if sets_environment(script):
-        return "each run a new interpreter: the script sets environment variables torch may read at import"
+    if setter := sets_environment(script):
+        who = "the script" if Path(setter) == Path(script).resolve() else short_path(setter)
+        return f"each run a new interpreter: {who} sets environment variables torch may read at import"
     runs.warm = WarmServer({**cache_env(runs.session_dir), **env})
     return "each run forked from a process that imported torch once"
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -45,19 +44,6 @@ READY = "fxlens-bisect-warm-ready"
 # TORCH* switches torch reads when they are used, not at import: TORCHDYNAMO_DISABLE in
 # torch._dynamo.optimize, on every torch.compile call (bisect's "no torch.compile" run)
 _READ_AT_CALL = frozenset({"TORCHDYNAMO_DISABLE"})
-# a script that assigns environment variables may set one torch reads at import (which the warm
-# process did before the script ran): its runs start in new interpreters
-_SETS_ENV = re.compile(
-    r"environ\s*\[[^\]]*\]\s*=(?!=)|environ\.(update|setdefault|pop)\(|putenv\(|environ\s*\|="
-)
-
-
-def sets_environment(script: str) -> bool:
-    """Whether SCRIPT's source assigns an environment variable (a conservative text match)."""
-    try:
-        return bool(_SETS_ENV.search(Path(script).read_text(errors="replace")))
-    except OSError:
-        return True
 
 
 def _forget_cached_env() -> None:
