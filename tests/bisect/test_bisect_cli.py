@@ -116,6 +116,9 @@ def test_bad_input_is_one_line(bisect, tmp_path):
     proc, v = bisect(MULTI, opts=("--backend", "no_such_backend"))
     assert proc.returncode != 0 and "unknown backend 'no_such_backend'" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert "run  1" not in proc.stdout  # refused before any run (said 'run 1 ... ok' first)
+    proc, v = bisect(MULTI, opts=("--backend", f"{tmp_path / 'missing.py'}:compile_fn"))
+    assert proc.returncode != 0 and "no such file" in proc.stderr and proc.stdout == ""
 
 
 def test_script_without_torch_compile(bisect, tmp_path):

@@ -37,6 +37,7 @@ from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
 from fxlens.bisect.warm import WarmServer
 from fxlens.capture import children
+from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
@@ -128,6 +129,8 @@ def bisect_script(
     echo = echo or (lambda line: print(line, flush=True))
     if check not in CHECKS:
         raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
+    if backend:
+        check_spec(backend)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
     info = {"script": os.path.abspath(script), "argv": list(args), "backend": backend, "command": "bisect"}

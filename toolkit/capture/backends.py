@@ -48,27 +48,82 @@ def resolve(spec: str):
     return spec
 
 
+# names every torch and fxlens install registers: checked without importing torch (~2 s)
+ALWAYS_KNOWN = frozenset(
+    {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "cudagraphs"}
+    | {"fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens"}
+)
+
+
+def check_spec(spec: str) -> None:
+    """Refuse, up front and in one line, a backend spec that cannot work, running no user code.
+
+    A `file.py:attr` spec is read, not run: `attr` must be defined or imported at its top level.
+    """
+    if ":" not in spec:
+        if spec not in ALWAYS_KNOWN and spec not in (names := known_names()):
+            raise FxlensError(f"unknown backend {spec!r} (known: {', '.join(names)})")
+        return
+    target, _, attr = spec.rpartition(":")
+    if not target.endswith(".py"):
+        try:
+            getattr(importlib.import_module(target), attr)
+        except (ImportError, AttributeError) as e:
+            raise FxlensError(f"backend {spec!r}: {e}") from None
+        return
+    if not Path(target).is_file():
+        raise FxlensError(f"backend {spec!r}: no such file {target}")
+    import ast
+
+    try:
+        tree = ast.parse(Path(target).read_text(errors="replace"), filename=target)
+    except SyntaxError as e:
+        raise FxlensError(f"backend {spec!r}: {target} line {e.lineno}: {e.msg}") from None
+    if attr not in top_level_definitions(tree):
+        raise FxlensError(f"backend {spec!r}: {target} defines no {attr!r}")
+
+
+def top_level_definitions(tree) -> dict:
+    """{name: [top-level statements that define it]} for a parsed module: `def`, `class`,
+    assignments and imports, also inside a top-level `if`/`try`/`with` (`if HAS_X: def backend`),
+    where the whole compound statement is what defines the name. Self-contained (only `ast`):
+    reproducers embed its source."""
+    import ast
+
+    def names(node) -> set:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return {node.name}
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            return {(a.asname or a.name).split(".")[0] for a in node.names}
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if isinstance(node, ast.If | ast.Try | ast.With):
+            return {name for child in ast.iter_child_nodes(node) for name in names(child)}
+        if isinstance(node, ast.ExceptHandler):
+            return {name for child in node.body for name in names(child)}
+        return set()
+
+    defines: dict = {}
+    for node in tree.body:
+        for name in names(node):
+            defines.setdefault(name, []).append(node)
+    return defines
+
+
 def definitions_of(path: str, attr: str) -> dict:
     """What a script needs to define `attr`, without running the rest of its top-level code.
 
     A backend in a bug-report script (which compares, asserts and exits at top level) is loaded
     in another process from the script's imports and the top-level definitions (`def`, `class`,
-    assignments) that `attr` needs, transitively; other statements never run. Self-contained
-    (only `ast`): reproducers embed its source.
+    assignments, and `if`/`try` blocks holding them) that `attr` needs, transitively; other
+    statements never run. Self-contained (only `ast` and `top_level_definitions`): reproducers
+    embed its source.
     """
     import ast
 
     tree = ast.parse(open(path).read(), filename=path)
-    defines: dict = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            defines.setdefault(node.name, []).append(node)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for t in targets:
-                for name in ast.walk(t):
-                    if isinstance(name, ast.Name):
-                        defines.setdefault(name.id, []).append(node)
+    defines = top_level_definitions(tree)
     needed, todo = set(), [attr]
     while todo:
         for node in defines.get(todo.pop(), []):

@@ -24,6 +24,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fxlens import config
+from fxlens.capture.backends import check_spec
 from fxlens.capture.command import (
     add_timeout_argument,
     check_script,
@@ -269,6 +270,8 @@ def doctor_script(
     check_script(script)
     if rounds < 1:
         raise FxlensError(f"--rounds must be at least 1, not {rounds}")
+    if backend:
+        check_spec(backend)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
     runs = _run_rounds(script, args, sdir, backend, rounds, nproc, timeout)

@@ -14,14 +14,13 @@ it); `main()` is the CLI.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import re
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from fxlens import config
+from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script
 from fxlens.errors import FxlensError
 from fxlens.minify.pipeline import MinifyRun, run_pipeline, summary_line  # noqa: F401  (summary_line: `fxlens demo`)
@@ -55,30 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_timeout_argument(parser, "the script's own run (each candidate: FXLENS_MINIFY_TIMEOUT, 120)")
 
 
-def validate_backend(spec: str) -> None:
-    """Refuse a backend spec that cannot work, without running any user code."""
-    if ":" in spec:
-        target, _, attr = spec.rpartition(":")
-        if target.endswith(".py"):
-            if not Path(target).is_file():
-                raise FxlensError(f"backend {spec!r}: no such file {target}")
-            if not re.search(
-                rf"^\s*(def\s+{re.escape(attr)}\b|{re.escape(attr)}\s*=)", Path(target).read_text(), re.M
-            ):
-                raise FxlensError(f"backend {spec!r}: {target} defines no {attr!r}")
-            return
-        try:
-            getattr(importlib.import_module(target), attr)
-        except (ImportError, AttributeError) as e:
-            raise FxlensError(f"backend {spec!r}: {e}") from None
-        return
-    from fxlens.capture.backends import known_names
-
-    names = known_names()
-    if spec not in names:
-        raise FxlensError(f"unknown backend {spec!r} (known: {', '.join(names)})")
-
-
 def _check_request(script: str, out: str | None, check: str, backend: str | None, json_path) -> None:
     """Refuse bad input before anything runs (one line each)."""
     from fxlens.report.command import check_writable
@@ -92,7 +67,7 @@ def _check_request(script: str, out: str | None, check: str, backend: str | None
     if check not in CHECKS:
         raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
     if backend:
-        validate_backend(backend)
+        check_spec(backend)
 
 
 def minify_script(

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxlens.capture.backends import definitions_of
+from fxlens.capture.backends import definitions_of, top_level_definitions
 from fxlens.minify import check as minify_check
 from fxlens.minify.graph import Candidate, InputSpec
 
@@ -107,7 +107,11 @@ def backend_loader(spec: str) -> str:
             # only the definitions the backend needs (fxlens.capture.backends.definitions_of,
             # embedded): a bug report's top-level code compares, asserts and exits
             body = (
-                "import runpy\n\n" + inspect.getsource(definitions_of) + "\n\ntry:\n"
+                "import runpy\n\n"
+                + inspect.getsource(top_level_definitions)
+                + "\n\n"
+                + inspect.getsource(definitions_of)
+                + "\n\ntry:\n"
                 f"    return definitions_of({path!r}, {attr!r})[{attr!r}]\n"
                 "except Exception:  # a definition needing more of the script: run all of it\n"
                 f"    return runpy.run_path({path!r}, run_name='__fxlens_backend__')[{attr!r}]"
