@@ -62,6 +62,23 @@ def test_torch_testing_backends_name_stage_and_graph(bisect, backend, kind):
     assert {float(d[2]) for d in draws} == {float(torch.rand(1, generator=torch.Generator()))}
 
 
+def test_old_optimize_api_is_bisected_like_torch_compile(bisect):
+    # torch._dynamo.optimize(backend)(model), as bug reports for torch 2.0 wrote it: bisect said
+    # "exited with status 1 before compiling anything" (it patched torch.compile only)
+    script = SCRIPTS / "old_api.py"
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 1 and "ReluCompileError" in plain.stderr  # ground truth
+    proc, v = bisect(script)
+    assert proc.returncode == 0, proc.stderr
+    backend = "relu_compile_error_TESTING_ONLY"
+    assert v["backend"] == backend and v["first_failing_stage"] == backend
+    assert _stage_rows(v) == {"eager": True, "aot_eager": True, backend: False}
+    c = v["culprit"]
+    assert (c["compile_id"], c["function"], c["line"]) == ("1/0", "forward", def_line("forward", script))
+    asked = [e for e in _events(v) if e["event"] == "compile_call"]
+    assert asked == [] or {e["api"] for e in asked} == {"torch._dynamo.optimize"}
+
+
 @pytest.mark.slow
 def test_accuracy_with_training_checks_gradients(bisect):
     proc, v = bisect(MULTI, "relu_accuracy_error_TESTING_ONLY", "--train", opts=("--check", "accuracy"))

@@ -9,6 +9,7 @@ backend, that graph, and keep `eager` as the reference.
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from bisect_helpers import SCRIPTS
@@ -37,7 +38,8 @@ def test_reference_calls_keep_their_backend_others_get_the_override(tmp_path, mo
 
     override.for_asked = for_asked
     monkeypatch.setenv(config.ENV_OVERRIDE_KEEP, "eager,aot_eager")
-    monkeypatch.setattr(torch, "compile", torch.compile)  # restored after the test
+    monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
+    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
     patch_compile(override, str(COMPARE), str(tmp_path))
     torch._dynamo.reset()
     try:
@@ -53,6 +55,37 @@ def test_reference_calls_keep_their_backend_others_get_the_override(tmp_path, mo
         ("inductor", True),
         ("aot_eager", False),
     ]
+
+
+def test_old_optimize_api_is_routed_like_torch_compile(tmp_path, monkeypatch):
+    # bug reports written for torch 1.x/2.0 call torch._dynamo.optimize(backend)(fn) directly;
+    # torch.compile calls it too, and that inner call must not be recorded a second time
+    seen = []
+
+    def override(gm, example_inputs):
+        seen.append("override")
+        return gm.forward
+
+    monkeypatch.setenv(config.ENV_OVERRIDE_KEEP, "eager")
+    monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
+    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
+    patch_compile(override, str(COMPARE), str(tmp_path))
+    torch._dynamo.reset()
+    try:
+        x = torch.randn(4)
+        torch._dynamo.optimize("inductor")(lambda t: t * 2 + 1)(x)
+        torch._dynamo.optimize(backend="eager", nopython=True)(lambda t: t * 3 + 1)(x)
+        torch.compile(lambda t: t * 4 + 1, backend="aot_eager")(x)
+    finally:
+        torch._dynamo.reset()
+    assert seen == ["override", "override"]  # eager is kept: the reference call
+    calls = [json.loads(ln) for ln in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(c["backend"], c["override"], c["api"], c["line"] > 0) for c in calls] == [
+        ("inductor", True, "torch._dynamo.optimize", True),
+        ("eager", False, "torch._dynamo.optimize", True),
+        ("aot_eager", True, "torch.compile", True),
+    ]
+    assert {Path(c["file"]).name for c in calls} == {Path(__file__).name}
 
 
 def test_compare_script_fails_on_its_own():

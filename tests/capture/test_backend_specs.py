@@ -5,7 +5,7 @@ import pytest
 from fxlens.capture.backends import check_spec, resolve
 from fxlens.errors import FxlensError
 
-SCRIPT = '''
+SCRIPT = """
 import torch
 from torch._dynamo.backends.common import aot_autograd as make_aot
 try:
@@ -29,7 +29,7 @@ def plain(gm, inputs):
 def _unused():
     never_top_level = 1
 raise SystemExit("top-level code never runs when a spec is checked")
-'''
+"""
 
 
 @pytest.mark.parametrize(

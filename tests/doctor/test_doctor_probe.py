@@ -47,3 +47,30 @@ def test_demo_entry_points():
     params = inspect.signature(doctor_script).parameters
     assert list(params)[:2] == ["script", "args"] and "backend" in params and "rounds" in params
     assert render_doctor is render_text
+
+
+def test_old_optimize_api_is_timed_once_and_torch_compile_not_twice(monkeypatch):
+    # bug reports for torch 2.0 call torch._dynamo.optimize(backend)(fn); torch.compile calls it
+    # too, and that inner call must not become a second timed record
+    from fxlens.doctor import probe
+
+    monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
+    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
+    monkeypatch.setattr(probe, "_STATE", probe._State())
+    probe._patch_compile()
+    torch._dynamo.reset()
+    try:
+        old = torch._dynamo.optimize("eager", nopython=True)(scale)
+        line_old = inspect.currentframe().f_lineno - 1
+        new = torch.compile(Net(), backend="eager")
+        line_new = inspect.currentframe().f_lineno - 1
+        assert torch.equal(old(torch.ones(3)), torch.ones(3) * 2)
+        assert torch.equal(new(torch.ones(3)), torch.ones(3) + 1)
+    finally:
+        torch._dynamo.reset()
+    recs = probe._STATE.records
+    assert [(r.name, r.at_line, r.options["backend"], r.calls) for r in recs] == [
+        ("scale", line_old, "eager", 1),
+        ("Net.forward", line_new, "eager", 1),
+    ]
+    assert recs[0].options["fullgraph"] is True and recs[0].at_file == __file__

@@ -138,6 +138,7 @@ def test_every_way_to_compile_is_timed(doctored):
         ("bare", "function", 11, 11, 0),
         ("Net.forward", "module", 21, 26, 3),
         ("Net.forward", "method", 21, 28, 3),
+        ("legacy", "function", 39, 43, 2),  # torch._dynamo.optimize: was not timed at all
     ]
     assert {r["options"]["backend"] for r in result["functions"]} == {"aot_eager"}  # --backend
     (never,) = _kinds(result, "never_called")

@@ -15,8 +15,10 @@ import sys
 import traceback
 
 from fxlens import config
+from fxlens.capture.imports import when_imported
 from fxlens.errors import FxlensError
 from fxlens.trace.session import append_event
+from fxlens.trace.userframes import called_by_torch
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
 REFUSED = 3
@@ -24,37 +26,22 @@ _SCRIPT_GLOBALS: list[dict] = []
 
 
 def patch_compile(override, script: str, session: str) -> None:
-    """Wrap torch.compile: record the backend each call asks for, and apply the override.
+    """Wrap torch.compile and torch._dynamo.optimize: record the backend each call asks for, and
+    apply the override.
 
-    Calls asking for a backend in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference).
+    Bug reports written for older torch call `torch._dynamo.optimize("inductor")(fn)` directly;
+    torch.compile calls it too, so only calls from outside torch count. Calls asking for a backend
+    in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference).
     """
     import torch
-
-    from fxlens.capture.backends import describe
 
     original = torch.compile
     if getattr(original, "_fxlens_patched", False):
         return
-    keep = {k for k in os.environ.get(config.ENV_OVERRIDE_KEEP, "").split(",") if k}
+    route = _router(override, script, session)
 
     def compile(model=None, **kwargs):
-        asked = describe(kwargs.get("backend", "inductor"), script)
-        if session:
-            frame = sys._getframe(1)
-            _append_quietly(
-                session,
-                "compile_call",
-                {
-                    "backend": asked,
-                    "file": frame.f_code.co_filename,
-                    "line": frame.f_lineno,
-                    "override": bool(override) and asked not in keep,
-                },
-            )
-        if override is not None and asked not in keep:
-            # a backend that wants to know what each call asked for (bisect's wrapper) gets it
-            per_call = getattr(override, "for_asked", None)
-            kwargs["backend"] = per_call(asked) if per_call else override
+        kwargs["backend"] = route(kwargs.get("backend", "inductor"), "torch.compile")
         if model is None:
             # `@torch.compile(backend=...)`: torch's own decorator would call torch.compile again (this
             # wrapper) and record the call twice; call the original directly once the function is known
@@ -64,6 +51,51 @@ def patch_compile(override, script: str, session: str) -> None:
     compile._fxlens_patched = True
     compile.__wrapped__ = original
     torch.compile = compile
+
+    def patch_optimize(dynamo) -> None:
+        original_optimize = dynamo.optimize
+
+        def optimize(*args, **kwargs):
+            if called_by_torch():
+                return original_optimize(*args, **kwargs)  # torch.compile's own call: recorded there
+            backend = args[0] if args else kwargs.pop("backend", "inductor")
+            return original_optimize(route(backend, "torch._dynamo.optimize"), *args[1:], **kwargs)
+
+        optimize.__wrapped__ = original_optimize
+        dynamo.optimize = optimize
+
+    when_imported("torch._dynamo", patch_optimize)
+
+
+def _router(override, script: str, session: str):
+    """`route(backend, api) -> backend to use`: records the call (for the parent) and applies the
+    override, unless the backend asked for is one FXLENS_OVERRIDE_KEEP keeps."""
+    from fxlens.capture.backends import describe
+
+    keep = {k for k in os.environ.get(config.ENV_OVERRIDE_KEEP, "").split(",") if k}
+
+    def route(backend, api: str):
+        asked = describe(backend, script)
+        if session:
+            frame = sys._getframe(2)  # the user's call of torch.compile / optimize
+            _append_quietly(
+                session,
+                "compile_call",
+                {
+                    "backend": asked,
+                    "file": frame.f_code.co_filename,
+                    "line": frame.f_lineno,
+                    "override": bool(override) and asked not in keep,
+                    "api": api,
+                },
+            )
+        if override is None or asked in keep:
+            return backend
+        # a backend that wants to know what each call asked for (bisect's wrapper) gets it
+        per_call = getattr(override, "for_asked", None)
+        return per_call(asked) if per_call else override
+
+    return route
 
 
 def _append_quietly(session: str, kind: str, data: dict) -> None:

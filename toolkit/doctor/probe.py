@@ -24,8 +24,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from fxlens.capture.imports import when_imported
 from fxlens.trace.session import append_event
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userframes import called_by_torch, is_user_file
 
 # keep at most this many per-call times per object: a loop of a million calls stays cheap, and
 # each rank's event stays one small append to the shared events file
@@ -246,6 +247,41 @@ def _patch_compile() -> None:
     compile.__wrapped__ = real_compile
     compile.__doc__ = real_compile.__doc__
     torch.compile = compile
+    when_imported("torch._dynamo", _patch_optimize)
+
+
+def _patch_optimize(dynamo) -> None:
+    real_optimize = dynamo.optimize
+
+    def optimize(*args, **kwargs):
+        context = real_optimize(*args, **kwargs)
+        if called_by_torch():  # torch.compile's own call: timed by the wrapper above
+            return context
+        backend = args[0] if args else kwargs.get("backend", "inductor")
+        options = {"backend": backend, "dynamic": kwargs.get("dynamic"), "fullgraph": kwargs.get("nopython")}
+        return _TimedOptimize(context, options, _user_frame())
+
+    optimize.__wrapped__ = real_optimize
+    dynamo.optimize = optimize
+
+
+class _TimedOptimize:
+    """What `torch._dynamo.optimize(backend)` returns, its `(fn)` call timed like torch.compile's."""
+
+    def __init__(self, context, options: dict, frame):
+        self._context, self._options, self._frame = context, options, frame
+
+    def __call__(self, model):
+        return _wrap(lambda m, **_: self._context(m), model, self._options, self._frame)
+
+    def __getattr__(self, name):  # `with torch._dynamo.optimize(...):` and the rest, untouched
+        return getattr(self._context, name)
+
+    def __enter__(self):
+        return self._context.__enter__()
+
+    def __exit__(self, *exc):
+        return self._context.__exit__(*exc)
 
 
 def peak_memory() -> dict:

@@ -7,6 +7,7 @@ import linecache
 import os
 import re
 import stat
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -52,6 +53,21 @@ def is_user_file(path: str) -> bool:
         return True  # fxlens's bundled examples are the user's code when `fxlens demo` runs them
     # the markers catch traces written on another machine, whose library paths differ from ours
     return not p.startswith(_LIBRARY_ROOTS) and not any(m in p for m in _FOREIGN_LIBRARY_MARKERS)
+
+
+_TOOLKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def called_by_torch(depth: int = 2) -> bool:
+    """Whether the caller of the function calling this (`depth` frames up, fxlens's own wrappers
+    skipped) is torch itself: torch.compile calls torch._dynamo.optimize, as a user's bug report
+    for torch 2.0 does; fxlens's wrappers of both count only the user's calls."""
+    frame = sys._getframe(depth)
+    # by file, not module name: the runner runs as __main__ (`python -m fxlens.capture.runner`)
+    while frame is not None and frame.f_code.co_filename.startswith(_TOOLKIT_DIR):
+        frame = frame.f_back
+    name = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return name == "torch" or name.startswith("torch.")
 
 
 # a source file larger than this is not read for one line (a trace can name /dev/zero or a huge log)

@@ -1,4 +1,4 @@
-"""Every way to compile: decorator, decorator factory, torch.compile(module), module.compile()."""
+"""Every way to compile: decorators, torch.compile(module), module.compile(), torch._dynamo.optimize."""
 
 import torch
 
@@ -32,3 +32,14 @@ for _ in range(3):
     b(x)
     factory(x)
 print(type(wrapped).__name__, sorted(n for n, _ in wrapped.named_parameters()))
+
+import torch._dynamo  # noqa: E402
+
+
+def legacy(x):  # line 39
+    return x * 2
+
+
+old = torch._dynamo.optimize("eager")(legacy)  # line 43: how bug reports for torch 2.0 compile
+for _ in range(2):
+    assert torch.equal(old(torch.ones(3)), torch.ones(3) * 2)
