@@ -134,3 +134,14 @@ def test_text_report_tables(run_report):
     assert "Recompiles, by root cause:" in out
     assert "input `x`, dim 0 took values 4, 2" in out
     assert "session: " in out and "fxlens tui " in out
+
+
+def test_old_optimize_api_is_captured_without_importing_dynamo_early(run_report, sessions_root):
+    # the runner wraps torch._dynamo.optimize only once the script imports it (0.9 s a script that
+    # never compiles should not pay); the call is then recorded like torch.compile's
+    proc, report = run_report("old_api")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "dynamo imported before the script asked: False" in proc.stdout
+    assert [(g["function"], g["line"]) for g in report["graphs"]] == [("f", 11)]
+    calls = [e for e in report["events"] if e["event"] == "compile_call"]
+    assert [(c["api"], c["backend"], c["line"]) for c in calls] == [("torch._dynamo.optimize", "eager", 15)]
