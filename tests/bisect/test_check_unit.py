@@ -56,3 +56,39 @@ def test_references_leave_rng_and_inputs_alone():
 def test_random_graphs_are_not_compared():
     assert has_random_ops(torch.fx.symbolic_trace(lambda x: torch.nn.functional.dropout(x, 0.5)))
     assert not has_random_ops(torch.fx.symbolic_trace(Block()))
+
+
+def test_a_traceback_through_compiled_code_is_not_the_scripts_own_check():
+    from fxlens.bisect.runs import _raised_outside_compiled_code
+
+    site = "/venv/lib/python3.11/site-packages"
+    own_check = f"""noise before
+Traceback (most recent call last):
+  File "/home/u/repro.py", line 30, in <module>
+    torch.testing.assert_close(compiled, eager)
+  File "{site}/torch/testing/_comparison.py", line 1600, in assert_close
+    raise error_metas[0].to_error(msg)
+AssertionError: Tensor-likes are not close!
+"""
+    backward = f"""Traceback (most recent call last):
+  File "/home/u/train.py", line 12, in <module>
+    loss.backward()
+  File "{site}/torch/autograd/__init__.py", line 353, in backward
+    _engine_run_backward(
+  File "{site}/torch/_functorch/_aot_autograd/runtime_wrappers.py", line 2100, in backward
+    out = call_func_at_runtime_with_args(
+RuntimeError: shape mismatch
+"""
+    generated = """Traceback (most recent call last):
+  File "/home/u/m.py", line 3, in <module>
+    out = model(x)
+  File "/tmp/torchinductor_u/ab/cabcdef.py", line 40, in call
+    buf0 = reinterpret_tensor(arg0_1, (3, 8), (1, 3), 0).view(24)
+RuntimeError: view size is not compatible
+"""
+    assert _raised_outside_compiled_code(own_check) is True
+    assert _raised_outside_compiled_code(backward) is False
+    assert _raised_outside_compiled_code(generated) is False
+    assert _raised_outside_compiled_code("Killed\n") is False  # no traceback: not known
+    # only the last traceback counts: an earlier, handled one through Dynamo does not
+    assert _raised_outside_compiled_code(backward + "\nthen\n" + own_check) is True

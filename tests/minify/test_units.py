@@ -36,6 +36,23 @@ def test_accuracy_rule_uses_the_fp64_reference():
     assert "NaN" in accuracy_failure([ref], [eager], [eager * float("nan")])
 
 
+def test_accuracy_rule_sees_errors_in_small_outputs():
+    # pytorch/pytorch#198183: erf of 1e-8..1e-3 computed with an absolute error bound (0 for
+    # |x| <= 1e-7); torch's same() floor of 1e-5 absolute hid it, the floor now scales with the output
+    x = torch.tensor([1e-8, 1e-7, 2e-7, 5e-7, 1e-6, 1e-5, 1e-4, 1e-3] * 8, dtype=torch.float64)
+    ref, eager = torch.erf(x), torch.erf(x.float())
+    wrong = torch.where(x <= 1e-7, 0.0, eager.double() * (1 - 1.7e-2 * (x == 1e-5))).float()
+    assert accuracy_failure([ref], [eager], [wrong]).startswith("AccuracyError")
+    # float32 rounding at that scale still passes: one ulp off eager everywhere, and a sum reordered
+    assert accuracy_failure([ref], [eager], [torch.nextafter(eager, torch.tensor(1.0))]) is None
+    v = torch.rand(4096, dtype=torch.float64) * 1e-6
+    pairs = v.float().view(64, 64)
+    assert accuracy_failure([v.sum()], [pairs.sum()], [pairs.sum(0).sum()]) is None
+    # never looser than torch's floor for outputs of size 1 and more
+    big = torch.linspace(1, 1000, 100, dtype=torch.float64)
+    assert accuracy_failure([big], [big.float()], [big.float() + 5e-5]).startswith("AccuracyError")
+
+
 def _mlp():
     class M(torch.nn.Module):
         def forward(self, x, w):

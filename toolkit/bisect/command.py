@@ -223,6 +223,7 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
         stages.append(_stage(backend, top))
     base.update(stages=stages, first_failing_stage=first_bad)
     base["failure"] = {"kind": bad_out.kind, "error": bad_out.error, "divergence": bad_out.divergence}
+    base["failure"]["outside_graphs"] = bad_out.outside
     if first_bad == lad[0]:
         return _eager_fails(runs, base, bad_out, fails)
     good = lad[lad.index(first_bad) - 1]

@@ -7,16 +7,19 @@ and torch's trace in that run's session are read back here. This module never im
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens import config
+from fxlens.backend import stages
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.trace.session import Session
+from fxlens.trace.userframes import parse_traceback
 
 WRAPPER = "fxlens.bisect.backend:wrapper"
 TIMEOUT_EXIT = 124
@@ -57,6 +60,8 @@ class Outcome:
     asked: list[str] = field(default_factory=list)  # backends the script's torch.compile calls asked for
     compiled: bool = False  # whether any graph was compiled at all
     graph_asked: dict[int, str] = field(default_factory=dict)  # ordinal -> backend its call asked for
+    # the exception came from the script's own code (its assert_close), not from a compiled graph
+    outside: bool = False
 
     @property
     def failed(self) -> bool:
@@ -240,6 +245,7 @@ def read_outcome(
         out.error = f"{_divergence_line(out.divergence)}; the script then exited {exit_code}"
     elif exit_code != 0:
         out.kind = "crash"
+        out.outside = not out.error and _raised_outside_compiled_code(_stderr(sdir))
         out.error = out.error or _last_error_line(_stderr(sdir)) or f"exit status {exit_code}"
     elif out.error:
         # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
@@ -249,6 +255,29 @@ def read_outcome(
         out.kind = "accuracy"
         out.error = _divergence_line(out.divergence)
     return out
+
+
+# where a traceback passes through compiled code: Dynamo, AOTAutograd (a compiled backward runs
+# under the autograd engine, past the wrapper that records graph errors), inductor, FX graph code
+COMPILED_CODE_MARKERS = (
+    "/torch/_dynamo/",
+    "/torch/_functorch/",
+    "/torch/_inductor/",
+    "/torch/autograd/",
+    "/torch/fx/",
+    "<eval_with_key>",
+    "torchinductor_",
+    "/triton/",
+    os.path.dirname(os.path.abspath(stages.__file__)) + os.sep,  # fxlens's backend, where installed
+)
+
+
+def _raised_outside_compiled_code(output: str) -> bool:
+    """Whether the script's last traceback never passes through compiled code (the script's own
+    check raised, e.g. assert_close on the compiled output). No traceback: not known, False."""
+    start = output.rfind("Traceback (most recent call last):")
+    frames = parse_traceback(output[start:]) if start >= 0 else []
+    return bool(frames) and not any(m in f.file for f in frames for m in COMPILED_CODE_MARKERS)
 
 
 def _divergence_line(d: dict) -> str:

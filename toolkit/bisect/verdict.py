@@ -57,8 +57,10 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
     stage = r.get("first_failing_stage")
     if not stage or r.get("outcome") not in ("fails", "needs_several_graphs"):
         return None
-    kind = (r.get("failure") or {}).get("kind")
-    check = "accuracy" if kind == "accuracy" else "crash"
+    failure = r.get("failure") or {}
+    # an exception from the script's own code (its assert_close on the compiled output): what the
+    # graph did wrong can only show in its outputs, which minify's accuracy check compares
+    check = "accuracy" if failure.get("kind") == "accuracy" or failure.get("outside_graphs") else "crash"
     # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
     parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
     return " ".join(shlex.quote(p) for p in parts)
@@ -77,7 +79,12 @@ def render_text(r: dict) -> str:
     if r.get("references"):
         lines.append(f"  kept     the script's reference calls: {', '.join(r['references'])} (not stepped)")
     if r.get("failure"):
-        lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}")
+        where = (
+            "  (raised by the script, outside the compiled graphs)"
+            if r["failure"].get("outside_graphs")
+            else ""
+        )
+        lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}{where}")
     c = r.get("culprit") or {}
     g = r.get("graph") or {}
     if c.get("compile_id"):

@@ -34,7 +34,10 @@ WRAPPER_TYPES = ("BackendCompilerFailed", "InternalTorchDynamoError", "TorchRunt
 
 #: accuracy rule, torch's `same()` with an fp64 reference: the compiled result fails when its RMSE
 #: against an fp64 eager run exceeds ACCURACY_MULTIPLIER x the RMSE of the eager run in the
-#: original dtype, plus ACCURACY_TOL / 10
+#: original dtype, plus ACCURACY_TOL / 10 x min(1, the reference's RMS). torch's floor is an absolute
+#: ACCURACY_TOL / 10, which hides any error in outputs smaller than ~1e-5 (erf(1e-8) computed as 0,
+#: pytorch/pytorch#198183); scaled down to the output's size it still sits 100x above fp32 rounding,
+#: and it is never looser than torch's
 ACCURACY_MULTIPLIER = 2.0
 ACCURACY_TOL = 1e-4
 
@@ -95,7 +98,9 @@ def accuracy_failure(ref64, eager, compiled):
             continue
         ref_err = _rmse(r[finite], e[finite]) if bool(torch.isfinite(e[finite]).all()) else 0.0
         res_err = _rmse(r[finite], c[finite])
-        if not math.isfinite(res_err) or res_err > ACCURACY_MULTIPLIER * ref_err + ACCURACY_TOL / 10:
+        scale = float(torch.sqrt(torch.mean(r[finite].abs().double() ** 2)))  # the reference's RMS
+        floor = ACCURACY_TOL / 10 * min(scale, 1.0) if scale > 0 else torch.finfo(torch.float64).tiny
+        if not math.isfinite(res_err) or res_err > ACCURACY_MULTIPLIER * ref_err + floor:
             return "AccuracyError: compiled output diverges from the fp64 reference"
     return None
 

@@ -117,4 +117,10 @@ def _no_failure_error(
     eager_code, _ = _run_child(script, script_args, "eager", session / "children" / "eager")
     if eager_code != 0:
         return FxlensError(f"{script} fails already in eager (backend 'eager'), not in the compiler: {last}")
-    return FxlensError(f"{script} fails outside the compiled graphs (exit status {exit_code}): {last}")
+    if check == "crash":
+        why = "no compiled graph raised; if the script checks the compiled outputs, try --check accuracy"
+    else:
+        # the script's own check is stricter than minify's accuracy rule, or compares something
+        # else (a sign at a singularity, where eager is as far from fp64 as compiled code)
+        why = "no compiled graph raised or diverged from fp64 more than eager does (README: accuracy rule)"
+    return FxlensError(f"{script} fails outside the compiled graphs (exit status {exit_code}: {last}): {why}")
