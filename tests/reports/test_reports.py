@@ -90,6 +90,7 @@ def test_wrong_number_below_fxlens_tolerances_is_bisected_then_minified_as_bisec
     assert run.returncode == 1 and f"fxlens-signature: {m['signature']}" in run.stdout + run.stderr
 
 
+@pytest.mark.slow  # the default run keeps the erf report end to end
 def test_dynamo_level_wrong_number_is_not_blamed_on_a_backend(tmp_path):
     # pytorch/pytorch#191821: a nested_compile_region reuses a rebound global; wrong with every
     # backend, eager included, and right without torch.compile
@@ -101,6 +102,7 @@ def test_dynamo_level_wrong_number_is_not_blamed_on_a_backend(tmp_path):
     assert "Dynamo" in v["summary"] and v["next"] is None
 
 
+@pytest.mark.slow  # the default run keeps the erf report end to end
 def test_compile_crash_in_an_inductor_pass_is_a_graph_crash(tmp_path):
     # pytorch/pytorch#190418: IndexError in joint_graph's mul/softmax pattern on 0-d inputs
     script = SCRIPTS / "log_softmax_0d_mul.py"
