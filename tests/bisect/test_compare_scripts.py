@@ -22,6 +22,21 @@ from fxlens.capture.runner import patch_compile  # noqa: E402
 COMPARE = SCRIPTS / "compare.py"
 
 
+def _compile_calls(monkeypatch, tmp_path, override, keep: str, calls) -> list[dict]:
+    """Run `calls()` with torch.compile and torch._dynamo.optimize patched as the runner patches
+    them (both restored after the test); the `compile_call` events they recorded."""
+    monkeypatch.setenv(config.ENV_OVERRIDE_KEEP, keep)
+    monkeypatch.setattr(torch, "compile", torch.compile)
+    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
+    patch_compile(override, str(COMPARE), str(tmp_path))
+    torch._dynamo.reset()
+    try:
+        calls()
+    finally:
+        torch._dynamo.reset()
+    return [json.loads(ln) for ln in (tmp_path / "events.jsonl").read_text().splitlines()]
+
+
 def test_reference_calls_keep_their_backend_others_get_the_override(tmp_path, monkeypatch):
     seen = []
 
@@ -37,19 +52,13 @@ def test_reference_calls_keep_their_backend_others_get_the_override(tmp_path, mo
         return backend
 
     override.for_asked = for_asked
-    monkeypatch.setenv(config.ENV_OVERRIDE_KEEP, "eager,aot_eager")
-    monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
-    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
-    patch_compile(override, str(COMPARE), str(tmp_path))
-    torch._dynamo.reset()
-    try:
-        x = torch.randn(4)
+
+    def run():
         for backend in ("eager", "inductor", "aot_eager"):
-            torch.compile(lambda t: t * 2 + 1, backend=backend)(x)
-    finally:
-        torch._dynamo.reset()
+            torch.compile(lambda t: t * 2 + 1, backend=backend)(torch.randn(4))
+
+    calls = _compile_calls(monkeypatch, tmp_path, override, "eager,aot_eager", run)
     assert seen == ["inductor"]
-    calls = [json.loads(ln) for ln in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [(c["backend"], c["override"]) for c in calls] == [
         ("eager", False),
         ("inductor", True),
@@ -66,20 +75,14 @@ def test_old_optimize_api_is_routed_like_torch_compile(tmp_path, monkeypatch):
         seen.append("override")
         return gm.forward
 
-    monkeypatch.setenv(config.ENV_OVERRIDE_KEEP, "eager")
-    monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
-    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
-    patch_compile(override, str(COMPARE), str(tmp_path))
-    torch._dynamo.reset()
-    try:
+    def run():
         x = torch.randn(4)
         torch._dynamo.optimize("inductor")(lambda t: t * 2 + 1)(x)
         torch._dynamo.optimize(backend="eager", nopython=True)(lambda t: t * 3 + 1)(x)
         torch.compile(lambda t: t * 4 + 1, backend="aot_eager")(x)
-    finally:
-        torch._dynamo.reset()
+
+    calls = _compile_calls(monkeypatch, tmp_path, override, "eager", run)
     assert seen == ["override", "override"]  # eager is kept: the reference call
-    calls = [json.loads(ln) for ln in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [(c["backend"], c["override"], c["api"], c["line"] > 0) for c in calls] == [
         ("inductor", True, "torch._dynamo.optimize", True),
         ("eager", False, "torch._dynamo.optimize", True),
