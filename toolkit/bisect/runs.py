@@ -245,8 +245,10 @@ def read_outcome(
         out.error = f"{_divergence_line(out.divergence)}; the script then exited {exit_code}"
     elif exit_code != 0:
         out.kind = "crash"
-        out.outside = not out.error and _raised_outside_compiled_code(_stderr(sdir))
-        out.error = out.error or _last_error_line(_stderr(sdir)) or f"exit status {exit_code}"
+        if not out.error:  # no graph raised: the script's output says what did
+            output = _stderr(sdir)
+            out.outside = _raised_outside_compiled_code(output)
+            out.error = _last_error_line(output) or f"exit status {exit_code}"
     elif out.error:
         # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
         # eager): still the compiler failing
