@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
+from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
@@ -182,6 +183,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "kernels": _kernels(session),
         "fallbacks": _fallbacks(session),
         "divergence": divergence(session),
+        "rank_groups": rank_groups(session),
         "events": session.events,
         "skipped": session.skipped,
     }

@@ -10,6 +10,7 @@ from collections import Counter
 
 from tabulate import tabulate
 
+from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import short_path
 
@@ -29,6 +30,8 @@ def _head_lines(report: dict) -> list[str]:
     if _rank_col(report):
         head += f", {len(report['ranks'])} ranks"
     out = [head, ""]
+    if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
+        return out + rank_lines(report)
     for d in report["divergence"]:
         out.append(
             f"!! RANK DIVERGENCE: {d['message']} -- ranks that compile differently can hang in collectives"
@@ -47,7 +50,7 @@ def _break_lines(report: dict, limit: int) -> list[str]:
     for b in report["graph_breaks"][:limit]:
         rows.append(
             [b["count"], _loc(b["file"], b["line"]), b["function"], b["reason"][:70]]
-            + ([",".join(map(str, b["ranks"]))] if ranked else [])
+            + ([rank_ranges(b["ranks"], limit=6)] if ranked else [])
         )
     out.append(
         tabulate(
@@ -79,7 +82,7 @@ def _recompile_lines(report: dict) -> list[str]:
         out.append("Recompiles, by root cause:")
         rows = [
             [c["count"], f"{c['function']} ({_loc(c['file'], c['line'])})", c["message"]]
-            + ([",".join(map(str, c["ranks"]))] if ranked else [])
+            + ([rank_ranges(c["ranks"], limit=6)] if ranked else [])
             for c in report["recompile_causes"]
         ]
         headers = ["recompiles", "function", "cause"] + (["ranks"] if ranked else [])
@@ -89,10 +92,11 @@ def _recompile_lines(report: dict) -> list[str]:
         out.append("")
     if report["recompile_limit_hits"]:
         out.append("Recompile limit hits (these frames now run EAGERLY, silently):")
+        hits = fold_ranks([{**h, "compile_id": ""} for h in report["recompile_limit_hits"]])
         rows = [
             [h["function"], _loc(h["file"], h["line"]), f"{h['limit_type']}={h['limit']}"]
             + ([h["rank"]] if ranked else [])
-            for h in report["recompile_limit_hits"]
+            for h in hits
         ]
         out.append(
             tabulate(
@@ -107,11 +111,17 @@ def _failure_lines(report: dict) -> list[str]:
     if not report["failures"]:
         return []
     rows = [
-        [f["compile_id"], f["function"], f["fail_type"], f["fail_reason"][:80]] for f in report["failures"]
+        [f["compile_id"], f["function"], f["fail_type"], f["fail_reason"][:80]]
+        + ([f["rank"]] if _rank_col(report) else [])
+        for f in fold_ranks(report["failures"])
     ]
     return [
         "Compile failures:",
-        tabulate(rows, headers=["compile id", "function", "type", "reason"], tablefmt="simple"),
+        tabulate(
+            rows,
+            headers=["compile id", "function", "type", "reason"] + (["ranks"] if _rank_col(report) else []),
+            tablefmt="simple",
+        ),
         "",
     ]
 
@@ -121,6 +131,8 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
     if not g:
         return []
     ranked = _rank_col(report)
+    if ranked:  # the same graph on many ranks is one row, its ranks as ranges
+        g = fold_ranks(g)
     rows = []
     for x in g[:limit]:
         ops = ", ".join(o.split(".")[-1] for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
@@ -147,9 +159,17 @@ def _compile_time_lines(report: dict) -> list[str]:
     ct = report["compile_times"]
     if not ct["per_compile"]:
         return []
-    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
+    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))
+    ranked = _rank_col(report)
+    if ranked:  # one row per compile id and function: its slowest rank (`slow` is slowest first)
+        best: dict = {}
+        for m in slow:
+            best.setdefault((m["compile_id"], m["function"]), m)
+        slow = list(best.values())
+    slow = slow[:5]
     rows = [
-        [
+        ([m["rank"]] if ranked else [])
+        + [
             m["compile_id"],
             m["function"],
             f"{m['total_s'] or 0:.2f}",
@@ -161,7 +181,10 @@ def _compile_time_lines(report: dict) -> list[str]:
     return [
         f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:",
         tabulate(
-            rows, headers=["compile id", "function", "total s", "backend s", "guards"], tablefmt="simple"
+            rows,
+            headers=(["slowest rank"] if ranked else [])
+            + ["compile id", "function", "total s", "backend s", "guards"],
+            tablefmt="simple",
         ),
         "",
     ]

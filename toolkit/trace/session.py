@@ -17,8 +17,9 @@ from functools import cached_property
 from pathlib import Path
 
 from fxlens.errors import FxlensError
-from fxlens.trace.model import RankModel, build_rank_model
-from fxlens.trace.reader import Record, find_logs, rank_from_name, scan_log
+from fxlens.trace.model import RankModel
+from fxlens.trace.parallel import read_models
+from fxlens.trace.reader import Record, find_logs, rank_from_name
 
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
@@ -141,13 +142,10 @@ class Session:
             return
         models: list[RankModel] = []
         errors: list[str] = []
-        for log in sorted(
-            self.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name)
-        ):
-            try:
-                model = build_rank_model(scan_log(log))
-            except Exception as e:  # noqa: BLE001
-                errors.append(f"{log.name}: unreadable ({type(e).__name__}: {e})")
+        logs = sorted(self.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name))
+        for _log, model, why in read_models(logs):  # on all cores for a big job (fxlens.trace.parallel)
+            if model is None:
+                errors.append(why)
                 continue
             models.append(model)
             yield model

@@ -1,0 +1,85 @@
+"""Ranks grouped by behaviour, on jobs grown from a real 2-rank gloo trace (tests/data/ranks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from fxlens.report.ranks import fold_ranks, rank_ranges
+
+
+def _report(path, tmp_path, *extra):
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "report", str(path), "--json", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout, json.loads(out.read_text())
+
+
+def test_rank_ranges():
+    assert rank_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+    assert rank_ranges([*range(777), *range(778, 1024)]) == "0-776, 778-1023"
+    assert rank_ranges([3]) == "3"
+    assert rank_ranges([None]) == "-"
+    assert rank_ranges(range(0, 40, 2), limit=3) == "0, 2, 4, ... (20 ranks)"
+
+
+def test_fold_ranks_merges_rows_equal_but_for_rank():
+    rows = [{"rank": r, "compile_id": "0/0", "nodes": 9} for r in range(4)] + [
+        {"rank": 2, "compile_id": "0/1", "nodes": 9}
+    ]
+    assert fold_ranks(rows) == [
+        {"rank": "0-3", "compile_id": "0/0", "nodes": 9},
+        {"rank": "2", "compile_id": "0/1", "nodes": 9},
+    ]
+
+
+def test_1024_ranks_fit_one_screen_and_name_the_diverging_rank(job_1024, tmp_path):
+    text, report = _report(job_1024, tmp_path)
+    lines = text.rstrip("\n").split("\n")
+    assert len(lines) <= 60, text
+    assert "1023 ranks alike (0-776, 778-1023): 1 compile(s) of forward" in text
+    # the outlier, where it started and why, in one sentence
+    assert (
+        "!! rank 777: recompile of forward, input `x`, dim 0 8 -> 5 (from compile 0/1 of forward, step 2)"
+        in text
+    )
+    # no list of a thousand rank numbers anywhere
+    assert max(len(ln) for ln in lines) < 250
+    # JSON keeps the per-rank detail
+    groups = report["rank_groups"]["groups"]
+    assert [g["count"] for g in groups] == [1023, 1]
+    assert groups[0]["normal"] and groups[1]["ranks"] == [777]
+    d = groups[1]["first_divergence"]
+    assert (d["compile_id"], d["function"], d["step"], d["kind"]) == ("0/1", "forward", 2, "recompile")
+    per_rank = report["rank_groups"]["per_rank"]
+    assert len(per_rank) == 1024 and [r["rank"] for r in per_rank] == list(range(1024))
+    assert per_rank[777]["recompiles"] == 1 and per_rank[777]["group"] == 1
+    assert {r["group"] for r in per_rank if r["rank"] != 777} == {0}
+    assert len(report["graphs"]) == 1025  # one graph per rank, two on rank 777
+
+
+def test_read_in_parallel_gives_the_same_report(job_many_outliers, tmp_path, monkeypatch):
+    from fxlens.report.build import build_report
+    from fxlens.trace.session import Session
+
+    reports = []
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("FXLENS_READ_JOBS", jobs)
+        reports.append(build_report(Session.open(job_many_outliers)))
+    assert reports[0] == reports[1]
+
+
+def test_outliers_alike_are_one_group_with_ranges(job_many_outliers, tmp_path):
+    text, report = _report(job_many_outliers, tmp_path)
+    assert "60 ranks alike (0-4, 8-39, 41-63)" in text
+    assert "!! ranks 5-7, 40: recompile of forward, input `x`, dim 0 8 -> 5" in text
+    assert [g["ranks"] for g in report["rank_groups"]["groups"]] == [
+        [*range(5), *range(8, 40), *range(41, 64)],
+        [5, 6, 7, 40],
+    ]
