@@ -38,6 +38,7 @@ class BreaksView(ListView):
     view_id = "breaks"
     title = "Breaks"
     columns = ("count", "where", "function", "reason")
+    priority = ("reason", "where", "function", "count")
     empty = "No graph breaks: every compiled frame was captured whole."
 
     def rows(self):
@@ -88,6 +89,7 @@ class RecompilesView(ListView):
     view_id = "recompiles"
     title = "Recompiles"
     columns = ("recompiles", "function", "where", "cause")
+    priority = ("cause", "function", "recompiles", "where")
     empty = "No recompiles: every frame compiled once per shape it saw."
 
     def rows(self):

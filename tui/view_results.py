@@ -131,6 +131,7 @@ class ResultsView(View):
         table = self.query_one("#results-table", VimTable)
         table.clear(columns=True)
         table.add_columns("#", "event", "summary")
+        table.priority = ("summary", "event", "#")
         events = data.summary.events if data.summary else []
         for i, ev in enumerate(events):
             table.add_row(str(i + 1), str(ev.get("event")), str(ev.get("summary", "")), key=str(i))

@@ -83,7 +83,9 @@ def read_models(logs: list[Path]) -> Iterator[tuple[Path, RankModel | None, str]
                 for log, (model, why) in zip(logs, pool.map(read_one, logs, chunksize=chunk)):
                     done += 1
                     yield log, model, why
-        except (BrokenProcessPool, OSError):
-            pass  # no pool here (a worker could not start): read the rest in this process
+        except (BrokenProcessPool, OSError, ValueError):
+            # no pool here (a worker could not start; under a TUI test harness stdio may have no
+            # file descriptor to hand to a forkserver): read the rest in this process
+            pass
     for log in logs[done:]:
         yield (log, *read_one(log))
