@@ -6,6 +6,7 @@ from collections import Counter
 
 from rich.text import Text
 
+from fxlens.report.compiles import _cache
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
@@ -80,6 +81,21 @@ class MetricsView(ListView):
             f" + backend {_s(m.backend_s)} s · {100 * (m.total_s or 0) / (total or 1):.1f}% of all compile time",
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
         ]
+        c = self.data.compile(rank, cid)
+        metas = [
+            r.meta.get("compilation_metrics") or {}
+            for r in (c.records if c else [])
+            if r.kind == "compilation_metrics"
+        ]
+        cache = _cache(metas[-1]) if metas else {}
+        lines.append(
+            "cache: "
+            + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no compiled-graph cache consulted")
+        )
+        restarts = [str(x) for meta in metas for x in meta.get("restart_reasons") or []]
+        if restarts:  # the whole reason, as the report's "Failures and restarts" has it
+            lines += ["", "[yellow]restarted[/yellow] (Dynamo analysed the frame again):"]
+            lines += [escape(x) for x in restarts]
         stages = self._stages(rank, cid)
         if stages:
             top = max(v for _, v in stages) or 1.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
+from fxlens.report.compiles import compile_rows, failures_and_restarts
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
@@ -169,6 +170,7 @@ def _guards(session: Session) -> list[dict]:
 
 def build_report(session: Session, with_guards: bool = True) -> dict:
     """The report as a JSON-ready dict (keys per DESIGN.md, more are welcome)."""
+    compiles = compile_rows(session)  # per-compile stages, caches, restarts (fxlens.report.compiles)
     report = {
         "version": REPORT_VERSION,
         "source": _source(session),
@@ -184,6 +186,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "fallbacks": _fallbacks(session),
         "divergence": divergence(session),
         "rank_groups": rank_groups(session),
+        "compiles": compiles,
+        "failures_and_restarts": failures_and_restarts(compiles),
         "events": session.events,
         "skipped": session.skipped,
     }
