@@ -108,3 +108,25 @@ def test_inductor_cache_miss_then_hit(tmp_path):
         caches.append(row["cache"].get("fx_graph"))
     assert caches == ["miss", "hit"]
     assert "fx_graph hit" in proc.stdout
+
+
+@pytest.fixture(scope="session")
+def specialize_trace(build_once) -> Path:
+    """specialize.py: `x.shape[0] == 8` under dynamic=True fixes x's dim 0 to 8."""
+    return build_once("specialize", lambda d: _trace("specialize.py", d / "trace")) / "trace"
+
+
+def test_specialization_with_the_guard_it_added_and_stacks(specialize_trace, tmp_path):
+    proc, report = _report(specialize_trace, tmp_path)
+    (s,) = report["specializations"]
+    assert (s["compile_id"], s["function"], s["value"]) == ("0/0", "f", "8")
+    assert s["sources"] == ["L['x'].size()[0]"] and s["reason"] == "range_refined_to_singleton"
+    # the user's line that caused it, and torch's whole stack
+    (user,) = s["user_stack"]
+    assert (Path(user["file"]).name, user["line"], user["function"]) == ("specialize.py", 8, "f")
+    assert len(s["stack"]) > len(s["user_stack"])
+    # the guard it added, with the same user line
+    (g,) = s["guards"]
+    assert g["expr"] == f"Eq({s['symbol']}, 8)" and g["user_stack"][-1]["line"] == 8
+    assert f"0/0 f: L['x'].size()[0] ({s['symbol']}) = 8 [range_refined_to_singleton]" in proc.stdout
+    assert f"guard added: Eq({s['symbol']}, 8)" in proc.stdout

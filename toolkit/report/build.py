@@ -13,6 +13,7 @@ from dataclasses import asdict
 from fxlens.report.compiles import compile_rows, failures_and_restarts
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
+from fxlens.report.specializations import specializations
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
 
@@ -188,6 +189,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "rank_groups": rank_groups(session),
         "compiles": compiles,
         "failures_and_restarts": failures_and_restarts(compiles),
+        "specializations": specializations(session),
         "events": session.events,
         "skipped": session.skipped,
     }
