@@ -193,6 +193,7 @@ class Summary:
     skipped: list[str]
     runs: list[dict] = field(default_factory=list)  # child runs with a trace (see child_runs)
     rank_groups: dict = field(default_factory=dict)  # ranks grouped by behaviour (fxlens.report.ranks)
+    specializations: list[dict] = field(default_factory=list)  # fxlens.report.specializations
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -231,6 +232,7 @@ def summarise(session: Session) -> Summary:
         skipped=list(report["skipped"]),
         runs=child_runs(session),
         rank_groups=report.get("rank_groups") or {},
+        specializations=report.get("specializations") or [],
     )
 
 
