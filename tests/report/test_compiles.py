@@ -130,3 +130,32 @@ def test_specialization_with_the_guard_it_added_and_stacks(specialize_trace, tmp
     assert g["expr"] == f"Eq({s['symbol']}, 8)" and g["user_stack"][-1]["line"] == 8
     assert f"0/0 f: L['x'].size()[0] ({s['symbol']}) = 8 [range_refined_to_singleton]" in proc.stdout
     assert f"guard added: Eq({s['symbol']}, 8)" in proc.stdout
+
+
+def test_stack_trie_merges_ranks_and_marks_outcomes(tmp_path, stages_trace):
+    """The real gloo trace on 4 ranks (rank 3 recompiles), and a trace with a break and a failure."""
+    trace = replicate(tmp_path / "trace", 4, (3,))
+    proc, report = _report(trace, tmp_path)
+    (root,) = report["stack_trie"]
+    assert root["function"] == "<module>"
+    (train,) = root["children"]
+    (fwd,) = train["children"]
+    assert (train["function"], fwd["function"], fwd["line"]) == ("_train", "forward", 38)
+    assert fwd["compiles"] == [
+        {"compile_id": "0/0", "outcome": "ok", "ranks": [0, 1, 2, 3]},
+        {"compile_id": "0/1", "outcome": "recompile", "ranks": [3]},
+    ]
+    assert "record_gloo.py:38 forward: 0/0 (ranks 0-3), 0/1 recompile (rank 3)" in proc.stdout
+
+    _, report = _report(stages_trace, tmp_path)
+    leaves = {}
+
+    def walk(nodes):
+        for n in nodes:
+            for c in n["compiles"]:
+                leaves[c["compile_id"]] = (n["function"], c["outcome"])
+            walk(n["children"])
+
+    walk(report["stack_trie"])
+    assert leaves["0/0"] == ("f", "graph break")
+    assert leaves["2/0"] == ("<lambda>", "failed")

@@ -14,6 +14,7 @@ from fxlens.report.compiles import compile_rows, failures_and_restarts
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
 from fxlens.report.specializations import specializations
+from fxlens.report.stacktrie import stack_trie
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
 
@@ -190,6 +191,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "compiles": compiles,
         "failures_and_restarts": failures_and_restarts(compiles),
         "specializations": specializations(session),
+        "stack_trie": stack_trie(session),
         "events": session.events,
         "skipped": session.skipped,
     }

@@ -13,6 +13,7 @@ from tabulate import tabulate
 from fxlens.report.compiles import compile_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.specializations import specialization_lines
+from fxlens.report.stacktrie import stack_trie_lines
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import short_path
 
@@ -248,6 +249,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *_compile_time_lines(report),
         *compile_lines(report),  # stages, cache hits, failures and restarts in full
         *specialization_lines(report),
+        *stack_trie_lines(report),
         *_backend_lines(report, limit),
         *_note_lines(report),
     ]

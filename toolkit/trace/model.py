@@ -58,6 +58,8 @@ class RankModel:
     by_compile: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
     skipped: list[str] = field(default_factory=list)
     records: int = 0  # records read (file-name entries included): 0 means an empty trace
+    # compile id -> the stack that entered it (dynamo_start, file names resolved), for the stack trie
+    entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -109,6 +111,7 @@ class _Frames:
 def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     model = RankModel(rank=scan.rank, log=str(scan.path))
     frames = _index_frames(scan, model, bad)
+    model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)
     _add_limit_hits(model)
     _add_graphs(model, graph_recs, frames, bad)
