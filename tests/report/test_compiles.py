@@ -159,3 +159,20 @@ def test_stack_trie_merges_ranks_and_marks_outcomes(tmp_path, stages_trace):
     walk(report["stack_trie"])
     assert leaves["0/0"] == ("f", "graph break")
     assert leaves["2/0"] == ("<lambda>", "failed")
+
+
+@pytest.mark.slow
+def test_inductor_output_code_with_provenance(tmp_path):
+    """Inductor with INDUCTOR_PROVENANCE=1: each kernel maps to the post-grad nodes it fuses and the
+    user line they came from."""
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"), "INDUCTOR_PROVENANCE": "1"}
+    trace = _trace("compile_stages.py", tmp_path / "trace", env=env)
+    proc, report = _report(trace, tmp_path)
+    by_cid = {e["compile_id"]: e for e in report["output_code"]}
+    first = by_cid["0/0"]
+    assert first["provenance"] and first["file"].endswith(".py") and first["lines"] > 10
+    (kernel,) = first["kernels"]
+    assert kernel["name"].startswith("cpp_fused") and "sin" in kernel["name"]
+    assert {"sin", "mul"} <= set(kernel["post_grad_nodes"])
+    assert any("compile_stages.py" in s for s in kernel["stack"])
+    assert f"    {kernel['name']} <- " in proc.stdout and "compile_stages.py:" in proc.stdout

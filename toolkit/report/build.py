@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict
 
 from fxlens.report.compiles import compile_rows, failures_and_restarts
+from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
 from fxlens.report.specializations import specializations
@@ -192,6 +193,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "failures_and_restarts": failures_and_restarts(compiles),
         "specializations": specializations(session),
         "stack_trie": stack_trie(session),
+        "output_code": output_code(session),
         "events": session.events,
         "skipped": session.skipped,
     }

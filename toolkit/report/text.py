@@ -11,6 +11,7 @@ from collections import Counter
 from tabulate import tabulate
 
 from fxlens.report.compiles import compile_lines
+from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
@@ -250,6 +251,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *compile_lines(report),  # stages, cache hits, failures and restarts in full
         *specialization_lines(report),
         *stack_trie_lines(report),
+        *output_code_lines(report),
         *_backend_lines(report, limit),
         *_note_lines(report),
     ]

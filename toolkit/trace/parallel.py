@@ -8,12 +8,9 @@ read in this process: a pool costs ~0.1 s to start, more than a few megabytes ta
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from fxlens.config import read_jobs
@@ -58,6 +55,8 @@ def jobs_for(logs: list[Path]) -> int:
 
 
 def _context():
+    import multiprocessing  # only when a pool is used: a small log's start-up does not pay for it
+
     # fork when this process runs one thread: workers start at once and nothing is re-imported. With
     # threads (the TUI reads from one) forking can deadlock on a lock another thread held, so then
     # forkserver: children fork from a clean server that imported the reader once.
@@ -76,6 +75,9 @@ def read_models(logs: list[Path]) -> Iterator[tuple[Path, RankModel | None, str]
     jobs = jobs_for(logs)
     done = 0
     if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
         # a few logs per task: fewer round trips than one at a time, still balanced across workers
         chunk = max(1, min(16, len(logs) // (jobs * 4)))
         try:
