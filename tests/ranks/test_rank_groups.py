@@ -83,3 +83,30 @@ def test_outliers_alike_are_one_group_with_ranges(job_many_outliers, tmp_path):
         [*range(5), *range(8, 40), *range(41, 64)],
         [5, 6, 7, 40],
     ]
+
+
+def test_markdown_report_groups_ranks_too(job_many_outliers, tmp_path):
+    out = tmp_path / "r.md"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "report",
+            str(job_many_outliers),
+            "--format",
+            "markdown",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = out.read_text()
+    assert "- 60 ranks alike (0-4, 8-39, 41-63): 1 compile(s) of forward" in md
+    assert "- !! ranks 5-7, 40: recompile of forward" in md
+    assert "| 0-63 | `0/0` | `forward` |" in md and "| 5-7, 40 | `0/1` | `forward` |" in md
+    assert "rank 0: 1, rank 1: 1" not in md  # no list of every rank
+    assert md.count("graph 0/0 (forward") == 1  # the same graph's code once, not once per rank

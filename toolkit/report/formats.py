@@ -24,6 +24,7 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.markup import PathShortener, environment
+from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
@@ -82,6 +83,10 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
         facts.append(["exit status: ", Code(str(src["exit_code"]))])
     if facts:
         out.append(Bullets(facts))
+    groups = rank_lines(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
+    if groups:
+        out += [Para(Bold(groups[0])), Bullets([[ps.text(ln.strip())] for ln in groups[1:] if ln.strip()])]
+        return out
     for d in report.get("divergence") or []:
         out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
     return out
@@ -169,19 +174,25 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
     if not graphs:
         return []
     out: list = [Heading(3, "Graphs")]
+    ranked = len(report.get("ranks") or []) > 1
     rows = [
-        [
+        ([str(g["rank"])] if ranked else [])
+        + [
             Code(g["compile_id"]),
             Code(g["function"]),
             _where(ps, g["file"], g["line"]),
             str(g["num_nodes"]),
             Code(", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
         ]
-        for g in graphs
+        for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
     ]
-    out += _rows_maybe_folded(["compile id", "function", "where", "nodes", "ops used"], rows, "graphs")
+    headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "nodes", "ops used"]
+    out += _rows_maybe_folded(headers, rows, "graphs")
     if session is not None:
-        for g in graphs[:MAX_GRAPH_CODE]:
+        same = {}  # the same graph on many ranks: its code once
+        for g in graphs:
+            same.setdefault((g["compile_id"], g["function"], g["num_nodes"], tuple(g["ops"])), g)
+        for g in list(same.values())[:MAX_GRAPH_CODE]:
             code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
             if code:
                 out.append(
@@ -197,12 +208,15 @@ def _guard_blocks(report: dict, ps: PathShortener) -> list:
     guards = report.get("guards") or []
     if not guards:
         return []
+    by_text: dict[tuple, list] = {}  # the same guards on many ranks: once, with the ranks as ranges
+    for g in guards:
+        by_text.setdefault((g["compile_id"], tuple(g["guards"])), []).append(g["rank"])
     text = "\n".join(
-        f"# {g['compile_id']}"
-        + (f" rank {g['rank']}" if g["rank"] is not None else "")
+        f"# {cid}"
+        + (f" rank(s) {rank_ranges(ranks, limit=6)}" if any(r is not None for r in ranks) else "")
         + "\n"
-        + "\n".join(g["guards"])
-        for g in guards
+        + "\n".join(lines)
+        for (cid, lines), ranks in by_text.items()
     )
     return [Details(f"Guards of {len(guards)} compile(s)", [Pre(ps.text(_clip(text)))])]
 
