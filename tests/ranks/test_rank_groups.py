@@ -110,3 +110,21 @@ def test_markdown_report_groups_ranks_too(job_many_outliers, tmp_path):
     assert "| 0-63 | `0/0` | `forward` |" in md and "| 5-7, 40 | `0/1` | `forward` |" in md
     assert "rank 0: 1, rank 1: 1" not in md  # no list of every rank
     assert md.count("graph 0/0 (forward") == 1  # the same graph's code once, not once per rank
+
+
+def test_object_ids_in_failed_guards_do_not_split_ranks():
+    """torch prints object ids in ID_MATCH guards; they differ on every process, not a divergence."""
+    from fxlens.report.ranks import rank_steps
+    from fxlens.trace.model import RankModel
+    from fxlens.trace.reader import CompileId, Record
+    from fxlens.trace.records import Recompile
+
+    def model(rank: int, obj_id: int) -> RankModel:
+        m = RankModel(rank=rank, log="")
+        rec = Record("artifact:recompile_reasons", {}, CompileId(0, 1), rank, None, 1)
+        m.by_compile["0/1"].append(rec)
+        guard = f"0/0: ___check_obj_id(L['self'], {obj_id})"
+        m.recompiles.append(Recompile("0/1", rank, "forward", "m.py", 3, (guard,)))
+        return m
+
+    assert rank_steps(model(0, 140514640679520)) == rank_steps(model(1, 139831882928736))

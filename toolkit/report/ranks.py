@@ -13,6 +13,7 @@ Every list of ranks in text is a list of ranges ("0-776, 778-1023"); JSON keeps 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ from fxlens.trace.model import RankModel
 
 # outlier groups named one per line in the text report; the rest are counted (JSON has them all)
 TEXT_GROUPS = 8
+# object ids and addresses in guard text (`___check_obj_id(L['self'], 140514640679520)`) differ on
+# every process: compared as one placeholder, or every rank would be a group of its own
+_IDS = re.compile(r"\b(?:0x[0-9a-f]+|\d{7,})\b")
 
 
 def rank_ranges(ranks: Iterable[int | None], limit: int = 0) -> str:
@@ -84,7 +88,7 @@ def rank_steps(model: RankModel) -> tuple[Step, ...]:
                 g.ops if g else (),
                 shapes,
                 tuple(breaks.get(cid, ())),
-                rc.failed_guards if rc else (),
+                tuple(_IDS.sub("<id>", x) for x in rc.failed_guards) if rc else (),
                 failure,
             )
         )
