@@ -53,6 +53,11 @@ def test_snapshot_recompiles_view_sizes(in_root, tmp_path, snap_compare, size):
     assert snap_compare(make_app(in_root.multi, tmp_path), terminal_size=size, run_before=_run("4"))
 
 
+def test_snapshot_kernels_view_80x24(in_root, tmp_path, snap_compare):
+    # kernels of different compiles differ in compile id and kernel name: both stay on screen
+    assert snap_compare(make_app(in_root.session, tmp_path), terminal_size=SMALL, run_before=_run("5"))
+
+
 def test_snapshot_key_help_scrolled_80x24(in_root, tmp_path, snap_compare):
     # the key list is longer than 24 lines: j scrolls it (G would jump to its end)
     keys = ("question_mark", "j", "j", "j", "j", "j")
