@@ -35,6 +35,11 @@ def _head_lines(report: dict) -> list[str]:
         )
     if report["divergence"]:
         out.append("")
+    for h in report.get("headlines", []):
+        out.append(f"!! {h['message']}")
+        out.append(f"   fix: {h['fix']}")
+    if report.get("headlines"):
+        out.append("")
     return out
 
 
@@ -58,15 +63,24 @@ def _break_lines(report: dict, limit: int) -> list[str]:
     )
     for b in report["graph_breaks"][:limit]:
         out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")
+        lib = b.get("library")
+        if lib:  # the user's line only called into a library, which is where torch broke
+            code = f"  `{lib['code'][:80]}`" if lib.get("code") else ""
+            out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']}){code}")
         if len(b["call_path"]) > 1:
             out.append(
                 "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])
             )
         if b["explanation"]:
             out.append(f"    why: {b['explanation'][:200]}")
+        whose = "torch's hint for the library's code" if lib else "hint"
         for h in b["hints"][:2]:
             if "report an issue" not in h:
-                out.append(f"    hint: {h[:200]}")
+                out.append(f"    {whose}: {h[:200]}")
+        if b.get("gb_id"):
+            out.append(
+                f"    torch's graph-break id: {b['gb_id']}" + (f" ({b['url']})" if b.get("url") else "")
+            )
     out.append("")
     return out
 
@@ -85,7 +99,10 @@ def _recompile_lines(report: dict) -> list[str]:
         headers = ["recompiles", "function", "cause"] + (["ranks"] if ranked else [])
         out.append(tabulate(rows, headers=headers, tablefmt="simple"))
         for c in report["recompile_causes"]:
-            out.append(f"  fix for {c['subject']}: {c['fix']}")
+            out.append(f"  {c['subject']}:")
+            if c.get("guard"):
+                out.append(f"    torch's guard: {c['guard'][:200]}")
+            out.append(f"    fix: {c['fix']}")
         out.append("")
     if report["recompile_limit_hits"]:
         out.append("Recompile limit hits (these frames now run EAGERLY, silently):")
@@ -104,16 +121,34 @@ def _recompile_lines(report: dict) -> list[str]:
 
 
 def _failure_lines(report: dict) -> list[str]:
-    if not report["failures"]:
-        return []
-    rows = [
-        [f["compile_id"], f["function"], f["fail_type"], f["fail_reason"][:80]] for f in report["failures"]
-    ]
-    return [
-        "Compile failures:",
-        tabulate(rows, headers=["compile id", "function", "type", "reason"], tablefmt="simple"),
-        "",
-    ]
+    """Each failed compile: where (the user's line), and the first lines of torch's own text (the
+    JSON keeps all of it)."""
+    out = []
+    if report["failures"]:
+        out.append("Compile failures:")
+        for f in report["failures"]:
+            text = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
+            where = _loc(f["file"], f["line"])
+            out.append(f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}")
+            if f.get("source"):
+                out.append(f"    {f['source']}")
+            for ln in text[:6]:
+                out.append(f"    | {ln[:160]}")
+            if len(text) > 6:
+                out.append(f"    | ... {len(text) - 6} more line(s) (see --json)")
+        out.append("")
+    if report.get("eager_frames"):
+        out.append("Frames torch gave up on (they run eagerly from that compile on):")
+        for e in report["eager_frames"]:
+            out.append(
+                f"  {e['compile_id']}  {e['function']} ({_loc(e['file'], e['line'])})  {e['reason'][:100]}"
+            )
+            if e.get("source"):
+                out.append(f"    {e['source']}")
+            if e.get("explanation"):
+                out.append(f"    why: {e['explanation'][:200]}")
+        out.append("")
+    return out
 
 
 def _graph_lines(report: dict, limit: int) -> list[str]:
@@ -143,28 +178,53 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
     return out
 
 
+def _secs(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def _compile_time_lines(report: dict) -> list[str]:
+    """The slowest compiles with torch's breakdown: Dynamo, the backend (of which inductor and its
+    code generation), the backward graph's compile, and cache hits/misses."""
     ct = report["compile_times"]
     if not ct["per_compile"]:
         return []
+    ranked = len({m["rank"] for m in ct["per_compile"]}) > 1
     slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
-    rows = [
-        [
-            m["compile_id"],
-            m["function"],
-            f"{m['total_s'] or 0:.2f}",
-            f"{m['backend_s'] or 0:.2f}",
-            m["guard_count"],
-        ]
-        for m in slow
+    rows = []
+    for m in slow:
+        cache = m.get("cache") or {}
+        hits = sum(c["hits"] for c in cache.values())
+        misses = sum(c["misses"] for c in cache.values())
+        rows.append(
+            ([m["rank"]] if ranked else [])
+            + [
+                m["compile_id"],
+                m["function"],
+                _secs(m["total_s"]),
+                _secs(m.get("dynamo_s")),
+                _secs(m["backend_s"]),
+                _secs(m.get("inductor_s")),
+                _secs(m.get("backward_s")),
+                f"{hits}/{misses}" if cache else "-",
+                m["guard_count"],
+            ]
+        )
+    bwd = ct.get("backward_s") or 0
+    head = f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s)"
+    head += f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
+    shown = f"; slowest {len(slow)}:" if len(ct["per_compile"]) > len(slow) else ":"
+    headers = (["rank"] if ranked else []) + [
+        "compile id",
+        "function",
+        "total s",
+        "dynamo s",
+        "backend s",
+        "inductor s",
+        "backward s",
+        "cache hit/miss",
+        "guards",
     ]
-    return [
-        f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:",
-        tabulate(
-            rows, headers=["compile id", "function", "total s", "backend s", "guards"], tablefmt="simple"
-        ),
-        "",
-    ]
+    return [head + shown, tabulate(rows, headers=headers, tablefmt="simple"), ""]
 
 
 def _backend_lines(report: dict, limit: int) -> list[str]:
@@ -202,7 +262,12 @@ def _backend_lines(report: dict, limit: int) -> list[str]:
 def _note_lines(report: dict) -> list[str]:
     out = [f"[{ev.get('event')}] {ev['summary']}" for ev in report["events"] if ev.get("summary")]
     out += [f"note: {s}" for s in report["skipped"]]
-    if not report["graphs"] and not report["graph_breaks"] and not report["failures"]:
+    if (
+        not report["graphs"]
+        and not report["graph_breaks"]
+        and not report["failures"]
+        and not report.get("headlines")
+    ):
         out.append("No graphs were compiled.")
     return out
 
