@@ -289,7 +289,32 @@ def root_causes(
         _cause(function, file, g, (function, file) in limited) for (function, file, *_), g in merged.items()
     ]
     causes.sort(key=lambda c: -c.count)
-    return causes
+    return _merge_same_call(causes)
+
+
+def _merge_same_call(causes: list[RecompileCause]) -> list[RecompileCause]:
+    """Frames of a library model (its forward, the loss, a decorator resumed after a break) are all
+    placed at the user's one call line; the same change seen by each is one cause there."""
+    out: dict[tuple, RecompileCause] = {}
+    for c in causes:
+        key = (c.file, c.line, c.kind, c.values)
+        first = out.get(key)
+        if first is None:
+            out[key] = c
+        elif c.function != first.function:
+            note = f"{first.message} (also seen by {c.function}, called from the same line)"
+            if "(also seen by " in first.message:
+                note = (
+                    first.message[: -len(", called from the same line)")]
+                    + f", {c.function}, called from the same line)"
+                )
+            out[key] = replace(
+                first,
+                count=first.count + c.count,
+                compile_ids=first.compile_ids + c.compile_ids,
+                message=note,
+            )
+    return list(out.values())
 
 
 def session_causes(session) -> list[RecompileCause]:
