@@ -150,3 +150,17 @@ def test_ddp_wrapped_then_compiled_captures_no_graph_and_says_so(tmp_path):
     (rc,) = [c for c in report["recompile_causes"] if c["kind"] == "size"]
     assert rc["function"] == "DistributedDataParallel.forward" and rc["ranks"] == [1]
     assert "mark_dynamic(args[0]" not in proc.stdout
+
+
+def test_inductor_cpp_compile_error_keeps_the_compilers_message(tmp_path):
+    raised = tmp_path / "raised.txt"
+    proc, report = _run(tmp_path, "inductor_cpp_error.py", raised)
+    torch_text = raised.read_text()
+    error_line = next(ln for ln in torch_text.splitlines() if "error:" in ln)
+    (f,) = report["failures"]
+    # JSON: torch's whole text, not "CppCompileError: C++ compile error"
+    assert error_line.strip() in f["fail_reason"] and len(f["fail_reason"]) > 500
+    # text: the first line, the compiler's error line and the generated code it points at
+    text = proc.stdout.split("Compile failures:")[1]
+    assert "CppCompileError" in text and error_line.strip()[:150] in text
+    assert "compile error!" in text  # the line of generated code gcc printed under the error

@@ -24,6 +24,7 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.markup import PathShortener, environment
+from fxlens.report.text import failure_head
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
@@ -84,6 +85,8 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
         out.append(Bullets(facts))
     for d in report.get("divergence") or []:
         out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+    for h in report.get("headlines") or []:
+        out.append(Para([Bold(ps.text(h["message"])), " Fix: ", ps.text(h["fix"])]))
     return out
 
 
@@ -96,6 +99,9 @@ def _break_item(b: dict, ps: PathShortener) -> list:
             Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
             ")",
         ]
+    lib = b.get("library")
+    if lib:  # torch broke inside a library the user's line called
+        item += [" inside ", Code(f"{lib['file']}:{lib['line']}"), " ", Code(lib.get("code") or "")]
     if b.get("explanation"):
         item += [": ", ps.text(b["explanation"][:300])]
     hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
@@ -157,10 +163,18 @@ def _failure_blocks(report: dict, ps: PathShortener) -> list:
     if not report.get("failures"):
         return []
     rows = [
-        [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
+        [
+            Code(f["compile_id"]),
+            Code(f["function"]),
+            f["fail_type"],
+            ps.text("\n".join(failure_head([x for x in f["fail_reason"].split("\n") if x.strip()]))[:600]),
+        ]
         for f in report["failures"]
     ]
-    return [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+    out = [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+    for f in report["failures"]:  # torch's whole text, folded
+        out.append(Details(f"{f['compile_id']}: torch's full text", [Pre(_clip(ps.text(f["fail_reason"])))]))
+    return out
 
 
 def _graph_blocks(report: dict, ps: PathShortener, session) -> list:

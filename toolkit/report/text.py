@@ -6,6 +6,7 @@ empty), and `render_text` joins them.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from tabulate import tabulate
@@ -120,6 +121,21 @@ def _recompile_lines(report: dict) -> list[str]:
     return out
 
 
+_COMPILER_ERROR = re.compile(r"(?:^|\s|:)(?:fatal )?error\b:?", re.I)
+
+
+def failure_head(lines: list[str], most: int = 6) -> list[str]:
+    """The lines of a failure that say what went wrong: the first, then the compiler's first
+    `error:` line with the generated code and caret it prints after it (a C++ or Triton compile
+    error's 2000 lines are mostly the command and include notes)."""
+    if not lines:
+        return []
+    at = next((i for i, ln in enumerate(lines[1:], 1) if _COMPILER_ERROR.search(ln)), None)
+    if at is None:
+        return lines[:most]
+    return [lines[0], *lines[at : at + 3]]
+
+
 def _failure_lines(report: dict) -> list[str]:
     """Each failed compile: where (the user's line), and the first lines of torch's own text (the
     JSON keeps all of it)."""
@@ -132,10 +148,11 @@ def _failure_lines(report: dict) -> list[str]:
             out.append(f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}")
             if f.get("source"):
                 out.append(f"    {f['source']}")
-            for ln in text[:6]:
+            head = failure_head(text)
+            for ln in head:
                 out.append(f"    | {ln[:160]}")
-            if len(text) > 6:
-                out.append(f"    | ... {len(text) - 6} more line(s) (see --json)")
+            if len(text) > len(head):
+                out.append(f"    | ... {len(text) - len(head)} more line(s) of torch's text (see --json)")
         out.append("")
     if report.get("eager_frames"):
         out.append("Frames torch gave up on (they run eagerly from that compile on):")
