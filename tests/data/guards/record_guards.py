@@ -1,3 +1,4 @@
+# ruff: noqa  -- a recording script kept as it ran; its output is the data beside it
 """Records every kind of failed guard torch emits (TORCH_LOGS=recompiles python record_guards.py);
 its output, cut to the "=== case" markers and guard lines, is tests/data/guards/<torch version>.log."""
 
