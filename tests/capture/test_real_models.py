@@ -146,6 +146,9 @@ def test_ddp_wrapped_then_compiled_captures_no_graph_and_says_so(tmp_path):
     call = next(i for i, s in enumerate(src, 1) if "ddp(torch.randn" in s)
     for b in report["graph_breaks"]:
         assert b["line"] == call and b["library"] is not None
+        # torch's graph-break registry id, as its log links it, with the registry's own text
+        assert b["gb_id"] and f"/gb/{b['gb_id'].lower()}.html" in proc.stderr
+        assert b["gb_doc"]["type"] == b["reason"]
     # rank 1's short batch recompiled DDP's forward: named so, never `mark_dynamic(args[0], 0)`
     (rc,) = [c for c in report["recompile_causes"] if c["kind"] == "size"]
     assert rc["function"] == "DistributedDataParallel.forward" and rc["ranks"] == [1]
