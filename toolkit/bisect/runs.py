@@ -35,7 +35,7 @@ def cache_env(session_dir: Path) -> dict[str, str]:
     Private to the bisect: nothing from the user's or another job's cache dir."""
     return {
         "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(session_dir) / INDUCTOR_CACHE),
+        "TORCHINDUCTOR_CACHE_DIR": str(Path(session_dir).absolute() / INDUCTOR_CACHE),  # script may chdir
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
         "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
         # Dynamo's profile-guided dynamic shapes would carry one run's recompiles into the next

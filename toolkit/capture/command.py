@@ -176,8 +176,10 @@ def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout,
     write_info(sdir, info)
     child_env = dict(os.environ)
     child_env.update(env or {})
-    child_env["TORCH_TRACE"] = str(sdir / TRACE_DIR)
-    child_env[config.ENV_SESSION] = str(sdir)
+    # absolute: a script that changes directory before compiling (Hydra's job.chdir, launchers)
+    # would otherwise write its trace and events relative to its new directory, not into the session
+    child_env["TORCH_TRACE"] = str(sdir.absolute() / TRACE_DIR)
+    child_env[config.ENV_SESSION] = str(sdir.absolute())
     if backend:
         child_env[config.ENV_BACKEND_OVERRIDE] = backend
     else:
