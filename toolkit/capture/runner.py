@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import runpy
+import signal
 import sys
 import traceback
 
@@ -22,6 +23,9 @@ from fxlens.trace.userframes import called_by_torch
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
 REFUSED = 3
+# run_script's status for a script ended by an uncaught KeyboardInterrupt (SIGINT sent to it alone)
+INTERRUPTED = 128 + signal.SIGINT
+_interrupted = False  # set when the script ended by KeyboardInterrupt (not by exit(130))
 _SCRIPT_GLOBALS: list[dict] = []
 
 
@@ -146,7 +150,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
             return code
         print(code, file=sys.stderr)
         return 1
-    except BaseException:  # the user's own error: show it the way Python would
+    except BaseException as e:  # the user's own error: show it the way Python would
         etype, value, tb = sys.exc_info()
         # drop the runner's own frames so the traceback starts in the user's script
         while tb is not None and tb.tb_frame.f_code.co_filename in (
@@ -156,6 +160,11 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         ):
             tb = tb.tb_next
         traceback.print_exception(etype, value, tb)
+        # Python ends on an uncaught KeyboardInterrupt by SIGINT (a shell shows 130); main() does too
+        if isinstance(e, KeyboardInterrupt):
+            global _interrupted
+            _interrupted = True
+            return INTERRUPTED
         return 1
     return 0
 
@@ -207,6 +216,10 @@ def main() -> None:
     _record_environment()
     sys.stdout.flush()
     sys.stderr.flush()
+    if code == INTERRUPTED and _interrupted:
+        # as Python does: die by SIGINT, so the parent (and a shell) sees "killed by SIGINT", 130
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     sys.exit(code)
 
 

@@ -24,6 +24,7 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.markup import PathShortener, environment
+from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
@@ -97,10 +98,10 @@ def _break_item(b: dict, ps: PathShortener) -> list:
             ")",
         ]
     if b.get("explanation"):
-        item += [": ", ps.text(b["explanation"][:300])]
+        item += [": ", ps.text(clip(b["explanation"], 300))]
     hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
     if hints:
-        item += [" Hint: ", ps.text(" ".join(hints)[:400])]
+        item += [" Hint: ", ps.text(clip(" ".join(hints), 400))]
     return item
 
 
@@ -114,6 +115,8 @@ def _break_blocks(report: dict, ps: PathShortener) -> list:
     ]
     out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
     out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
+    if len(breaks) > MAX_ROWS:  # the details of the first MAX_ROWS only: said, never silent
+        out.append(Para(f"Details of {len(breaks) - MAX_ROWS} more break site(s): see --json."))
     return out
 
 
@@ -134,7 +137,7 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
         ]
         out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
         failed = [
-            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text("; ".join(r["failed_guards"])[:300]))]
+            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text(clip("; ".join(r["failed_guards"]), 300)))]
             for r in report["recompiles"]
         ]
         out.append(
@@ -157,7 +160,7 @@ def _failure_blocks(report: dict, ps: PathShortener) -> list:
     if not report.get("failures"):
         return []
     rows = [
-        [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
+        [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(clip(f["fail_reason"], 300))]
         for f in report["failures"]
     ]
     return [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
@@ -190,6 +193,8 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
                         [Pre(ps.text(_clip(code)), "python")],
                     )
                 )
+        if len(graphs) > MAX_GRAPH_CODE:
+            out.append(Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace."))
     return out
 
 
@@ -224,7 +229,10 @@ def _compile_time_blocks(report: dict) -> list:
     ]
     return [
         Heading(3, "Compile time"),
-        Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"),
+        Para(
+            f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest"
+            + (f" {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":")
+        ),
         Table(["compile id", "function", "total s", "backend s", "guards"], rows),
     ]
 
