@@ -110,6 +110,28 @@ def _append_quietly(session: str, kind: str, data: dict) -> None:
         pass
 
 
+def _quiet_trace_errors(internal) -> None:
+    """torch's trace handler reports each failed write (a full disk) with logging's own
+    "--- Logging error ---" traceback: thousands of them, burying fxlens's one error line. Say
+    the first in one line, then nothing; the script's other loggers keep logging's behaviour."""
+    handler = getattr(internal, "LazyTraceHandler", None)
+    if handler is None:
+        return
+    said = []
+
+    def handle_error(self, record) -> None:
+        if not said:
+            said.append(True)
+            err = sys.exc_info()[1]
+            why = getattr(err, "strerror", None) or err or "write failed"
+            print(
+                f"fxlens: torch cannot write its trace ({why}); further trace write errors are not shown",
+                file=sys.stderr,
+            )
+
+    handler.handleError = handle_error
+
+
 def run_script(script: str, args: list[str], module: str | None = None) -> int:
     """Run SCRIPT (or MODULE, whose file SCRIPT is) as `__main__`; the script's exit status."""
     cfg = config.load()
@@ -132,6 +154,8 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         hook_module, _, hook = cfg.runner_hook.partition(":")
         getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
+    if os.environ.get("TORCH_TRACE"):
+        when_imported("torch._logging._internal", _quiet_trace_errors)
     sys.argv = [script, *args]
     # sys.path[0] as python sets it: the script's folder, or the working directory for -m
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))
