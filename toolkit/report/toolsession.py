@@ -101,6 +101,8 @@ def _ended(run: dict) -> str:
 def _verdict_lines(tool: str, verdict: dict) -> list[str]:
     """The verdict as the command printed it; its summary line when the event lacks fields."""
     try:
+        if not isinstance(verdict.get("summary"), str):  # every verdict has one: this was edited
+            raise TypeError("no summary")
         if tool == "bisect":
             from fxlens.bisect.verdict import render_text
 
