@@ -114,7 +114,7 @@ def test_hints_are_cut_at_a_word_with_an_ellipsis():
 
 
 def test_every_cut_is_announced():
-    per = [{"compile_id": f"{i}/0", "function": "f", "total_s": 0.1, "backend_s": 0, "guard_count": 1} for i in range(7)]
+    per = [{"compile_id": f"{i}/0", "rank": None, "function": "f", "total_s": 0.1, "backend_s": 0, "guard_count": 1} for i in range(7)]
     kernels = [
         {"compile_id": "0/0", "name": f"k{i}", "ops": [], "bytes_read": 1, "bytes_written": 1} for i in range(25)
     ]

@@ -52,6 +52,8 @@ def referenced_lines(session) -> dict[str, set[int]]:
         for attr in _LOCATED:
             for item in getattr(rank, attr, None) or ():
                 add(getattr(item, "file", None), getattr(item, "line", None))
+                # a failed compile's user line (CompileMetrics), which the report shows beside it
+                add(getattr(item, "fail_user_file", None), getattr(item, "fail_user_line", None))
                 for frame in getattr(item, "call_path", None) or ():
                     add(frame.file, frame.line)
     return refs
