@@ -99,6 +99,10 @@ def render_guards(report: dict) -> str:
 def main(args: argparse.Namespace) -> int:
     check_writable(args.json)
     session = Session.open(args.path)
+    from fxlens.report.toolsession import report_main, tool_of
+
+    if tool := tool_of(session):  # bisect / minify: no trace of their own; their verdict and runs
+        return report_main(session, tool, args)
     session.check_not_empty()
     report = build_report(session, with_guards=not args.no_guards)
     if args.json:

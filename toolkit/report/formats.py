@@ -25,6 +25,7 @@ from fxlens.report.document import (
 )
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.text import failure_head
+from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
@@ -103,10 +104,10 @@ def _break_item(b: dict, ps: PathShortener) -> list:
     if lib:  # torch broke inside a library the user's line called
         item += [" inside ", Code(f"{lib['file']}:{lib['line']}"), " ", Code(lib.get("code") or "")]
     if b.get("explanation"):
-        item += [": ", ps.text(b["explanation"][:300])]
+        item += [": ", ps.text(clip(b["explanation"], 300))]
     hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
     if hints:
-        item += [" Hint: ", ps.text(" ".join(hints)[:400])]
+        item += [" Hint: ", ps.text(clip(" ".join(hints), 400))]
     return item
 
 
@@ -120,6 +121,8 @@ def _break_blocks(report: dict, ps: PathShortener) -> list:
     ]
     out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
     out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
+    if len(breaks) > MAX_ROWS:  # the details of the first MAX_ROWS only: said, never silent
+        out.append(Para(f"Details of {len(breaks) - MAX_ROWS} more break site(s): see --json."))
     return out
 
 
@@ -140,7 +143,7 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
         ]
         out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
         failed = [
-            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text("; ".join(r["failed_guards"])[:300]))]
+            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text(clip("; ".join(r["failed_guards"]), 300)))]
             for r in report["recompiles"]
         ]
         out.append(
@@ -204,6 +207,8 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
                         [Pre(ps.text(_clip(code)), "python")],
                     )
                 )
+        if len(graphs) > MAX_GRAPH_CODE:
+            out.append(Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace."))
     return out
 
 
@@ -238,7 +243,10 @@ def _compile_time_blocks(report: dict) -> list:
     ]
     return [
         Heading(3, "Compile time"),
-        Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"),
+        Para(
+            f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest"
+            + (f" {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":")
+        ),
         Table(["compile id", "function", "total s", "backend s", "guards"], rows),
     ]
 

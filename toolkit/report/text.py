@@ -11,7 +11,7 @@ from collections import Counter
 
 from tabulate import tabulate
 
-from fxlens.trace.sanitize import clean, for_terminal
+from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import short_path
 
 
@@ -52,7 +52,7 @@ def _break_lines(report: dict, limit: int) -> list[str]:
     rows = []
     for b in report["graph_breaks"][:limit]:
         rows.append(
-            [b["count"], _loc(b["file"], b["line"]), b["function"], b["reason"][:70]]
+            [b["count"], _loc(b["file"], b["line"]), b["function"], clip(b["reason"], 70)]
             + ([",".join(map(str, b["ranks"]))] if ranked else [])
         )
     out.append(
@@ -62,22 +62,24 @@ def _break_lines(report: dict, limit: int) -> list[str]:
             tablefmt="simple",
         )
     )
+    if len(report["graph_breaks"]) > limit:  # never cut silently (issue 20): say how many and where
+        out.append(f"  ... {len(report['graph_breaks']) - limit} more break site(s) (see --json)")
     for b in report["graph_breaks"][:limit]:
         out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")
         lib = b.get("library")
         if lib:  # the user's line only called into a library, which is where torch broke
-            code = f"  `{lib['code'][:80]}`" if lib.get("code") else ""
+            code = f"  `{clip(lib['code'], 80)}`" if lib.get("code") else ""
             out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']}){code}")
         if len(b["call_path"]) > 1:
             out.append(
                 "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])
             )
         if b["explanation"]:
-            out.append(f"    why: {b['explanation'][:200]}")
+            out.append(f"    why: {clip(b['explanation'], 200)}")
         whose = "torch's hint for the library's code" if lib else "hint"
         for h in b["hints"][:2]:
             if "report an issue" not in h:
-                out.append(f"    {whose}: {h[:200]}")
+                out.append(f"    {whose}: {clip(h, 200)}")
         if b.get("gb_id"):
             out.append(
                 f"    torch's graph-break id: {b['gb_id']}" + (f" ({b['url']})" if b.get("url") else "")
@@ -102,7 +104,7 @@ def _recompile_lines(report: dict) -> list[str]:
         for c in report["recompile_causes"]:
             out.append(f"  {c['subject']}:")
             if c.get("guard"):
-                out.append(f"    torch's guard: {c['guard'][:200]}")
+                out.append(f"    torch's guard: {clip(c['guard'], 200)}")
             out.append(f"    fix: {c['fix']}")
         out.append("")
     if report["recompile_limit_hits"]:
@@ -150,7 +152,7 @@ def _failure_lines(report: dict) -> list[str]:
                 out.append(f"    {f['source']}")
             head = failure_head(text)
             for ln in head:
-                out.append(f"    | {ln[:160]}")
+                out.append(f"    | {clip(ln, 160)}")
             if len(text) > len(head):
                 out.append(f"    | ... {len(text) - len(head)} more line(s) of torch's text (see --json)")
         out.append("")
@@ -158,12 +160,12 @@ def _failure_lines(report: dict) -> list[str]:
         out.append("Frames torch gave up on (they run eagerly from that compile on):")
         for e in report["eager_frames"]:
             out.append(
-                f"  {e['compile_id']}  {e['function']} ({_loc(e['file'], e['line'])})  {e['reason'][:100]}"
+                f"  {e['compile_id']}  {e['function']} ({_loc(e['file'], e['line'])})  {clip(e['reason'], 100)}"
             )
             if e.get("source"):
                 out.append(f"    {e['source']}")
             if e.get("explanation"):
-                out.append(f"    why: {e['explanation'][:200]}")
+                out.append(f"    why: {clip(e['explanation'], 200)}")
         out.append("")
     return out
 
@@ -229,7 +231,7 @@ def _compile_time_lines(report: dict) -> list[str]:
     bwd = ct.get("backward_s") or 0
     head = f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s)"
     head += f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
-    shown = f"; slowest {len(slow)}:" if len(ct["per_compile"]) > len(slow) else ":"
+    shown = f"; slowest {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":"
     headers = (["rank"] if ranked else []) + [
         "compile id",
         "function",
@@ -263,6 +265,8 @@ def _backend_lines(report: dict, limit: int) -> list[str]:
                 tablefmt="simple",
             )
         )
+        if len(k) > limit:
+            out.append(f"  ... {len(k) - limit} more kernel(s) (see --json)")
         out.append("")
     if report["fallbacks"]:
         fb = Counter()
