@@ -97,6 +97,8 @@ class MetricsView(ListView):
             lines += ["", "[yellow]restarted[/yellow] (Dynamo analysed the frame again):"]
             lines += [escape(x) for x in restarts]
         stages = self._stages(rank, cid)
+        if m.backward_s:
+            stages.append(("backward graph's compile", m.backward_s))
         if stages:
             top = max(v for _, v in stages) or 1.0
             lines += ["", "[b]time by stage[/b] (torch's compilation metrics)"]
@@ -106,23 +108,37 @@ class MetricsView(ListView):
         return "\n".join(lines)
 
 
-_NOT_STAGES = ("start_time", "end_time", "start_time_us", "end_time_us")
+# torch's compilation-metrics timings that are compile stages, with their names here; anything else
+# (remote_cache_time_saved, distributed_ephemeral_timeout, cumulative copies) is not a stage
+_STAGES = (
+    ("backend_compile_time", "backend (AOTAutograd + compiler)"),
+    ("inductor_compile_time", "  inductor"),
+    ("code_gen_time", "    code generation"),
+    ("triton_compile_time", "    Triton compile"),
+    ("joint_graph_pass_time", "  joint-graph passes"),
+    ("pre_grad_pass_time", "  pre-grad passes"),
+    ("post_grad_pass_time", "  post-grad passes"),
+    ("dynamo_time_before_restart", "Dynamo before a restart"),
+    ("gc_time", "gc after compile"),
+    ("structured_logging_overhead", "trace logging overhead"),
+)
 
 
 def _stage_times(meta: dict) -> list[tuple[str, float]]:
-    """(name, seconds) of every timing in a compilation_metrics record, longest first."""
+    """(stage, seconds) of the compile-stage timings in a compilation_metrics record, in pipeline order."""
     out = []
-    for k, v in meta.items():
-        if k in _NOT_STAGES or not isinstance(v, int | float) or isinstance(v, bool) or not v:
-            continue
-        if k.endswith("_us"):
-            out.append((k[: -len("_us")], v / 1e6))
-        elif k.endswith("_s"):
-            out.append((k[: -len("_s")], float(v)))
-    seen: dict[str, float] = {}
-    for k, v in out:  # torch logs some timings both in s and in us
-        seen.setdefault(k, v)
-    return sorted(seen.items(), key=lambda kv: -kv[1])
+    for key, label in _STAGES:
+        v = meta.get(key + "_s")
+        if not _num(v):
+            v = meta.get(key + "_us")
+            v = v / 1e6 if _num(v) else None
+        if v:
+            out.append((label, float(v)))
+    return out
+
+
+def _num(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 class RanksView(ListView):

@@ -53,13 +53,26 @@ def _ladder(ev: dict) -> list[str]:
 
 
 def _minify(ev: dict) -> list[str]:
-    return [
-        "[b]minified reproducer[/b]",
-        f"  {escape(short_path(str(ev.get('repro'))))}",
-        f"  check {escape(str(ev.get('check')))} · signature {escape(str(ev.get('signature')))}",
-        f"  nodes {escape(ev.get('original_nodes'))} → [b]{escape(ev.get('final_nodes'))}[/b]",
-        f"  {escape(ev.get('queries'))} queries in {escape(ev.get('seconds'))} s",
-    ]
+    """Only the fields the event has: an interrupted or older minify lacks some (no "None → None")."""
+    has = lambda k: ev.get(k) is not None  # noqa: E731
+    out = ["[b]minified reproducer[/b]"]
+    if has("repro"):
+        out.append(f"  {escape(short_path(str(ev.get('repro'))))}")
+    facts = [f"{k} {escape(str(ev[k]))}" for k in ("check", "signature") if has(k)]
+    if facts:
+        out.append("  " + " · ".join(facts))
+    if has("original_nodes") and has("final_nodes"):
+        out.append(f"  nodes {escape(ev.get('original_nodes'))} → [b]{escape(ev.get('final_nodes'))}[/b]")
+    elif has("original_nodes") or has("final_nodes"):
+        k = "original_nodes" if has("original_nodes") else "final_nodes"
+        out.append(f"  {k.replace('_', ' ')} {escape(ev.get(k))}")
+    if has("queries") or has("seconds"):
+        queries = f"{escape(ev['queries'])} queries " if has("queries") else ""
+        seconds = f"in {escape(ev['seconds'])} s" if has("seconds") else ""
+        out.append(f"  {queries}{seconds}".rstrip())
+    if len(out) == 1:
+        out.append("  [dim](no details recorded: the minify did not finish)[/dim]")
+    return out
 
 
 def _doctor(ev: dict) -> list[str]:

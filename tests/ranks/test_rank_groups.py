@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -49,8 +50,8 @@ def test_1024_ranks_fit_one_screen_and_name_the_diverging_rank(job_1024, tmp_pat
         "!! rank 777: recompile of forward, input `x`, dim 0 8 -> 5 (from compile 0/1 of forward, step 2)"
         in text
     )
-    # no list of a thousand rank numbers anywhere
-    assert max(len(ln) for ln in lines) < 250
+    # no list of a thousand rank numbers anywhere (ranges only)
+    assert not re.search(r"(\d+, ){10}", text)
     # JSON keeps the per-rank detail
     groups = report["rank_groups"]["groups"]
     assert [g["count"] for g in groups] == [1023, 1]

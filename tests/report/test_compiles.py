@@ -59,8 +59,7 @@ def test_failures_and_restarts_with_whole_reasons(stages_trace, tmp_path):
     failure = events[("<lambda>", "failure")]
     assert failure["type"] == "BackendCompilerFailed"
     assert "RuntimeError: the backend failed on purpose" in failure["reason"]
-    assert "Failures and restarts (whole reasons):" in proc.stdout
-    assert "  0/0 f: restart" in proc.stdout
+    assert "Restarts (Dynamo analysed the frame again; whole reasons):\n  0/0 f\n" in proc.stdout
     assert "RuntimeError: the backend failed on purpose" in proc.stdout
 
 
@@ -107,7 +106,6 @@ def test_inductor_cache_miss_then_hit(tmp_path):
         assert "inductor" in row["stages_s"] or row["cache"].get("fx_graph") == "hit"
         caches.append(row["cache"].get("fx_graph"))
     assert caches == ["miss", "hit"]
-    assert "fx_graph hit" in proc.stdout
 
 
 @pytest.fixture(scope="session")

@@ -155,9 +155,10 @@ def run_forked(
         "exit_code": None,
     }
     write_info(sdir, info)
-    env = {**env, "FXLENS_SESSION": str(sdir)}
+    # absolute, as in run_captured: the script may change directory before it compiles
+    env = {**env, "FXLENS_SESSION": str(sdir.absolute())}
     if trace:
-        env["TORCH_TRACE"] = str(sdir / TRACE_DIR)
+        env["TORCH_TRACE"] = str(sdir.absolute() / TRACE_DIR)
     sys.stdout.flush()
     sys.stderr.flush()
     t0 = time.perf_counter()

@@ -106,6 +106,10 @@ def main(args: argparse.Namespace) -> int:
     check_writable(args.json)
     check_writable(getattr(args, "perfetto", None), "--perfetto")
     session = Session.open(args.path)
+    from fxlens.report.toolsession import report_main, tool_of
+
+    if tool := tool_of(session):  # bisect / minify: no trace of their own; their verdict and runs
+        return report_main(session, tool, args)
     session.check_not_empty()
     if getattr(args, "perfetto", None):
         from fxlens.report.perfetto import write_perfetto

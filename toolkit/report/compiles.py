@@ -108,45 +108,22 @@ def failures_and_restarts(rows: list[dict]) -> list[dict]:
 
 
 def compile_lines(report: dict) -> list[str]:
-    """Text: the slowest compiles with their stages and cache outcome, then failures and restarts."""
+    """Text: the restarts with their whole reasons (the compile-time table has the stages and caches,
+    the failures section the failures)."""
     from fxlens.report.ranks import rank_ranges
 
-    rows = report.get("compiles") or []
-    out = []
-    staged = [x for x in rows if x["stages_s"] or x["cache"]]
-    if staged:
-        # torch's stage times are cumulative: each includes the ones after it ("a > b": b within a)
-        out.append("Compile time by stage (slowest first; dynamo > aot_autograd > inductor > code_gen nest):")
-        seen: dict[tuple, dict] = {}  # one line per compile id and function: its slowest rank
-        for x in sorted(staged, key=lambda x: -(x["total_s"] or 0)):
-            seen.setdefault((x["compile_id"], x["function"]), x)
-        for x in list(seen.values())[:TEXT_ROWS]:
-            nested = {k: v for k, v in x["stages_s"].items() if k != "backward"}  # backward: its own compile
-            stages = " > ".join(f"{k} {v:.2f}" for k, v in nested.items())
-            if "backward" in x["stages_s"]:
-                stages += f"; backward {x['stages_s']['backward']:.2f}"
-            cache = ", ".join(f"{k} {v}" for k, v in x["cache"].items()) or "no cache used"
-            out.append(
-                f"  {x['compile_id']:<7} {x['function'][:24]:<24} {x['total_s'] or 0:6.2f} s  {stages}  [{cache}]"
-            )
-        if len(seen) > TEXT_ROWS:
-            out.append(f"  ... {len(seen) - TEXT_ROWS} more (see --json compiles)")
-        out.append("")
-    events = report.get("failures_and_restarts") or []
-    if events:
-        out.append("Failures and restarts (whole reasons):")
-        for e in events[:TEXT_ROWS]:
-            ranks = (
-                f" on rank(s) {rank_ranges(e['ranks'], limit=6)}"
-                if len(report.get("ranks") or []) > 1
-                else ""
-            )
-            at = f" at {e['at']}" if e["at"] else ""
-            typ = f" ({e['type']})" if e["kind"] == "failure" else ""
-            out.append(f"  {e['compile_id']} {e['function']}: {e['kind']}{typ}{at}{ranks}")
-            reason = [ln for ln in e["reason"].strip().split("\n") if ln.strip()]
-            out += [f"    {ln}" for ln in reason[:6]]
-            if len(reason) > 6:
-                out.append(f"    ... {len(reason) - 6} more line(s) (see --json failures_and_restarts)")
-        out.append("")
+    events = [e for e in report.get("failures_and_restarts") or [] if e["kind"] == "restart"]
+    if not events:
+        return []
+    out = ["Restarts (Dynamo analysed the frame again; whole reasons):"]
+    for e in events[:TEXT_ROWS]:
+        ranks = f" on rank(s) {rank_ranges(e['ranks'], limit=6)}" if len(report.get("ranks") or []) > 1 else ""
+        out.append(f"  {e['compile_id']} {e['function']}{ranks}")
+        reason = [ln for ln in e["reason"].strip().split("\n") if ln.strip()]
+        out += [f"    {ln}" for ln in reason[:6]]
+        if len(reason) > 6:
+            out.append(f"    ... {len(reason) - 6} more line(s) (see --json failures_and_restarts)")
+    if len(events) > TEXT_ROWS:
+        out.append(f"  ... {len(events) - TEXT_ROWS} more (see --json failures_and_restarts)")
+    out.append("")
     return out

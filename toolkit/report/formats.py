@@ -25,6 +25,8 @@ from fxlens.report.document import (
 )
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.text import failure_head
+from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
@@ -89,6 +91,8 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
         return out
     for d in report.get("divergence") or []:
         out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+    for h in report.get("headlines") or []:
+        out.append(Para([Bold(ps.text(h["message"])), " Fix: ", ps.text(h["fix"])]))
     return out
 
 
@@ -101,11 +105,14 @@ def _break_item(b: dict, ps: PathShortener) -> list:
             Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
             ")",
         ]
+    lib = b.get("library")
+    if lib:  # torch broke inside a library the user's line called
+        item += [" inside ", Code(f"{lib['file']}:{lib['line']}"), " ", Code(lib.get("code") or "")]
     if b.get("explanation"):
-        item += [": ", ps.text(b["explanation"][:300])]
+        item += [": ", ps.text(clip(b["explanation"], 300))]
     hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
     if hints:
-        item += [" Hint: ", ps.text(" ".join(hints)[:400])]
+        item += [" Hint: ", ps.text(clip(" ".join(hints), 400))]
     return item
 
 
@@ -119,6 +126,8 @@ def _break_blocks(report: dict, ps: PathShortener) -> list:
     ]
     out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
     out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
+    if len(breaks) > MAX_ROWS:  # the details of the first MAX_ROWS only: said, never silent
+        out.append(Para(f"Details of {len(breaks) - MAX_ROWS} more break site(s): see --json."))
     return out
 
 
@@ -139,7 +148,7 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
         ]
         out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
         failed = [
-            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text("; ".join(r["failed_guards"])[:300]))]
+            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text(clip("; ".join(r["failed_guards"]), 300)))]
             for r in report["recompiles"]
         ]
         out.append(
@@ -162,10 +171,18 @@ def _failure_blocks(report: dict, ps: PathShortener) -> list:
     if not report.get("failures"):
         return []
     rows = [
-        [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
+        [
+            Code(f["compile_id"]),
+            Code(f["function"]),
+            f["fail_type"],
+            ps.text("\n".join(failure_head([x for x in f["fail_reason"].split("\n") if x.strip()]))[:600]),
+        ]
         for f in report["failures"]
     ]
-    return [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+    out = [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+    for f in report["failures"]:  # torch's whole text, folded
+        out.append(Details(f"{f['compile_id']}: torch's full text", [Pre(_clip(ps.text(f["fail_reason"])))]))
+    return out
 
 
 def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
@@ -201,6 +218,8 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
                         [Pre(ps.text(_clip(code)), "python")],
                     )
                 )
+        if len(graphs) > MAX_GRAPH_CODE:
+            out.append(Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace."))
     return out
 
 
@@ -238,7 +257,10 @@ def _compile_time_blocks(report: dict) -> list:
     ]
     return [
         Heading(3, "Compile time"),
-        Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"),
+        Para(
+            f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest"
+            + (f" {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":")
+        ),
         Table(["compile id", "function", "total s", "backend s", "guards"], rows),
     ]
 

@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fxlens.report.rootcause import _subject, classify
+from fxlens.report.rootcause import CAUSES, _fmt
+from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.model import RankModel
 
 # outlier groups named one per line in the text report; the rest are counted (JSON has them all)
@@ -99,11 +100,11 @@ def _guard_change(guards: tuple[str, ...]) -> str:
     """The newest failed guard as a change: "input `x`, dim 0 8 -> 5" (torch's text if no rule fits)."""
     if not guards:
         return "guards failed"
-    kind, var, dim, exp, act = classify(guards[0])
-    if kind == "other":
-        return guards[0]
-    change = f"{exp} -> {act}" if exp and act else (f"was {exp}" if exp else "changed")
-    return f"{_subject(kind, var, dim)} {change}"
+    g = parse_failed_guard(guards[0])
+    if g.kind == "other":
+        return g.text or guards[0]
+    change = f"{g.expected} -> {g.actual}" if g.expected and g.actual else "changed"
+    return f"{_fmt(CAUSES[g.kind][0], g)} {change}"
 
 
 def _describe(step: Step) -> str:

@@ -8,6 +8,7 @@ read in this process: a pool costs ~0.1 s to start, more than a few megabytes ta
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -16,15 +17,20 @@ from pathlib import Path
 from fxlens.config import read_jobs
 from fxlens.trace.model import RankModel, build_rank_model
 from fxlens.trace.reader import scan_log
+from fxlens.trace.sources import SourceSnapshot, using
 
 # below this many bytes of logs in all, a pool's start-up costs more than it saves
 PARALLEL_MIN_BYTES = 8 << 20
 
 
-def read_one(path: Path) -> tuple[RankModel | None, str]:
-    """One log's model, or None and why it could not be read (one bad rank never hides the others)."""
+def read_one(path: Path, sources: SourceSnapshot | None = None) -> tuple[RankModel | None, str]:
+    """One log's model, or None and why it could not be read (one bad rank never hides the others).
+
+    `sources`: the session's kept source lines, which the parsers consult first (fxlens.trace.sources).
+    """
     try:
-        return build_rank_model(scan_log(path)), ""
+        with using(sources):
+            return build_rank_model(scan_log(path)), ""
     except Exception as e:  # noqa: BLE001
         return None, f"{path.name}: unreadable ({type(e).__name__}: {e})"
 
@@ -70,7 +76,9 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
-def read_models(logs: list[Path]) -> Iterator[tuple[Path, RankModel | None, str]]:
+def read_models(
+    logs: list[Path], sources: SourceSnapshot | None = None
+) -> Iterator[tuple[Path, RankModel | None, str]]:
     """(log, model or None, why not) for each log, in the order given, as soon as each is read."""
     jobs = jobs_for(logs)
     done = 0
@@ -82,7 +90,8 @@ def read_models(logs: list[Path]) -> Iterator[tuple[Path, RankModel | None, str]
         chunk = max(1, min(16, len(logs) // (jobs * 4)))
         try:
             with ProcessPoolExecutor(max_workers=jobs, mp_context=_context()) as pool:
-                for log, (model, why) in zip(logs, pool.map(read_one, logs, chunksize=chunk)):
+                read = functools.partial(read_one, sources=sources)
+                for log, (model, why) in zip(logs, pool.map(read, logs, chunksize=chunk)):
                     done += 1
                     yield log, model, why
         except (BrokenProcessPool, OSError, ValueError):
@@ -90,4 +99,4 @@ def read_models(logs: list[Path]) -> Iterator[tuple[Path, RankModel | None, str]
             # file descriptor to hand to a forkserver): read the rest in this process
             pass
     for log in logs[done:]:
-        yield (log, *read_one(log))
+        yield (log, *read_one(log, sources))
