@@ -22,6 +22,7 @@ from fxlens.backend.items import Budget, Extern
 from fxlens.backend.lower.table import LOWERINGS, VIEW_OPS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
 from fxlens.backend.symbolic_views import strided_view
+from fxlens.backend.torch_compat import OpOverload
 
 aten = torch.ops.aten
 
@@ -175,7 +176,7 @@ class GraphLowering:
                       out.storage_offset(), root, root.kind)  # fmt: skip
 
     def slice(self, node, meta, x, dim, start, end):
-        from fxlens.backend.lower.views import _view_remap
+        from fxlens.backend.lower.views import view_remap
 
         class _N:
             target = aten.slice.Tensor
@@ -187,7 +188,7 @@ class GraphLowering:
                 return Buffer(
                     b.name, b.shape, b.stride, b.dtype, b.device, node, None, b.offset, b.root, b.kind
                 )
-        return self.view(node, meta, x, args, _view_remap(_N, x, meta, args))
+        return self.view(node, meta, x, args, view_remap(_N, x, meta, args))
 
     def view_as(self, buf: Buffer, shape, node, item):
         if not is_static(*buf.shape, *buf.stride, buf.offset, *shape):
@@ -288,7 +289,7 @@ class GraphLowering:
             return args[0].stride[args[1]]
         if node.target == aten.sym_numel.default:
             return numel(args[0].shape)
-        if not isinstance(node.target, torch._ops.OpOverload):
+        if not isinstance(node.target, OpOverload):
             flat = []
             map_aggregate((args, kwargs), flat.append)
             if not any(isinstance(a, Value) for a in flat):

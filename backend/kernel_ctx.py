@@ -77,7 +77,7 @@ def _sample(n: int) -> np.ndarray:
     return np.unique(pts).astype(np.int64)
 
 
-def _lit(v) -> str:
+def triton_literal(v) -> str:
     if not is_static(v):
         return render(v)  # a symbolic size used as a scalar operand (x / n)
     if isinstance(v, bool):
@@ -223,7 +223,7 @@ class KernelCtx:
 
     def full(self, value, dtype: torch.dtype) -> str:
         dt = compute_dtype(dtype)
-        v = _lit(bool(value) if dt == torch.bool else value)
+        v = triton_literal(bool(value) if dt == torch.bool else value)
         return self.op(f"tl.full({self.block()}, {v}, {TL_DTYPE[dt]})")
 
     def index_tensor(self, expr: str, dtype: torch.dtype = torch.int64) -> str:
