@@ -99,7 +99,7 @@ class GraphLowering:
         if isinstance(v, Buffer) or not isinstance(v, Value):
             return v
         if getattr(v, "alias_of", None) is not None:  # alias/detach/getitem: the same storage
-            return self._relabel(self.realize(v.alias_of), v.node)
+            return self.relabel(self.realize(v.alias_of), v.node)
         if id(v) in self.realized:
             return self.realized[id(v)]
         if getattr(v, "view_of", None) is not None and self.fusion:
@@ -278,7 +278,7 @@ class GraphLowering:
         args = map_aggregate(node.args, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
         kwargs = map_aggregate(node.kwargs, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
         if node.target is operator.getitem:
-            return self._relabel(args[0][args[1]], node)
+            return self.relabel(args[0][args[1]], node)
         if node.target == aten.copy_.default and isinstance(args[0], Buffer) and args[0].kind == "input" \
                 and args[0].root is None and isinstance(args[1], Value):  # fmt: skip
             self.mutations.append((node, args[0], args[1]))
@@ -353,7 +353,7 @@ class GraphLowering:
         )  # scalars: cheap per program
         return len(body) <= budget and len([p for p in src.params if p.name != "probe"]) <= 3
 
-    def _relabel(self, v, node):
+    def relabel(self, v, node):
         """A tuple element, labelled with its getitem node (what ATen replays and reports see)."""
         if isinstance(v, Buffer):
             return Buffer(v.name, v.shape, v.stride, v.dtype, v.device, node, None, v.offset, v.root, v.kind)

@@ -265,7 +265,7 @@ def _clone(G, node, meta, a, **kwargs):
 
 @register(aten.alias.default, aten.detach.default)
 def _alias(G, node, meta, a):
-    return G._relabel(a, node)
+    return G.relabel(a, node)
 
 
 @register(aten.copy.default)

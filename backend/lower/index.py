@@ -65,7 +65,7 @@ class Scatter(Value):
             val = ctx.op(f"{val}.to({TL_DTYPE[dt]})")
         off = linear(self.where(ctx, idx), self.dst.stride, self.dst.offset)
         root = self.dst.base
-        p = ctx._param(root)
+        p = ctx.pointer_param(root)
         ctx.loaded.setdefault(root.name, [])  # the copy must be stored: this kernel updates it
         if self.x_node is not None:  # replays (FXLENS_CHECK_KERNELS, _KERNEL_FALLBACK) start from dst
             ctx.boundary[(self.x_node, None)] = self.dst
@@ -105,7 +105,7 @@ def scatter_into(G, node, meta, x, src, where, shape, accumulate: bool):
     src = G.use(src, node) if isinstance(src, Value) else src
     sc = Scatter(dst, src, where, accumulate, tuple(shape), meta.dtype, meta.device, node, x_node)
     G.items.append(ScatterNode(sc, dst, mutation=True))
-    return G._relabel(dst, node)
+    return G.relabel(dst, node)
 
 
 @register(aten.index_put.default)

@@ -62,7 +62,7 @@ class ScatterPass(Scatter):
         if "xindex" not in off:  # a 0-d destination: the pointer needs the block's shape
             off = f"{off} + 0 * xindex"
         root = self.dst.base
-        p = ctx._param(root)
+        p = ctx.pointer_param(root)
         ctx.loaded.setdefault(root.name, [])
         if self.x_node is not None:
             ctx.boundary[(self.x_node, None)] = self.dst
@@ -114,7 +114,7 @@ def _reduce_into(G, node, meta, x, src, where, shape, reduce: str, include_self:
         # the whole op gives it again (sum: one pass from x; amax/amin: idempotent over src;
         # include_self=False: the positions it writes ignore what dst held)
         passes[-1].node = node
-        return G._relabel(dst, node)
+        return G.relabel(dst, node)
     ones = Pointwise(
         lambda ctx, idx: ctx.full(1 if include_self else 0, dt), shape_of(meta), dt, meta.device, None
     )
