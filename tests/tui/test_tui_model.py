@@ -78,8 +78,9 @@ async def test_session_without_logs_says_so(traces, tmp_path):
         assert app.is_running
 
 
-async def test_odd_records_never_crash_the_app(traces, tmp_path, no_error_toasts):
-    """Events and kernel payloads shaped unlike what the views expect: notices, no crash."""
+async def test_odd_records_never_crash_the_app(traces, tmp_path):
+    """Events and kernel payloads shaped unlike what the views expect: shown as far as they make
+    sense, no crash and no error toast (the autouse `no_error_toasts` fixture checks)."""
     import shutil
 
     from fxlens.trace.session import append_event
@@ -103,9 +104,6 @@ async def test_odd_records_never_crash_the_app(traces, tmp_path, no_error_toasts
         await press(pilot, "t", "g", "j", "l", "j", "enter", "a", "a", "v", "o")
         assert app.is_running
         assert app.current_view in ("graph", "kernels")
-    # the odd bisect event is the one record a view refuses (its guard's toast); nothing else may
-    assert no_error_toasts and all(m.startswith("Bisect: could not show this") for m in no_error_toasts)
-    no_error_toasts.clear()
 
 
 def test_a_log_that_cannot_be_read_is_skipped_not_fatal(traces, tmp_path):
