@@ -156,7 +156,7 @@ def display(keys: str) -> str:
 
 
 def help_rows() -> list[tuple[str, str, str]]:
-    """(where, keys, what) for every key, for the `?` screen and the README."""
+    """(where, keys, what) for every key, for the `?` screen and docs/guides/tui.md."""
     builtin = [
         ("table", "up / down / pgup / pgdn", "move"),
         ("tree", "enter / space", "open / toggle"),

@@ -17,9 +17,20 @@ from fxlens.tui.viewbase import Navigate, View, guarded, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
 
 
+def _obj(value) -> dict:
+    """An event field that should be an object; any other shape (a hand-edited or foreign
+    events.jsonl) reads as empty, so the view shows what it can instead of refusing the event."""
+    return value if isinstance(value, dict) else {}
+
+
+def _objs(value) -> list[dict]:
+    """An event field that should be a list of objects: its objects, the rest dropped."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def _ladder(ev: dict) -> list[str]:
     out = ["[b]stage ladder[/b]"]
-    stages = ev.get("stages") or []
+    stages = _objs(ev.get("stages"))
     first = ev.get("first_failing_stage")
     for st in stages:
         if not isinstance(st, dict):
@@ -35,7 +46,7 @@ def _ladder(ev: dict) -> list[str]:
         )
     if not stages:
         out.append(f"  first failing stage: {escape(str(first))}")
-    c = ev.get("culprit") or {}
+    c = _obj(ev.get("culprit"))
     if c:
         out += ["", "[b]culprit[/b]"]
         out.append(
@@ -77,13 +88,13 @@ def _minify(ev: dict) -> list[str]:
 
 def _doctor(ev: dict) -> list[str]:
     out = ["[b]functions[/b]"]
-    for f in ev.get("functions") or []:
+    for f in _objs(ev.get("functions")):
         out.append(
             f"  {escape(str(f.get('function')))}: eager {escape(f.get('eager_ms'))} ms, compiled "
             f"{escape(f.get('compiled_ms'))} ms, speedup {escape(f.get('speedup'))}, compile {escape(f.get('compile_s'))} s"
         )
     out += ["", "[b]findings[/b]"]
-    for i, f in enumerate(ev.get("findings") or [], 1):
+    for i, f in enumerate(_objs(ev.get("findings")), 1):
         out.append(f"  {i}. {escape(str(f.get('message')))}")
         if f.get("fix"):
             out.append(f"     [green]fix[/green] {escape(str(f.get('fix')))}")
@@ -213,7 +224,7 @@ class ResultsView(View):
         lines += _ladder(ev) if kind == "bisect" else _minify(ev) if kind == "minify" else _doctor(ev)
         self.query_one("#results-detail", Info).set("\n".join(lines))
         code = ""
-        repro = ev.get("repro") or (ev.get("culprit") or {}).get("repro")
+        repro = ev.get("repro") or _obj(ev.get("culprit")).get("repro")
         if repro:
             # only a regular file is read: a hostile events.jsonl may name a FIFO or /dev/zero
             text = read_display_text(str(repro))
@@ -226,7 +237,7 @@ class ResultsView(View):
     def action_jump_culprit(self) -> None:
         events = self.data.summary.events if self.data and self.data.summary else []
         i = int(self.params.get("key", 0))
-        c = (events[i].get("culprit") or {}) if i < len(events) else {}
+        c = _obj(events[i].get("culprit")) if i < len(events) else {}
         if not c.get("compile_id"):
             self.app.notify("this result names no culprit compile", severity="warning")
         elif self.data.compile(None, c["compile_id"]) is None:

@@ -120,7 +120,7 @@ def test_sequential_in_a_dataloader_train_eval_loop(tmp_path):
     assert "torch/_dynamo/external_utils.py" in g0["library"]
     size = _cause(report, "size")  # the short last batch
     assert size["values"] == ["4", "2"] and "args[0]" in size["subject"]
-    assert "tensor you pass as" in size["fix"] and "mark_dynamic(args[0]" not in size["fix"]
+    assert "the tensor your code passes in that position" in size["fix"] and "mark_dynamic(args[0]" not in size["fix"]
     assert "external_utils.py:67" not in proc.stdout.split("Graphs:")[0]
 
 

@@ -147,7 +147,7 @@ def _fmt(template: str, g: FailedGuard) -> str:
     t = tensor_hint(g.source) or "x"
     out = template.format(name=name, t=t, dim=g.dim or 0, text=g.text[:120], code=g.code[:80] or g.text)
     if t == "t" and "{t}" in template:  # a wrapper's *args: the record has no variable name
-        out += f" (`t`: the tensor you pass as {name})"
+        out += " (`t`: the tensor your code passes in that position)"
     return out
 
 

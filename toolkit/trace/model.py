@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
@@ -22,17 +23,11 @@ from fxlens.trace.records import (
 )
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
-    innermost_user_frame,
     is_resume,
     is_user_file,
-    library_path,
-    parse_traceback,
-    source_line,
     user_function,
 )
 
-_BREAK_AT = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
-_GB_ID = re.compile(r"/gb/(gb\d+)\.html", re.I)
 _LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
 
 
@@ -386,72 +381,3 @@ def _float(v) -> float | None:
         return float(v) if v is not None else None
     except (TypeError, ValueError):
         return None
-
-
-def _graph_break(rec: Record, cid: str, where_: tuple, entry: list[Frame]) -> GraphBreak:
-    text = rec.payload()
-    # torch repeats the reason inside the traceback of its exception: read hints from the head only
-    head = re.split(
-        r"^(?:User code traceback:|Stack variable source attribution:)", text, maxsplit=1, flags=re.M
-    )[0]
-    lines = head.split("\n")
-    fn_entry, _, _, co = where_
-    reason, explanation, hints, url = "", "", [], ""
-    for i, line in enumerate(lines):
-        s = line.strip()
-        if s.startswith("Explanation:") and not explanation:
-            explanation = s[len("Explanation:") :].strip()
-            # torch's gb type is the last non-blank line before the explanation
-            for j in range(i - 1, -1, -1):
-                if lines[j].strip():
-                    reason = lines[j].strip()
-                    break
-        elif s.startswith("Hint:") and s[len("Hint:") :].strip() not in hints:
-            hints.append(s[len("Hint:") :].strip())
-        elif "please visit:" in s:
-            url = s.split("please visit:", 1)[1].strip()
-    if reason.startswith("Graph Break Reason:"):
-        reason = reason[len("Graph Break Reason:") :].strip()
-    if not reason:
-        m = re.search(r"^Graph Break Reason: (.+)$", text, re.M)
-        reason = m.group(1).strip() if m else "graph break"
-    tb_text = text.split("User code traceback:", 1)[1] if "User code traceback:" in text else ""
-    tb_text = tb_text.split("Traceback (most recent call last)", 1)[0]
-    frames = parse_traceback(tb_text)
-    inner = innermost_user_frame(frames)
-    at = _BREAK_AT.search(text)
-    if inner is None and at and is_user_file(at["file"]):
-        inner = Frame(at["file"], int(at["line"]), fn_entry, "")
-    if inner is None:  # broke inside a library with no user frame on its traceback: the call site
-        inner = innermost_user_frame(entry) or Frame("", 0, fn_entry, "")
-    # the call path: user frames from the compiled entry to the break
-    start = max(
-        (i for i, f in enumerate(frames) if user_function(f.function) == user_function(co)), default=0
-    )
-    path = tuple(
-        Frame(f.file, f.line, user_function(f.function), f.code)
-        for f in frames[start:]
-        if is_user_file(f.file)
-    ) or tuple(Frame(f.file, f.line, user_function(f.function), f.code) for f in entry[-1:])
-    # the frame that broke, when it is a library's: the user's line only called it
-    last = frames[-1] if frames else (Frame(at["file"], int(at["line"]), "", "") if at else None)
-    library = None
-    if last is not None and not is_user_file(last.file) and (inner is None or last != inner):
-        library = Frame(library_path(last.file), last.line, last.function, last.code or "")
-    gb = _GB_ID.search(url)
-    return GraphBreak(
-        cid,
-        rec.rank,
-        reason,
-        inner.file,
-        inner.line,
-        user_function(inner.function),
-        explanation,
-        tuple(hints),
-        url,
-        source_line(inner.file, inner.line, inner.code),
-        path,
-        library,
-        gb.group(1).upper() if gb else "",
-        "Skipping the function and falling back to eager" in head,
-    )
