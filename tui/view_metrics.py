@@ -6,7 +6,7 @@ from collections import Counter
 
 from rich.text import Text
 
-from fxlens.report.compiles import _cache
+from fxlens.report.compiles import cache_outcome
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
@@ -87,7 +87,7 @@ class MetricsView(ListView):
             for r in (c.records if c else [])
             if r.kind == "compilation_metrics"
         ]
-        cache = _cache(metas[-1]) if metas else {}
+        cache = cache_outcome(metas[-1]) if metas else {}
         lines.append(
             "cache: "
             + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no compiled-graph cache consulted")

@@ -31,7 +31,7 @@ def _num(v) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
 
 
-def _cache(m: dict) -> dict[str, str]:
+def cache_outcome(m: dict) -> dict[str, str]:
     """{cache: "hit" | "miss" | "hit 2, miss 1"} for the caches this compile consulted."""
     out = {}
     for name, hit_key, miss_key in _CACHES:
@@ -52,7 +52,7 @@ def _row(rank, function: str, m: dict, bwd: dict | None) -> dict:
         "function": function,
         "total_s": _num(m.get("entire_frame_compile_time_s")),
         "stages_s": stages,
-        "cache": _cache(m),
+        "cache": cache_outcome(m),
         "restart_reasons": [str(r) for r in m.get("restart_reasons") or []],
         "fail_type": m.get("fail_type"),
         "fail_reason": m.get("fail_reason"),  # whole, as torch logged it
