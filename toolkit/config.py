@@ -150,7 +150,8 @@ ENV_READ_JOBS = "FXLENS_READ_JOBS"
 
 
 def read_jobs() -> int:
-    """Processes that read logs in parallel: 0 (default) one per available core, 1 in this process."""
+    """Processes that read logs in parallel: 0 (default) one per available core but one, for a job
+    of 8 MB or more (fxlens.trace.parallel.jobs_for); 1 in this process."""
     try:
         return max(0, int(_env_str(ENV_READ_JOBS, "0") or 0))
     except ValueError:

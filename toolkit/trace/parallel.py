@@ -43,7 +43,8 @@ def _cores() -> int:
 
 
 def jobs_for(logs: list[Path]) -> int:
-    """How many processes read `logs`: FXLENS_READ_JOBS, else one per core for a big job, else 1."""
+    """How many processes read `logs`: FXLENS_READ_JOBS, else one per core but one for a big job on
+    3 cores or more, else 1 (in-process)."""
     asked = read_jobs()
     if asked:
         return max(1, min(asked, len(logs)))
@@ -56,7 +57,11 @@ def jobs_for(logs: list[Path]) -> int:
         except OSError:
             pass
         if size >= PARALLEL_MIN_BYTES:
-            return max(1, min(_cores(), len(logs)))
+            # the parent is busy too (it unpickles each model and builds the report): one core is
+            # left to it. On 2 cores that means no pool: measured there (BENCHMARKS.md, "Many
+            # ranks"), 2 workers and the parent were slower than reading in-process
+            jobs = min(_cores() - 1, len(logs))
+            return jobs if jobs >= 2 else 1
     return 1
 
 
