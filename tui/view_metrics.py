@@ -97,6 +97,8 @@ class MetricsView(ListView):
             lines += ["", "[yellow]restarted[/yellow] (Dynamo analysed the frame again):"]
             lines += [escape(x) for x in restarts]
         stages = self._stages(rank, cid)
+        if m.total_s is not None:  # torch records no Dynamo-only time: the frame's total less the backend
+            stages.insert(0, ("Dynamo (trace, guards)", max(0.0, m.total_s - (m.backend_s or 0.0))))
         if m.backward_s:
             stages.append(("backward graph's compile", m.backward_s))
         if stages:
