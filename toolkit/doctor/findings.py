@@ -10,23 +10,33 @@ from __future__ import annotations
 
 import re
 
+from fxlens.doctor.interval import fmt_speedup, is_busy, verdict
+from fxlens.doctor.render import inconclusive_why, load_phrase, rerun_advice
 from fxlens.trace.userframes import short_path
 
-# a compiled function counts as slower than eager only past this ratio (timer noise)
-SLOWER_RATIO = 1.10
+# structural findings, in this order, before any measured cost: while they hold, no per-call
+# number says anything about the compiler (it failed, or it never ran)
+PINNED = ("compiled_run_failed", "no_graph_captured")
 # kinds in the order they rank among findings of equal cost
 KINDS = (
     "compiled_run_failed",
+    "no_graph_captured",
+    "compiled_after_wrap",
     "slower_than_eager",
     "compile_not_amortised",
     "recompile_limit",
     "static_shapes_changing",
     "recompile",
     "graph_break",
-    "compiled_after_wrap",
     "dynamic_unneeded",
+    "eager_implausibly_slow",
+    "timing_inconclusive",
     "never_called",
 )
+# eager slower than this many times the time its work takes on a core of its own is implausible
+IMPLAUSIBLE_FACTOR = 4.0
+# a process that got less than this share of the wall time while eager ran was waiting for a core
+WAITING_SHARE = 0.5
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
 BREAK_FIXES: list[tuple[re.Pattern, str]] = [
@@ -110,6 +120,14 @@ def _never_called(row: dict) -> dict:
     )
 
 
+def _measured(row: dict) -> str:
+    """`speedup 0.31x [0.28, 0.35] from 40 pairs`: the figure a timing finding rests on."""
+    s = row.get("samples") or {}
+    n = min(s.values()) if s else 0
+    what = "interleaved pairs" if (row.get("timing") or {}).get("method") == "interleaved" else "calls a side"
+    return f"speedup {fmt_speedup(row['speedup'], row.get('speedup_interval'))} from {n} {what}"
+
+
 def _slower_than_eager(row: dict, cuda: bool, breaks: int) -> dict:
     fn, at = row["function"], row["compiled_at"]
     where = _loc(at["file"], at["line"])
@@ -119,7 +137,7 @@ def _slower_than_eager(row: dict, cuda: bool, breaks: int) -> dict:
     return _finding(
         "slower_than_eager",
         f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
-        f"({c / e:.2f}x slower) over {n} calls, plus {cs:.2f} s compiling",
+        f"({c / e:.2f}x slower; {_measured(row)}) over {n} calls, plus {cs:.2f} s compiling",
         at["file"],
         at["line"],
         f"{first}compile a larger region (the whole step) so the fixed per-call cost is "
@@ -143,7 +161,7 @@ def _compile_not_amortised(row: dict) -> dict:
     )
     return _finding(
         "compile_not_amortised",
-        f"`{fn}` is {e / c:.2f}x faster compiled, but its {cs:.2f} s of compiling pays off only "
+        f"`{fn}` is {e / c:.2f}x faster compiled ({_measured(row)}), but its {cs:.2f} s of compiling pays off only "
         f"after {row['break_even_calls']} calls and this run makes {n}",
         at["file"],
         at["line"],
@@ -154,10 +172,63 @@ def _compile_not_amortised(row: dict) -> dict:
     )
 
 
+def _inconclusive(row: dict, load: dict) -> dict:
+    fn, at = row["function"], row["compiled_at"]
+    why = inconclusive_why(load, row.get("samples"), row.get("speedup_interval"), row.get("timing"))
+    return _finding(
+        "timing_inconclusive",
+        f"`{fn}`: inconclusive: {why} ({_measured(row)}); no verdict on its speed",
+        at["file"],
+        at["line"],
+        rerun_advice(load, row.get("timing")),
+        0.0,
+        fn,
+    )
+
+
+def _implausible_eager(row: dict, load: dict) -> dict | None:
+    """Eager slower than its work explains: the process waited for a core (a busy machine)."""
+    t = row.get("timing") or {}
+    work, share = t.get("work") or {}, (t.get("cpu_share") or {}).get("eager")
+    bound, e = work.get("quiet_bound_ms"), row["eager_ms"]
+    slow = bound is not None and e is not None and e > IMPLAUSIBLE_FACTOR * bound
+    waiting = share is not None and share < WAITING_SHARE
+    if not (slow or waiting):
+        return None
+    fn, at = row["function"], row["compiled_at"]
+    what = (
+        f"{work.get('torch_calls', '?')} torch calls, {work.get('flops', 0) / 1e6:.3g} MFLOP, "
+        f"{work.get('bytes_out', 0) / 2**20:.3g} MiB written"
+    )
+    msg = f"eager `{fn}` takes {e:.4g} ms per call"
+    if slow:
+        msg += f" for work ({what}) that takes under {bound:.3g} ms on a core of its own"
+    if waiting:
+        msg += f"; the process ran only {share:.0%} of that time"
+    busy = is_busy(load)
+    msg += f": {'the machine was busy' if busy else 'it waited (a sleep, I/O, a lock, or a busy machine)'}, {load_phrase(load)}"
+    return _finding(
+        "eager_implausibly_slow",
+        msg + "; every time here is inflated",
+        at["file"],
+        at["line"],
+        rerun_advice(load) if busy else "look for what the function waits on; " + rerun_advice(load),
+        0.0,
+        fn,
+    )
+
+
 def _timing_findings(
-    rows: list[dict], cuda: bool, breaks_in: dict[int, int], failed: str | None = None
+    rows: list[dict],
+    cuda: bool,
+    breaks_in: dict[int, int],
+    failed: str | None = None,
+    load: dict | None = None,
+    ran_eagerly: bool = False,
 ) -> list[dict]:
+    """Findings on speed, each only when the speedup's interval allows it (verdict not inconclusive)."""
     out = []
+    load = load or {}
     for row in rows:
         if not row["calls"] and not failed:
             out.append(_never_called(row))
@@ -165,11 +236,48 @@ def _timing_findings(
         e, c, n = row["eager_ms"], row["compiled_ms"], row["calls"]
         if e is None or c is None:
             continue
-        if c > e * SLOWER_RATIO:
+        if (odd := _implausible_eager(row, load)) is not None:
+            out.append(odd)
+        if ran_eagerly:  # no graph: the verdict is on Dynamo's overhead, said by no_graph_captured
+            continue
+        said = row.get("verdict") or verdict(row.get("speedup_interval"))
+        if said == "slower":
             out.append(_slower_than_eager(row, cuda, breaks_in.get(id(row), 0)))
-        elif row["break_even_calls"] is not None and row["break_even_calls"] > n:
+        elif said == "faster" and row["break_even_calls"] is not None and row["break_even_calls"] > n:
             out.append(_compile_not_amortised(row))
+        elif said == "inconclusive":
+            out.append(_inconclusive(row, load))
     return out
+
+
+def _no_graph(rows: list[dict]) -> dict:
+    """torch.compile was called, its objects were called, and Dynamo captured not one graph."""
+    called = [r for r in rows if r["calls"]]
+    row = next((r for r in called if r.get("wrapped_in")), called[0])
+    at = row["compiled_at"]
+    where = _loc(at["file"], at["line"])
+    timed = f" ({_measured(row)})" if row.get("speedup") is not None else ""
+    if row.get("wrapped_in"):
+        cause = (
+            f"Dynamo skipped the {row['wrapped_in']} wrapper's forward compiled at {where}, so the model "
+            "inside never reached the compiler"
+        )
+        fix = (
+            f"compile the module, then wrap it: `model.compile()` (or `model = torch.compile(model)`) "
+            f"before `{row['wrapped_in']}(model, ...)`, and drop torch.compile at {where}"
+        )
+    else:
+        cause = f"every frame of `{row['function']}` was skipped or broke before any op"
+        fix = "see the graph breaks below for why each frame fell back; `fullgraph=True` turns the first into an error"
+    return _finding(
+        "no_graph_captured",
+        f"torch.compile captured no graph: everything ran eagerly{timed}; {cause}",
+        at["file"],
+        at["line"],
+        fix,
+        0.0,
+        row["function"],
+    )
 
 
 def _break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
@@ -272,24 +380,30 @@ def _recompile_findings(rows: list[dict], report: dict) -> list[dict]:
     return out
 
 
-def _usage_findings(rows: list[dict]) -> list[dict]:
+def _usage_findings(rows: list[dict], graphs: int | None = None) -> list[dict]:
     out = []
     for row in rows:
         at = row["compiled_at"]
         where = _loc(at["file"], at["line"])
         if row.get("wrapped_in"):
+            # what the trace shows decides the claim: DDPOptimizer splits graphs only when there are any
+            if graphs == 0:
+                shown = "no graph was captured, so the whole model ran eagerly"
+            elif graphs:
+                shown = f"Dynamo captured {graphs} graph(s) through the wrapper (DDPOptimizer splits them at bucket boundaries)"
+            else:
+                shown = "the trace does not say whether a graph was captured"
             out.append(
                 _finding(
                     "compiled_after_wrap",
                     f"torch.compile at {where} compiles a {row['wrapped_in']} wrapper: the model was "
-                    "wrapped first, compiled second",
+                    f"wrapped first, compiled second; {shown}",
                     at["file"],
                     at["line"],
                     "compile the inner module, then wrap it: `model.compile()` then "
                     f"`{row['wrapped_in']}(model, ...)`. torch's docs ('Where to apply torch.compile?') say "
                     "torch.compile does not handle distributed wrapper modules like DDP or FSDP very well "
-                    "and recommend compiling the inner module passed to the wrapper (compiling the DDP "
-                    "wrapper still runs, through Dynamo's DDPOptimizer graph splitting)",
+                    "and recommend compiling the inner module passed to the wrapper",
                     0.0,
                     row["function"],
                 )
@@ -318,8 +432,9 @@ def findings(
     cuda: bool = False,
     failed: str | None = None,
     failed_at: tuple[str, int] | None = None,
+    load: dict | None = None,
 ) -> list[dict]:
-    """Every finding, most costly first (a failed compiled run always first; ties in KINDS order).
+    """Every finding: PINNED kinds first (structural), then most costly first, ties in KINDS order.
 
     Args:
         rows: per-function rows (fxlens.doctor.stats.function_rows).
@@ -327,6 +442,7 @@ def findings(
         cuda: whether the script ran on CUDA (CUDA-only advice).
         failed: why the compiled run failed where the eager one did not, if it did.
         failed_at: (file, line) of the user's frame where it failed.
+        load: the machine's load while timing (`{average, cores}`), for inconclusive verdicts.
     """
     out: list[dict] = []
     if failed:
@@ -347,15 +463,24 @@ def findings(
     for b in report["graph_breaks"]:
         if (o := _owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
             breaks_in[id(o)] = breaks_in.get(id(o), 0) + 1
-    out += _timing_findings(rows, cuda, breaks_in, failed)
+    # `graphs` absent: a report that cannot say (older sessions); present and empty: none captured
+    graphs = len(report["graphs"]) if "graphs" in report else None
+    ran_eagerly = graphs == 0 and not failed and any(r["calls"] for r in rows)
+    if ran_eagerly:
+        out.append(_no_graph(rows))
+    out += _timing_findings(rows, cuda, breaks_in, failed, load, ran_eagerly)
     out += _recompile_findings(rows, report)
     out += breaks
-    out += _usage_findings(rows)
+    out += _usage_findings(rows, graphs)
     rank = {k: i for i, k in enumerate(KINDS)}
-    # a failed compiled run outranks any cost: nothing else is trustworthy then
+    pinned = {k: i for i, k in enumerate(PINNED)}
+    # a failed compiled run, then "no graph": they outrank any cost, nothing measured means much then;
+    # the wrapper that caused "no graph" comes right after it
+    if ran_eagerly:
+        pinned["compiled_after_wrap"] = len(PINNED)
     out.sort(
         key=lambda f: (
-            f["kind"] != "compiled_run_failed",
+            pinned.get(f["kind"], len(pinned)),
             -f["cost_ms"],
             rank.get(f["kind"], 99),
             f["file"] or "",
