@@ -188,6 +188,16 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
     )
 
 
+def judge(interval, cpu_interval=None) -> tuple[str, str | None]:
+    """(verdict, why it was withheld): the wall-time interval decides, unless process CPU time
+    firmly says the opposite; then the wall times measured the machine's load (or a wait CPU time
+    cannot see), not the compiler, and there is no verdict."""
+    said, cpu_said = verdict(interval), verdict(cpu_interval)
+    if said != "inconclusive" and cpu_said not in ("inconclusive", said):
+        return "inconclusive", f"wall time says {said}, process CPU time says {cpu_said}"
+    return said, None
+
+
 def _ratio(pairs: list) -> float | None:
     if not pairs:
         return None
@@ -206,13 +216,9 @@ def _function_row(row: dict) -> dict:
     speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
     iv = timing.pop("interval")
     samples = timing.pop("samples")
-    said = verdict(iv)
-    cpu_said = verdict(timing.get("cpu_speedup_interval"))
-    if said != "inconclusive" and cpu_said not in ("inconclusive", said):
-        # wall time says one thing, CPU time firmly the other: the wall times measured the machine's
-        # load (or a wait CPU time cannot see), not the compiler; no verdict from them
-        said = "inconclusive"
-        timing["disagreement"] = f"wall time says {verdict(iv)}, process CPU time says {cpu_said}"
+    said, disagreement = judge(iv, timing.get("cpu_speedup_interval"))
+    if disagreement:
+        timing["disagreement"] = disagreement
     sigs = rec.get("signatures") or {}
     return {
         "function": rec.get("name"),
