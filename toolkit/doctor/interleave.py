@@ -133,7 +133,10 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
         if compiles() == before:
             break
     one_e = _block(eager_t, 1)[0].median
-    work = work_estimate(eager_fn, args, kwargs)
+    try:
+        work = work_estimate(eager_fn, args, kwargs)
+    except Exception as e:  # noqa: BLE001 - a yardstick that cannot be read must not cost the timing
+        work = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
     # per mode, enough calls that a block lasts BLOCK_S: both halves of a pair span the same time
     number = {"eager": max(1, round(BLOCK_S / one_e)), "compiled": max(1, round(BLOCK_S / one_c))}
     before = compiles()

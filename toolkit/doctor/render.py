@@ -49,7 +49,7 @@ def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | 
 
 def rerun_advice(load: dict, timing: dict | None = None) -> str:
     """What to run instead of trusting an inconclusive or busy measurement."""
-    quiet = "rerun when the machine is idle" if is_busy(load) else "rerun"
+    quiet = "rerun when the machine is idle, or" if is_busy(load) else "rerun"
     if (timing or {}).get("method") == "separate_runs":
         # no re-timing after the script (distributed, or --budget 0): samples are the script's calls
         return (

@@ -86,6 +86,15 @@ def compile_seconds(rec: dict, steady: float | None) -> float:
     return (excess + float(rec.get("outside_compile_ms") or 0.0)) / 1000
 
 
+def _base_ms(rec: dict, steady: float | None) -> float | None:
+    """A steady compiled call to charge compile time against: the script's own warm calls, else
+    (every call compiled: a script that calls once) the interleaved measurement's median."""
+    if steady is not None:
+        return steady
+    bench = rec.get("bench") or {}
+    return (bench.get("compiled") or {}).get("median_ms")
+
+
 def recompiling_calls(rec: dict) -> int:
     """Calls after the first that compiled (a recompile, or a new frame after a graph break)."""
     compiles = rec.get("compiles") or []
@@ -130,7 +139,9 @@ def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[R
                         "warm": warm_times(rec),
                         "bench": rec.get("bench") if mode == "compiled" else None,
                         "calls": rec.get("calls", 0),
-                        "compile_s": compile_seconds(rec, steady) if mode == "compiled" else None,
+                        "compile_s": compile_seconds(rec, _base_ms(rec, steady))
+                        if mode == "compiled"
+                        else None,
                         "recompiling_calls": recompiling_calls(rec),
                         "traced_compile_s": sum(rec.get("compile_ms") or []) / 1000
                         + float(rec.get("outside_compile_ms") or 0.0) / 1000,
