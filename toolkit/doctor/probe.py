@@ -12,6 +12,11 @@ with a CUDA synchronisation on both sides when CUDA is in use), and Dynamo's com
 which calls compiled and for how long. At exit one `doctor_probe` event with every record, the
 process peak memory and the script's wall time is appended to the session. The wrapper only
 measures: arguments and results pass through untouched, so numerics never change.
+
+In the compiled run, once the script has ended normally, `measure_all` (the hook's return value,
+called by the runner) calls each object again with its last call's arguments, eager and compiled
+interleaved (fxlens.doctor.interleave): the steady state and its interval come from there. Those
+extra calls happen after the script's own output, so they never change what the script computed.
 """
 
 from __future__ import annotations
