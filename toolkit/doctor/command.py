@@ -288,36 +288,31 @@ def doctor_script(
         FxlensError: missing script, refused backend, a script that fails before compiling, or a
             script that compiles nothing (one line each).
     """
-    check_script(script)
-    if rounds < 1:
-        raise FxlensError(f"--rounds must be at least 1, not {rounds}")
-    if backend:
-        check_spec(backend)
+    _check_options(script, backend, rounds, budget)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
-    if budget < 0:
-        raise FxlensError(f"--budget must be 0 or more seconds, not {budget:g}")
     runs = _run_rounds(script, args, sdir, backend, rounds, nproc, timeout, budget)
     main_session = Session.open(sdir)
     if not any(run.records for stats in runs.compiled for run in stats):
         raise _nothing_timed(script, sdir, main_session, runs.codes["compiled"][0], timeout)
-    result = _diagnose(
-        script,
-        args,
-        sdir,
-        main_session,
-        runs,
-        backend=backend,
-        rounds=rounds,
-        nproc=nproc,
-        timeout=timeout,
-        budget=budget,
-    )
+    options = {"backend": backend, "rounds": rounds, "nproc": nproc, "timeout": timeout, "budget": budget}
+    result = _diagnose(script, args, sdir, main_session, runs, **options)
     append_event(sdir, "doctor", result)
     info = dict(main_session.info)
     info.update(command="doctor", doctor_rounds=rounds)
     write_info(sdir, info)
     return result
+
+
+def _check_options(script: str, backend: str | None, rounds: int, budget: float) -> None:
+    """Bad input, refused before any session directory exists (one line each)."""
+    check_script(script)
+    if rounds < 1:
+        raise FxlensError(f"--rounds must be at least 1, not {rounds}")
+    if budget < 0:
+        raise FxlensError(f"--budget must be 0 or more seconds, not {budget:g}")
+    if backend:
+        check_spec(backend)
 
 
 def _add_trace_compile_times(rows: list[dict], session: Session) -> None:

@@ -1,18 +1,21 @@
-"""`fxlens doctor`'s findings: what to change, where, ranked by what it cost this run.
+"""`fxlens doctor`'s findings: what to change, where, ranked by structure, then by what it cost.
 
 Inputs are the per-function rows of fxlens.doctor.stats and the report of the compiled run's
 session (graph breaks, recompile root causes, limit hits, compile metrics). Every finding is
 `{kind, message, file, line, fix, cost_ms, function}`; `cost_ms` estimates the milliseconds the
 problem cost over this run (0 when it cannot be measured from one run: those rank last).
+Structural findings (PINNED: a failed compiled run, no graph captured) rank above any cost.
+The findings on speed are fxlens.doctor.speed's.
 """
 
 from __future__ import annotations
 
 import re
 
-from fxlens.doctor.interval import fmt_speedup, is_busy, verdict
-from fxlens.doctor.render import inconclusive_why, load_phrase, rerun_advice
-from fxlens.trace.userframes import short_path
+from fxlens.doctor.finding import finding as _finding
+from fxlens.doctor.finding import loc as _loc
+from fxlens.doctor.finding import simple as _simple
+from fxlens.doctor.speed import no_graph, timing_findings
 
 # structural findings, in this order, before any measured cost: while they hold, no per-call
 # number says anything about the compiler (it failed, or it never ran)
@@ -33,10 +36,6 @@ KINDS = (
     "timing_inconclusive",
     "never_called",
 )
-# eager slower than this many times the time its work takes on a core of its own is implausible
-IMPLAUSIBLE_FACTOR = 4.0
-# a process that got less than this share of the wall time while eager ran was waiting for a core
-WAITING_SHARE = 0.5
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
 BREAK_FIXES: list[tuple[re.Pattern, str]] = [
@@ -67,27 +66,6 @@ BREAK_FIXES: list[tuple[re.Pattern, str]] = [
 ]
 
 
-def _loc(file: str | None, line: int | None) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
-
-
-def _simple(function: str | None) -> str:
-    """`Model.forward` -> `forward`, `DistributedDataParallel(Model).forward` -> `forward`."""
-    return (function or "?").rsplit(".", 1)[-1]
-
-
-def _finding(kind: str, message: str, file, line, fix: str, cost_ms: float, function: str | None) -> dict:
-    return {
-        "kind": kind,
-        "message": message,
-        "file": file,
-        "line": line,
-        "fix": fix,
-        "cost_ms": round(max(cost_ms, 0.0), 3),
-        "function": function,
-    }
-
-
 def _owner(rows: list[dict], file: str, function: str, call_path: list[dict]) -> dict | None:
     """The compiled function a graph break (or recompile) belongs to, matching the call path."""
     frames = [*call_path, {"file": file, "function": function}]
@@ -105,179 +83,6 @@ def break_fix(reason: str, hints: list[str], source: str) -> str:
             return fix
     hint = next((h for h in hints if "report an issue" not in h and "file an issue" not in h), "")
     return hint or f"move `{source.strip()}` out of the compiled function"
-
-
-def _never_called(row: dict) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    return _finding(
-        "never_called",
-        f"`{fn}` is compiled at {_loc(at['file'], at['line'])} but never called in this run",
-        at["file"],
-        at["line"],
-        "call the object torch.compile returned (not the original), or remove the torch.compile call",
-        0.0,
-        fn,
-    )
-
-
-def _measured(row: dict) -> str:
-    """`speedup 0.31x [0.28, 0.35] from 40 pairs`: the figure a timing finding rests on."""
-    s = row.get("samples") or {}
-    n = min(s.values()) if s else 0
-    what = "interleaved pairs" if (row.get("timing") or {}).get("method") == "interleaved" else "calls a side"
-    return f"speedup {fmt_speedup(row['speedup'], row.get('speedup_interval'))} from {n} {what}"
-
-
-def _slower_than_eager(row: dict, cuda: bool, breaks: int) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    where = _loc(at["file"], at["line"])
-    e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
-    extra = f'; CUDA graphs (`mode="reduce-overhead"` at {where}) cut per-call overhead' if cuda else ""
-    first = f"remove the {breaks} graph break(s) in `{fn}` (below) or " if breaks else ""
-    return _finding(
-        "slower_than_eager",
-        f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
-        f"({c / e:.2f}x slower; {_measured(row)}) over {n} calls, plus {cs:.2f} s compiling",
-        at["file"],
-        at["line"],
-        f"{first}compile a larger region (the whole step) so the fixed per-call cost is "
-        f"amortised; if neither helps, do not compile `{fn}`: "
-        f"drop torch.compile at {where}{extra}",
-        (c - e) * n + cs * 1000,
-        fn,
-    )
-
-
-def _compile_not_amortised(row: dict) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    where = _loc(at["file"], at["line"])
-    e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
-    backend = str(row["options"].get("backend") or "")
-    cache = (
-        "; inductor's on-disk FX graph cache (on by default) makes the next run compile faster, "
-        "and torch.compiler.save_cache_artifacts()/load_cache_artifacts() carry it to other machines"
-        if backend == "inductor"
-        else ""
-    )
-    return _finding(
-        "compile_not_amortised",
-        f"`{fn}` is {e / c:.2f}x faster compiled ({_measured(row)}), but its {cs:.2f} s of compiling pays off only "
-        f"after {row['break_even_calls']} calls and this run makes {n}",
-        at["file"],
-        at["line"],
-        f"for runs this short, skip torch.compile at {where} (e.g. behind a flag); it pays "
-        f"off in runs of more than {row['break_even_calls']} calls{cache}",
-        cs * 1000 - (e - c) * n,
-        fn,
-    )
-
-
-def _inconclusive(row: dict, load: dict) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    why = inconclusive_why(load, row.get("samples"), row.get("speedup_interval"), row.get("timing"))
-    return _finding(
-        "timing_inconclusive",
-        f"`{fn}`: inconclusive: {why} ({_measured(row)}); no verdict on its speed",
-        at["file"],
-        at["line"],
-        rerun_advice(load, row.get("timing")),
-        0.0,
-        fn,
-    )
-
-
-def _implausible_eager(row: dict, load: dict) -> dict | None:
-    """Eager slower than its work explains: the process waited for a core (a busy machine)."""
-    t = row.get("timing") or {}
-    work, share = t.get("work") or {}, (t.get("cpu_share") or {}).get("eager")
-    bound, e = work.get("quiet_bound_ms"), row["eager_ms"]
-    slow = bound is not None and e is not None and e > IMPLAUSIBLE_FACTOR * bound
-    waiting = share is not None and share < WAITING_SHARE
-    if not (slow or waiting):
-        return None
-    fn, at = row["function"], row["compiled_at"]
-    what = (
-        f"{work.get('torch_calls', '?')} torch calls, {work.get('flops', 0) / 1e6:.3g} MFLOP, "
-        f"{work.get('bytes_out', 0) / 2**20:.3g} MiB written"
-    )
-    msg = f"eager `{fn}` takes {e:.4g} ms per call"
-    if slow:
-        msg += f" for work ({what}) that takes under {bound:.3g} ms on a core of its own"
-    if waiting:
-        msg += f"; the process ran only {share:.0%} of that time"
-    busy = is_busy(load)
-    msg += f": {'the machine was busy' if busy else 'it waited (a sleep, I/O, a lock, or a busy machine)'}, {load_phrase(load)}"
-    return _finding(
-        "eager_implausibly_slow",
-        msg + "; every time here is inflated",
-        at["file"],
-        at["line"],
-        rerun_advice(load) if busy else "look for what the function waits on; " + rerun_advice(load),
-        0.0,
-        fn,
-    )
-
-
-def _timing_findings(
-    rows: list[dict],
-    cuda: bool,
-    breaks_in: dict[int, int],
-    failed: str | None = None,
-    load: dict | None = None,
-    ran_eagerly: bool = False,
-) -> list[dict]:
-    """Findings on speed, each only when the speedup's interval allows it (verdict not inconclusive)."""
-    out = []
-    load = load or {}
-    for row in rows:
-        if not row["calls"] and not failed:
-            out.append(_never_called(row))
-            continue
-        e, c, n = row["eager_ms"], row["compiled_ms"], row["calls"]
-        if e is None or c is None:
-            continue
-        if (odd := _implausible_eager(row, load)) is not None:
-            out.append(odd)
-        if ran_eagerly:  # no graph: the verdict is on Dynamo's overhead, said by no_graph_captured
-            continue
-        said = row.get("verdict") or verdict(row.get("speedup_interval"))
-        if said == "slower":
-            out.append(_slower_than_eager(row, cuda, breaks_in.get(id(row), 0)))
-        elif said == "faster" and row["break_even_calls"] is not None and row["break_even_calls"] > n:
-            out.append(_compile_not_amortised(row))
-        elif said == "inconclusive":
-            out.append(_inconclusive(row, load))
-    return out
-
-
-def _no_graph(rows: list[dict]) -> dict:
-    """torch.compile was called, its objects were called, and Dynamo captured not one graph."""
-    called = [r for r in rows if r["calls"]]
-    row = next((r for r in called if r.get("wrapped_in")), called[0])
-    at = row["compiled_at"]
-    where = _loc(at["file"], at["line"])
-    timed = f" ({_measured(row)})" if row.get("speedup") is not None else ""
-    if row.get("wrapped_in"):
-        cause = (
-            f"Dynamo skipped the {row['wrapped_in']} wrapper's forward compiled at {where}, so the model "
-            "inside never reached the compiler"
-        )
-        fix = (
-            f"compile the module, then wrap it: `model.compile()` (or `model = torch.compile(model)`) "
-            f"before `{row['wrapped_in']}(model, ...)`, and drop torch.compile at {where}"
-        )
-    else:
-        cause = f"every frame of `{row['function']}` was skipped or broke before any op"
-        fix = "see the graph breaks below for why each frame fell back; `fullgraph=True` turns the first into an error"
-    return _finding(
-        "no_graph_captured",
-        f"torch.compile captured no graph: everything ran eagerly{timed}; {cause}",
-        at["file"],
-        at["line"],
-        fix,
-        0.0,
-        row["function"],
-    )
 
 
 def _break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
@@ -467,24 +272,29 @@ def findings(
     graphs = len(report["graphs"]) if "graphs" in report else None
     ran_eagerly = graphs == 0 and not failed and any(r["calls"] for r in rows)
     if ran_eagerly:
-        out.append(_no_graph(rows))
-    out += _timing_findings(rows, cuda, breaks_in, failed, load, ran_eagerly)
+        out.append(no_graph(rows))
+    out += timing_findings(rows, cuda, breaks_in, failed, load, ran_eagerly)
     out += _recompile_findings(rows, report)
     out += breaks
     out += _usage_findings(rows, graphs)
+    return _ranked(out, ran_eagerly)
+
+
+def _ranked(out: list[dict], ran_eagerly: bool) -> list[dict]:
+    """PINNED kinds first, then by cost, ties in KINDS order, then by place."""
     rank = {k: i for i, k in enumerate(KINDS)}
     pinned = {k: i for i, k in enumerate(PINNED)}
     # a failed compiled run, then "no graph": they outrank any cost, nothing measured means much then;
     # the wrapper that caused "no graph" comes right after it
     if ran_eagerly:
         pinned["compiled_after_wrap"] = len(PINNED)
-    out.sort(
+    return sorted(
+        out,
         key=lambda f: (
             pinned.get(f["kind"], len(pinned)),
             -f["cost_ms"],
             rank.get(f["kind"], 99),
             f["file"] or "",
             f["line"] or 0,
-        )
+        ),
     )
-    return out

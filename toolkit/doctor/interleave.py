@@ -140,7 +140,18 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
     # per mode, enough calls that a block lasts BLOCK_S: both halves of a pair span the same time
     number = {"eager": max(1, round(BLOCK_S / one_e)), "compiled": max(1, round(BLOCK_S / one_c))}
     before = compiles()
-    timers = {"eager": eager_t, "compiled": compiled_t}
+    got = _interleave({"eager": eager_t, "compiled": compiled_t}, number, start, budget_s)
+    return {
+        **got,
+        "work": work,
+        "load": {"start": load0, "end": load_average(), "cores": cores()},
+        "seconds": round(time.perf_counter() - start, 3),
+        "compiles_during": compiles() - before,
+    }
+
+
+def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> dict:
+    """Block pairs, eager and compiled, until the interval is narrow or the budget is spent."""
     ms = {"eager": [], "compiled": []}
     wall = {"eager": 0.0, "compiled": 0.0}
     cpu = {"eager": 0.0, "compiled": 0.0}
@@ -179,11 +190,7 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
         "number": number,  # calls per block at the end (steered towards BLOCK_S)
         "eager": _summary(ms["eager"], wall["eager"], cpu["eager"]),
         "compiled": _summary(ms["compiled"], wall["compiled"], cpu["compiled"]),
-        "work": work,
-        "load": {"start": load0, "end": load_average(), "cores": cores()},
-        "seconds": round(time.perf_counter() - start, 3),
         "stopped": stopped,
-        "compiles_during": compiles() - before,
     }
 
 
