@@ -212,7 +212,11 @@ def test_script_that_compiles_nothing(doctor_root):
 
 
 def test_bad_input_is_one_line(doctor_root, tmp_path):
-    for args in (("doctor", tmp_path / "missing.py"), ("doctor", "--rounds", "0", SCRIPTS / "hurts.py")):
+    for args in (
+        ("doctor", tmp_path / "missing.py"),
+        ("doctor", "--rounds", "0", SCRIPTS / "hurts.py"),
+        ("doctor", "--budget", "-1", SCRIPTS / "hurts.py"),
+    ):
         proc = fxlens(*args, env_root=doctor_root)
         assert proc.returncode == 2
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
