@@ -195,3 +195,17 @@ def test_render_prints_every_speedup_with_its_interval():
     low, high = row["speedup_interval"]
     assert f"{row['speedup']:.2f}x [{low:.2f}, {high:.2f}]" in text
     assert "30 pairs" in text and "machine: load 0.4 on 2 cores" in text
+
+
+def test_too_few_pairs_says_which_budget_would_do():
+    # a slow function: 3 pairs in the 3 s budget; 12 are needed, so about 18 s at that pace
+    (row,) = _bench_rows(_noisy_pairs(2.0, 3))
+    row["timing"]["pairs_seconds"] = 3.0
+    assert row["speedup_interval"] is None and row["verdict"] == "inconclusive"
+    (inc,) = [
+        f
+        for f in findings([row], _report(), load={"average": 0.5, "cores": 2})
+        if f["kind"] == "timing_inconclusive"
+    ]
+    assert "3 sample(s) a side, fewer than the 12" in inc["message"] and "`--budget 18`" in inc["message"]
+    assert "--budget 18 SCRIPT" in inc["fix"]

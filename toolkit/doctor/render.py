@@ -34,11 +34,9 @@ def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | 
     timing = timing or {}
     if not interval:
         why = f"{n} sample(s) a side, fewer than the {MIN_PAIRS} an interval needs"
-        if timing.get("method") == "interleaved" and n and timing.get("seconds"):
-            need = timing["seconds"] / n * MIN_PAIRS * 1.5
-            why += (
-                f" ({n} pairs took {timing['seconds']:.1f} s at {load_phrase(load)}: `--budget {need:.0f}`)"
-            )
+        if need := needed_budget(timing, n):
+            spent = timing.get("pairs_seconds") or timing["seconds"]
+            why += f" ({n} pairs took {spent:.1f} s at {load_phrase(load)}: `--budget {need}`)"
         return why
     if timing.get("disagreement"):
         return f"{timing['disagreement']}; {load_phrase(load)}"
@@ -47,7 +45,16 @@ def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | 
     return "no difference beyond the noise of this run"
 
 
-def rerun_advice(load: dict, timing: dict | None = None) -> str:
+def needed_budget(timing: dict | None, pairs: int) -> int | None:
+    """Seconds of `--budget` that would fit MIN_PAIRS pairs at the pace measured (None: unknown)."""
+    timing = timing or {}
+    spent = timing.get("pairs_seconds") or timing.get("seconds")
+    if timing.get("method") != "interleaved" or not pairs or not spent or pairs >= MIN_PAIRS:
+        return None
+    return max(1, round(spent / pairs * MIN_PAIRS * 1.5))  # 1.5: room for the load to rise
+
+
+def rerun_advice(load: dict, timing: dict | None = None, pairs: int = 0) -> str:
     """What to run instead of trusting an inconclusive or busy measurement."""
     quiet = "rerun when the machine is idle, or" if is_busy(load) else "rerun"
     if (timing or {}).get("method") == "separate_runs":
@@ -55,7 +62,8 @@ def rerun_advice(load: dict, timing: dict | None = None) -> str:
         return (
             f"{quiet} with more calls in the script, or `fxlens doctor --rounds 3` (calls pool over rounds)"
         )
-    return f"{quiet} with a longer budget (`fxlens doctor --budget 20 SCRIPT`)"
+    need = needed_budget(timing, pairs) or 20
+    return f"{quiet} with a longer budget (`fxlens doctor --budget {need} SCRIPT`)"
 
 
 def overall(rows: list[dict], load: dict) -> str:

@@ -92,7 +92,7 @@ def _inconclusive(row: dict, load: dict) -> dict:
         f"`{fn}`: inconclusive: {why} ({_measured(row)}); no verdict on its speed",
         at["file"],
         at["line"],
-        rerun_advice(load, row.get("timing")),
+        rerun_advice(load, row.get("timing"), min((row.get("samples") or {"n": 0}).values())),
         0.0,
         fn,
     )

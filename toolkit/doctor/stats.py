@@ -167,6 +167,9 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
             "method": "interleaved",
             "stopped": benches[0].get("stopped"),
             "seconds": round(sum(b.get("seconds") or 0.0 for b in benches), 3),
+            "pairs_seconds": round(
+                sum(b.get("pairs_seconds") or b.get("seconds") or 0.0 for b in benches), 3
+            ),
             "cpu_share": {m: benches[0][m].get("cpu_share") for m in ("eager", "compiled")},
             "timer": {
                 m: {k: benches[0][m][k] for k in ("iqr_ms", "significant_figures")}
