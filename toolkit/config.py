@@ -31,6 +31,9 @@ class ToolkitConfig:
     #: "module:function" the runner child calls with (script, session_dir) before the script starts
     #: (set by a parent command for its children, e.g. doctor's probe); empty: none
     runner_hook: str = ""
+    #: `fxlens doctor --budget`: seconds of interleaved eager-vs-compiled timing per compiled object,
+    #: after the script ends, in the compiled child; 0: none (per-call times of the script's own calls)
+    doctor_budget_s: float = 0.0
 
 
 def load() -> ToolkitConfig:
@@ -40,6 +43,7 @@ def load() -> ToolkitConfig:
         session_dir=_env_str("FXLENS_SESSION"),
         doctor_probe=_env_str("FXLENS_DOCTOR_PROBE"),
         runner_hook=_env_str("FXLENS_RUNNER_HOOK"),
+        doctor_budget_s=float(_env_str(ENV_DOCTOR_BUDGET, "0") or 0),
     )
 
 
@@ -48,6 +52,7 @@ ENV_SESSION = "FXLENS_SESSION"
 ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
 ENV_DOCTOR_PROBE = "FXLENS_DOCTOR_PROBE"
 ENV_RUNNER_HOOK = "FXLENS_RUNNER_HOOK"
+ENV_DOCTOR_BUDGET = "FXLENS_DOCTOR_BUDGET"
 # comma-separated backend specs whose torch.compile calls the override leaves alone: a script that
 # compares a backend with a reference (`eager`, `aot_eager`) keeps its reference calls as they are
 ENV_OVERRIDE_KEEP = "FXLENS_OVERRIDE_KEEP"

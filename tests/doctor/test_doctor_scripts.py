@@ -24,6 +24,8 @@ FUNCTION_KEYS = {
     "compile_s",
     "speedup",
     "break_even_calls",
+    "speedup_interval",
+    "samples",
 }
 FINDING_KEYS = {"kind", "message", "file", "line", "fix"}
 
@@ -38,10 +40,20 @@ def _check_contract(result):
         assert set(row) >= FUNCTION_KEYS
     for f in result["findings"]:
         assert set(f) >= FINDING_KEYS
+    for row in result["functions"]:
+        # an interval always brackets its speedup; without one, no verdict
+        if row["speedup_interval"] is not None:
+            low, high = row["speedup_interval"]
+            assert low <= row["speedup"] <= high
+        else:
+            assert row["verdict"] == "inconclusive"
+        assert set(row["samples"]) == {"eager", "compiled"}
+    assert set(result["load"]) >= {"average", "cores"} and result["load"]["cores"] >= 1
     assert set(result["peak_memory"]) >= {"eager", "compiled"}
     assert result["peak_memory"]["eager"] > 0 and result["peak_memory"]["compiled"] > 0
-    costs = [f["cost_ms"] for f in result["findings"]]
-    assert costs == sorted(costs, reverse=True)  # ranked by estimated cost
+    pinned = ("compiled_run_failed", "no_graph_captured", "compiled_after_wrap")
+    costs = [f["cost_ms"] for f in result["findings"] if f["kind"] not in pinned]
+    assert costs == sorted(costs, reverse=True)  # ranked by estimated cost after the structural ones
 
 
 def test_compile_helps_fused_pointwise_chain(doctored):
@@ -52,8 +64,10 @@ def test_compile_helps_fused_pointwise_chain(doctored):
     assert (row["function"], row["line"], row["calls"]) == ("chain", 15, 40)
     assert row["compiled_at"] == {"file": str(SCRIPTS / "helps.py"), "line": 21}
     assert row["options"]["backend"] == "inductor"
-    # inductor fuses 32 pointwise ops into one loop: many times faster, not a near call
-    assert row["speedup"] > 1.0
+    # inductor fuses 32 pointwise ops into one loop: faster, or (on a machine too busy to tell)
+    # inconclusive, never "slower"; the steady state comes from interleaved pairs, not 40 calls
+    assert row["verdict"] in ("faster", "inconclusive")
+    assert row["timing"]["method"] == "interleaved" and row["samples"]["eager"] == row["samples"]["compiled"]
     assert row["compile_s"] > 0
     assert row["trace_compile_s"] > 0  # torch's compilation metrics for the same frame
     assert row["speedup"] == round(row["eager_ms"] / row["compiled_ms"], 3)
@@ -73,13 +87,19 @@ def test_compile_hurts_tiny_tensors_and_breaks(doctored):
     assert all(f["file"] == str(SCRIPTS / "hurts.py") for f in breaks)
     fixes = {f["line"]: f["fix"] for f in breaks}
     assert "graph_break()" in fixes[8] and "print" in fixes[10]
-    (slow,) = _kinds(result, "slower_than_eager")
-    assert (slow["line"], slow["function"]) == (16, "step")
-    assert "3 graph break(s)" in slow["fix"]
-    assert result["findings"][0]["kind"] == "slower_than_eager"
+    # aot_eager with 3 graph breaks on 2-element tensors: slower, or inconclusive, never faster
+    assert row["verdict"] in ("slower", "inconclusive")
+    if row["verdict"] == "slower":
+        (slow,) = _kinds(result, "slower_than_eager")
+        assert (slow["line"], slow["function"]) == (16, "step")
+        assert "3 graph break(s)" in slow["fix"] and "interleaved pairs" in slow["message"]
+        assert result["findings"][0]["kind"] == "slower_than_eager"
+    else:
+        assert _kinds(result, "timing_inconclusive") and not _kinds(result, "slower_than_eager")
     # the text report names every break line and the fix
     assert "hurts.py:8" in proc.stdout and "hurts.py:12" in proc.stdout
-    assert "Findings, by estimated cost" in proc.stdout
+    assert "Findings, by measured or structural impact" in proc.stdout
+    assert f"{row['speedup']:.2f}x [" in proc.stdout or "[no interval]" in proc.stdout
 
 
 def test_doctor_never_changes_numerics(doctored):
@@ -109,7 +129,7 @@ def test_recompiles_every_call_and_needless_dynamic(doctored):
     assert "dynamic=True" in dyn["fix"]
 
 
-@pytest.mark.slow  # a 2-process gloo job
+@pytest.mark.slow  # a 2-process gloo job (torchrun, world size 2, CPU)
 def test_ddp_compiled_after_wrapping(doctored):
     proc, result = doctored("ddp_wrong_order", "--nproc", "2", "--timeout", "300")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -118,10 +138,31 @@ def test_ddp_compiled_after_wrapping(doctored):
     assert row["wrapped_in"] == "DistributedDataParallel" and row["calls"] == 6
     assert row["backward_not_timed"]
     assert result["ranks"] == [0, 1] and "2 ranks" in proc.stdout
-    (wrap,) = _kinds(result, "compiled_after_wrap")
-    assert (wrap["file"], wrap["line"]) == (str(SCRIPTS / "ddp_wrong_order.py"), 14)
+    # torch.compile(DDP(model)) on gloo: Dynamo skips DDP's forward, not one graph is captured
+    top, wrap = result["findings"][:2]
+    assert top["kind"] == "no_graph_captured"
+    assert top["message"].startswith("torch.compile captured no graph: everything ran eagerly")
+    assert (top["file"], top["line"]) == (str(SCRIPTS / "ddp_wrong_order.py"), 14)
+    assert "compile the module, then wrap it" in top["fix"]
+    assert wrap["kind"] == "compiled_after_wrap" and (wrap["file"], wrap["line"]) == (top["file"], 14)
     assert "model.compile()" in wrap["fix"] and "inner module" in wrap["fix"]
+    assert "DDPOptimizer" not in proc.stdout  # no graph: nothing for DDPOptimizer to split
+    # ranks cannot re-time apart: the script's own 5 warm calls a side, too few for a verdict
+    assert row["timing"]["method"] == "separate_runs" and row["verdict"] == "inconclusive"
+    assert not _kinds(result, "slower_than_eager")
     assert result["exit_codes"] == {"eager": [0], "compiled": [0]}
+
+
+@pytest.mark.slow  # a 2-process gloo job (torchrun, world size 2, CPU)
+def test_ddp_compiled_then_wrapped_captures_graphs(doctored):
+    proc, result = doctored("ddp_right_order", "--nproc", "2", "--timeout", "300")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    _check_contract(result)
+    (row,) = result["functions"]
+    assert (row["function"], row["wrapped_in"], row["calls"]) == ("Sequential.forward", None, 6)
+    assert not _kinds(result, "no_graph_captured") and not _kinds(result, "compiled_after_wrap")
+    session = Session.open(result["session"])
+    assert build_report(session, with_guards=False)["graphs"]
 
 
 @pytest.mark.slow  # every compile form; the default run keeps helps/hurts/recompiles
@@ -171,7 +212,11 @@ def test_script_that_compiles_nothing(doctor_root):
 
 
 def test_bad_input_is_one_line(doctor_root, tmp_path):
-    for args in (("doctor", tmp_path / "missing.py"), ("doctor", "--rounds", "0", SCRIPTS / "hurts.py")):
+    for args in (
+        ("doctor", tmp_path / "missing.py"),
+        ("doctor", "--rounds", "0", SCRIPTS / "hurts.py"),
+        ("doctor", "--budget", "-1", SCRIPTS / "hurts.py"),
+    ):
         proc = fxlens(*args, env_root=doctor_root)
         assert proc.returncode == 2
         assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr

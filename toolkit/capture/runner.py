@@ -136,7 +136,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
     """Run SCRIPT (or MODULE, whose file SCRIPT is) as `__main__`; the script's exit status."""
     cfg = config.load()
     script = os.path.abspath(script)
-    override = None
+    override = after = None
     if cfg.backend_override:
         from fxlens.capture.backends import resolve
 
@@ -152,7 +152,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         # named by the parent command as "module:function", so capture never imports the commands
         # built on it (dependencies point one way: doctor -> capture)
         hook_module, _, hook = cfg.runner_hook.partition(":")
-        getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
+        after = getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
     if os.environ.get("TORCH_TRACE"):
         when_imported("torch._logging._internal", _quiet_trace_errors)
@@ -168,8 +168,8 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
             _SCRIPT_GLOBALS.append(runpy.run_path(script, run_name="__main__"))
     except SystemExit as e:
         code = e.code
-        if code is None:
-            return 0
+        if code is None or code == 0:
+            return _after(after)
         if isinstance(code, int):
             return code
         print(code, file=sys.stderr)
@@ -190,6 +190,13 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
             _interrupted = True
             return INTERRUPTED
         return 1
+    return _after(after)
+
+
+def _after(after) -> int:
+    """Run what the hook asked for once the script ended well (doctor's re-timing); status 0."""
+    if callable(after):
+        after()
     return 0
 
 

@@ -21,8 +21,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabulate import tabulate
-
 from fxlens import config
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import (
@@ -35,12 +33,18 @@ from fxlens.capture.command import (
 )
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
+from fxlens.doctor.interval import cores, load_average
 from fxlens.doctor.probe import OUTPUT_FILE
+from fxlens.doctor.render import render_text, summary
 from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.errors import FxlensError
 from fxlens.report.build import build_report
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
-from fxlens.trace.userframes import innermost_user_frame, parse_traceback, short_path
+from fxlens.trace.userframes import innermost_user_frame, parse_traceback
+
+# seconds of interleaved timing per compiled function: enough for the interval of a sub-millisecond
+# function on a busy 2-core machine; a function of 100 ms a call needs more (doctor says how much)
+DEFAULT_BUDGET_S = 3.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         help="run eager and compiled N times each, alternating, and report medians (default 1)",
+    )
+    parser.add_argument(
+        "--budget",
+        metavar="SECONDS",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        help="seconds per compiled function of eager and compiled calls interleaved, after the script "
+        f"ends, until the speedup's interval is narrow (default {DEFAULT_BUDGET_S:g}; 0: only the "
+        "script's own calls)",
     )
     parser.add_argument(
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
@@ -84,7 +97,7 @@ def _last_error_line(run_dir: Path) -> str:
     return _failure(run_dir)[0]
 
 
-def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
+def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout, budget: float = 0.0):
     run_dir.mkdir(parents=True, exist_ok=True)
     # the script's own output goes to OUTPUT_FILE (the probe redirects it in the child); what is
     # printed before that (torchrun's banner) is captured here and dropped
@@ -94,35 +107,16 @@ def _run(script, args, run_dir: Path, mode: str, backend, nproc, timeout):
         backend=backend if mode == "compiled" else None,
         session_dir=str(run_dir),
         nproc=nproc,
-        env={config.ENV_DOCTOR_PROBE: mode, config.ENV_RUNNER_HOOK: PROBE_HOOK},
+        env={
+            config.ENV_DOCTOR_PROBE: mode,
+            config.ENV_RUNNER_HOOK: PROBE_HOOK,
+            # only the compiled child re-times: it holds both the original objects and the compiled ones
+            config.ENV_DOCTOR_BUDGET: str(budget if mode == "compiled" else 0),
+        },
         timeout=timeout,
         stdout=os.devnull,  # the probe writes the script's output to output.log itself
         stderr=os.devnull,
     )
-
-
-def _where(f: dict) -> str:
-    """`file:line` of a finding (just the file when the line is unknown)."""
-    if not f.get("file"):
-        return "?"
-    return short_path(f["file"]) + (f":{f['line']}" if f.get("line") else "")
-
-
-def _summary(script: str, rows: list[dict], wall: dict, found: list[dict]) -> str:
-    both = [r for r in rows if r["eager_ms"] is not None and r["compiled_ms"] is not None and r["calls"]]
-    eager = sum(r["eager_ms"] * r["calls"] for r in both)
-    compiled = sum(r["compiled_ms"] * r["calls"] for r in both)
-    compile_s = sum(r["compile_s"] or 0.0 for r in rows)
-    parts = [f"{Path(script).name}: {len(rows)} compiled function(s)"]
-    if compiled:
-        ratio = eager / compiled
-        verdict = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
-        parts.append(f"compiled {verdict} at steady state, {compile_s:.2f} s compiling")
-    if wall["eager_s"] is not None and wall["compiled_s"] is not None:
-        parts.append(f"script {wall['eager_s']:.2f} s eager vs {wall['compiled_s']:.2f} s compiled")
-    top = found[0] if found else None
-    parts.append(f"{len(found)} finding(s)" + (f", top: {top['kind']} at {_where(top)}" if top else ""))
-    return "; ".join(parts)
 
 
 @dataclass
@@ -132,6 +126,7 @@ class _Rounds:
     eager: list[list[RunStats]] = field(default_factory=list)
     compiled: list[list[RunStats]] = field(default_factory=list)
     codes: dict[str, list] = field(default_factory=lambda: {"eager": [], "compiled": []})
+    loads: list = field(default_factory=list)  # 1-minute load average before each run
 
 
 def _run_dir(sdir: Path, mode: str, k: int) -> Path:
@@ -139,13 +134,16 @@ def _run_dir(sdir: Path, mode: str, k: int) -> Path:
     return sdir if (mode, k) == ("compiled", 1) else sdir / f"{mode}-{k}"
 
 
-def _run_rounds(script, args, sdir: Path, backend, rounds: int, nproc: int, timeout) -> _Rounds:
+def _run_rounds(
+    script, args, sdir: Path, backend, rounds: int, nproc: int, timeout, budget: float
+) -> _Rounds:
     """Eager, then compiled, `rounds` times (alternating, so drift hits both alike)."""
     done = _Rounds()
     for k in range(1, rounds + 1):
         for mode in ("eager", "compiled"):
             run_dir = _run_dir(sdir, mode, k)
-            result = _run(script, args, run_dir, mode, backend, nproc, timeout)
+            done.loads.append(load_average())
+            result = _run(script, args, run_dir, mode, backend, nproc, timeout, budget)
             session = Session.open(run_dir)
             if result.exit_code == REFUSED and (msg := refused_message(session)):
                 raise FxlensError(msg)
@@ -201,15 +199,33 @@ def _compiled_failure(sdir: Path, codes: dict, timeout) -> tuple[str | None, tup
     return failed, failed_at
 
 
-def _diagnose(script, args, sdir: Path, session: Session, runs: _Rounds, *, backend, rounds, nproc, timeout):
+def _load(runs: _Rounds, rows: list[dict]) -> dict:
+    """The machine's load over doctor's runs: the highest 1-minute load average seen (before each
+    run, and around each interleaved measurement), against the cores this process may use."""
+    seen = [*runs.loads, load_average()]
+    for row in rows:
+        seen += list(((row.get("timing") or {}).get("load") or {}).values())[:2]
+    seen = [x for x in seen if isinstance(x, (int, float))]
+    return {
+        "average": max(seen) if seen else None,
+        "cores": cores(),
+        "machine_cores": os.cpu_count(),
+        "samples": seen,
+    }
+
+
+def _diagnose(
+    script, args, sdir: Path, session: Session, runs: _Rounds, *, backend, rounds, nproc, timeout, budget
+):
     """The result dict from the rounds' timings and the compiled session's report."""
     rows = function_rows(runs.eager, runs.compiled)
     _add_trace_compile_times(rows, session)
     report = build_report(session, with_guards=False)
     failed, failed_at = _compiled_failure(sdir, runs.codes, timeout)
     memory = peak_memory(runs.eager, runs.compiled)
+    load = _load(runs, rows)
     found = rank_findings(
-        rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at
+        rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at, load=load
     )
     wall = wall_times(runs.eager, runs.compiled)
     result = {
@@ -218,7 +234,9 @@ def _diagnose(script, args, sdir: Path, session: Session, runs: _Rounds, *, back
         "backend": backend,
         "backends_used": sorted({str(r["options"].get("backend")) for r in rows}),
         "rounds": rounds,
+        "budget_s": budget,
         "nproc": nproc,
+        "load": load,
         "session": str(sdir),
         "functions": rows,
         "peak_memory": memory,
@@ -233,7 +251,7 @@ def _diagnose(script, args, sdir: Path, session: Session, runs: _Rounds, *, back
         "recompiles": len(report["recompiles"]),
         "findings": found,
     }
-    result["summary"] = _summary(script, rows, wall, found)
+    result["summary"] = summary(script, rows, wall, found, load)
     return result
 
 
@@ -246,6 +264,7 @@ def doctor_script(
     nproc: int = 0,
     timeout: float | None = None,
     session_dir: str | os.PathLike | None = None,
+    budget: float = DEFAULT_BUDGET_S,
 ) -> dict:
     """Run SCRIPT eager and compiled, side by side, and diagnose what torch.compile does for it.
 
@@ -257,6 +276,8 @@ def doctor_script(
         nproc: launch that many local processes through torchrun (0: a plain process).
         timeout: seconds each run may take.
         session_dir: where the doctor session goes (default: a new one under the sessions dir).
+        budget: seconds per compiled function of interleaved eager/compiled timing after the
+            script ends (0: per-call times of the script's own calls only).
 
     Returns:
         The JSON-ready result (DESIGN.md contract: `functions`, `peak_memory`, `findings`, plus
@@ -267,25 +288,31 @@ def doctor_script(
         FxlensError: missing script, refused backend, a script that fails before compiling, or a
             script that compiles nothing (one line each).
     """
-    check_script(script)
-    if rounds < 1:
-        raise FxlensError(f"--rounds must be at least 1, not {rounds}")
-    if backend:
-        check_spec(backend)
+    _check_options(script, backend, rounds, budget)
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
-    runs = _run_rounds(script, args, sdir, backend, rounds, nproc, timeout)
+    runs = _run_rounds(script, args, sdir, backend, rounds, nproc, timeout, budget)
     main_session = Session.open(sdir)
     if not any(run.records for stats in runs.compiled for run in stats):
         raise _nothing_timed(script, sdir, main_session, runs.codes["compiled"][0], timeout)
-    result = _diagnose(
-        script, args, sdir, main_session, runs, backend=backend, rounds=rounds, nproc=nproc, timeout=timeout
-    )
+    options = {"backend": backend, "rounds": rounds, "nproc": nproc, "timeout": timeout, "budget": budget}
+    result = _diagnose(script, args, sdir, main_session, runs, **options)
     append_event(sdir, "doctor", result)
     info = dict(main_session.info)
     info.update(command="doctor", doctor_rounds=rounds)
     write_info(sdir, info)
     return result
+
+
+def _check_options(script: str, backend: str | None, rounds: int, budget: float) -> None:
+    """Bad input, refused before any session directory exists (one line each)."""
+    check_script(script)
+    if rounds < 1:
+        raise FxlensError(f"--rounds must be at least 1, not {rounds}")
+    if budget < 0:
+        raise FxlensError(f"--budget must be 0 or more seconds, not {budget:g}")
+    if backend:
+        check_spec(backend)
 
 
 def _add_trace_compile_times(rows: list[dict], session: Session) -> None:
@@ -316,73 +343,6 @@ def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:
     return round(statistics.median(secs), 3) if secs else None
 
 
-def _mib(n: int | None) -> str:
-    return "?" if n is None else f"{n / 2**20:.0f} MiB"
-
-
-def _num(x, fmt: str) -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def _function_lines(result: dict) -> list[str]:
-    """The compiled functions side by side: per-call times, compile time, break-even."""
-    rows = [
-        [
-            f["function"],
-            f"{short_path(f['compiled_at']['file'] or '?')}:{f['compiled_at']['line']}",
-            f["calls"],
-            _num(f["eager_ms"], ".4g"),
-            _num(f["compiled_ms"], ".4g"),
-            _num(f["speedup"], ".2f") + ("x" if f["speedup"] is not None else ""),
-            _num(f["compile_s"], ".2f"),
-            _num(f["break_even_calls"], "d")
-            if f["break_even_calls"] is not None
-            else ("never" if f["calls"] else "-"),
-        ]
-        for f in result["functions"]
-    ]
-    title = "Compiled functions (per call at steady state"
-    if any(f.get("backward_not_timed") for f in result["functions"]):
-        title += "; forward only: backward runs outside the call and shows in the wall time"
-    headers = ["function", "compiled at", "calls", "eager ms", "compiled ms", "speedup", "compile s"]
-    return [title + "):", tabulate(rows, headers=[*headers, "pays off after"], tablefmt="simple")]
-
-
-def _memory_lines(result: dict) -> list[str]:
-    mem, wall = result["peak_memory"], result["wall"]
-    kind = "CUDA allocator" if mem["kind"] == "cuda_allocator" else "process RSS"
-    rows = [
-        ["script wall time", _num(wall["eager_s"], ".2f") + " s", _num(wall["compiled_s"], ".2f") + " s"],
-        [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
-    ]
-    return ["", tabulate(rows, headers=["", "eager", "compiled"], tablefmt="simple"), ""]
-
-
-def _finding_lines(result: dict) -> list[str]:
-    found = result["findings"]
-    if not found:
-        return ["No findings: torch.compile does what it should here."]
-    out = ["Findings, by estimated cost to you (ms lost over this run):"]
-    for i, f in enumerate(found, 1):
-        where = _where(f)
-        cost = f"cost ~{f['cost_ms']:.0f} ms" if f["cost_ms"] else "cost not measured"
-        out.append(f"{i:>2}. [{f['kind']}] {f['message']}  ({cost})")
-        out.append(f"    at {where}: {f['fix']}")
-    return out
-
-
-def render_text(result: dict) -> str:
-    """The human report: compiled functions side by side, memory and wall time, ranked findings."""
-    ranks = result.get("ranks") or []
-    head = f"fxlens doctor: {short_path(result['script'])}"
-    if len(ranks) > 1:
-        head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
-    out = [head, result["summary"], ""]
-    out += _function_lines(result) + _memory_lines(result) + _finding_lines(result)
-    out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
-    return "\n".join(out) + "\n"
-
-
 def main(args: argparse.Namespace) -> int:
     from fxlens.report.command import check_writable, write_json
 
@@ -395,6 +355,7 @@ def main(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         nproc=args.nproc,
         timeout=config.run_timeout(args.timeout),
+        budget=args.budget,
     )
     if args.json:
         write_json(result, args.json)
@@ -403,5 +364,6 @@ def main(args: argparse.Namespace) -> int:
     return 0 if not result["exit_codes"]["compiled"][0] else int(result["exit_codes"]["compiled"][0])
 
 
-# the name `fxlens demo` imports (render_text is this module's own, like fxlens.report.build's)
+# the names `fxlens demo` and the tests import (the text itself is fxlens.doctor.render's)
 render_doctor = render_text
+__all__ = ["DEFAULT_BUDGET_S", "add_arguments", "doctor_script", "main", "render_doctor", "render_text"]

@@ -1,30 +1,39 @@
-"""`fxlens doctor`'s findings: what to change, where, ranked by what it cost this run.
+"""`fxlens doctor`'s findings: what to change, where, ranked by structure, then by what it cost.
 
 Inputs are the per-function rows of fxlens.doctor.stats and the report of the compiled run's
 session (graph breaks, recompile root causes, limit hits, compile metrics). Every finding is
 `{kind, message, file, line, fix, cost_ms, function}`; `cost_ms` estimates the milliseconds the
 problem cost over this run (0 when it cannot be measured from one run: those rank last).
+Structural findings (PINNED: a failed compiled run, no graph captured) rank above any cost.
+The findings on speed are fxlens.doctor.speed's.
 """
 
 from __future__ import annotations
 
 import re
 
-from fxlens.trace.userframes import short_path
+from fxlens.doctor.finding import finding as _finding
+from fxlens.doctor.finding import loc as _loc
+from fxlens.doctor.finding import simple as _simple
+from fxlens.doctor.speed import no_graph, timing_findings
 
-# a compiled function counts as slower than eager only past this ratio (timer noise)
-SLOWER_RATIO = 1.10
+# structural findings, in this order, before any measured cost: while they hold, no per-call
+# number says anything about the compiler (it failed, or it never ran)
+PINNED = ("compiled_run_failed", "no_graph_captured")
 # kinds in the order they rank among findings of equal cost
 KINDS = (
     "compiled_run_failed",
+    "no_graph_captured",
+    "compiled_after_wrap",
     "slower_than_eager",
     "compile_not_amortised",
     "recompile_limit",
     "static_shapes_changing",
     "recompile",
     "graph_break",
-    "compiled_after_wrap",
     "dynamic_unneeded",
+    "eager_implausibly_slow",
+    "timing_inconclusive",
     "never_called",
 )
 
@@ -57,27 +66,6 @@ BREAK_FIXES: list[tuple[re.Pattern, str]] = [
 ]
 
 
-def _loc(file: str | None, line: int | None) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
-
-
-def _simple(function: str | None) -> str:
-    """`Model.forward` -> `forward`, `DistributedDataParallel(Model).forward` -> `forward`."""
-    return (function or "?").rsplit(".", 1)[-1]
-
-
-def _finding(kind: str, message: str, file, line, fix: str, cost_ms: float, function: str | None) -> dict:
-    return {
-        "kind": kind,
-        "message": message,
-        "file": file,
-        "line": line,
-        "fix": fix,
-        "cost_ms": round(max(cost_ms, 0.0), 3),
-        "function": function,
-    }
-
-
 def _owner(rows: list[dict], file: str, function: str, call_path: list[dict]) -> dict | None:
     """The compiled function a graph break (or recompile) belongs to, matching the call path."""
     frames = [*call_path, {"file": file, "function": function}]
@@ -95,81 +83,6 @@ def break_fix(reason: str, hints: list[str], source: str) -> str:
             return fix
     hint = next((h for h in hints if "report an issue" not in h and "file an issue" not in h), "")
     return hint or f"move `{source.strip()}` out of the compiled function"
-
-
-def _never_called(row: dict) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    return _finding(
-        "never_called",
-        f"`{fn}` is compiled at {_loc(at['file'], at['line'])} but never called in this run",
-        at["file"],
-        at["line"],
-        "call the object torch.compile returned (not the original), or remove the torch.compile call",
-        0.0,
-        fn,
-    )
-
-
-def _slower_than_eager(row: dict, cuda: bool, breaks: int) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    where = _loc(at["file"], at["line"])
-    e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
-    extra = f'; CUDA graphs (`mode="reduce-overhead"` at {where}) cut per-call overhead' if cuda else ""
-    first = f"remove the {breaks} graph break(s) in `{fn}` (below) or " if breaks else ""
-    return _finding(
-        "slower_than_eager",
-        f"`{fn}` is slower compiled than eager: {c:.4g} ms vs {e:.4g} ms per call "
-        f"({c / e:.2f}x slower) over {n} calls, plus {cs:.2f} s compiling",
-        at["file"],
-        at["line"],
-        f"{first}compile a larger region (the whole step) so the fixed per-call cost is "
-        f"amortised; if neither helps, do not compile `{fn}`: "
-        f"drop torch.compile at {where}{extra}",
-        (c - e) * n + cs * 1000,
-        fn,
-    )
-
-
-def _compile_not_amortised(row: dict) -> dict:
-    fn, at = row["function"], row["compiled_at"]
-    where = _loc(at["file"], at["line"])
-    e, c, cs, n = row["eager_ms"], row["compiled_ms"], row["compile_s"] or 0.0, row["calls"]
-    backend = str(row["options"].get("backend") or "")
-    cache = (
-        "; inductor's on-disk FX graph cache (on by default) makes the next run compile faster, "
-        "and torch.compiler.save_cache_artifacts()/load_cache_artifacts() carry it to other machines"
-        if backend == "inductor"
-        else ""
-    )
-    return _finding(
-        "compile_not_amortised",
-        f"`{fn}` is {e / c:.2f}x faster compiled, but its {cs:.2f} s of compiling pays off only "
-        f"after {row['break_even_calls']} calls and this run makes {n}",
-        at["file"],
-        at["line"],
-        f"for runs this short, skip torch.compile at {where} (e.g. behind a flag); it pays "
-        f"off in runs of more than {row['break_even_calls']} calls{cache}",
-        cs * 1000 - (e - c) * n,
-        fn,
-    )
-
-
-def _timing_findings(
-    rows: list[dict], cuda: bool, breaks_in: dict[int, int], failed: str | None = None
-) -> list[dict]:
-    out = []
-    for row in rows:
-        if not row["calls"] and not failed:
-            out.append(_never_called(row))
-            continue
-        e, c, n = row["eager_ms"], row["compiled_ms"], row["calls"]
-        if e is None or c is None:
-            continue
-        if c > e * SLOWER_RATIO:
-            out.append(_slower_than_eager(row, cuda, breaks_in.get(id(row), 0)))
-        elif row["break_even_calls"] is not None and row["break_even_calls"] > n:
-            out.append(_compile_not_amortised(row))
-    return out
 
 
 def _break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
@@ -272,24 +185,30 @@ def _recompile_findings(rows: list[dict], report: dict) -> list[dict]:
     return out
 
 
-def _usage_findings(rows: list[dict]) -> list[dict]:
+def _usage_findings(rows: list[dict], graphs: int | None = None) -> list[dict]:
     out = []
     for row in rows:
         at = row["compiled_at"]
         where = _loc(at["file"], at["line"])
         if row.get("wrapped_in"):
+            # what the trace shows decides the claim: DDPOptimizer splits graphs only when there are any
+            if graphs == 0:
+                shown = "no graph was captured, so the whole model ran eagerly"
+            elif graphs:
+                shown = f"Dynamo captured {graphs} graph(s) through the wrapper (DDPOptimizer splits them at bucket boundaries)"
+            else:
+                shown = "the trace does not say whether a graph was captured"
             out.append(
                 _finding(
                     "compiled_after_wrap",
                     f"torch.compile at {where} compiles a {row['wrapped_in']} wrapper: the model was "
-                    "wrapped first, compiled second",
+                    f"wrapped first, compiled second; {shown}",
                     at["file"],
                     at["line"],
                     "compile the inner module, then wrap it: `model.compile()` then "
                     f"`{row['wrapped_in']}(model, ...)`. torch's docs ('Where to apply torch.compile?') say "
                     "torch.compile does not handle distributed wrapper modules like DDP or FSDP very well "
-                    "and recommend compiling the inner module passed to the wrapper (compiling the DDP "
-                    "wrapper still runs, through Dynamo's DDPOptimizer graph splitting)",
+                    "and recommend compiling the inner module passed to the wrapper",
                     0.0,
                     row["function"],
                 )
@@ -318,8 +237,9 @@ def findings(
     cuda: bool = False,
     failed: str | None = None,
     failed_at: tuple[str, int] | None = None,
+    load: dict | None = None,
 ) -> list[dict]:
-    """Every finding, most costly first (a failed compiled run always first; ties in KINDS order).
+    """Every finding: PINNED kinds first (structural), then most costly first, ties in KINDS order.
 
     Args:
         rows: per-function rows (fxlens.doctor.stats.function_rows).
@@ -327,6 +247,7 @@ def findings(
         cuda: whether the script ran on CUDA (CUDA-only advice).
         failed: why the compiled run failed where the eager one did not, if it did.
         failed_at: (file, line) of the user's frame where it failed.
+        load: the machine's load while timing (`{average, cores}`), for inconclusive verdicts.
     """
     out: list[dict] = []
     if failed:
@@ -347,19 +268,33 @@ def findings(
     for b in report["graph_breaks"]:
         if (o := _owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
             breaks_in[id(o)] = breaks_in.get(id(o), 0) + 1
-    out += _timing_findings(rows, cuda, breaks_in, failed)
+    # `graphs` absent: a report that cannot say (older sessions); present and empty: none captured
+    graphs = len(report["graphs"]) if "graphs" in report else None
+    ran_eagerly = graphs == 0 and not failed and any(r["calls"] for r in rows)
+    if ran_eagerly:
+        out.append(no_graph(rows))
+    out += timing_findings(rows, cuda, breaks_in, failed, load, ran_eagerly)
     out += _recompile_findings(rows, report)
     out += breaks
-    out += _usage_findings(rows)
+    out += _usage_findings(rows, graphs)
+    return _ranked(out, ran_eagerly)
+
+
+def _ranked(out: list[dict], ran_eagerly: bool) -> list[dict]:
+    """PINNED kinds first, then by cost, ties in KINDS order, then by place."""
     rank = {k: i for i, k in enumerate(KINDS)}
-    # a failed compiled run outranks any cost: nothing else is trustworthy then
-    out.sort(
+    pinned = {k: i for i, k in enumerate(PINNED)}
+    # a failed compiled run, then "no graph": they outrank any cost, nothing measured means much then;
+    # the wrapper that caused "no graph" comes right after it
+    if ran_eagerly:
+        pinned["compiled_after_wrap"] = len(PINNED)
+    return sorted(
+        out,
         key=lambda f: (
-            f["kind"] != "compiled_run_failed",
+            pinned.get(f["kind"], len(pinned)),
             -f["cost_ms"],
             rank.get(f["kind"], 99),
             f["file"] or "",
             f["line"] or 0,
-        )
+        ),
     )
-    return out

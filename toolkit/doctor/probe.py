@@ -12,6 +12,11 @@ with a CUDA synchronisation on both sides when CUDA is in use), and Dynamo's com
 which calls compiled and for how long. At exit one `doctor_probe` event with every record, the
 process peak memory and the script's wall time is appended to the session. The wrapper only
 measures: arguments and results pass through untouched, so numerics never change.
+
+In the compiled run, once the script has ended normally, `measure_all` (the hook's return value,
+called by the runner) calls each object again with its last call's arguments, eager and compiled
+interleaved (fxlens.doctor.interleave): the steady state and its interval come from there. Those
+extra calls happen after the script's own output, so they never change what the script computed.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class ProbeRecord:
     signatures: dict = field(default_factory=dict)  # input shapes -> calls
     shape_changes: int = 0  # calls whose input shapes differ from the previous call's
     grad_calls: int = 0  # calls whose output requires grad: their backward runs outside the call
+    bench: dict | None = None  # the interleaved measurement after the script (fxlens.doctor.interleave)
 
 
 @dataclass
@@ -75,6 +81,12 @@ class _State:
     compiles: int = 0
     compile_s: float = 0.0
     compile_t0: float = 0.0
+    budget_s: float = 0.0  # seconds of interleaved timing per object after the script (0: none)
+    # per record index: (eager callable, compiled callable untimed) and the last call's
+    # (args, kwargs, grad enabled, inference mode); kept out of ProbeRecord, which asdict() copies
+    callables: dict = field(default_factory=dict)
+    last_call: dict = field(default_factory=dict)
+    measuring: bool = False  # the after-script measurement runs: its compiles are nobody's cost
 
 
 _STATE = _State()
@@ -90,7 +102,7 @@ def _on_compile_end(*_args) -> None:
     _STATE.compile_s += took
     # a compile outside any timed call is AOTAutograd's lazy backward (or a compile the script
     # triggered some other way): charge it to the object called last, whose graph it belongs to
-    if _STATE.depth == 0 and _STATE.last is not None:
+    if _STATE.depth == 0 and _STATE.last is not None and not _STATE.measuring:
         _STATE.last.outside_compile_ms += took * 1000
 
 
@@ -179,6 +191,13 @@ def _timed(fn, rec: ProbeRecord):
             state.depth -= 1
         took = time.perf_counter() - t0
         state.last = rec
+        if state.budget_s > 0:  # the after-script measurement calls it again with these
+            state.last_call[rec.index] = (
+                args,
+                kwargs,
+                torch.is_grad_enabled(),
+                torch.is_inference_mode_enabled(),
+            )
         rec.calls += 1
         if len(rec.times_ms) < MAX_TIMES:
             rec.times_ms.append(round(took * 1000, 5))
@@ -223,6 +242,12 @@ def _wrap(real_compile, model, kwargs: dict, frame):
         wrapped_in=wrapped_in,
     )
     _STATE.records.append(rec)
+    if callable(model):
+        # eager is the object the user handed torch.compile; compiled is what it returned, untimed
+        plain = (
+            compiled.forward if hasattr(compiled, "_orig_mod") and hasattr(compiled, "forward") else compiled
+        )
+        _STATE.callables[rec.index] = (model, plain)
     if hasattr(compiled, "_orig_mod") and hasattr(compiled, "forward"):
         # an OptimizedModule: keep the module (DDP, .parameters(), state_dict all still work) and
         # time its forward, which is the Dynamo-wrapped call of the original module
@@ -337,11 +362,57 @@ def _redirect_output(session: str) -> None:
     os.close(fd)
 
 
-def runner_hook(script: str, session: str) -> None:
-    """The runner child's hook (FXLENS_RUNNER_HOOK): install the probe in the mode doctor asked for."""
+def _distributed() -> bool:
+    return int(os.environ.get("WORLD_SIZE") or 1) > 1
+
+
+def measure_all() -> None:
+    """After the script: the interleaved eager-vs-compiled measurement of every object it called.
+
+    Skipped under a distributed launch: each rank would have to make the same extra calls in the
+    same order (a DDP forward may run collectives), and the ranks' budgets would not agree.
+    """
+    import torch
+
+    from fxlens.doctor.interleave import measure
+
+    if _STATE.mode != "compiled" or _STATE.budget_s <= 0:
+        return
+    _STATE.measuring = True
+    try:
+        for rec in _STATE.records:
+            if rec.index not in _STATE.last_call or rec.index not in _STATE.callables:
+                continue
+            if _distributed() or rec.wrapped_in:
+                rec.bench = {"skipped": "distributed: extra calls would have to match on every rank"}
+                continue
+            eager_fn, compiled_fn = _STATE.callables[rec.index]
+            args, kwargs, grad, inference = _STATE.last_call[rec.index]
+            try:
+                with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+                    rec.bench = measure(
+                        eager_fn, compiled_fn, args, kwargs, _STATE.budget_s, lambda: _STATE.compiles
+                    )
+            except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
+                rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
+    finally:
+        _STATE.measuring = False
+        _STATE.last_call.clear()  # let the arguments go before interpreter teardown
+
+
+def runner_hook(script: str, session: str):
+    """The runner child's hook (FXLENS_RUNNER_HOOK): install the probe in the mode doctor asked for.
+
+    Returns what the runner calls after the script ends normally: the interleaved measurement
+    (there, not at exit: torch's own exit handlers, registered later, would run first and may shut
+    down the compile workers a recompile needs).
+    """
     from fxlens import config
 
-    install(config.load().doctor_probe, script, session)
+    cfg = config.load()
+    install(cfg.doctor_probe, script, session)
+    _STATE.budget_s = cfg.doctor_budget_s
+    return measure_all
 
 
 def install(mode: str, script: str, session: str) -> None:

@@ -1,7 +1,9 @@
 """`fxlens doctor`'s numbers: per compiled function, eager vs compiled, from the probe's events.
 
 Pure Python over the `doctor_probe` events the child processes wrote (see fxlens.doctor.probe);
-no torch import. Steady state is the median of the calls after the first that did not compile.
+no torch import. Steady state comes from the compiled child's interleaved measurement when it made
+one (fxlens.doctor.interleave), else from the script's own calls after the first that did not
+compile; each speedup carries its interval (fxlens.doctor.interval).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from fxlens.doctor.interval import paired_interval, unpaired_interval, verdict
 from fxlens.trace.session import Session
 
 
@@ -50,8 +53,8 @@ def record_key(rec: dict) -> tuple:
     return (rec.get("at_file"), rec.get("at_line"), rec.get("at_ordinal"), rec.get("name"))
 
 
-def steady_ms(rec: dict) -> float | None:
-    """Median time per call once warm: calls after the first that did not compile.
+def warm_times(rec: dict) -> list[float]:
+    """Per-call times once warm: calls after the first that did not compile.
 
     The first call is left out even when it did not compile (eager too: first-touch allocation,
     lazy module init); with a single call, that call is all there is.
@@ -61,6 +64,12 @@ def steady_ms(rec: dict) -> float | None:
     warm = [t for i, (t, c) in enumerate(zip(times, compiles, strict=False)) if i > 0 and not c]
     if not warm:
         warm = [t for t, c in zip(times, compiles, strict=False) if not c]
+    return warm
+
+
+def steady_ms(rec: dict) -> float | None:
+    """Median time per call once warm (see warm_times)."""
+    warm = warm_times(rec)
     return statistics.median(warm) if warm else None
 
 
@@ -75,6 +84,15 @@ def compile_seconds(rec: dict, steady: float | None) -> float:
     base = steady or 0.0
     excess = sum(max(t - base, 0.0) for t, c in zip(times, compiles, strict=False) if c)
     return (excess + float(rec.get("outside_compile_ms") or 0.0)) / 1000
+
+
+def _base_ms(rec: dict, steady: float | None) -> float | None:
+    """A steady compiled call to charge compile time against: the script's own warm calls, else
+    (every call compiled: a script that calls once) the interleaved measurement's median."""
+    if steady is not None:
+        return steady
+    bench = rec.get("bench") or {}
+    return (bench.get("compiled") or {}).get("median_ms")
 
 
 def recompiling_calls(rec: dict) -> int:
@@ -118,8 +136,12 @@ def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[R
                 row[mode].append(
                     {
                         "ms": steady,
+                        "warm": warm_times(rec),
+                        "bench": rec.get("bench") if mode == "compiled" else None,
                         "calls": rec.get("calls", 0),
-                        "compile_s": compile_seconds(rec, steady) if mode == "compiled" else None,
+                        "compile_s": compile_seconds(rec, _base_ms(rec, steady))
+                        if mode == "compiled"
+                        else None,
                         "recompiling_calls": recompiling_calls(rec),
                         "traced_compile_s": sum(rec.get("compile_ms") or []) / 1000
                         + float(rec.get("outside_compile_ms") or 0.0) / 1000,
@@ -128,16 +150,89 @@ def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[R
     return per_key
 
 
+def _steady(row: dict) -> tuple[float | None, float | None, dict]:
+    """Steady-state eager and compiled ms per call, and how they were measured.
+
+    From the interleaved measurement when the compiled runs made one (its pairs pooled over
+    rounds); else from the script's own calls, eager and compiled runs apart (distributed runs,
+    `--budget 0`). Either way the interval needs MIN_PAIRS samples a side, or there is none.
+    """
+    benches = [r["bench"] for r in row["compiled"] if r.get("bench") and r["bench"].get("pairs")]
+    if benches:
+        pairs = [tuple(p) for b in benches for p in b["pairs"]]
+        iv = paired_interval(pairs)
+        cpu_pairs = [tuple(p) for b in benches for p in b.get("cpu_pairs") or ()]
+        cpu_iv = paired_interval(cpu_pairs) if len(cpu_pairs) == len(pairs) else None
+        timing = {
+            "method": "interleaved",
+            "stopped": benches[0].get("stopped"),
+            "seconds": round(sum(b.get("seconds") or 0.0 for b in benches), 3),
+            "pairs_seconds": round(
+                sum(b.get("pairs_seconds") or b.get("seconds") or 0.0 for b in benches), 3
+            ),
+            "cpu_share": {m: benches[0][m].get("cpu_share") for m in ("eager", "compiled")},
+            "timer": {
+                m: {k: benches[0][m][k] for k in ("iqr_ms", "significant_figures")}
+                for m in ("eager", "compiled")
+            },
+            "work": benches[0].get("work"),
+            "load": benches[0].get("load"),
+            "compiles_during": sum(b.get("compiles_during") or 0 for b in benches),
+            "cpu_speedup": _r(_ratio(cpu_pairs), 3),
+            "cpu_speedup_interval": [_r(cpu_iv[0], 3), _r(cpu_iv[1], 3)] if cpu_iv else None,
+        }
+        e = statistics.median(p[0] for p in pairs)
+        c = statistics.median(p[1] for p in pairs)
+        return e, c, {**timing, "interval": iv, "samples": {"eager": len(pairs), "compiled": len(pairs)}}
+    eager = [t for r in row["eager"] for t in r["warm"]]
+    compiled = [t for r in row["compiled"] for t in r["warm"]]
+    skipped = next(
+        (r["bench"]["skipped"] for r in row["compiled"] if r.get("bench") and "skipped" in r["bench"]), None
+    )
+    timing = {
+        "method": "separate_runs",
+        "interval": unpaired_interval(eager, compiled),
+        "samples": {"eager": len(eager), "compiled": len(compiled)},
+        "why": skipped or "no interleaved measurement (--budget 0)",
+    }
+    return (
+        statistics.median(eager) if eager else None,
+        statistics.median(compiled) if compiled else None,
+        timing,
+    )
+
+
+def judge(interval, cpu_interval=None) -> tuple[str, str | None]:
+    """(verdict, why it was withheld): the wall-time interval decides, unless process CPU time
+    firmly says the opposite; then the wall times measured the machine's load (or a wait CPU time
+    cannot see), not the compiler, and there is no verdict."""
+    said, cpu_said = verdict(interval), verdict(cpu_interval)
+    if said != "inconclusive" and cpu_said not in ("inconclusive", said):
+        return "inconclusive", f"wall time says {said}, process CPU time says {cpu_said}"
+    return said, None
+
+
+def _ratio(pairs: list) -> float | None:
+    if not pairs:
+        return None
+    c = statistics.median(p[1] for p in pairs)
+    return statistics.median(p[0] for p in pairs) / c if c > 0 else None
+
+
 def _function_row(row: dict) -> dict:
-    """One compiled object's row: medians over its rounds."""
+    """One compiled object's row: steady state, its interval and verdict, compile time over rounds."""
     rec = row["rec"]
-    eager_ms = _median([r["ms"] for r in row["eager"]])
-    compiled_ms = _median([r["ms"] for r in row["compiled"]])
+    eager_ms, compiled_ms, timing = _steady(row)
     compile_s = _median([r["compile_s"] for r in row["compiled"]])
     calls = (row["compiled"] or row["eager"] or [{"calls": 0}])[0]["calls"]
     # from the reported (rounded) times, so the JSON keeps speedup == eager_ms / compiled_ms exactly
     eager_ms, compiled_ms = _r(eager_ms), _r(compiled_ms)
     speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
+    iv = timing.pop("interval")
+    samples = timing.pop("samples")
+    said, disagreement = judge(iv, timing.get("cpu_speedup_interval"))
+    if disagreement:
+        timing["disagreement"] = disagreement
     sigs = rec.get("signatures") or {}
     return {
         "function": rec.get("name"),
@@ -149,6 +244,10 @@ def _function_row(row: dict) -> dict:
         "compile_s": _r(compile_s, 3),
         "speedup": _r(speedup, 3),
         "break_even_calls": break_even(compile_s, eager_ms, compiled_ms),
+        "speedup_interval": [_r(iv[0], 3), _r(iv[1], 3)] if iv else None,
+        "samples": samples,
+        "verdict": said,
+        "timing": timing,
         "compiled_at": {"file": rec.get("at_file"), "line": rec.get("at_line")},
         "kind": rec.get("kind"),
         "options": rec.get("options") or {},

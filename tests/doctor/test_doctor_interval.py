@@ -1,0 +1,211 @@
+"""doctor's intervals, verdicts and the findings that rest on them (synthetic numbers, no child process)."""
+
+import random
+
+from test_doctor_units import _rec, _report, _run
+
+from fxlens.doctor.findings import findings
+from fxlens.doctor.interval import (
+    MIN_PAIRS,
+    combined_interval,
+    is_busy,
+    paired_interval,
+    unpaired_interval,
+    verdict,
+)
+from fxlens.doctor.render import render_text
+from fxlens.doctor.stats import function_rows
+
+
+def _noisy_pairs(ratio, n, seed=1, swing=3.0):
+    """(eager, compiled) pairs whose load factor swings up to `swing`x, hitting both halves alike."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        load = 1 + rng.random() * (swing - 1)
+        out.append((ratio * load * (1 + rng.gauss(0, 0.03)), load * (1 + rng.gauss(0, 0.03))))
+    return out
+
+
+def test_no_interval_below_min_pairs():
+    pairs = _noisy_pairs(2.0, MIN_PAIRS - 1)
+    assert paired_interval(pairs) is None
+    assert unpaired_interval([1.0] * (MIN_PAIRS - 1), [1.0] * 50) is None
+    assert verdict(None) == "inconclusive"
+
+
+def test_interval_shape_and_verdicts():
+    for ratio, said in ((2.0, "faster"), (0.5, "slower")):
+        pairs = _noisy_pairs(ratio, 40)
+        low, high = paired_interval(pairs)
+        assert low <= high
+        point = sorted(e for e, _ in pairs)[20] / sorted(c for _, c in pairs)[20]
+        assert low <= point * 1.2 and high >= point / 1.2
+        assert verdict((low, high)) == said
+    assert verdict((0.9, 1.1)) == "inconclusive"
+    # seeded: the same pairs, the same interval
+    pairs = _noisy_pairs(1.3, 30)
+    assert paired_interval(pairs) == paired_interval(pairs)
+
+
+def test_pairing_keeps_a_shared_load_swing_out_of_the_interval():
+    # a 3x load swing that hits both halves of each pair: unpaired, it drowns a 1.2x speedup
+    pairs = _noisy_pairs(1.2, 60, swing=3.0)
+    paired = paired_interval(pairs)
+    unpaired = unpaired_interval([e for e, _ in pairs], [c for _, c in pairs])
+    assert paired[1] - paired[0] < unpaired[1] - unpaired[0]
+
+
+def test_combined_interval_spans_the_box():
+    rows = [
+        {"calls": 10, "eager_ms": 2.0, "compiled_ms": 1.0, "speedup_interval": [1.5, 2.5]},
+        {"calls": 10, "eager_ms": 1.0, "compiled_ms": 1.0, "speedup_interval": [0.9, 1.1]},
+    ]
+    low, high = combined_interval(rows)
+    assert 1.0 < low < 1.5 < high < 2.5
+    assert combined_interval([{**rows[0], "speedup_interval": None}]) is None
+
+
+def test_busy_is_load_per_core():
+    assert is_busy({"average": 5.2, "cores": 2})
+    assert not is_busy({"average": 0.9, "cores": 2})
+    assert not is_busy({"average": None, "cores": 2})
+
+
+def _bench(pairs, cpu_pairs=None, **kw):
+    side = {
+        "median_ms": 1.0,
+        "iqr_ms": 0.1,
+        "significant_figures": 2,
+        "timer_warnings": False,
+        "cpu_share": 0.9,
+    }
+    return {
+        "pairs": [list(p) for p in pairs],
+        "cpu_pairs": [list(p) for p in (cpu_pairs or pairs)],
+        "number": {"eager": 10, "compiled": 10},
+        "eager": dict(side),
+        "compiled": dict(side),
+        "work": {"torch_calls": 3, "flops": 0, "bytes_out": 0, "quiet_bound_ms": 1.0},
+        "load": {"start": 0.5, "end": 0.5, "cores": 2},
+        "seconds": 2.0,
+        "stopped": "interval",
+        "compiles_during": 0,
+        **kw,
+    }
+
+
+def _bench_rows(pairs, cpu_pairs=None, calls=20, **kw):
+    times = [1.0] * calls
+    return function_rows(
+        [_run("eager", _rec(times=times))],
+        [
+            _run(
+                "compiled",
+                _rec(
+                    times=[500.0] + times[1:],
+                    compiles=[1] + [0] * (calls - 1),
+                    bench=_bench(pairs, cpu_pairs),
+                    **kw,
+                ),
+            )
+        ],
+    )
+
+
+def test_interleaved_rows_carry_interval_samples_and_verdict():
+    pairs = _noisy_pairs(0.5, 30)
+    (row,) = _bench_rows(pairs)
+    assert row["timing"]["method"] == "interleaved"
+    assert row["samples"] == {"eager": 30, "compiled": 30}
+    low, high = row["speedup_interval"]
+    assert low <= row["speedup"] <= high and row["verdict"] == "slower"
+    assert row["speedup"] == round(row["eager_ms"] / row["compiled_ms"], 3)
+    found = findings([row], _report(), load={"average": 0.5, "cores": 2})
+    slow = next(f for f in found if f["kind"] == "slower_than_eager")
+    assert "[" in slow["message"] and "30 interleaved pairs" in slow["message"]
+
+
+def test_wall_and_cpu_time_disagreeing_is_inconclusive():
+    # wall time says 2x faster, process CPU time firmly 2x slower: the wall clock measured the load
+    wall = _noisy_pairs(2.0, 30)
+    cpu = _noisy_pairs(0.5, 30, seed=2)
+    (row,) = _bench_rows(wall, cpu)
+    assert row["verdict"] == "inconclusive" and "CPU time says slower" in row["timing"]["disagreement"]
+    found = findings([row], _report(), load={"average": 6.0, "cores": 2})
+    (inc,) = [f for f in found if f["kind"] == "timing_inconclusive"]
+    assert "load 6.0 on 2 cores" in inc["message"]
+    assert not [f for f in found if f["kind"] in ("slower_than_eager", "compile_not_amortised")]
+
+
+def test_inconclusive_on_a_busy_machine_says_so_and_what_to_run():
+    (row,) = _bench_rows(_noisy_pairs(1.0, 30, swing=4.0))
+    row["verdict"], row["speedup_interval"] = "inconclusive", [0.8, 1.3]
+    load = {"average": 5.2, "cores": 2, "machine_cores": 2}
+    (inc,) = [f for f in findings([row], _report(), load=load) if f["kind"] == "timing_inconclusive"]
+    assert "the machine was busy, load 5.2 on 2 cores" in inc["message"]
+    assert "--budget" in inc["fix"] and "idle" in inc["fix"]
+
+
+def test_no_graph_ranks_first_with_ddp_advice():
+    rows = function_rows(
+        [_run("eager", _rec(times=[1.0] * 20, wrapped_in="DistributedDataParallel"))],
+        [_run("compiled", _rec(times=[9.0] * 20, wrapped_in="DistributedDataParallel"))],
+    )
+    brk = {
+        "reason": "Attempted to call function marked as skipped",
+        "file": "/u/train.py",
+        "line": 30,
+        "function": "<module>",
+        "count": 1,
+        "hints": [],
+        "source": "loss = model(x)",
+        "call_path": [],
+    }
+    found = findings(rows, _report(graphs=[], graph_breaks=[brk]))
+    kinds = [f["kind"] for f in found]
+    assert kinds[:2] == ["no_graph_captured", "compiled_after_wrap"]
+    top = found[0]
+    assert top["message"].startswith("torch.compile captured no graph: everything ran eagerly")
+    assert "compile the module, then wrap it" in top["fix"]
+    assert "DDPOptimizer" not in " ".join(f["message"] + f["fix"] for f in found)
+    # the speed of an eager run through Dynamo is not the compiler's: no slower/faster finding
+    assert "slower_than_eager" not in kinds
+    # with graphs in the trace, the wrapper finding says so, and nothing claims "no graph"
+    found = findings(rows, _report(graphs=[{"compile_id": "0/0"}], graph_breaks=[brk]))
+    assert "no_graph_captured" not in [f["kind"] for f in found]
+    (wrap,) = [f for f in found if f["kind"] == "compiled_after_wrap"]
+    assert "captured 1 graph(s)" in wrap["message"]
+
+
+def test_render_prints_every_speedup_with_its_interval():
+    (row,) = _bench_rows(_noisy_pairs(0.5, 30))
+    load = {"average": 0.4, "cores": 2, "machine_cores": 2}
+    result = {
+        "script": "/u/train.py",
+        "summary": "train.py: 1 compiled function(s)",
+        "functions": [row],
+        "peak_memory": {"eager": 100 << 20, "compiled": 150 << 20, "kind": "process_rss"},
+        "wall": {"eager_s": 1.0, "compiled_s": 2.0},
+        "load": load,
+        "findings": findings([row], _report(), load=load),
+        "session": "/tmp/s",
+    }
+    text = render_text(result)
+    low, high = row["speedup_interval"]
+    assert f"{row['speedup']:.2f}x [{low:.2f}, {high:.2f}]" in text
+    assert "30 pairs" in text and "machine: load 0.4 on 2 cores" in text
+
+
+def test_too_few_pairs_says_which_budget_would_do():
+    # a slow function: 3 pairs in the 3 s budget; 12 are needed, so about 18 s at that pace
+    (row,) = _bench_rows(_noisy_pairs(2.0, 3))
+    row["timing"]["pairs_seconds"] = 3.0
+    assert row["speedup_interval"] is None and row["verdict"] == "inconclusive"
+    (inc,) = [
+        f
+        for f in findings([row], _report(), load={"average": 0.5, "cores": 2})
+        if f["kind"] == "timing_inconclusive"
+    ]
+    assert "3 sample(s) a side, fewer than the 12" in inc["message"] and "`--budget 18`" in inc["message"]
+    assert "--budget 18 SCRIPT" in inc["fix"]

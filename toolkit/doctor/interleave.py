@@ -1,0 +1,205 @@
+"""Interleaved eager-vs-compiled timing in the compiled child, after the script has run.
+
+Separate eager and compiled processes see different moments of a shared machine: a load swing
+between them reads as a speedup. So, once the script is done (its objects still alive), the
+probe calls each compiled object again with its last arguments, alternating eager (the object
+torch.compile was given) and compiled (what it returned) in blocks, so that a swing hits both
+halves of a pair. Each block is one `torch.utils.benchmark.Timer.timeit(number)`: Timer compiles
+the statement, disables GC while timing, synchronises CUDA around the block and keeps the
+script's thread count; its `Measurement` gives each mode's median and IQR. Process CPU time is
+read around each block beside wall time: a process that got a fraction of the wall time was
+waiting for a core (or sleeping).
+
+Blocks continue (adaptive, like `Timer.adaptive_autorange`, but on the speedup's interval rather
+than one timer's IQR) until the interval is narrow or the time budget is spent.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fxlens.doctor.interval import MIN_PAIRS, cores, load_average, paired_interval
+
+# wall time one block of one mode aims for: long enough for the timer's overhead to vanish and to
+# span many scheduler slices (a loaded Linux box hands out 3-6 ms slices: with 5 ms blocks one
+# half of a pair is preempted and the other not, which read as a 3x swing), short enough that
+# the two halves of a pair see the same load
+BLOCK_S = 0.05
+# stop once the interval's width is this fraction of the speedup (about +-5%)
+TARGET_WIDTH = 0.10
+# the stopping rule's interval is recomputed every this many pairs (each costs a small bootstrap)
+CHECK_EVERY = 4
+# calls of the compiled object before timing, to reach a call that compiles nothing
+MAX_WARMUP = 4
+# a torch call costs at most this much dispatch overhead on any CPU doctor runs on (typical: 5-20 µs)
+CALL_OVERHEAD_S = 50e-6
+# pessimistic throughputs of one busy-free core: dense FLOPs, and bytes of tensor output written
+FLOPS_PER_S = 2e9
+BYTES_PER_S = 1e9
+# Python around the calls (argument parsing, module __call__, hooks)
+FLOOR_S = 5e-4
+
+
+def _timer(fn, args: tuple, kwargs: dict, label: str):
+    import torch
+    from torch.utils.benchmark import Timer
+
+    return Timer(
+        stmt="fn(*args, **kwargs)",
+        globals={"fn": fn, "args": args, "kwargs": kwargs},
+        # Timer defaults to 1 thread; the script's own setting is what its calls ran with
+        num_threads=torch.get_num_threads(),
+        label="fxlens doctor",
+        description=label,
+    )
+
+
+def _block(timer, number: int):
+    """One timed block: (Measurement, its wall seconds incl. Timer's warmup, process CPU seconds)."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    m = timer.timeit(number)
+    return m, time.perf_counter() - w0, time.process_time() - c0
+
+
+def _calls(number: int) -> int:
+    """Calls one `Timer.timeit(number)` makes: its warmup (1%, at least 2) and the block."""
+    return number + max(number // 100, 2)
+
+
+def _summary(measurements: list, wall: float, cpu: float) -> dict:
+    from torch.utils.benchmark import Measurement
+
+    (merged,) = Measurement.merge(measurements)
+    return {
+        "median_ms": round(merged.median * 1000, 6),
+        "iqr_ms": round(merged.iqr * 1000, 6),
+        "significant_figures": merged.significant_figures,
+        "timer_warnings": bool(merged.has_warnings),
+        # >1 with intra-op threads; well under 1: the process waited (for a core, or in a sleep)
+        "cpu_share": round(cpu / wall, 3) if wall > 0 else None,
+    }
+
+
+def work_estimate(fn, args: tuple, kwargs: dict) -> dict:
+    """What one eager call does (torch calls, dense FLOPs, bytes of tensor output) and the time that
+    work takes at most on a core of its own: the yardstick for "eager is implausibly slow"."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    seen = {"calls": 0, "bytes": 0}
+
+    class _Count(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            seen["calls"] += 1
+            if isinstance(out, torch.Tensor):
+                seen["bytes"] += out.numel() * out.element_size()
+            return out
+
+    with FlopCounterMode(display=False) as flops, _Count():
+        fn(*args, **kwargs)
+    total = flops.get_total_flops()
+    bound = FLOOR_S + seen["calls"] * CALL_OVERHEAD_S + total / FLOPS_PER_S + seen["bytes"] / BYTES_PER_S
+    return {
+        "torch_calls": seen["calls"],
+        "flops": int(total),
+        "bytes_out": int(seen["bytes"]),
+        "quiet_bound_ms": round(bound * 1000, 4),
+    }
+
+
+def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, compiles) -> dict:
+    """Interleave eager and compiled blocks until the speedup's interval is narrow or the budget is spent.
+
+    Args:
+        eager_fn, compiled_fn: the object given to torch.compile and what it returned (untimed).
+        args, kwargs: the arguments of the script's last call.
+        budget_s: wall seconds of block pairs (warm-up and the work count come on top).
+        compiles: a callable returning how many compiles have run so far in this process.
+
+    Returns:
+        `{pairs: [[eager_ms, compiled_ms], ...], number, eager, compiled, work, load, seconds,
+        stopped, compiles_during}`; per-call milliseconds, one pair per block pair.
+    """
+    start = time.perf_counter()
+    load0 = load_average()
+    eager_t = _timer(eager_fn, args, kwargs, "eager")
+    compiled_t = _timer(compiled_fn, args, kwargs, "compiled")
+    # warm the compiled object up to a call that compiles nothing (a new grad mode, say)
+    for _ in range(MAX_WARMUP):
+        before = compiles()
+        one_c = _block(compiled_t, 1)[0].median
+        if compiles() == before:
+            break
+    one_e = _block(eager_t, 1)[0].median
+    try:
+        work = work_estimate(eager_fn, args, kwargs)
+    except Exception as e:  # noqa: BLE001 - a yardstick that cannot be read must not cost the timing
+        work = {"error": f"{type(e).__name__}: {str(e)[:120]}"}
+    # per mode, enough calls that a block lasts BLOCK_S: both halves of a pair span the same time
+    number = {"eager": max(1, round(BLOCK_S / one_e)), "compiled": max(1, round(BLOCK_S / one_c))}
+    before = compiles()
+    # the budget is for pairs: on a big model the warm-up and the work count (a dispatch mode
+    # over hundreds of ops) can take seconds of their own, and a budget they ate gave 1 pair
+    pairs_start = time.perf_counter()
+    got = _interleave({"eager": eager_t, "compiled": compiled_t}, number, pairs_start, budget_s)
+    return {
+        **got,
+        "work": work,
+        "load": {"start": load0, "end": load_average(), "cores": cores()},
+        "seconds": round(time.perf_counter() - start, 3),
+        "pairs_seconds": round(time.perf_counter() - pairs_start, 3),
+        "compiles_during": compiles() - before,
+    }
+
+
+def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> dict:
+    """Block pairs, eager and compiled, until the interval is narrow or the budget is spent."""
+    ms = {"eager": [], "compiled": []}
+    wall = {"eager": 0.0, "compiled": 0.0}
+    cpu = {"eager": 0.0, "compiled": 0.0}
+    pairs: list[list[float]] = []
+    # process CPU ms per call, per block pair: immune to waiting for a core (not to spinning
+    # threads), the cross-check a wall-time verdict must not contradict (fxlens.doctor.stats)
+    cpu_pairs: list[list[float]] = []
+    stopped = "budget"
+    while True:
+        # alternate which mode goes first, so neither always runs on caches the other warmed
+        order = ("eager", "compiled") if len(pairs) % 2 == 0 else ("compiled", "eager")
+        got, got_cpu = {}, {}
+        for mode in order:
+            m, w, c = _block(timers[mode], number[mode])
+            ms[mode].append(m)
+            wall[mode] += w
+            cpu[mode] += c
+            got[mode] = m.median * 1000
+            got_cpu[mode] = c / _calls(number[mode]) * 1000
+            # the first call's time was one moment's; under load a block can run 5x longer than
+            # planned and starve the budget of pairs: steer each block back towards BLOCK_S
+            number[mode] = max(1, round(number[mode] * min(2.0, max(0.5, BLOCK_S / max(w, 1e-9)))))
+        pairs.append([round(got["eager"], 6), round(got["compiled"], 6)])
+        cpu_pairs.append([round(got_cpu["eager"], 6), round(got_cpu["compiled"], 6)])
+        if len(pairs) >= MIN_PAIRS and len(pairs) % CHECK_EVERY == 0:
+            iv = paired_interval(pairs, resamples=300)
+            ratio = _ratio_of_medians(pairs)
+            if iv and ratio and (iv[1] - iv[0]) / ratio <= TARGET_WIDTH:
+                stopped = "interval"
+                break
+        if time.perf_counter() - start >= budget_s:
+            break
+    return {
+        "pairs": pairs,
+        "cpu_pairs": cpu_pairs,
+        "number": number,  # calls per block at the end (steered towards BLOCK_S)
+        "eager": _summary(ms["eager"], wall["eager"], cpu["eager"]),
+        "compiled": _summary(ms["compiled"], wall["compiled"], cpu["compiled"]),
+        "stopped": stopped,
+    }
+
+
+def _ratio_of_medians(pairs: list) -> float | None:
+    import statistics
+
+    c = statistics.median(p[1] for p in pairs)
+    return statistics.median(p[0] for p in pairs) / c if c > 0 else None

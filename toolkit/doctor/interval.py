@@ -1,0 +1,144 @@
+"""Confidence intervals on a speedup, the verdict they allow, and the machine's load.
+
+Pure Python (the parent never imports torch for these; the child's stopping rule uses them too).
+
+The speedup is a ratio of medians, eager over compiled. Its interval is a percentile bootstrap:
+- over interleaved pairs (`paired_interval`): each resample draws whole (eager, compiled) pairs, so
+  a load swing that hit both halves of a pair stays inside the pair, as it did when measured. The
+  delta method would need a variance for a median, which the bootstrap gives without a density
+  estimate; pairs keep the eager/compiled correlation that an unpaired test would throw away.
+- over two independent samples (`unpaired_interval`): the fallback for runs doctor cannot re-call
+  (distributed scripts): the eager and compiled per-call times come from different processes.
+
+A percentile bootstrap under-covers for small samples; MIN_PAIRS keeps it out of that range, and
+below it there is no interval (and so no verdict) at all.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+
+# fewer pairs (or per-mode samples) than this give no interval: a bootstrap of 5 values mostly
+# resamples the same few medians and claims a precision it does not have
+MIN_PAIRS = 12
+# resamples for the reported interval (the child's stopping rule uses fewer: it only needs a width)
+RESAMPLES = 2000
+# two-sided 95% interval
+LEVEL = 0.95
+# machine-wide 1-minute load per core above which doctor calls the machine busy
+BUSY_LOAD_PER_CORE = 0.75
+
+
+def _ratio(eager: list[float], compiled: list[float]) -> float | None:
+    c = statistics.median(compiled)
+    return statistics.median(eager) / c if c > 0 else None
+
+
+def _percentiles(stats: list[float], level: float) -> tuple[float, float]:
+    stats.sort()
+    lo = stats[int((1 - level) / 2 * (len(stats) - 1))]
+    hi = stats[int((1 + level) / 2 * (len(stats) - 1))]
+    return lo, hi
+
+
+def paired_interval(
+    pairs: list[tuple[float, float]], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0
+) -> tuple[float, float] | None:
+    """Bootstrap interval of median(eager) / median(compiled) over interleaved (eager, compiled) pairs.
+
+    None with fewer than MIN_PAIRS pairs. Seeded: the same pairs always give the same interval.
+    """
+    if len(pairs) < MIN_PAIRS:
+        return None
+    rng = random.Random(seed)
+    n = len(pairs)
+    stats = []
+    for _ in range(resamples):
+        draw = [pairs[rng.randrange(n)] for _ in range(n)]
+        r = _ratio([e for e, _ in draw], [c for _, c in draw])
+        if r is not None:
+            stats.append(r)
+    return _percentiles(stats, level) if stats else None
+
+
+def unpaired_interval(
+    eager: list[float], compiled: list[float], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0
+) -> tuple[float, float] | None:
+    """Bootstrap interval of the ratio of medians of two independent samples (None when either is small)."""
+    if len(eager) < MIN_PAIRS or len(compiled) < MIN_PAIRS:
+        return None
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(resamples):
+        e = [eager[rng.randrange(len(eager))] for _ in eager]
+        c = [compiled[rng.randrange(len(compiled))] for _ in compiled]
+        r = _ratio(e, c)
+        if r is not None:
+            stats.append(r)
+    return _percentiles(stats, level) if stats else None
+
+
+def verdict(interval: tuple[float, float] | list | None) -> str:
+    """ "faster" / "slower" only when the interval excludes 1; otherwise "inconclusive"."""
+    if not interval:
+        return "inconclusive"
+    low, high = interval
+    if low > 1:
+        return "faster"
+    if high < 1:
+        return "slower"
+    return "inconclusive"
+
+
+def combined_interval(rows: list[dict]) -> tuple[float, float] | None:
+    """Interval of the whole run's speedup (sum of eager time over sum of compiled, call-weighted).
+
+    The range of that ratio over the box of per-function intervals: it is monotone in each
+    function's speedup, so its ends are every function at its low end, or at its high end. Its
+    coverage is at least 1 - k * 5% (Bonferroni) for k functions; None when any row lacks one.
+    """
+    used = [r for r in rows if r.get("calls") and r.get("eager_ms") and r.get("compiled_ms")]
+    if not used or any(not r.get("speedup_interval") for r in used):
+        return None
+    eager = sum(r["eager_ms"] * r["calls"] for r in used)
+    lo = eager / sum(r["eager_ms"] * r["calls"] / r["speedup_interval"][0] for r in used)
+    hi = eager / sum(r["eager_ms"] * r["calls"] / r["speedup_interval"][1] for r in used)
+    return lo, hi
+
+
+def cores() -> int:
+    """Cores this process may run on (its affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
+def is_busy(load: dict) -> bool:
+    """Whether the recorded load says other work competed for the cores."""
+    avg, machine = load.get("average"), load.get("machine_cores") or load.get("cores") or 1
+    return avg is not None and avg > BUSY_LOAD_PER_CORE * machine
+
+
+def fmt_interval(interval) -> str:
+    """`[2.91, 3.40]`, or `[no interval]`."""
+    if not interval:
+        return "[no interval]"
+    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def fmt_speedup(speedup: float | None, interval) -> str:
+    """`3.10x [2.91, 3.40]`: the point estimate always beside its interval."""
+    if speedup is None:
+        return "-"
+    return f"{speedup:.2f}x {fmt_interval(interval)}"

@@ -1,0 +1,198 @@
+"""`fxlens doctor`'s human report: the summary line, functions side by side, memory, findings.
+
+Every speedup is printed beside its 95% interval; a direction ("faster", "slower") only when the
+interval excludes 1 (fxlens.doctor.interval.verdict), else "inconclusive" and why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tabulate import tabulate
+
+from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
+from fxlens.trace.userframes import short_path
+
+
+def where(f: dict) -> str:
+    """`file:line` of a finding (just the file when the line is unknown)."""
+    if not f.get("file"):
+        return "?"
+    return short_path(f["file"]) + (f":{f['line']}" if f.get("line") else "")
+
+
+def load_phrase(load: dict) -> str:
+    """`load 5.2 on 2 cores`, as `os.getloadavg()` and the process's affinity saw it."""
+    avg = load.get("average")
+    return f"load {'?' if avg is None else f'{avg:.1f}'} on {load.get('cores') or '?'} cores"
+
+
+def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | None = None) -> str:
+    """Why there is no verdict: too few samples, wall and CPU time disagree, a busy machine, or no
+    difference to measure."""
+    n = min((samples or {}).values() or [0])
+    timing = timing or {}
+    if not interval:
+        why = f"{n} sample(s) a side, fewer than the {MIN_PAIRS} an interval needs"
+        if need := needed_budget(timing, n):
+            spent = timing.get("pairs_seconds") or timing["seconds"]
+            why += f" ({n} pairs took {spent:.1f} s at {load_phrase(load)}: `--budget {need}`)"
+        return why
+    if timing.get("disagreement"):
+        return f"{timing['disagreement']}; {load_phrase(load)}"
+    if is_busy(load):
+        return f"the machine was busy, {load_phrase(load)}"
+    return "no difference beyond the noise of this run"
+
+
+def needed_budget(timing: dict | None, pairs: int) -> int | None:
+    """Seconds of `--budget` that would fit MIN_PAIRS pairs at the pace measured (None: unknown)."""
+    timing = timing or {}
+    spent = timing.get("pairs_seconds") or timing.get("seconds")
+    if timing.get("method") != "interleaved" or not pairs or not spent or pairs >= MIN_PAIRS:
+        return None
+    return max(1, round(spent / pairs * MIN_PAIRS * 1.5))  # 1.5: room for the load to rise
+
+
+def rerun_advice(load: dict, timing: dict | None = None, pairs: int = 0) -> str:
+    """What to run instead of trusting an inconclusive or busy measurement."""
+    quiet = "rerun when the machine is idle, or" if is_busy(load) else "rerun"
+    if (timing or {}).get("method") == "separate_runs":
+        # no re-timing after the script (distributed, or --budget 0): samples are the script's calls
+        return (
+            f"{quiet} with more calls in the script, or `fxlens doctor --rounds 3` (calls pool over rounds)"
+        )
+    need = needed_budget(timing, pairs) or 20
+    return f"{quiet} with a longer budget (`fxlens doctor --budget {need} SCRIPT`)"
+
+
+def overall(rows: list[dict], load: dict) -> str:
+    """The run's steady-state verdict: call-weighted over functions, with its interval."""
+    both = [r for r in rows if r["eager_ms"] is not None and r["compiled_ms"] is not None and r["calls"]]
+    eager = sum(r["eager_ms"] * r["calls"] for r in both)
+    compiled = sum(r["compiled_ms"] * r["calls"] for r in both)
+    if not compiled:
+        return ""
+    ratio = eager / compiled
+    iv = combined_interval(both)
+    said = verdict(iv)
+    if said == "faster":
+        return f"compiled {ratio:.2f}x faster {fmt_interval(iv)} at steady state"
+    if said == "slower":
+        return f"compiled {1 / ratio:.2f}x slower (speedup {ratio:.2f}x {fmt_interval(iv)}) at steady state"
+    samples = {"n": min((min(r["samples"].values()) for r in both if r.get("samples")), default=0)}
+    return f"inconclusive: speedup {ratio:.2f}x {fmt_interval(iv)}: {inconclusive_why(load, samples, iv)}"
+
+
+def summary(script: str, rows: list[dict], wall: dict, found: list[dict], load: dict) -> str:
+    """One line: compiled functions, the steady-state verdict, compile time, wall times, top finding."""
+    compile_s = sum(r["compile_s"] or 0.0 for r in rows)
+    parts = [f"{Path(script).name}: {len(rows)} compiled function(s)"]
+    if said := overall(rows, load):
+        parts.append(f"{said}, {compile_s:.2f} s compiling")
+    if wall["eager_s"] is not None and wall["compiled_s"] is not None:
+        parts.append(f"script {wall['eager_s']:.2f} s eager vs {wall['compiled_s']:.2f} s compiled")
+    top = found[0] if found else None
+    parts.append(f"{len(found)} finding(s)" + (f", top: {top['kind']} at {where(top)}" if top else ""))
+    return "; ".join(parts)
+
+
+def _mib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 2**20:.0f} MiB"
+
+
+def _num(x, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _samples(f: dict) -> str:
+    s = f.get("samples") or {}
+    method = (f.get("timing") or {}).get("method")
+    if not s:
+        return "-"
+    n = f"{s['eager']}" if s["eager"] == s["compiled"] else f"{s['eager']}/{s['compiled']}"
+    return n + (" pairs" if method == "interleaved" else " calls")
+
+
+def _function_lines(result: dict) -> list[str]:
+    """The compiled functions side by side: per-call times, speedup and interval, verdict, break-even."""
+    rows = [
+        [
+            f["function"],
+            f"{short_path(f['compiled_at']['file'] or '?')}:{f['compiled_at']['line']}",
+            f["calls"],
+            _num(f["eager_ms"], ".4g"),
+            _num(f["compiled_ms"], ".4g"),
+            fmt_speedup(f["speedup"], f.get("speedup_interval")),
+            f.get("verdict") or "-",
+            _samples(f),
+            _num(f["compile_s"], ".2f"),
+            _num(f["break_even_calls"], "d")
+            if f["break_even_calls"] is not None
+            else ("never" if f["calls"] else "-"),
+        ]
+        for f in result["functions"]
+    ]
+    title = "Compiled functions (per call at steady state; speedup with its 95% interval"
+    if any(f.get("backward_not_timed") for f in result["functions"]):
+        title += "; forward only: backward runs outside the call and shows in the wall time"
+    headers = ["function", "compiled at", "calls", "eager ms", "compiled ms", "speedup [95% CI]", "verdict"]
+    headers += ["samples", "compile s", "pays off after"]
+    return [title + "):", tabulate(rows, headers=headers, tablefmt="simple")]
+
+
+def _timing_lines(result: dict) -> list[str]:
+    """How the times were taken, and the machine's load while they were."""
+    load = result.get("load") or {}
+    out = [
+        f"machine: {load_phrase(load)}"
+        + (" (busy: other work competed for the cores)" if is_busy(load) else "")
+    ]
+    for f in result["functions"]:
+        t = f.get("timing") or {}
+        if t.get("method") == "interleaved":
+            share = t.get("cpu_share") or {}
+            out.append(
+                f"  {f['function']}: eager and compiled interleaved, {f['samples']['eager']} block pairs in "
+                f"{t.get('seconds', 0):.1f} s (stopped: {t.get('stopped')}); process CPU / wall: "
+                f"eager {_num(share.get('eager'), '.2f')}, compiled {_num(share.get('compiled'), '.2f')}"
+            )
+        elif t:
+            out.append(
+                f"  {f['function']}: from the script's own calls, eager and compiled runs apart ({t.get('why')})"
+            )
+    return out
+
+
+def _memory_lines(result: dict) -> list[str]:
+    mem, wall = result["peak_memory"], result["wall"]
+    kind = "CUDA allocator" if mem["kind"] == "cuda_allocator" else "process RSS"
+    rows = [
+        ["script wall time", _num(wall["eager_s"], ".2f") + " s", _num(wall["compiled_s"], ".2f") + " s"],
+        [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
+    ]
+    return ["", tabulate(rows, headers=["", "eager", "compiled"], tablefmt="simple"), ""]
+
+
+def _finding_lines(result: dict) -> list[str]:
+    found = result["findings"]
+    if not found:
+        return ["No findings: torch.compile does what it should here."]
+    out = ["Findings, by measured or structural impact (ms lost over this run where measured):"]
+    for i, f in enumerate(found, 1):
+        cost = f"cost ~{f['cost_ms']:.0f} ms" if f["cost_ms"] else "cost not measured"
+        out.append(f"{i:>2}. [{f['kind']}] {f['message']}  ({cost})")
+        out.append(f"    at {where(f)}: {f['fix']}")
+    return out
+
+
+def render_text(result: dict) -> str:
+    """The human report: compiled functions side by side, timing, memory and wall time, ranked findings."""
+    ranks = result.get("ranks") or []
+    head = f"fxlens doctor: {short_path(result['script'])}"
+    if len(ranks) > 1:
+        head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
+    out = [head, result["summary"], ""]
+    out += _function_lines(result) + _timing_lines(result) + _memory_lines(result) + _finding_lines(result)
+    out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
+    return "\n".join(out) + "\n"
