@@ -132,6 +132,11 @@ def wrapper(gm, example_inputs, asked: str | None = None):
     random_ops = checking and has_random_ops(gm)
     # backends may rewrite the graph in place (torch's relu_*_TESTING_ONLY do): keep a pristine copy
     reference = copy.deepcopy(gm) if checking and not random_ops else None
+    from fxlens.bisect.eager_call import compare_raise, eager_raises, exception_line, pristine
+
+    # what eager does on a call decides whether the compiled call was right, raising included;
+    # copied before the backend sees the graph
+    eager_gm = reference if reference is not None else pristine(gm)
     from fxlens.errors import FxlensError
 
     try:
@@ -145,26 +150,57 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         record("compile", ok=False, error=_error(e))
         raise
     record("compile", ok=True, random_ops=random_ops)
-    state = {"calls": 0, "failed": False}
+    state = {"calls": 0, "failed": False, "as_eager": False}
 
     def run(*args):
         state["calls"] += 1
-        refs = probe = None
-        if reference is not None and state["calls"] <= bcfg.check_calls:
-            refs = _references(reference, args, record)
-            probe = _probe(compiled, refs) if refs is not None else None
+        call = state["calls"]
+        refs = probe = eager_exc = None
+        eager_known = call <= bcfg.check_calls
+        if eager_known:
+            if reference is not None:
+                refs, eager_exc = _references(reference, args, record)
+            else:
+                eager_exc = _eager_raises(eager_raises, eager_gm, args)
+            if eager_exc is not None:
+                # recorded before the compiled call: if that call aborts the process, the run
+                # still knows what eager did on it
+                record("eager", call=call, raised=exception_line(eager_exc))
+            elif refs is not None:
+                probe = _probe(compiled, refs)
         try:
             result = compiled(*args)
         except Exception as e:
+            if not eager_known:  # an unchecked call: ask eager now, on the inputs as they are
+                eager_exc = _eager_raises(eager_raises, eager_gm, args)
+            mismatch = compare_raise(eager_exc, e, use)
+            if mismatch is None:  # raised exactly what eager raises: right, whatever the script does next
+                if not state["as_eager"]:
+                    state["as_eager"] = True
+                    record("run", ok=True, call=call, as_eager=exception_line(e))
+            elif not state["failed"]:
+                state["failed"] = True
+                eager = f"raises {exception_line(eager_exc)}" if eager_exc is not None else "returns a value"
+                record("run", ok=False, call=call, error=_error(e), eager=eager, mismatch=mismatch)
+            raise
+        if eager_exc is not None:  # eager raised, the compiled call returned a value
             if not state["failed"]:
                 state["failed"] = True
-                record("run", ok=False, error=_error(e))
-            raise
+                mismatch = compare_raise(eager_exc, None, use)
+                record("run", ok=False, call=call, no_raise=True, error=mismatch, mismatch=mismatch)
+            return result
         if refs is not None:
-            _compare(args, result, refs, probe, state["calls"], record)
+            _compare(args, result, refs, probe, call, record)
         return result
 
     return run
+
+
+def _eager_raises(eager_raises, gm, args):
+    try:
+        return eager_raises(gm, args)
+    except Exception:  # copying the inputs failed: what eager does stays unknown
+        return None
 
 
 wrapper.for_asked = for_asked
@@ -197,14 +233,18 @@ def _bisector_config_change(use: str) -> dict | None:
 
 
 def _references(reference, args, record):
-    """The eager/fp64 references of one call, or None (recorded) when the graph can't run in fp64."""
-    from fxlens.bisect.check import references
+    """(the eager/fp64 references of one call, eager's exception): (refs, None) normally,
+    (None, exception) when eager raises on the call, (None, None) (recorded) when the graph runs
+    eagerly but not in fp64."""
+    from fxlens.bisect.check import EagerRaised, references
 
     try:
-        return references(reference, list(args))
+        return references(reference, list(args)), None
+    except EagerRaised as e:
+        return None, e.error
     except Exception as e:  # a reference we can't compute is no verdict on the backend
         record("check", ok=True, skipped=f"reference failed: {_error(e)}")
-        return None
+        return None, None
 
 
 def _probe(compiled, refs):

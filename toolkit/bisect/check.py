@@ -160,6 +160,15 @@ def compare(what: str, res, ref, ref64) -> Divergence:
     return Divergence(what, dtype, max_abs, rel, eager_abs, ok)
 
 
+class EagerRaised(Exception):
+    """Eager raised on the call's inputs in their own dtype (`error`): no values to compare, but
+    what the compiled call must do too (`fxlens.bisect.eager_call`)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 @dataclass
 class References:
     """Eager results of one graph call, in the inputs' dtypes and in fp64, on copies of its inputs.
@@ -188,7 +197,10 @@ def references(gm, args: list) -> References:
     ref_args = copy_args(args)
     ref64_args = copy_args(args, fp64=True)
     with torch.random.fork_rng(devices=[]):
-        ref = gm(*ref_args)
+        try:
+            ref = gm(*ref_args)
+        except Exception as e:  # eager itself raises on this call: a behaviour to compare with
+            raise EagerRaised(e) from e
     with torch.random.fork_rng(devices=[]):
         ref64 = gm(*ref64_args)
     return References(ref_args, ref64_args, flat_tensors(ref), flat_tensors(ref64), probe_args)

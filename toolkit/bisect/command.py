@@ -46,7 +46,12 @@ from fxlens.trace.userframes import short_path
 
 CHECKS = ("crash", "accuracy", "auto")
 # failure kinds each --check counts (a run that fails some other way is reported, not followed)
-COUNTS = {"crash": ("crash", "timeout"), "accuracy": ("accuracy",), "auto": ("crash", "timeout", "accuracy")}
+# ("no_raise": eager raised on a call and the stage returned a value, a behaviour like a crash)
+COUNTS = {
+    "crash": ("crash", "timeout", "no_raise"),
+    "accuracy": ("accuracy",),
+    "auto": ("crash", "timeout", "no_raise", "accuracy"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -181,6 +186,9 @@ def _stage(stage: str, out: Outcome | None, counted: bool = True, note: str = ""
     row = {"stage": stage, "ok": ok, "error": None if out is None or not out.failed else out.error}
     if out is not None and out.failed and not counted:
         row["note"] = f"{out.kind} ignored with this --check"
+    if out is not None and not out.failed and out.as_eager:
+        raised = out.eager_raised.get(out.as_eager[0])
+        row["note"] = f"raises what eager raises ({raised})" if raised else "raises what eager raises"
     if note:
         row["note"] = note
     return row
@@ -224,6 +232,8 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
     base.update(stages=stages, first_failing_stage=first_bad)
     base["failure"] = {"kind": bad_out.kind, "error": bad_out.error, "divergence": bad_out.divergence}
     base["failure"]["outside_graphs"] = bad_out.outside
+    # the failing call compared with what eager did on it ("eager raises X, S returns a value")
+    base["failure"]["vs_eager"] = bad_out.mismatch or None
     if first_bad == lad[0]:
         return _eager_fails(runs, base, bad_out, fails)
     good = lad[lad.index(first_bad) - 1]

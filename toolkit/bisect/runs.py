@@ -52,7 +52,8 @@ class Outcome:
     session_dir: Path
     exit_code: int
     seconds: float
-    kind: str | None  # None (passed), "crash", "accuracy", "timeout"
+    # None (passed), "crash", "accuracy", "timeout", "no_raise" (eager raised, the stage returned)
+    kind: str | None
     error: str = ""  # one line: the exception, or the largest divergence
     graphs: dict[int, str] = field(default_factory=dict)  # ordinal -> compile id
     failing: list[int] = field(default_factory=list)  # ordinals the wrapper saw fail, in order
@@ -62,6 +63,12 @@ class Outcome:
     graph_asked: dict[int, str] = field(default_factory=dict)  # ordinal -> backend its call asked for
     # the exception came from the script's own code (its assert_close), not from a compiled graph
     outside: bool = False
+    # ordinal -> the exception eager raised on that graph's checked call
+    eager_raised: dict[int, str] = field(default_factory=dict)
+    # ordinals whose compiled call raised exactly what eager raises (right, not failing)
+    as_eager: list[int] = field(default_factory=list)
+    # the first failing call compared with eager: "eager raises X, <stage> returns a value", ...
+    mismatch: str = ""
 
     @property
     def failed(self) -> bool:
@@ -211,6 +218,8 @@ def read_outcome(
     process's start); a timeout is reported as the limit the script itself had."""
     session = Session.open(sdir)
     out = Outcome(n, label, sdir, exit_code, seconds, None)
+    in_flight = None  # the last graph event, when it says eager raised: that call never finished
+    no_raise = False
     for ev in session.events:
         kind = ev.get("event")
         if kind == "fxlens_error" and exit_code == REFUSED:
@@ -225,6 +234,11 @@ def read_outcome(
             ordinal = int(ev.get("ordinal", -1))
             out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
             out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
+            in_flight = ev if ev.get("phase") == "eager" else None
+            if ev.get("phase") == "eager":
+                out.eager_raised.setdefault(ordinal, str(ev.get("raised", "")))
+            elif ev.get("as_eager") and ordinal not in out.as_eager:
+                out.as_eager.append(ordinal)
             if ev.get("ok") is False and ordinal not in out.failing:
                 out.failing.append(ordinal)
                 if ev.get("phase") == "check" and out.divergence is None:
@@ -233,11 +247,23 @@ def read_outcome(
                     out.divergence["compile_id"] = ev.get("compile_id")
                 elif not out.error:
                     out.error = str(ev.get("error", ""))
+                    out.mismatch = str(ev.get("mismatch") or "")
+                    no_raise = bool(ev.get("no_raise"))
     if exit_code == TIMEOUT_EXIT:
         out.kind, out.error = "timeout", f"no exit within {timeout or round(seconds):g} s"
     elif exit_code < 0:  # a segfault or abort: no Python exception line to quote
         out.kind = "crash"
-        out.error = out.error or how_it_ended(exit_code).removeprefix("was ")
+        ended = how_it_ended(exit_code).removeprefix("was ")
+        if in_flight is not None:  # killed inside a compiled call on which eager raises
+            ordinal = int(in_flight.get("ordinal", -1))
+            out.mismatch = f"eager raises {in_flight.get('raised')}, {in_flight.get('stage')} {ended}"
+            out.error = out.error or out.mismatch
+            if ordinal not in out.failing:
+                out.failing.append(ordinal)
+        out.error = out.error or ended
+    elif no_raise:
+        # eager raised on a call, the stage returned a value: wrong whatever the script did next
+        out.kind = "no_raise"
     elif exit_code != 0 and out.divergence is not None and not out.error:
         # no graph raised, one diverged, and the script then failed (a comparing script's own
         # assert_close): the divergence is the cause, the exit its consequence
@@ -251,7 +277,8 @@ def read_outcome(
             out.error = _last_error_line(output) or f"exit status {exit_code}"
     elif out.error:
         # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
-        # eager): still the compiler failing
+        # eager), or an exception other than eager's that the script caught: still the compiler
+        # failing. One that is exactly eager's was recorded as ok and is not here.
         out.kind = "crash"
     elif out.divergence is not None:
         out.kind = "accuracy"

@@ -34,7 +34,10 @@ def summary_line(r: dict) -> str:
         return (
             f"eager fails, the script without torch.compile passes: Dynamo's capture, {where} ({runs} runs)"
         )
-    kind = (r.get("failure") or {}).get("kind", "failure")
+    failure = r.get("failure") or {}
+    kind = failure.get("kind", "failure")
+    if failure.get("vs_eager"):  # the call compared with eager says it best: "eager raises X, S ..."
+        kind = failure["vs_eager"] + ":"
     cb = r.get("compiler_bisector") or {}
     torch_part = ""
     if cb.get("subsystem"):
@@ -76,6 +79,9 @@ def render_text(r: dict) -> str:
     )
     if stages:
         lines.append(f"  stages   {stages}")
+    as_eager = [s for s in r.get("stages") or [] if s["ok"] and "what eager raises" in (s.get("note") or "")]
+    if as_eager:  # why a stage whose graph raised is ok
+        lines.append(f"           ({', '.join(s['stage'] for s in as_eager)}: {as_eager[0]['note']})")
     if r.get("references"):
         lines.append(f"  kept     the script's reference calls: {', '.join(r['references'])} (not stepped)")
     if r.get("failure"):
@@ -85,6 +91,9 @@ def render_text(r: dict) -> str:
             else ""
         )
         lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}{where}")
+        vs = r["failure"].get("vs_eager")
+        if vs and vs != r["failure"]["error"]:
+            lines.append(f"  vs eager {vs}")
     c = r.get("culprit") or {}
     g = r.get("graph") or {}
     if c.get("compile_id"):
