@@ -190,7 +190,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
                 record("run", ok=False, call=call, no_raise=True, error=mismatch, mismatch=mismatch)
             return result
         if refs is not None:
-            _compare(args, result, refs, probe, call, record)
+            _compare(args, result, refs, probe, call, record, reference)
         return result
 
     return run
@@ -264,11 +264,16 @@ def _probe(compiled, refs):
         return None
 
 
-def _compare(args, result, refs, probe, call: int, record) -> None:
-    from fxlens.bisect.check import compare_result
+def _compare(args, result, refs, probe, call: int, record, gm=None) -> None:
+    from dataclasses import replace
+
+    from fxlens.bisect.check import compare_result, output_ops
 
     try:
         divs = compare_result(list(args), result, refs, check_grads=False)
+        ops = output_ops(gm) if gm is not None else []
+        # name the op behind each output: "the script's tolerance is tighter than fp16 allows at <op>"
+        divs = [replace(d, op=ops[i]) if i < len(ops) else d for i, d in enumerate(divs)]
         if probe is not None:
             grads = compare_result(refs.probe_args, probe, refs, check_grads=True)
             divs += [d for d in grads if d.what.startswith("grad")]
@@ -276,4 +281,22 @@ def _compare(args, result, refs, probe, call: int, record) -> None:
         record("check", ok=True, call=call, skipped=f"comparison failed: {_error(e)}")
         return
     bad = [d for d in divs if not d.ok]
-    record("check", ok=not bad, call=call, divergences=[d.__dict__ for d in (bad or divs)[:8]])
+    record(
+        "check",
+        ok=not bad,
+        call=call,
+        divergences=[d.__dict__ for d in (bad or divs)[:8]],
+        minify_rule=_minify_rule(refs, result),
+    )
+
+
+def _minify_rule(refs, result) -> str | None:
+    """What `fxlens minify --check accuracy` says of these outputs (its rule, torch's `same()` with
+    a scaled floor, is stricter on tiny values than the per-dtype tolerances here): None when it
+    passes them, so bisect only points at that check when it will find something."""
+    try:
+        from fxlens.minify.check import accuracy_failure
+
+        return accuracy_failure(refs.out64, refs.out, result)
+    except Exception as e:
+        return f"not known: {_error(e)}"

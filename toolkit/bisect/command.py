@@ -234,6 +234,8 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
     base["failure"]["outside_graphs"] = bad_out.outside
     # the failing call compared with what eager did on it ("eager raises X, S returns a value")
     base["failure"]["vs_eager"] = bad_out.mismatch or None
+    # the script's own check failed on a value that passes the fp64 rule: its tolerance is the issue
+    base["failure"]["eager_diff"] = bad_out.closer if bad_out.kind == "accuracy" and bad_out.outside else None
     if first_bad == lad[0]:
         return _eager_fails(runs, base, bad_out, fails)
     good = lad[lad.index(first_bad) - 1]

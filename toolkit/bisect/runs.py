@@ -8,6 +8,7 @@ and torch's trace in that run's session are read back here. This module never im
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -69,6 +70,8 @@ class Outcome:
     as_eager: list[int] = field(default_factory=list)
     # the first failing call compared with eager: "eager raises X, <stage> returns a value", ...
     mismatch: str = ""
+    # a checked output that differs from eager's but passes the fp64 rule (see _closer_than_eager)
+    closer: dict | None = None
 
     @property
     def failed(self) -> bool:
@@ -239,6 +242,8 @@ def read_outcome(
                 out.eager_raised.setdefault(ordinal, str(ev.get("raised", "")))
             elif ev.get("as_eager") and ordinal not in out.as_eager:
                 out.as_eager.append(ordinal)
+            if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
+                out.closer = _closer_than_eager(ev)
             if ev.get("ok") is False and ordinal not in out.failing:
                 out.failing.append(ordinal)
                 if ev.get("phase") == "check" and out.divergence is None:
@@ -275,6 +280,9 @@ def read_outcome(
             output = _stderr(sdir)
             out.outside = _raised_outside_compiled_code(output)
             out.error = _last_error_line(output) or f"exit status {exit_code}"
+            if out.outside and ASSERT_CLOSE.match(out.error):
+                # the script's own assert_close on the outputs: an accuracy failure, not a crash
+                out.kind = "accuracy"
     elif out.error:
         # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
         # eager), or an exception other than eager's that the script caught: still the compiler
@@ -307,6 +315,29 @@ def _raised_outside_compiled_code(output: str) -> bool:
     start = output.rfind("Traceback (most recent call last):")
     frames = parse_traceback(output[start:]) if start >= 0 else []
     return bool(frames) and not any(m in f.file for f in frames for m in COMPILED_CODE_MARKERS)
+
+
+# torch.testing.assert_close's failure lines (the script compared compiled and eager outputs)
+ASSERT_CLOSE = re.compile(r"AssertionError: (Tensor-likes|Scalars) are not (close|equal)")
+
+
+def _closer_than_eager(ev: dict) -> dict | None:
+    """The output of a check event whose value differs from eager's while passing the fp64 rule
+    (the compiled code kept more precision, e.g. an fp16 add done in fp32): a script comparing
+    with eager sees a difference no compiler is bound to avoid. `closer_to_fp64` says whether it
+    is strictly the nearer of the two."""
+    if ev.get("minify_rule"):  # minify's accuracy rule sees a divergence: an accuracy bug to reduce
+        return None
+    for d in ev.get("divergences") or []:
+        if d.get("vs_eager", 0) > 0 and d.get("ok"):
+            closer = d.get("max_abs_err", 0) < d.get("eager_abs_err", 0)
+            return {
+                **d,
+                "closer_to_fp64": closer,
+                "compile_id": ev.get("compile_id"),
+                "stage": ev.get("stage"),
+            }
+    return None
 
 
 def _divergence_line(d: dict) -> str:

@@ -52,7 +52,25 @@ def summary_line(r: dict) -> str:
         where = (
             f"no single graph: graphs #{g.get('ordinal')}-#{g.get('to')} of {g.get('of')} fail only together"
         )
-    return f"{kind} first at stage {stage}, {where}{kernel}{torch_part} ({runs} runs)"
+    closer = closer_clause(failure.get("eager_diff"))
+    return f"{kind} first at stage {stage}, {where}{kernel}{torch_part}{closer} ({runs} runs)"
+
+
+def closer_clause(c: dict | None) -> str:
+    """Why a script's comparison with eager fails on a value that passes the fp64 rule, or ""."""
+    if not c:
+        return ""
+    dtype = c.get("dtype") or "this dtype"
+    at = f" at {c['op']}" if c.get("op") else " at this op"
+    errs = f"max error {c.get('max_abs_err', 0):.3g} vs eager's {c.get('eager_abs_err', 0):.3g}"
+    if c.get("closer_to_fp64"):
+        how = f"the compiled value is closer to fp64 than eager's ({c.get('what')}, {dtype}: {errs})"
+    else:
+        how = (
+            f"the compiled value differs from eager's by {c.get('vs_eager', 0):.3g} and is within "
+            f"{dtype}'s tolerance of the fp64 reference ({c.get('what')}: {errs})"
+        )
+    return f"; {how}: the script's tolerance is tighter than {dtype} allows{at}"
 
 
 def next_command(r: dict, script: str, args: list[str]) -> str | None:
@@ -64,6 +82,12 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
     # an exception from the script's own code (its assert_close on the compiled output): what the
     # graph did wrong can only show in its outputs, which minify's accuracy check compares
     check = "accuracy" if failure.get("kind") == "accuracy" or failure.get("outside_graphs") else "crash"
+    if (failure.get("vs_eager") or "").startswith("eager raises"):
+        # eager raises on these inputs: minify keeps them, and the raise (or abort) is the signature
+        check = "raise"
+    elif failure.get("eager_diff"):
+        # no graph is farther from fp64 than eager: what fails is the script's comparison with eager
+        check = "eager-diff"
     # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
     parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
     return " ".join(shlex.quote(p) for p in parts)

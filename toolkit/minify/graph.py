@@ -49,6 +49,12 @@ class InputSpec:
         return cls(**d)
 
 
+def _is_fake(t) -> bool:
+    from torch._subclasses.fake_tensor import is_fake
+
+    return is_fake(t)
+
+
 def spec_of(value, saved: str | None = None) -> InputSpec:
     """The InputSpec of a runtime value (a tensor or a scalar)."""
     if isinstance(value, torch.SymInt):  # dynamic=True: a size Dynamo made symbolic; its real value
@@ -56,7 +62,8 @@ def spec_of(value, saved: str | None = None) -> InputSpec:
     if not isinstance(value, torch.Tensor):
         return InputSpec(is_tensor=False, scalar=value if isinstance(value, (int, float, bool)) else None)
     lo, hi = 0, 1
-    if not (value.is_floating_point() or value.is_complex()) and value.dtype != torch.bool and value.numel():
+    integral = not (value.is_floating_point() or value.is_complex()) and value.dtype != torch.bool
+    if integral and value.numel() and not _is_fake(value):  # a fake tensor has no values to range
         lo, hi = int(value.min()), int(value.max())
     return InputSpec(
         shape=tuple(value.shape),
@@ -254,16 +261,30 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
     # with grad on, so a node that becomes an input keeps requires_grad (backward failures need
     # it); without, when grad mode refuses the graph (in-place ops on leaves)
     try:
-        Recorder(gm).run(*values)
-    except RuntimeError:
-        with torch.no_grad():
+        try:
             Recorder(gm).run(*values)
+        except RuntimeError:
+            with torch.no_grad():
+                Recorder(gm).run(*values)
+    except Exception:
+        # the graph raises on its recorded inputs: eager's own error, the very behaviour a
+        # "compiled does not raise" report is about. Meta from fake tensors (shapes, strides and
+        # dtypes only, no data), which is all a node's spec needs
+        _record_fake(Recorder, gm, values)
     for n, spec in zip([n for n in gm.graph.nodes if n.op == "placeholder"], specs):
         n.meta["fxlens_spec"] = spec
     out = next(n for n in gm.graph.nodes if n.op == "output")
     flat, _ = torch.utils._pytree.tree_flatten(out.args[0])
     out.args = (tuple(a for a in flat if isinstance(a, fx.Node) and tensor_spec(a) is not None),)
     return rebuild(Candidate(gm.graph, specs))
+
+
+def _record_fake(recorder, gm: fx.GraphModule, values: list) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fakes = [mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in values]
+        recorder(gm).run(*fakes)
 
 
 # largest tensor constant written into a reproducer as a literal (elements)
