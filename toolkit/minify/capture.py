@@ -179,10 +179,13 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     """Graph k as code (attributes lifted to inputs) and its meta; (the copy saved, lifted, meta)."""
     import torch
 
+    from fxlens.minify.fidelity import constants, graph_ops
     from fxlens.minify.graph import spec_of
 
     saved = copy.deepcopy(gm)
     n_extra = len(example_inputs)
+    # what the backend is given, before attributes are lifted: compared with the isolated graph
+    seen = {"ops": graph_ops(gm.graph), "constants": constants(gm)}
     inputs = _lift_attributes(saved, list(example_inputs))
     lifted = inputs[n_extra:]
     (out / f"graph_{k}.py").write_text(_graph_source(saved))
@@ -196,6 +199,7 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
         "num_calls": sum(
             1 for n in saved.graph.nodes if n.op in ("call_function", "call_method", "call_module")
         ),
+        **seen,
     }
     (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
     return saved, lifted, meta

@@ -183,10 +183,15 @@ def _confirm_phase(run: MinifyRun, captured: _Captured) -> _Confirmed:
     if found is None and captured.failed is None:  # the script failed, but no compiled graph does
         raise run.no_failure(captured)
     if found is None:
+        from fxlens.minify.fidelity import differences
+
         child_sig = child_sig or _last_error_line(captured.stderr_text)
+        diff = differences(meta, cand, base.config_lines, captured.baseline)
+        why = "; ".join(diff) if diff else "ops, mutations, constants, inputs and config all match"
         raise FxlensError(
             f"{run.script}: graph {captured.todo[0]} fails in the script ({child_sig}) but not when compiled "
-            f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
+            f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'}; compared with the graph the "
+            f"backend saw: {why})"
         )
     if run.check == "auto" and found.spec.check == "accuracy" and not found.sig.startswith("AccuracyError"):
         found.spec = replace(found.spec, check="crash")  # an exception: crash mode gives the same signature
