@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from fxlens import config
@@ -144,12 +145,14 @@ def wrapper(gm, example_inputs, asked: str | None = None):
     except FxlensError as e:  # a bad --backend: the parent stops with this one line
         record("compile", ok=False, error=str(e), refused=True)
         raise
+    t0 = time.perf_counter()
     try:
         compiled = _compile(backend, use, gm, example_inputs)
     except Exception as e:
-        record("compile", ok=False, error=_error(e))
+        record("compile", ok=False, error=_error(e), seconds=round(time.perf_counter() - t0, 3))
         raise
-    record("compile", ok=True, random_ops=random_ops)
+    # where a run's time goes: the backend's compile, the checks, the rest (`fxlens.bisect.runs`)
+    record("compile", ok=True, random_ops=random_ops, seconds=round(time.perf_counter() - t0, 3))
     state = {"calls": 0, "failed": False, "as_eager": False}
 
     def run(*args):
@@ -157,6 +160,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         call = state["calls"]
         refs = probe = eager_exc = None
         eager_known = call <= bcfg.check_calls
+        t_check = time.perf_counter()
         if eager_known:
             if reference is not None:
                 refs, eager_exc = _references(reference, args, record)
@@ -168,6 +172,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
                 record("eager", call=call, raised=exception_line(eager_exc))
             elif refs is not None:
                 probe = _probe(compiled, refs)
+        check_s = time.perf_counter() - t_check
         try:
             result = compiled(*args)
         except Exception as e:
@@ -190,7 +195,7 @@ def wrapper(gm, example_inputs, asked: str | None = None):
                 record("run", ok=False, call=call, no_raise=True, error=mismatch, mismatch=mismatch)
             return result
         if refs is not None:
-            _compare(args, result, refs, probe, call, record, reference)
+            _compare(args, result, refs, probe, call, record, reference, check_s)
         return result
 
     return run
@@ -264,11 +269,12 @@ def _probe(compiled, refs):
         return None
 
 
-def _compare(args, result, refs, probe, call: int, record, gm=None) -> None:
+def _compare(args, result, refs, probe, call: int, record, gm=None, before_s: float = 0.0) -> None:
     from dataclasses import replace
 
     from fxlens.bisect.check import compare_result, output_ops
 
+    t0 = time.perf_counter()
     try:
         divs = compare_result(list(args), result, refs, check_grads=False)
         ops = output_ops(gm) if gm is not None else []
@@ -281,12 +287,15 @@ def _compare(args, result, refs, probe, call: int, record, gm=None) -> None:
         record("check", ok=True, call=call, skipped=f"comparison failed: {_error(e)}")
         return
     bad = [d for d in divs if not d.ok]
+    rule = _minify_rule(refs, result)
     record(
         "check",
         ok=not bad,
         call=call,
         divergences=[d.__dict__ for d in (bad or divs)[:8]],
-        minify_rule=_minify_rule(refs, result),
+        minify_rule=rule,
+        # the references and probe before the call, and this comparison
+        seconds=round(before_s + time.perf_counter() - t0, 3),
     )
 
 

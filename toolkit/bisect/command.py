@@ -154,6 +154,8 @@ def bisect_script(
             runs.warm.close()
         shutil.rmtree(sdir / INDUCTOR_CACHE, ignore_errors=True)
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
+    # where each run's time went (the CompilerBisector steps' are under compiler_bisector)
+    result["run_times"] = [o.times() for o in runs.outcomes]
     result["session"] = str(sdir)
     result["summary"] = summary_line(result)
     result["next"] = next_command(result, script, list(args))
@@ -393,7 +395,7 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
         tail: list[str] = []
         try:
             for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith("  run "):
+                if line.startswith(("  run ", "  skip ")):
                     runs.echo(line.rstrip("\n"))
                 tail = [*tail[-20:], line.rstrip("\n")]
         except BaseException:
@@ -410,6 +412,8 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
     return {
         **(data.get("result") or {"found": None}),
         "runs": len(data.get("runs", [])),
+        "skipped": data.get("skipped") or [],
+        "run_times": data.get("runs") or [],
         **extra,
         **_err(data),
     }

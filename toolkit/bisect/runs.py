@@ -72,6 +72,29 @@ class Outcome:
     mismatch: str = ""
     # a checked output that differs from eager's but passes the fp64 rule (see _closer_than_eager)
     closer: dict | None = None
+    # where the run's time went: the backends' compiles, the checks against eager and fp64
+    compile_s: float = 0.0
+    check_s: float = 0.0
+
+    def time_line(self) -> str:
+        """`65.8s: compile 40.1, checks 0.3, script and start 25.4` for the progress line."""
+        rest = max(self.seconds - self.compile_s - self.check_s, 0.0)
+        return (
+            f"{self.seconds:.1f}s: compile {self.compile_s:.1f}, checks {self.check_s:.1f}, "
+            f"script and start {rest:.1f}"
+        )
+
+    def times(self) -> dict:
+        """The run's time, split, for the verdict's `run_times`."""
+        rest = max(self.seconds - self.compile_s - self.check_s, 0.0)
+        return {
+            "n": self.n,
+            "label": self.label,
+            "seconds": round(self.seconds, 2),
+            "compile_s": round(self.compile_s, 2),
+            "check_s": round(self.check_s, 2),
+            "script_and_start_s": round(rest, 2),
+        }
 
     @property
     def failed(self) -> bool:
@@ -168,7 +191,7 @@ class Runs:
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0, self.timeout)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
-        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.seconds:.1f}s]")
+        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.time_line()}]")
         return out
 
     def _start(self, sdir: Path, child_env: dict, wrap: bool):
@@ -238,6 +261,10 @@ def read_outcome(
             out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
             out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
             in_flight = ev if ev.get("phase") == "eager" else None
+            if ev.get("phase") == "compile":
+                out.compile_s += float(ev.get("seconds") or 0)
+            elif ev.get("phase") == "check":
+                out.check_s += float(ev.get("seconds") or 0)
             if ev.get("phase") == "eager":
                 out.eager_raised.setdefault(ordinal, str(ev.get("raised", "")))
             elif ev.get("as_eager") and ordinal not in out.as_eager:

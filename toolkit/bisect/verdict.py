@@ -93,6 +93,19 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _time_split(r: dict) -> str:
+    """`: compile 52.0s, checks 1.1s, script and start 19.5s (run 1: 65.8s)` over every run."""
+    times = list(r.get("run_times") or []) + list((r.get("compiler_bisector") or {}).get("run_times") or [])
+    if not times:
+        return ""
+    total = {k: sum(t.get(k, 0) for t in times) for k in ("compile_s", "check_s", "script_and_start_s")}
+    first = times[0]
+    return (
+        f": compile {total['compile_s']:.1f}s, checks {total['check_s']:.1f}s, script and start "
+        f"{total['script_and_start_s']:.1f}s (run {first['n']} {first['label']}: {first['seconds']:.1f}s)"
+    )
+
+
 def render_text(r: dict) -> str:
     """The short verdict `fxlens bisect` prints."""
     lines = [f"verdict: {r['summary']}"]
@@ -145,10 +158,11 @@ def render_text(r: dict) -> str:
             sub = cb.get("subsystem") or "(no subsystem narrowed)"
             num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
             dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
+            skipped = f"; skipped {', '.join(cb['skipped'])}: no CUDA" if cb.get("skipped") else ""
             lines.append(
-                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs)"
+                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs{skipped})"
             )
-    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s")
+    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s{_time_split(r)}")
     if r.get("outcome") == "flaky":
         lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
     if r.get("next"):
