@@ -25,10 +25,10 @@ from fxlens.backend.ir import (
     full_index,
     numel,
 )
-from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, _lit, index_equal, row_index
+from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, index_equal, row_index, triton_literal
 from fxlens.backend.symbolic import hint, is_static, render, used_symbols
 
-__all__ = ["Incompatible", "Kernel", "KernelCtx", "KernelSource", "SchedNode", "_lit", "generate",
+__all__ = ["Incompatible", "Kernel", "KernelCtx", "KernelSource", "SchedNode", "triton_literal", "generate",
            "index_equal", "persistent"]  # fmt: skip
 
 
@@ -176,7 +176,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
     r: Reduction = sn.value
     acc_dt = _acc_dtype(r)
     tl_acc = TL_DTYPE[acc_dt]
-    ident = _lit(_identity(r.rtype, acc_dt))
+    ident = triton_literal(_identity(r.rtype, acc_dt))
     arg = r.rtype in ("argmax", "argmin")
     looped = not ctx.persistent
     for n in [r.node, *r.extra_nodes]:
@@ -223,7 +223,7 @@ def _emit_reduction(ctx: KernelCtx, sn: SchedNode) -> None:
     if isinstance(r.scale, Recip):  # 1/n of a symbolic n: divided at run time
         res = ctx.op(f"{res} / {render(r.scale.n)}")
     elif r.scale is not None:
-        res = ctx.op(f"{res} * {_lit(float(r.scale))}")
+        res = ctx.op(f"{res} * {triton_literal(float(r.scale))}")
     ctx.store(sn, decompose("xindex", sn.out.shape), res, out_dt)
     if looped:
         ctx.enter_section("main")

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
-from torch._functorch.aot_autograd import aot_module_simplified
 
 from fxlens.backend import config
 from fxlens.backend.codegen import Kernel, generate, persistent
@@ -27,6 +26,7 @@ from fxlens.backend.lower.aot import aot_options
 from fxlens.backend.runtime import op_name
 from fxlens.backend.scheduler import schedule
 from fxlens.backend.symbolic import SymbolicUnsupported, bind, hint, hints_of, is_static
+from fxlens.backend.torch_compat import FakeTensorMode, aot_module_simplified, current_compile_id
 from fxlens.backend.trace_log import for_compile, log_artifact, log_json
 from fxlens.backend.wrapper import build_wrapper
 
@@ -92,7 +92,7 @@ class _Specializing:
             "dynamic_fallback", {"graph": kind, "reason": reason, "action": "specialize per input shape"}
         )
         # run-time compiles happen outside Dynamo's compile: keep its id for their artifacts
-        self.compile_id = torch._guards.CompileContext.current_compile_id()
+        self.compile_id = current_compile_id()
 
     def __call__(self, args):
         key = tuple(
@@ -109,8 +109,6 @@ class _Specializing:
 
 
 def _concrete_metas(gm, args) -> dict:
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
     metas: dict = {}
@@ -393,7 +391,7 @@ def _decision(d) -> dict:
 
 def _ir_dump(G, rmax) -> str:
     from fxlens.backend.codegen import SchedNode
-    from fxlens.backend.scheduler import _new_kernel
+    from fxlens.backend.scheduler import new_kernel
 
     lines = [f"# fxlens loop-level IR ({G.kind}): one line per realized value"]
     for b in G.placeholders:
@@ -404,7 +402,7 @@ def _ir_dump(G, rmax) -> str:
             lines.append(f"{it.name} = extern {it.node.target}(reads {sorted(it.reads)})")
             continue
         assert isinstance(it, SchedNode)
-        k = _new_kernel(it)
+        k = new_kernel(it)
         src = generate(k, "probe", persistent(k, rmax), None)
         ops = [op_name(n) for n in sorted(src.closure, key=lambda n: n.name) if n.op == "call_function"]
         v = it.value

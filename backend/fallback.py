@@ -24,7 +24,7 @@ SYMBOLIC_READY = {
     "fxlens.backend.lower.reductions",
     "fxlens.backend.lower.views",
     "fxlens.backend.lower.index",
-    "fxlens.backend.lower.math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
+    "fxlens.backend.lower.elementwise_math",  # pointwise only (pow.Tensor_Scalar lives there now: RMSNorm's x.pow(2))
 }
 # Lowerings audited for symbolic shapes whose scalar arguments must still be numbers.
 SHAPES_READY = {
@@ -33,9 +33,9 @@ SHAPES_READY = {
     "fxlens.backend.lower.division._div_rounding",
     "fxlens.backend.lower.division._floor_divide",
     "fxlens.backend.lower.division._remainder_fmod",
-    "fxlens.backend.lower.random._rand",
-    "fxlens.backend.lower.random._rand_like",
-    "fxlens.backend.lower.random._bernoulli",
+    "fxlens.backend.lower.rng._rand",
+    "fxlens.backend.lower.rng._rand_like",
+    "fxlens.backend.lower.rng._bernoulli",
 }
 
 

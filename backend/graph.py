@@ -22,6 +22,7 @@ from fxlens.backend.items import Budget, Extern
 from fxlens.backend.lower.table import LOWERINGS, VIEW_OPS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
 from fxlens.backend.symbolic_views import strided_view
+from fxlens.backend.torch_compat import OpOverload
 
 aten = torch.ops.aten
 
@@ -98,7 +99,7 @@ class GraphLowering:
         if isinstance(v, Buffer) or not isinstance(v, Value):
             return v
         if getattr(v, "alias_of", None) is not None:  # alias/detach/getitem: the same storage
-            return self._relabel(self.realize(v.alias_of), v.node)
+            return self.relabel(self.realize(v.alias_of), v.node)
         if id(v) in self.realized:
             return self.realized[id(v)]
         if getattr(v, "view_of", None) is not None and self.fusion:
@@ -175,7 +176,7 @@ class GraphLowering:
                       out.storage_offset(), root, root.kind)  # fmt: skip
 
     def slice(self, node, meta, x, dim, start, end):
-        from fxlens.backend.lower.views import _view_remap
+        from fxlens.backend.lower.views import view_remap
 
         class _N:
             target = aten.slice.Tensor
@@ -187,7 +188,7 @@ class GraphLowering:
                 return Buffer(
                     b.name, b.shape, b.stride, b.dtype, b.device, node, None, b.offset, b.root, b.kind
                 )
-        return self.view(node, meta, x, args, _view_remap(_N, x, meta, args))
+        return self.view(node, meta, x, args, view_remap(_N, x, meta, args))
 
     def view_as(self, buf: Buffer, shape, node, item):
         if not is_static(*buf.shape, *buf.stride, buf.offset, *shape):
@@ -277,7 +278,7 @@ class GraphLowering:
         args = map_aggregate(node.args, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
         kwargs = map_aggregate(node.kwargs, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else a)
         if node.target is operator.getitem:
-            return self._relabel(args[0][args[1]], node)
+            return self.relabel(args[0][args[1]], node)
         if node.target == aten.copy_.default and isinstance(args[0], Buffer) and args[0].kind == "input" \
                 and args[0].root is None and isinstance(args[1], Value):  # fmt: skip
             self.mutations.append((node, args[0], args[1]))
@@ -288,7 +289,7 @@ class GraphLowering:
             return args[0].stride[args[1]]
         if node.target == aten.sym_numel.default:
             return numel(args[0].shape)
-        if not isinstance(node.target, torch._ops.OpOverload):
+        if not isinstance(node.target, OpOverload):
             flat = []
             map_aggregate((args, kwargs), flat.append)
             if not any(isinstance(a, Value) for a in flat):
@@ -352,7 +353,7 @@ class GraphLowering:
         )  # scalars: cheap per program
         return len(body) <= budget and len([p for p in src.params if p.name != "probe"]) <= 3
 
-    def _relabel(self, v, node):
+    def relabel(self, v, node):
         """A tuple element, labelled with its getitem node (what ATen replays and reports see)."""
         if isinstance(v, Buffer):
             return Buffer(v.name, v.shape, v.stride, v.dtype, v.device, node, None, v.offset, v.root, v.kind)

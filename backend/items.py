@@ -2,7 +2,7 @@
 the fusion `Budget`, which holds every fusion decision (`Decision`) in the order it was taken.
 
 Kept apart from graph.py because the scheduler, the wrapper and the lowerings that emit ATen calls
-themselves (lower/random.py) use these records without needing graph lowering.
+themselves (lower/rng.py) use these records without needing graph lowering.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def _sample(n: int) -> np.ndarray:
     return np.unique(pts).astype(np.int64)
 
 
-def _lit(v) -> str:
+def triton_literal(v) -> str:
     if not is_static(v):
         return render(v)  # a symbolic size used as a scalar operand (x / n)
     if isinstance(v, bool):
@@ -223,7 +223,7 @@ class KernelCtx:
 
     def full(self, value, dtype: torch.dtype) -> str:
         dt = compute_dtype(dtype)
-        v = _lit(bool(value) if dt == torch.bool else value)
+        v = triton_literal(bool(value) if dt == torch.bool else value)
         return self.op(f"tl.full({self.block()}, {v}, {TL_DTYPE[dt]})")
 
     def index_tensor(self, expr: str, dtype: torch.dtype = torch.int64) -> str:
@@ -234,7 +234,9 @@ class KernelCtx:
     def enter(self, node) -> None:
         self.closure.add(node)
 
-    def _param(self, root: Buffer) -> str:
+    def pointer_param(self, root: Buffer) -> str:
+        """The kernel's pointer argument for buffer `root`, added on first use (lowerings that store
+        outside `store`, such as scatter and histogram, need it too)."""
         self.params.setdefault(root.name, root)
         return f"p_{root.name}"
 
@@ -270,7 +272,7 @@ class KernelCtx:
         self.read_elems[root.name] = self.read_elems.get(root.name, 0) + min(hint(numel(buf.shape)), points)
         if "rindex" in off:
             self.passes.setdefault(root.name, set()).add(self.scope)
-        p = self._param(root)
+        p = self.pointer_param(root)
         if "xindex" not in off and "rindex" not in off:
             off = f"{off} + 0 * xindex"
         var = self.op(f"tl.load({p} + ({off}), {self._mask(off)}, other=0)")
@@ -322,7 +324,7 @@ class KernelCtx:
             val = self.op(f"{val}.to({TL_DTYPE[buf.dtype]})")
         if "xindex" not in off and "rindex" not in off:
             off = f"{off} + 0 * xindex"
-        self.emit(f"tl.store({self._param(root)} + ({off}), {val}, {self._mask(off)})")
+        self.emit(f"tl.store({self.pointer_param(root)} + ({off}), {val}, {self._mask(off)})")
         self.written[root.name] = root
 
     # --- structure --------------------------------------------------------------------------

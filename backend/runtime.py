@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from fxlens.backend.torch_compat import tree_map_only
 from fxlens.backend.trace_log import log_json
 
 _MODULES: dict[tuple[str, bool], object] = {}
@@ -247,7 +248,7 @@ class CompiledKernel:
         a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
         if fp64:  # every floating input in fp64 (constants and stand-ins too: ops like
             # index_put refuse mixed dtypes); values rounded by an earlier cast keep their rounding
-            a, kw = torch.utils._pytree.tree_map_only(torch.Tensor, _as_fp64, (a, kw))
+            a, kw = tree_map_only(torch.Tensor, _as_fp64, (a, kw))
         return node.target(*a, **kw)
 
     def _write(self, args, values) -> None:

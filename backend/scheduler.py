@@ -19,7 +19,7 @@ from fxlens.backend.ir import Reduction, numel
 from fxlens.backend.items import Budget, Extern
 
 
-def _new_kernel(sn: SchedNode) -> Kernel:
+def new_kernel(sn: SchedNode) -> Kernel:
     if isinstance(sn.value, Reduction):
         r = sn.value
         return Kernel([sn], r.xnumel, r.rnumel, tuple(r.full), tuple(r.rdims))
@@ -60,7 +60,7 @@ def _recomputes(src, k: Kernel) -> str:
 
 
 def _reads(sn: SchedNode, rmax: int) -> set[str]:
-    src = generate(_new_kernel(sn), "probe", persistent(_new_kernel(sn), rmax), None)
+    src = generate(new_kernel(sn), "probe", persistent(new_kernel(sn), rmax), None)
     return {b.name for b in src.params} - ({sn.out.base.name} if not sn.mutation else set())
 
 
@@ -82,7 +82,7 @@ def schedule(items: list, fusion: bool, budget: Budget, rmax: int) -> list:
         if fusion:
             placed = _try_fuse(out, sn, r, writes, produced, reads, budget, rmax)
         if not placed:
-            k = _new_kernel(sn)
+            k = new_kernel(sn)
             out.append(k)
             produced[id(k)] = set(writes)
             reads[id(k)] = set(r)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import inspect
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from torch._logging import trace_structured
+from fxlens.backend.torch_compat import TRACE_STRUCTURED_TAKES_COMPILE_ID, trace_structured
 
 # Every artifact the backend writes is named with this prefix so readers can pick them out.
 PREFIX = "fxlens_"
@@ -21,8 +20,6 @@ PREFIX = "fxlens_"
 # The compile id of artifacts written outside Dynamo's compile (dynamic shapes specialise at run
 # time, where torch has no current compile id): set by `for_compile`, passed to trace_structured.
 _COMPILE_ID: contextvars.ContextVar = contextvars.ContextVar("fxlens_compile_id", default=None)
-# older torch (2.11 on the GPU box) may lack the keyword: then run-time artifacts carry no id
-_HAS_COMPILE_ID = "compile_id" in inspect.signature(trace_structured).parameters
 
 
 @contextlib.contextmanager
@@ -37,7 +34,7 @@ def for_compile(compile_id) -> Iterator[None]:
 
 def _id_kwargs() -> dict:
     cid = _COMPILE_ID.get()
-    return {"compile_id": cid} if cid is not None and _HAS_COMPILE_ID else {}
+    return {"compile_id": cid} if cid is not None and TRACE_STRUCTURED_TAKES_COMPILE_ID else {}
 
 
 def log_artifact(name: str, payload: str | Callable[[], str]) -> None:

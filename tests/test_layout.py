@@ -46,7 +46,7 @@ def test_backend_import_does_not_pull_in_the_toolkit():
     code = (
         "import sys, fxlens.backend.registry;"
         "heavy = [m for m in sys.modules if m.startswith('fxlens.') and not m.startswith('fxlens.backend')"
-        " and m != 'fxlens._lazy'];"
+        "];"
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -54,7 +54,8 @@ def test_backend_import_does_not_pull_in_the_toolkit():
 
 
 # What each toolkit layer may import (besides itself and the foundation: fxlens, fxlens.errors,
-# fxlens.config, fxlens._lazy). Dependencies point one way: trace <- report <- capture <- commands.
+# fxlens.config, and fxlens.backend.torch_compat, the one door to private torch symbols).
+# Dependencies point one way: trace <- report <- capture <- commands.
 LAYERS = {
     "trace": set(),
     "report": {"trace"},
@@ -65,7 +66,7 @@ LAYERS = {
     "diff": {"trace", "report"},
     "budget": {"trace", "report"},
 }
-FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens._lazy"}
+FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens.backend.torch_compat"}
 
 
 def _layer(module: str) -> str | None:
@@ -95,20 +96,33 @@ def test_tui_reads_trace_and_report_only():
     assert bad == []
 
 
-def test_old_flat_module_paths_still_import():
-    # users may hold `fxlens.session.Session` or `fxlens.report.build_report` from before the move
-    code = (
-        "import fxlens.session, fxlens.trace.session, fxlens.minify_check, fxlens.minify.check;"
-        "from fxlens.session import Session; from fxlens.report import build_report;"
-        "from fxlens.bisect_ladder import ladder; from fxlens.capture import main;"
-        "assert fxlens.session is fxlens.trace.session and fxlens.minify_check is fxlens.minify.check;"
-    )
-    _runs_in_a_fresh_interpreter(code)
+
+def test_no_module_shadows_the_standard_library():
+    # importing a family module named `math` binds it as an attribute of its package, where the stdlib
+    # module of that name is expected; descriptive names keep both readable (issue 23)
+    shadows = [
+        str(p.relative_to(ROOT))
+        for folder in ("toolkit", "backend", "tui")
+        for p in (ROOT / folder).rglob("*.py")
+        if p.stem in sys.stdlib_module_names
+    ]
+    assert shadows == []
 
 
-def _runs_in_a_fresh_interpreter(code: str) -> None:
-    out = subprocess.run([sys.executable, "-c", code + "print('ok')"], capture_output=True, text=True)
-    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+def test_backend_and_tui_import_no_private_names_across_modules():
+    # a helper another module needs is public in its module; an underscore says "this module only".
+    # toolkit/ is not held to it yet (its 54 imports are the next round, issue 23)
+    bad = []
+    for folder in ("backend", "tui"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fxlens"):
+                    bad += [
+                        f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{a.name}"
+                        for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")
+                    ]
+    assert bad == []
 
 
 def test_every_package_is_in_the_distribution():
@@ -168,19 +182,6 @@ def test_toolkit_and_backend_modules_open_with_a_docstring():
     bare = [rel for rel, text in _sized_modules() if not ast.get_docstring(ast.parse(text))]
     assert bare == []
 
-
-def test_old_backend_module_paths_still_import():
-    # users may hold the flat layout's paths: the stage modules, `fxlens.backend.lower` (a module
-    # before it became the lowering package) and `fxlens.backend.lowerings`
-    code = (
-        "import fxlens.backend.registry, fxlens.backend.stages, fxlens.backend.compile_fx, fxlens.backend.config;"
-        "from fxlens.backend.lower import aot_eager_compile, aot_options, decomposition_table;"
-        "from fxlens.backend.lowerings import LOWERINGS, pointwise, reduction, register;"
-        "from fxlens.backend.graph import Budget, Extern, GraphLowering;"
-        "import fxlens.backend.lower.core as core, torch;"
-        "assert LOWERINGS is core.LOWERINGS and torch.ops.aten.sin.default in LOWERINGS;"
-    )
-    _runs_in_a_fresh_interpreter(code)
 
 
 def test_ruff_clean():

@@ -1,16 +1,11 @@
 """fxlens: see what torch.compile did, find whose fault a failure is, and shrink it to a reproducer.
 
 Kept light on purpose: importing `fxlens.backend` (what `torch.compile(backend="fxlens")` does)
-runs this file, and must not pay for the toolkit. It registers the finder that keeps the old flat module
-paths (`fxlens.session`, `fxlens.minify_check`, ...) importable, and resolves `fxlens.expect` (the
-compile-budget context manager) only when it is first used.
+runs this file, and must not pay for the toolkit. It resolves `fxlens.expect` (the compile-budget
+context manager) only when it is first used.
 """
 
-from fxlens import _lazy
-
 __version__ = "0.1.0"
-
-_lazy.install()
 
 # `from fxlens import expect`: resolved on first use, so `import fxlens` stays free of torch
 _LAZY = {"expect": "fxlens.budget.context", "BudgetExceeded": "fxlens.budget.context"}

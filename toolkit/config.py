@@ -143,3 +143,15 @@ def load_bisect() -> BisectConfig:
         check_tested_only=_env_str(ENV_BISECT_CHECK_TESTED_ONLY, "0") not in ("", "0"),
         fresh_runs=_env_str(ENV_BISECT_FRESH_RUNS, "0") not in ("", "0"),
     )
+
+
+# -- reading traces: processes reading a job's per-rank logs at once (fxlens.trace.parallel) --
+ENV_READ_JOBS = "FXLENS_READ_JOBS"
+
+
+def read_jobs() -> int:
+    """Processes that read logs in parallel: 0 (default) one per available core, 1 in this process."""
+    try:
+        return max(0, int(_env_str(ENV_READ_JOBS, "0") or 0))
+    except ValueError:
+        return 0

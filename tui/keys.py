@@ -3,7 +3,7 @@
 A key action is (keys, action, description, scope). Scopes: "app" (anywhere in a session screen:
 its actions run on tui/session_screen.py's SessionScreen, or on the App when prefixed `app.`), "tree" (the compile-id
 tree), "table" (every table), "graph", "guards", "kernels", "results", "code" (code panes), "diff"
-(the Diff page of `fxlens tui A --diff B`).
+(the Diff page of `fxlens tui A --diff B`), "page" (the `?` and `!` text pages).
 """
 
 from __future__ import annotations
@@ -98,6 +98,13 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("g", "scroll_home", "top", "diff"),
     KeyAction("G", "scroll_end", "bottom", "diff"),
     KeyAction("q", "app.quit", "quit", "diff", True),
+    # -- text pages (the key list, what was skipped) --------------------------------------------
+    KeyAction("j,down", "scroll_page('down')", "scroll down", "page"),
+    KeyAction("k,up", "scroll_page('up')", "scroll up", "page"),
+    KeyAction("ctrl+d,pagedown,space", "scroll_page('page_down')", "page down", "page"),
+    KeyAction("ctrl+u,pageup", "scroll_page('page_up')", "page up", "page"),
+    KeyAction("g,home", "scroll_page('home')", "top", "page"),
+    KeyAction("G,end", "scroll_page('end')", "bottom", "page"),
     # -- results view -------------------------------------------------------------------------
     KeyAction("o", "jump_culprit", "jump to the culprit's kernel or graph (in its run)", "results", True),
     KeyAction("r", "open_run", "open the selected run's trace (escape comes back)", "results", True),
@@ -149,7 +156,7 @@ def display(keys: str) -> str:
 
 
 def help_rows() -> list[tuple[str, str, str]]:
-    """(where, keys, what) for every key, for the `?` screen and the README."""
+    """(where, keys, what) for every key, for the `?` screen and docs/guides/tui.md."""
     builtin = [
         ("table", "up / down / pgup / pgdn", "move"),
         ("tree", "enter / space", "open / toggle"),

@@ -192,6 +192,8 @@ class Summary:
     events: list[dict]
     skipped: list[str]
     runs: list[dict] = field(default_factory=list)  # child runs with a trace (see child_runs)
+    rank_groups: dict = field(default_factory=dict)  # ranks grouped by behaviour (fxlens.report.ranks)
+    specializations: list[dict] = field(default_factory=list)  # fxlens.report.specializations
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -229,6 +231,8 @@ def summarise(session: Session) -> Summary:
         events=[e for e in report["events"] if e.get("event") in ("bisect", "minify", "doctor")],
         skipped=list(report["skipped"]),
         runs=child_runs(session),
+        rank_groups=report.get("rank_groups") or {},
+        specializations=report.get("specializations") or [],
     )
 
 

@@ -15,9 +15,12 @@ from fxlens.tui import keys
 class TextScreen(ModalScreen):
     """A modal page of text (the key list, what was skipped); escape, q or ? closes it."""
 
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
-    # | key            | action |
-    # | escape / q / ? | close  |
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close"), *keys.bindings("page")]
+    # | key                 | action          |
+    # | escape / q / ?      | close           |
+    # | j/k, up/down        | scroll one line |
+    # | ctrl+d/u, pgdn/pgup | scroll one page |
+    # | g/G, home/end       | top / bottom    |
 
     def __init__(self, text: Text) -> None:
         super().__init__()
@@ -31,6 +34,18 @@ class TextScreen(ModalScreen):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Static(self.text, id="text")
+
+    def action_scroll_page(self, how: str) -> None:
+        """Scroll the page: the keys of a pager (`less`), so a long key list reads at 80x24."""
+        page = self.query_one(VerticalScroll)
+        {
+            "down": page.scroll_down,
+            "up": page.scroll_up,
+            "page_down": page.scroll_page_down,
+            "page_up": page.scroll_page_up,
+            "home": page.scroll_home,
+            "end": page.scroll_end,
+        }[how](animate=False)
 
 
 class SearchInput(Input):
@@ -46,7 +61,7 @@ class SearchInput(Input):
 
 def help_text() -> Text:
     """Every key of the registry, by scope."""
-    text = Text.assemble(("fxlens tui keys", "bold"), "  (escape closes)\n\n")
+    text = Text.assemble(("fxlens tui keys", "bold"), "  (j/k scroll, escape closes)\n\n")
     for scope, k, what in keys.help_rows():
         text.append(f"  {scope:<8} ", "dim")
         text.append(f"{k:<30}", "bold")

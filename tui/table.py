@@ -98,6 +98,11 @@ class VimTable(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None, **_ignored) -> None:
         super().__init__(id=id, classes=classes)
         self.columns: dict[str, str] = {}  # key -> label
+        # column keys, most important first: when the table is wider than its pane, columns give up
+        # width from the end of this list (unlisted ones first), so the column that tells rows apart
+        # stays readable at 80x24; a cut cell ends in "…" and `elided()` has it whole
+        self.priority: tuple[str, ...] = ()
+        self._fit_for: tuple[int, list[int]] | None = None
         self._rows: list[tuple[str | None, tuple]] = []
         self._widths: list[int] | None = None
         self.cursor_row = 0
@@ -142,22 +147,44 @@ class VimTable(ScrollView, can_focus=True):
 
     def _changed(self) -> None:
         self._widths = None
+        self._fit_for = None
         size = Size(self.virtual_size.width, len(self._rows) + 1)
         if size != self.virtual_size:  # a new virtual size re-lays out the screen: only when it changes
             self.virtual_size = size
         self.refresh()
 
-    def _column_widths(self) -> list[int]:
+    def _natural_widths(self) -> list[int]:
         if self._widths is None:
             widths = [len(label) for label in self.columns.values()]
             for _, cells in self._rows[:_SAMPLE]:
                 for i, c in enumerate(cells[: len(widths)]):
                     widths[i] = max(widths[i], min(_MAX_COL, _cell_len(c)))
             self._widths = widths
-            size = Size(sum(widths) + _GAP * len(widths) + 1, len(self._rows) + 1)
+            self._fit_for = None
+        return self._widths
+
+    def _column_widths(self) -> list[int]:
+        """The natural widths, shrunk by priority to the pane's width (never below a column's floor)."""
+        natural = self._natural_widths()
+        avail = self.size.width - 1  # the left padding
+        if self._fit_for is None or self._fit_for[0] != avail:
+            self._fit_for = (avail, fit_widths(natural, list(self.columns), self.priority, avail))
+            widths = self._fit_for[1]
+            size = Size(sum(w + _GAP for w in widths if w) + 1, len(self._rows) + 1)
             if size != self.virtual_size:
                 self.virtual_size = size
-        return self._widths
+        return self._fit_for[1]
+
+    def elided(self, row: int) -> list[tuple[str, str]]:
+        """(column label, whole text) of the cells of `row` that are cut on screen."""
+        if not 0 <= row < len(self._rows):
+            return []
+        widths = self._column_widths()
+        out = []
+        for label, c, w in zip(self.columns.values(), self._rows[row][1], widths, strict=False):
+            if _cell_len(c) > w:
+                out.append((label, c.plain if isinstance(c, Text) else str(c)))
+        return out
 
     # -- cursor --------------------------------------------------------------------------------
     def move_cursor(self, row: int | None = None, column: int | None = None, scroll: bool = True) -> None:
@@ -207,6 +234,8 @@ class VimTable(ScrollView, can_focus=True):
         if event.y == 0:
             x = event.x + self.scroll_offset.x
             for key, w in zip(self.columns, self._column_widths(), strict=False):
+                if not w:
+                    continue
                 if x < w + _GAP:
                     self.post_message(self.HeaderSelected(self, ColumnKey(key)))
                     return
@@ -245,6 +274,8 @@ class VimTable(ScrollView, can_focus=True):
     def _line(cells, widths: list[int]) -> Text:
         line = Text()
         for c, w in zip(cells, widths, strict=False):
+            if not w:  # a column hidden to fit a narrow pane (its text is in `elided`)
+                continue
             t = c.copy() if isinstance(c, Text) else Text(str(c))
             t.truncate(w, overflow="ellipsis")
             t.pad_right(w - t.cell_len + _GAP)
@@ -273,3 +304,41 @@ class VimTable(ScrollView, can_focus=True):
 
 def _cell_len(c) -> int:
     return c.cell_len if isinstance(c, Text) else len(str(c))
+
+
+def fit_widths(natural: list[int], keys: list[str], priority: tuple[str, ...], avail: int) -> list[int]:
+    """Column widths that fit `avail` cells, the least important column giving way first.
+
+    Each column shrinks to a floor (the most important column, which tells rows apart, to 24 cells,
+    the next to 16, the others to 6) from the least important up; if the floors still do not fit,
+    columns after the first two are hidden (width 0) from the least important up; cells left over
+    go back to the most important columns. Only if even that does not fit does the table scroll
+    sideways.
+    """
+    n = len(natural)
+    if sum(natural) + _GAP * n <= avail:
+        return list(natural)
+    rank = {k: i for i, k in enumerate(priority)}
+    # most important first; unlisted columns after the listed ones, rightmost least important
+    order = sorted(range(n), key=lambda i: (rank.get(keys[i], len(priority)), i))
+    floors = [min(natural[i], 6) for i in range(n)]
+    for pos, i in enumerate(order[:2]):
+        floors[i] = min(natural[i], (24, 16)[pos])
+    widths = list(floors)
+
+    def used() -> int:
+        return sum(w + _GAP for w in widths if w)
+
+    for i in reversed(order[2:]):  # hide the least important columns until the floors fit
+        if used() <= avail:
+            break
+        widths[i] = 0
+    spare = avail - used()
+    for i in order:  # what is left goes back to the most important columns first
+        if spare <= 0:
+            break
+        if widths[i] or i in order[:2]:
+            give = min(spare, natural[i] - widths[i])
+            widths[i] += give
+            spare -= give
+    return widths

@@ -38,6 +38,7 @@ class BreaksView(ListView):
     view_id = "breaks"
     title = "Breaks"
     columns = ("count", "where", "function", "reason")
+    priority = ("reason", "where", "function", "count")
     empty = "No graph breaks: every compiled frame was captured whole."
 
     def rows(self):
@@ -88,6 +89,7 @@ class RecompilesView(ListView):
     view_id = "recompiles"
     title = "Recompiles"
     columns = ("recompiles", "function", "where", "cause")
+    priority = ("cause", "function", "recompiles", "where")
     empty = "No recompiles: every frame compiled once per shape it saw."
 
     def rows(self):
@@ -106,6 +108,11 @@ class RecompilesView(ListView):
             where = _where(h["file"], h["line"])
             msg = f"hit {h['limit_type']}={h['limit']}: runs EAGERLY from then on"
             out.append((f"l{i}", ("limit", h["function"], where, msg), f"{where} {h['function']} {msg}"))
+        for i, sp in enumerate(s.specializations if s else []):  # a dynamic dim fixed to one value
+            at = (sp["user_stack"] or sp["stack"] or [{"file": "", "line": 0}])[-1]
+            where = _where(at["file"], at["line"])
+            msg = f"specialised {', '.join(sp['sources']) or sp['symbol']} = {sp['value']} ({sp['reason']})"
+            out.append((f"s{i}", ("spec", sp["function"], where, msg), f"{where} {sp['function']} {msg}"))
         return out
 
     def key_for(self, compile_id: str) -> str | None:
@@ -121,6 +128,8 @@ class RecompilesView(ListView):
 
     def detail(self, key: str) -> str:
         s = self.data.summary
+        if key.startswith("s"):
+            return _specialization_detail(s.specializations[int(key[1:])])
         if key.startswith("l"):
             h = s.limit_hits[int(key[1:])]
             return (
@@ -145,3 +154,32 @@ class RecompilesView(ListView):
                 "[dim]enter on a compile id in the tree, then 2 (guards) shows the guard that failed.[/dim]",
             ]
         )
+
+
+def _frame_lines(frames: list[dict], last: int = 12) -> list[str]:
+    return [
+        f"  {escape(_where(f['file'], f['line']))} in {escape(f['function'])}: {escape(f['code'].strip())}"
+        for f in frames[-last:]
+    ]
+
+
+def _specialization_detail(sp: dict) -> str:
+    """A shape specialisation: what was fixed, why, the guards it added, the user's and torch's stack."""
+    lines = [
+        f"[b]{escape(', '.join(sp['sources']) or sp['symbol'])} ({escape(sp['symbol'])}) was specialised "
+        f"to {escape(sp['value'])}[/b] in compile {escape(sp['compile_id'])} of {escape(sp['function'])}",
+        f"why: {escape(sp['reason'])}",
+        "",
+        "[b]guards it added[/b]",
+        *([f"  {escape(g['expr'])}" for g in sp["guards"]] or ["  (none logged)"]),
+        "",
+        "[b]your code[/b]",
+        *(_frame_lines(sp["user_stack"]) or ["  (no user frame logged)"]),
+        "",
+        "[b]torch's stack[/b] (innermost last)",
+        *_frame_lines(sp["stack"]),
+        "",
+        "[green]fix[/green]  if the dimension should stay dynamic, avoid branching on its value "
+        "(or use torch._check); torch.compile(dynamic=False) makes every size static instead",
+    ]
+    return "\n".join(lines)

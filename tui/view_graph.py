@@ -177,6 +177,7 @@ class GraphView(View):
             for c in COLUMNS:
                 arrow = (" ▼" if state[2] else " ▲") if state[1] == c else ""
                 table.add_column(c + arrow, key=c)
+            table.priority = ("target", "name", "shape", "op", "dtype")  # what a node is, then its value
             table.add_rows((n.name, tuple(n.cell(c) for c in COLUMNS)) for n in nodes)
         names = [n.name for n in self.shown]
         want = p.get("node")

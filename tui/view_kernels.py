@@ -71,6 +71,7 @@ class KernelsView(View):
         ]
         table.clear(columns=True)
         table.add_columns(*_COLS)
+        table.priority = ("kernel", "compile id", "ops", "bytes read", "bytes written", "graph", "rank")
         table.add_rows(
             (
                 str(i),

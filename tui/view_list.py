@@ -7,6 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
+from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import View, guarded
 from fxlens.tui.widgets import Info, VimTable
 
@@ -18,9 +19,14 @@ class ListView(View):
     """
 
     columns: tuple[str, ...] = ()
+    #: columns, most important first: the first is what tells rows apart and keeps its width longest
+    #: on a narrow terminal (see VimTable.priority)
+    priority: tuple[str, ...] = ()
     empty = "nothing here"
     DEFAULT_CSS = """
     ListView > VimTable { height: 1fr; }
+    ListView > .full { height: auto; max-height: 3; padding: 0 1; background: $boost; display: none; }
+    ListView > .full.shown { display: block; }
     ListView > VerticalScroll { height: 1fr; border-top: solid $primary; padding: 0 1; }
     """
 
@@ -31,6 +37,7 @@ class ListView(View):
 
     def compose(self) -> ComposeResult:
         yield VimTable(id=f"{self.view_id}-table")
+        yield Info("", id=f"{self.view_id}-full", classes="full")  # the cursor row's cut cells, whole
         with VerticalScroll(id=f"{self.view_id}-scroll"):
             yield Info("", id=f"{self.view_id}-detail")
 
@@ -58,6 +65,7 @@ class ListView(View):
         table = self.table
         table.clear(columns=True)
         table.add_columns(*self.columns)
+        table.priority = self.priority
         table.add_rows((key, cells) for key, cells, _ in self.shown)  # plain str: Text per drawn line
         if not self.shown:
             self.query_one(f"#{self.view_id}-detail", Info).set(
@@ -75,8 +83,19 @@ class ListView(View):
     @guarded
     def _show_detail(self, key: str) -> None:
         self.params["key"] = key
+        self._show_full()
         self.query_one(f"#{self.view_id}-detail", Info).set(self.detail(key))
         self.query_one(f"#{self.view_id}-scroll", VerticalScroll).scroll_home(animate=False)
+
+    def _show_full(self) -> None:
+        """Under the table, the whole text of the cursor row's cells that the columns cut."""
+        full = self.query_one(f"#{self.view_id}-full", Info)
+        cut = self.table.elided(self.table.cursor_row)
+        full.set("  ".join(f"[b]{escape(label)}[/b] {escape(text)}" for label, text in cut))
+        full.set_class(bool(cut), "shown")
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_full)  # what is cut depends on the width
 
     @on(VimTable.RowHighlighted)
     def _row(self, event: VimTable.RowHighlighted) -> None:

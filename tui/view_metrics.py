@@ -6,6 +6,8 @@ from collections import Counter
 
 from rich.text import Text
 
+from fxlens.report.compiles import cache_outcome
+from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.safe import escape
@@ -29,6 +31,7 @@ class MetricsView(ListView):
     view_id = "metrics"
     title = "Metrics"
     columns = ("rank", "compile id", "function", "dynamo s", "backend s", "total s", "guards", "outcome", "")
+    priority = ("compile id", "outcome", "total s", "function", "rank", "backend s", "dynamo s", "guards")
     empty = "No compilation metrics were logged."
 
     def rows(self):
@@ -78,7 +81,24 @@ class MetricsView(ListView):
             f" + backend {_s(m.backend_s)} s · {100 * (m.total_s or 0) / (total or 1):.1f}% of all compile time",
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
         ]
+        c = self.data.compile(rank, cid)
+        metas = [
+            r.meta.get("compilation_metrics") or {}
+            for r in (c.records if c else [])
+            if r.kind == "compilation_metrics"
+        ]
+        cache = cache_outcome(metas[-1]) if metas else {}
+        lines.append(
+            "cache: "
+            + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no compiled-graph cache consulted")
+        )
+        restarts = [str(x) for meta in metas for x in meta.get("restart_reasons") or []]
+        if restarts:  # the whole reason, as the report's "Failures and restarts" has it
+            lines += ["", "[yellow]restarted[/yellow] (Dynamo analysed the frame again):"]
+            lines += [escape(x) for x in restarts]
         stages = self._stages(rank, cid)
+        if m.backward_s:
+            stages.append(("backward graph's compile", m.backward_s))
         if stages:
             top = max(v for _, v in stages) or 1.0
             lines += ["", "[b]time by stage[/b] (torch's compilation metrics)"]
@@ -88,101 +108,123 @@ class MetricsView(ListView):
         return "\n".join(lines)
 
 
-_NOT_STAGES = ("start_time", "end_time", "start_time_us", "end_time_us")
+# torch's compilation-metrics timings that are compile stages, with their names here; anything else
+# (remote_cache_time_saved, distributed_ephemeral_timeout, cumulative copies) is not a stage
+_STAGES = (
+    ("backend_compile_time", "backend (AOTAutograd + compiler)"),
+    ("inductor_compile_time", "  inductor"),
+    ("code_gen_time", "    code generation"),
+    ("triton_compile_time", "    Triton compile"),
+    ("joint_graph_pass_time", "  joint-graph passes"),
+    ("pre_grad_pass_time", "  pre-grad passes"),
+    ("post_grad_pass_time", "  post-grad passes"),
+    ("dynamo_time_before_restart", "Dynamo before a restart"),
+    ("gc_time", "gc after compile"),
+    ("structured_logging_overhead", "trace logging overhead"),
+)
 
 
 def _stage_times(meta: dict) -> list[tuple[str, float]]:
-    """(name, seconds) of every timing in a compilation_metrics record, longest first."""
+    """(stage, seconds) of the compile-stage timings in a compilation_metrics record, in pipeline order."""
     out = []
-    for k, v in meta.items():
-        if k in _NOT_STAGES or not isinstance(v, int | float) or isinstance(v, bool) or not v:
-            continue
-        if k.endswith("_us"):
-            out.append((k[: -len("_us")], v / 1e6))
-        elif k.endswith("_s"):
-            out.append((k[: -len("_s")], float(v)))
-    seen: dict[str, float] = {}
-    for k, v in out:  # torch logs some timings both in s and in us
-        seen.setdefault(k, v)
-    return sorted(seen.items(), key=lambda kv: -kv[1])
+    for key, label in _STAGES:
+        v = meta.get(key + "_s")
+        if not _num(v):
+            v = meta.get(key + "_us")
+            v = v / 1e6 if _num(v) else None
+        if v:
+            out.append((label, float(v)))
+    return out
+
+
+def _num(v) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 class RanksView(ListView):
-    """Ranks side by side: per-rank counts, cells that differ from rank 0 in red, and where they diverge.
+    """Ranks grouped by behaviour: one row per group (the ranks that compiled the same way), the
+    outliers with the compile where they diverge and why; the detail lists the group's ranks.
 
-    Params: key (rank as text), filter.
+    Params: key (the group's index), filter.
     """
 
     view_id = "ranks"
     title = "Ranks"
-    columns = (
-        "rank",
-        "graphs",
-        "graph breaks",
-        "recompiles",
-        "limit hits",
-        "kernels",
-        "compile s",
-        "skipped",
-    )
+    columns = ("ranks", "count", "diverges at", "cause", "compiles")
+    priority = ("ranks", "cause", "diverges at", "count", "compiles")
     empty = "One rank only: rank comparison needs a trace with several ranks."
 
-    def _counts(self, r) -> tuple:
-        return (
-            len(r.graphs),
-            len(r.graph_breaks),
-            len(r.recompiles),
-            len(r.limit_hits),
-            len(r.kernels),
-            round(sum(m.total_s or 0.0 for m in r.metrics), 2),
-            len(r.skipped),
-        )
+    def _groups(self) -> list[dict]:
+        s = self.data.summary
+        return (s.rank_groups.get("groups") or []) if s else []
 
     def rows(self):
-        ranks = self.data.session.ranks
-        if len(ranks) < 2:
+        if len(self.data.session.ranks) < 2:
             return []
-        base = self._counts(ranks[0])
         out = []
-        for r in ranks:
-            counts = self._counts(r)
-            cells = ["-" if r.rank is None else str(r.rank)]
-            for i, (v, b) in enumerate(zip(counts, base, strict=True)):
-                # compile time always differs a little; flag counts only
-                cells.append(Text(str(v), style="bold red") if v != b and i not in (5, 6) else str(v))
-            out.append((str(r.rank), tuple(cells), f"rank {r.rank}"))
+        for i, g in enumerate(self._groups()):
+            d = g["first_divergence"] or {}
+            at = f"{d['compile_id']} {d['function']} (step {d['step']})" if d else "-"
+            cause = (
+                d.get("cause", "")
+                if d
+                else ("all ranks alike" if len(self._groups()) == 1 else "the reference")
+            )
+            cells = (
+                rank_ranges(g["ranks"], limit=4),
+                str(g["count"]),
+                Text(at, style="bold red") if d else at,
+                Text(cause, style="bold red") if d else cause,
+                str(g["compiles"]),
+            )
+            out.append((str(i), cells, f"{g['ranges']} {at} {cause}"))
         return out
 
     def detail(self, key: str) -> str:
-        div = self.data.summary.divergence if self.data.summary else []
-        lines = []
-        if div:
+        groups = self._groups()
+        if not key.isdigit() or int(key) >= len(groups):
+            return ""
+        g = groups[int(key)]
+        d = g["first_divergence"]
+        lines = [f"[b]{g['count']} rank(s):[/b] {escape(g['ranges'])}"]
+        if d:
+            lines += [
+                "[b red]diverges[/b red] — ranks that compile differently can hang in collectives",
+                f"  from compile {escape(d['compile_id'])} of {escape(d['function'])}, "
+                f"step {d['step']} (the rank's compile #{d['step']})",
+                f"  cause: {escape(d['cause'])}",
+            ]
+        elif len(groups) > 1:
+            lines.append("the largest group: the others are compared with it")
+        lines += ["", *self._matrix(groups)]
+        members = set(g["ranks"])
+        per_rank = [r for r in self.data.summary.rank_groups.get("per_rank", []) if r["rank"] in members]
+        lines += ["", "[b]rank  compiles  graphs  breaks  recompiles  failures  compile s[/b]"]
+        for r in per_rank[:50]:
             lines.append(
-                "[b red]Ranks diverge[/b red] — ranks that compile differently can hang in collectives:"
+                f"{r['rank']!s:>4}  {r['compiles']:>8}  {r['graphs']:>6}  {r['graph_breaks']:>6}  "
+                f"{r['recompiles']:>10}  {r['failures']:>8}  {r['compile_s']:>9}"
             )
-            lines += [f"  • {escape(d['message'])}" for d in div]
-        else:
-            lines.append("[green]All ranks compiled the same graphs, breaks and recompiles.[/green]")
-        lines += ["", *self._matrix(key)]
-        r = next((x for x in self.data.session.ranks if str(x.rank) == key), None)
-        if r is not None:
-            lines += [f"[yellow]rank {escape(key)}: {escape(s)}[/yellow]" for s in r.skipped]
+        if len(per_rank) > 50:
+            lines.append(f"… {len(per_rank) - 50} more ranks (the JSON report has every one)")
+        for m in self.data.session.ranks:
+            if m.rank in members and m.skipped:
+                lines += [f"[yellow]rank {m.rank}: {escape(s)}[/yellow]" for s in m.skipped]
         return "\n".join(lines)
 
-    def _matrix(self, key: str) -> list[str]:
-        """Compiles per (function, rank), the selected rank's column bold, rows that differ in red."""
-        ranks = self.data.session.ranks
-        counts = [Counter(m.function for m in r.metrics) for r in ranks]
+    def _matrix(self, groups: list[dict]) -> list[str]:
+        """Compiles per function, one column per group (its first rank), rows that differ in red."""
+        firsts = [g["ranks"][0] for g in groups[:12]]
+        by_rank = {m.rank: m for m in self.data.session.ranks}
+        counts = [
+            Counter(x.function for x in by_rank[r].metrics) if r in by_rank else Counter() for r in firsts
+        ]
         fns = sorted(set().union(*counts), key=lambda f: (-max(c[f] for c in counts), f))
         width = max([len("function")] + [len(f) for f in fns[:40]])
-        head = "".join(f"{'r' + str(r.rank):>7}" for r in ranks)
-        out = ["[b]compiles per function and rank[/b]", f"  {'function':<{width}}{head}"]
+        head = "".join(f"{'r' + str(r):>7}" for r in firsts)
+        out = ["[b]compiles per function, one rank of each group[/b]", f"  {'function':<{width}}{head}"]
         for fn in fns[:40]:
-            cells = []
-            for r, c in zip(ranks, counts, strict=True):
-                cell = f"{c[fn]:>7}"
-                cells.append(f"[b]{cell}[/b]" if str(r.rank) == key else cell)
-            row = f"  {escape(fn):<{width}}" + "".join(cells)
+            row = f"  {escape(fn):<{width}}" + "".join(f"{c[fn]:>7}" for c in counts)
             out.append(f"[red]{row}[/red]" if len({c[fn] for c in counts}) > 1 else row)
         if len(fns) > 40:
             out.append(f"  … {len(fns) - 40} more functions")

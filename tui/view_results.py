@@ -17,9 +17,20 @@ from fxlens.tui.viewbase import Navigate, View, guarded, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
 
 
+def _obj(value) -> dict:
+    """An event field that should be an object; any other shape (a hand-edited or foreign
+    events.jsonl) reads as empty, so the view shows what it can instead of refusing the event."""
+    return value if isinstance(value, dict) else {}
+
+
+def _objs(value) -> list[dict]:
+    """An event field that should be a list of objects: its objects, the rest dropped."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def _ladder(ev: dict) -> list[str]:
     out = ["[b]stage ladder[/b]"]
-    stages = ev.get("stages") or []
+    stages = _objs(ev.get("stages"))
     first = ev.get("first_failing_stage")
     for st in stages:
         if not isinstance(st, dict):
@@ -35,7 +46,7 @@ def _ladder(ev: dict) -> list[str]:
         )
     if not stages:
         out.append(f"  first failing stage: {escape(str(first))}")
-    c = ev.get("culprit") or {}
+    c = _obj(ev.get("culprit"))
     if c:
         out += ["", "[b]culprit[/b]"]
         out.append(
@@ -53,24 +64,37 @@ def _ladder(ev: dict) -> list[str]:
 
 
 def _minify(ev: dict) -> list[str]:
-    return [
-        "[b]minified reproducer[/b]",
-        f"  {escape(short_path(str(ev.get('repro'))))}",
-        f"  check {escape(str(ev.get('check')))} · signature {escape(str(ev.get('signature')))}",
-        f"  nodes {escape(ev.get('original_nodes'))} → [b]{escape(ev.get('final_nodes'))}[/b]",
-        f"  {escape(ev.get('queries'))} queries in {escape(ev.get('seconds'))} s",
-    ]
+    """Only the fields the event has: an interrupted or older minify lacks some (no "None → None")."""
+    has = lambda k: ev.get(k) is not None  # noqa: E731
+    out = ["[b]minified reproducer[/b]"]
+    if has("repro"):
+        out.append(f"  {escape(short_path(str(ev.get('repro'))))}")
+    facts = [f"{k} {escape(str(ev[k]))}" for k in ("check", "signature") if has(k)]
+    if facts:
+        out.append("  " + " · ".join(facts))
+    if has("original_nodes") and has("final_nodes"):
+        out.append(f"  nodes {escape(ev.get('original_nodes'))} → [b]{escape(ev.get('final_nodes'))}[/b]")
+    elif has("original_nodes") or has("final_nodes"):
+        k = "original_nodes" if has("original_nodes") else "final_nodes"
+        out.append(f"  {k.replace('_', ' ')} {escape(ev.get(k))}")
+    if has("queries") or has("seconds"):
+        queries = f"{escape(ev['queries'])} queries " if has("queries") else ""
+        seconds = f"in {escape(ev['seconds'])} s" if has("seconds") else ""
+        out.append(f"  {queries}{seconds}".rstrip())
+    if len(out) == 1:
+        out.append("  [dim](no details recorded: the minify did not finish)[/dim]")
+    return out
 
 
 def _doctor(ev: dict) -> list[str]:
     out = ["[b]functions[/b]"]
-    for f in ev.get("functions") or []:
+    for f in _objs(ev.get("functions")):
         out.append(
             f"  {escape(str(f.get('function')))}: eager {escape(f.get('eager_ms'))} ms, compiled "
             f"{escape(f.get('compiled_ms'))} ms, speedup {escape(f.get('speedup'))}, compile {escape(f.get('compile_s'))} s"
         )
     out += ["", "[b]findings[/b]"]
-    for i, f in enumerate(ev.get("findings") or [], 1):
+    for i, f in enumerate(_objs(ev.get("findings")), 1):
         out.append(f"  {i}. {escape(str(f.get('message')))}")
         if f.get("fix"):
             out.append(f"     [green]fix[/green] {escape(str(f.get('fix')))}")
@@ -131,6 +155,7 @@ class ResultsView(View):
         table = self.query_one("#results-table", VimTable)
         table.clear(columns=True)
         table.add_columns("#", "event", "summary")
+        table.priority = ("summary", "event", "#")
         events = data.summary.events if data.summary else []
         for i, ev in enumerate(events):
             table.add_row(str(i + 1), str(ev.get("event")), str(ev.get("summary", "")), key=str(i))
@@ -199,7 +224,7 @@ class ResultsView(View):
         lines += _ladder(ev) if kind == "bisect" else _minify(ev) if kind == "minify" else _doctor(ev)
         self.query_one("#results-detail", Info).set("\n".join(lines))
         code = ""
-        repro = ev.get("repro") or (ev.get("culprit") or {}).get("repro")
+        repro = ev.get("repro") or _obj(ev.get("culprit")).get("repro")
         if repro:
             # only a regular file is read: a hostile events.jsonl may name a FIFO or /dev/zero
             text = read_display_text(str(repro))
@@ -212,7 +237,7 @@ class ResultsView(View):
     def action_jump_culprit(self) -> None:
         events = self.data.summary.events if self.data and self.data.summary else []
         i = int(self.params.get("key", 0))
-        c = (events[i].get("culprit") or {}) if i < len(events) else {}
+        c = _obj(events[i].get("culprit")) if i < len(events) else {}
         if not c.get("compile_id"):
             self.app.notify("this result names no culprit compile", severity="warning")
         elif self.data.compile(None, c["compile_id"]) is None:

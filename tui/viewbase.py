@@ -87,7 +87,7 @@ class AppData:
 def record_text(rec: Record) -> str:
     """A record's payload for display: JSON pretty-printed, or the metadata when it has none."""
     if rec.payload_span is None:
-        return json.dumps(rec.meta, indent=2, default=str)  # JSON escapes control characters
+        return json.dumps(rec.full_meta(), indent=2, default=str)  # JSON escapes control characters
     text = rec.payload()
     if text.lstrip().startswith(("{", "[")):
         try:

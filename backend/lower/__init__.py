@@ -4,9 +4,6 @@
 lived as the module `fxlens.backend.lower`). `core` holds the lowering table and its building blocks
 (`register`, `pointwise`, `reduction`); every other module registers one family of ops into it when
 imported. Importing this package registers nothing and stays as cheap as the old module was.
-
-Some family modules share a name with a stdlib module (`math`, `random`): importing one sets it as an
-attribute of this package, so this file must never use those stdlib modules itself.
 """
 
 from fxlens.backend.lower.aot import aot_eager_compile, aot_options, decomposition_table

@@ -7,9 +7,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch._decomp import core_aten_decompositions, get_decompositions
-from torch._functorch.aot_autograd import aot_module_simplified, make_boxed_func
 
+from fxlens.backend.torch_compat import (
+    aot_module_simplified,
+    core_aten_decompositions,
+    get_decompositions,
+    make_boxed_func,
+)
 from fxlens.backend.trace_log import log_artifact
 
 # Inductor-style extras on top of core ATen: norms via var_mean, so reductions over the same rows
@@ -64,7 +68,7 @@ _COVERAGE_DECOMPS = [
 ]
 
 
-# Random ops the backend generates in-kernel (lower/random.py): dropout as `rand_like(x) > p`, so
+# Random ops the backend generates in-kernel (lower/rng.py): dropout as `rand_like(x) > p`, so
 # AOTAutograd saves the boolean mask for the backward pass. FXLENS_FALLBACK_RANDOM=1 keeps ATen's.
 _RANDOM_DECOMPS = [torch.ops.aten.native_dropout]
 
@@ -101,7 +105,7 @@ def _logging_compiler(kind: str) -> Callable:
 def aot_options() -> dict:
     """The `aot_module_simplified` keywords of every fxlens stage past eager, less the compilers
     (also what `fxlens minify` re-traces ATen graphs with)."""
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from fxlens.backend.torch_compat import min_cut_rematerialization_partition
 
     return {
         "decompositions": decomposition_table(),

@@ -8,16 +8,16 @@ import math
 
 import torch
 
-from fxlens.backend.codegen import _lit
+from fxlens.backend.codegen import triton_literal
 from fxlens.backend.ir import Pointwise, Value, broadcast_index, compute_dtype
 from fxlens.backend.lower.core import (
     LOWERINGS,
-    _promoted,
-    _shape,
-    _wrapped,
     libdevice_form,
     pointwise,
+    promoted_dtype,
     register,
+    shape_of,
+    wrapped_scalar,
 )
 
 aten = torch.ops.aten
@@ -124,7 +124,7 @@ def _add_sub(G, node, meta, a, b, alpha=1):
     sign = "+" if node.target in (aten.add.Tensor, aten.add.Scalar) else "-"
     if meta.dtype == torch.bool:
         return None
-    tail = "" if alpha == 1 else f" * {_lit(_wrapped(alpha, meta.dtype))}"
+    tail = "" if alpha == 1 else f" * {triton_literal(wrapped_scalar(alpha, meta.dtype))}"
     return pointwise(G, node, meta, [a, b], lambda x, y: f"{x} {sign} {y}{tail}")
 
 
@@ -141,7 +141,7 @@ _CMP = {
 def _cmp(G, node, meta, a, b):
     op = _CMP[node.target]
     return pointwise(
-        G, node, meta, [a, b], lambda x, y: f"({x} {op} {y})", compute=_promoted(a, b), cast_result=False
+        G, node, meta, [a, b], lambda x, y: f"({x} {op} {y})", compute=promoted_dtype(a, b), cast_result=False
     )
 
 
@@ -162,7 +162,7 @@ def _isinf(G, node, meta, a):
 
 
 @register(aten.pow.Tensor_Scalar)
-def _pow(G, node, meta, a, e):
+def lower_pow(G, node, meta, a, e):
     if not meta.dtype.is_floating_point:
         return None
     table = {2: lambda x: f"{x} * {x}", 3: lambda x: f"{x} * {x} * {x}", 1: lambda x: x,
@@ -176,14 +176,14 @@ def _pow(G, node, meta, a, e):
         return pointwise(G, node, meta, [a, float(e)], gpu)
     if float(e).is_integer():
         return None  # negative bases with integer exponents: leave to ATen
-    return pointwise(G, node, meta, [a], lambda x: f"tl.exp2({_lit(float(e))} * tl.log2({x}))")
+    return pointwise(G, node, meta, [a], lambda x: f"tl.exp2({triton_literal(float(e))} * tl.log2({x}))")
 
 
 @register(aten.pow.Scalar)
 def _pow_scalar(G, node, meta, base, e):
     if not isinstance(base, (int, float)) or base <= 0 or not meta.dtype.is_floating_point:
         return None
-    return pointwise(G, node, meta, [e], lambda x: f"tl.exp2({x} * {_lit(math.log2(base))})")
+    return pointwise(G, node, meta, [e], lambda x: f"tl.exp2({x} * {triton_literal(math.log2(base))})")
 
 
 @register(aten.clamp.default, aten.clamp_min.default, aten.clamp_max.default)
@@ -193,9 +193,9 @@ def _clamp(G, node, meta, a, lo=None, hi=None):
 
     def fmt(x):
         if lo is not None:
-            x = f"tl.maximum({x}, {_lit(lo)}, propagate_nan=tl.PropagateNan.ALL)"
+            x = f"tl.maximum({x}, {triton_literal(lo)}, propagate_nan=tl.PropagateNan.ALL)"
         if hi is not None:
-            x = f"tl.minimum({x}, {_lit(hi)}, propagate_nan=tl.PropagateNan.ALL)"
+            x = f"tl.minimum({x}, {triton_literal(hi)}, propagate_nan=tl.PropagateNan.ALL)"
         return x
 
     return pointwise(G, node, meta, [a], fmt)
@@ -222,11 +222,11 @@ def _clamp_tensor(G, node, meta, a, lo=None, hi=None):
 @register(aten.where.self)
 def _where(G, node, meta, c, a, b):
     cv = G.use(c, node) if isinstance(c, Value) else c
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
     vals = [G.use(v, node) if isinstance(v, Value) else v for v in (a, b)]
 
     def fn(ctx, idx):
-        cond = cv.load(ctx, broadcast_index(idx, cv.shape, shape)) if isinstance(cv, Value) else _lit(cv)
+        cond = cv.load(ctx, broadcast_index(idx, cv.shape, shape)) if isinstance(cv, Value) else triton_literal(cv)
         if isinstance(cv, Value) and cv.dtype != torch.bool:
             cond = ctx.op(f"{cond} != 0")
         xs = []
@@ -265,7 +265,7 @@ def _clone(G, node, meta, a, **kwargs):
 
 @register(aten.alias.default, aten.detach.default)
 def _alias(G, node, meta, a):
-    return G._relabel(a, node)
+    return G.relabel(a, node)
 
 
 @register(aten.copy.default)

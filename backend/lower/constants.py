@@ -7,9 +7,9 @@ from __future__ import annotations
 import sympy
 import torch
 
-from fxlens.backend.codegen import _lit
+from fxlens.backend.codegen import triton_literal
 from fxlens.backend.ir import TL_DTYPE, Pointwise, compute_dtype
-from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.core import register, shape_of
 from fxlens.backend.symbolic import is_static, render
 
 aten = torch.ops.aten
@@ -26,7 +26,7 @@ def _full(G, node, meta, *args, **kwargs):
         v = args[0]
     else:
         v = 1 if t in (aten.ones.default, aten.ones_like.default) else 0
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
     if isinstance(v, sympy.Expr) and v.is_integer and dt != torch.bool:
         # a size as a value (dynamic=True: scalar_tensor(s0) in group norm's backward): the kernel
         # takes the size symbol as an argument; adding it to zeros of the dtype converts it
@@ -59,6 +59,6 @@ def _iota(meta, node, start, step):
         wide = torch.float64 if dt.is_floating_point else torch.int64
         if dt.is_floating_point:
             i = ctx.cast(i, torch.int64, torch.float64)
-        return ctx.cast(ctx.op(f"{i} * {_lit(step)} + {_lit(start)}"), wide, dt)
+        return ctx.cast(ctx.op(f"{i} * {triton_literal(step)} + {triton_literal(start)}"), wide, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node, cheap=True)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node, cheap=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import torch
 
-from fxlens.backend.codegen import _lit
+from fxlens.backend.codegen import triton_literal
 from fxlens.backend.ir import Pointwise, Reduction, Value, broadcast_index, numel
 from fxlens.backend.symbolic import is_static, sizes
 
 try:  # registers prims.fma, which Dynamo emits for addcmul_/lerp_ (optimizer steps)
-    import torch._inductor.inductor_prims  # noqa: F401
+    from fxlens.backend.torch_compat import inductor_prims  # noqa: F401
 except Exception:  # pragma: no cover - older torch
     pass
 
@@ -32,13 +32,13 @@ def register(*ops):
     return deco
 
 
-def _shape(meta) -> tuple:
+def shape_of(meta) -> tuple:
     return sizes(meta.shape)
 
 
 def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result=True) -> Pointwise:
     """An elementwise op: inputs broadcast to `meta`'s shape, cast to `compute`, combined by `fmt`."""
-    shape, out_dt = _shape(meta), meta.dtype
+    shape, out_dt = shape_of(meta), meta.dtype
     cdt = compute or out_dt
     vals = [G.use(v, node) if isinstance(v, Value) else v for v in inputs]
 
@@ -49,7 +49,7 @@ def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result
                 var = v.load(ctx, broadcast_index(idx, v.shape, shape))
                 args.append(ctx.cast(var, v.dtype, cdt))
             else:
-                args.append(_lit(_wrapped(v, cdt)))
+                args.append(triton_literal(wrapped_scalar(v, cdt)))
         if not any(isinstance(v, Value) for v in vals) and is_static(*vals):
             return ctx.full(eval(fmt(*args), {"float": float}), out_dt)  # noqa: S307
         res = ctx.op(fmt(*args))
@@ -58,7 +58,7 @@ def pointwise(G, node, meta, inputs, fmt, compute=None, cheap=False, cast_result
     return Pointwise(fn, shape, out_dt, meta.device, node, cheap=cheap)
 
 
-def _wrapped(v, dtype: torch.dtype):
+def wrapped_scalar(v, dtype: torch.dtype):
     """An int scalar as eager casts it into an unsigned dtype (uint8 + -3 adds 253); Triton refuses
     negative scalars with unsigned tensors."""
     if dtype == torch.uint8 and isinstance(v, int) and not isinstance(v, bool) and is_static(v):
@@ -66,7 +66,7 @@ def _wrapped(v, dtype: torch.dtype):
     return v
 
 
-def _promoted(*xs) -> torch.dtype:
+def promoted_dtype(*xs) -> torch.dtype:
     ms = [
         torch.empty([1] * bool(x.shape), dtype=x.dtype, device="meta") if isinstance(x, Value) else x
         for x in xs
@@ -82,7 +82,7 @@ def libdevice_form(device: torch.device, name: str, nargs: int = 1):
     return lambda *xs: f"libdevice.{name}({', '.join(xs[:nargs])})"
 
 
-def _dims(dims, ndim) -> tuple[int, ...]:
+def normalize_dims(dims, ndim) -> tuple[int, ...]:
     if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
         return tuple(range(ndim))
     if isinstance(dims, int):
@@ -94,17 +94,17 @@ def reduction(G, node, meta, x, dims, rtype, keepdim=False, item=None, scale=Non
     if not isinstance(x, Value) or numel(x.shape) == 0:
         return None
     x = G.use(x, node)
-    rd = _dims(dims, len(x.shape))
+    rd = normalize_dims(dims, len(x.shape))
     if not x.shape:
         rd = ()
     if rtype in ("sum", "prod") and src_dtype is not None:
-        x = pointwise(G, None, _Meta(x.shape, src_dtype, x.device), [x], lambda v: v, compute=x.dtype)
+        x = pointwise(G, None, MetaLike(x.shape, src_dtype, x.device), [x], lambda v: v, compute=x.dtype)
     if rtype in ("sum", "prod") and x.dtype.is_floating_point is False and meta.dtype.is_floating_point:
         return None
-    r = Reduction(x, rtype, rd, keepdim, _shape(meta), meta.dtype, meta.device, node, item, scale)
+    r = Reduction(x, rtype, rd, keepdim, shape_of(meta), meta.dtype, meta.device, node, item, scale)
     return G.realize(r)
 
 
-class _Meta:
+class MetaLike:
     def __init__(self, shape, dtype, device):
         self.shape, self.dtype, self.device = shape, dtype, device

@@ -1,13 +1,13 @@
 """diagonal (a view: an index remapping, or a strided view of a realized buffer), diagonal_scatter
 (a pointwise select between the source and the input), and new_empty_strided (never-stored zeros,
-as lower/random.py's `empty`: uninitialized memory may hold anything)."""
+as lower/rng.py's `empty`: uninitialized memory may hold anything)."""
 
 from __future__ import annotations
 
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, broadcast_index
-from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.core import register, shape_of
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
@@ -47,7 +47,7 @@ def _diagonal_scatter(G, node, meta, x, src, offset=0, dim1=0, dim2=1):
     d1, d2, rest, o1, o2 = _dims(x, offset, dim1, dim2)
     length = src.shape[-1] if src.shape else 0
     if length == 0:
-        return Pointwise(lambda ctx, idx: x.load(ctx, idx), _shape(meta), meta.dtype, meta.device, node)
+        return Pointwise(lambda ctx, idx: x.load(ctx, idx), shape_of(meta), meta.dtype, meta.device, node)
 
     def fn(ctx, idx):
         i = ctx.op(f"tl.minimum(tl.maximum(({idx[d1]}) - {o1}, 0), {length - 1})")  # clamped: in bounds
@@ -57,10 +57,10 @@ def _diagonal_scatter(G, node, meta, x, src, offset=0, dim1=0, dim2=1):
         v = x.load(ctx, idx)
         return ctx.op(f"tl.where({on}, {s}, {v})")
 
-    return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)
+    return Pointwise(fn, shape_of(meta), meta.dtype, meta.device, node)
 
 
 @register(aten.new_empty_strided.default)
 def _new_empty_strided(G, node, meta, x, size, stride, **kwargs):
     dt = meta.dtype
-    return Pointwise(lambda ctx, idx: ctx.full(0, dt), _shape(meta), dt, meta.device, node, cheap=True)
+    return Pointwise(lambda ctx, idx: ctx.full(0, dt), shape_of(meta), dt, meta.device, node, cheap=True)

@@ -1,6 +1,6 @@
 """cdist's direct form: out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p as one reduction over
 the feature dim of the pairwise differences (p = 0: nonzero count, 1: sum, 2: sqrt of squares,
-inf: max, else (sum |d|^p)^(1/p) with lower/math.py's pow). Where eager would take its matmul route
+inf: max, else (sum |d|^p)^(1/p) with lower/elementwise_math.py's pow). Where eager would take its matmul route
 for p = 2 (more than 25 rows a side, unless compute_mode says otherwise) it stays an ATen call:
 that route rounds differently (|x|^2 + |y|^2 - 2xy)."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, broadcast_index, compute_dtype
-from fxlens.backend.lower.core import _Meta, _shape, reduction, register
-from fxlens.backend.lower.math import math_pointwise
+from fxlens.backend.lower.core import MetaLike, reduction, register, shape_of
+from fxlens.backend.lower.elementwise_math import math_pointwise
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
@@ -26,7 +26,7 @@ def _cdist(G, node, meta, x1, x2, p, compute_mode=None):
     if p == 2 and compute_mode != 2 and (compute_mode == 1 or P > 25 or R > 25):
         return None  # eager's matmul form
     x1, x2 = G.use(x1, node), G.use(x2, node)
-    out_shape = _shape(meta)
+    out_shape = shape_of(meta)
     nb = len(out_shape) - 2
 
     def pair(ctx, idx):
@@ -70,7 +70,7 @@ def _pdist(G, node, meta, x, p=2):
         j = ctx.op(f"tl.minimum({k} - {start(i)} + {i} + 1, {n - 1})")
         return (x.load(ctx, [i, idx[-1]]), x.dtype), (x.load(ctx, [j, idx[-1]]), x.dtype)
 
-    return _pnorm(G, node, meta, tuple(_shape(meta)) + (m,), pair, p)
+    return _pnorm(G, node, meta, tuple(shape_of(meta)) + (m,), pair, p)
 
 
 def _pnorm(G, node, meta, full, pair, p):
@@ -101,7 +101,7 @@ def _pnorm(G, node, meta, full, pair, p):
 
         src.fn = fn
     rtype = "max" if p == float("inf") else "sum"
-    red = reduction(G, None, _Meta(out_shape, cdt, meta.device), src, [len(full) - 1], rtype, False)
+    red = reduction(G, None, MetaLike(out_shape, cdt, meta.device), src, [len(full) - 1], rtype, False)
     if red is None:
         return None
     if p in (0, 1, float("inf")):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, broadcast_index, compute_dtype
-from fxlens.backend.lower.core import _shape, pointwise, register
+from fxlens.backend.lower.core import pointwise, register, shape_of
 
 aten = torch.ops.aten
 
@@ -66,7 +66,7 @@ def _rounding(G, node, meta, a, b, kind):
         return None
     if any(isinstance(v, Value) and v.dtype == torch.bool for v in vals):
         return None
-    shape, cdt = _shape(meta), compute_dtype(dt)
+    shape, cdt = shape_of(meta), compute_dtype(dt)
     body = _float_body if dt.is_floating_point else _int_body
 
     def fn(ctx, idx):

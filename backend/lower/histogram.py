@@ -49,7 +49,7 @@ class HistcPass(Scatter):
         q = ctx.op(f"tl.math.div_rn({scaled}, {width})" if dt == torch.float32 else f"{scaled} / {width}")
         pos = ctx.op(f"tl.where({inside}, {q}, 0.0).to(tl.int64)")
         pos = ctx.op(f"tl.where({pos} >= {self.bins}, {self.bins - 1}, {pos})")  # x == max: last bin
-        p = ctx._param(self.dst.base)
+        p = ctx.pointer_param(self.dst.base)
         ctx.loaded.setdefault(self.dst.base.name, [])  # the zeros must be stored: this kernel adds to them
         ctx.emit(f"tl.atomic_add({p} + ({pos}), {ctx.full(1, dt)}, xmask & {inside})")
         ctx.written[self.dst.base.name] = self.dst.base
@@ -72,4 +72,4 @@ def _histc(G, node, meta, x, bins=100, min=0, max=0):  # noqa: A002 - ATen's arg
         h = HistcPass(hist, x, None, True, tuple(x.shape), dt, meta.device, node, None,
                       float(lo), float(hi), float(hi - lo), bins)  # fmt: skip
         G.items.append(ScatterNode(h, hist, mutation=True))
-    return G._relabel(hist, node)
+    return G.relabel(hist, node)

@@ -1,7 +1,7 @@
 """The regularized incomplete gamma functions `igamma` (P(a, x)) and `igammac` (Q(a, x) = 1 - P).
 
 Cephes' algorithms (as in ATen/native/Math.h, which took them from SciPy), computed in float64 like
-lower/math.py's composites: the power series of P, the continued fraction of Q for x > a, and the
+lower/elementwise_math.py's composites: the power series of P, the continued fraction of Q for x > a, and the
 alternating series of Q for small x, picked per element by eager's own regions and boundary values
 (NaN for negative arguments, a = 0, x = 0 and infinities in eager's order). Each loop runs until
 every element of the block has converged (1 ulp of float64, 2000 steps at most); finished elements
@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.lower.core import register
-from fxlens.backend.lower.math import math_pointwise
+from fxlens.backend.lower.elementwise_math import math_pointwise
 
 aten = torch.ops.aten
 

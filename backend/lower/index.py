@@ -26,12 +26,12 @@ from fxlens.backend.ir import (
     linear,
     numel,
 )
-from fxlens.backend.lower.core import _shape, register
-from fxlens.backend.lower.views import _broadcast_shapes, _scatter
+from fxlens.backend.lower.core import register, shape_of
+from fxlens.backend.lower.views import broadcast_sizes, scatter_unrolled
 from fxlens.backend.symbolic import render
 
 aten = torch.ops.aten
-_INDEX_DTYPES = (torch.int64, torch.int32)
+INDEX_DTYPES = (torch.int64, torch.int32)
 # dtypes tl.atomic_add takes (bf16 fails under the interpreter; narrow ints have no atomics)
 _ATOMIC = (torch.float32, torch.float16, torch.float64, torch.int32, torch.int64)
 
@@ -65,7 +65,7 @@ class Scatter(Value):
             val = ctx.op(f"{val}.to({TL_DTYPE[dt]})")
         off = linear(self.where(ctx, idx), self.dst.stride, self.dst.offset)
         root = self.dst.base
-        p = ctx._param(root)
+        p = ctx.pointer_param(root)
         ctx.loaded.setdefault(root.name, [])  # the copy must be stored: this kernel updates it
         if self.x_node is not None:  # replays (FXLENS_CHECK_KERNELS, _KERNEL_FALLBACK) start from dst
             ctx.boundary[(self.x_node, None)] = self.dst
@@ -85,11 +85,11 @@ class ScatterNode(SchedNode):
         return numel(self.value.shape), 1
 
 
-def _wrap(ctx, v: str, size) -> str:
+def wrap_negative(ctx, v: str, size) -> str:
     return ctx.op(f"tl.where({v} < 0, {v} + {render(size)}, {v})")
 
 
-def _scatter_into(G, node, meta, x, src, where, shape, accumulate: bool):
+def scatter_into(G, node, meta, x, src, where, shape, accumulate: bool):
     """Copy `x` into a fresh buffer, then scatter into it; returns the buffer."""
     if accumulate and meta.dtype not in _ATOMIC:
         return None
@@ -100,12 +100,12 @@ def _scatter_into(G, node, meta, x, src, where, shape, accumulate: bool):
         return None
     x = G.use(x, node)
     # the copy is labelled with x's node: an ATen replay of its kernel (FXLENS_KERNEL_FALLBACK) copies x
-    copy = Pointwise(lambda ctx, idx: x.load(ctx, idx), _shape(meta), meta.dtype, meta.device, x_node)
+    copy = Pointwise(lambda ctx, idx: x.load(ctx, idx), shape_of(meta), meta.dtype, meta.device, x_node)
     dst = G.realize(copy)
     src = G.use(src, node) if isinstance(src, Value) else src
     sc = Scatter(dst, src, where, accumulate, tuple(shape), meta.dtype, meta.device, node, x_node)
     G.items.append(ScatterNode(sc, dst, mutation=True))
-    return G._relabel(dst, node)
+    return G.relabel(dst, node)
 
 
 @register(aten.index_put.default)
@@ -116,10 +116,10 @@ def _index_put(G, node, meta, x, indices, values, accumulate=False):
     if not pos or pos != list(range(pos[0], pos[-1] + 1)):
         return None  # non-adjacent index tensors move the indexed dims first: leave to ATen
     inds = [indices[i] for i in pos]
-    if not all(isinstance(t, Value) and t.dtype in _INDEX_DTYPES for t in inds):
+    if not all(isinstance(t, Value) and t.dtype in INDEX_DTYPES for t in inds):
         return None  # boolean masks have data-dependent sizes
     inds = [G.use(t, node) for t in inds]
-    bshape = _broadcast_shapes([t.shape for t in inds])  # torch's meta checked they broadcast
+    bshape = broadcast_sizes([t.shape for t in inds])  # torch's meta checked they broadcast
     k, m, nb = pos[0], len(pos), len(bshape)
     shape = tuple(x.shape[:k]) + bshape + tuple(x.shape[k + m :])
     # the values must broadcast to the update domain (not past it): compared as sizes, which may be
@@ -132,43 +132,43 @@ def _index_put(G, node, meta, x, indices, values, accumulate=False):
     def where(ctx, idx):
         bidx = idx[k : k + nb]
         vs = [
-            _wrap(ctx, t.load(ctx, broadcast_index(bidx, t.shape, bshape)), sizes[k + j])
+            wrap_negative(ctx, t.load(ctx, broadcast_index(bidx, t.shape, bshape)), sizes[k + j])
             for j, t in enumerate(inds)
         ]
         return list(idx[:k]) + vs + list(idx[k + nb :])
 
-    return _scatter_into(G, node, meta, x, values, where, shape, bool(accumulate))
+    return scatter_into(G, node, meta, x, values, where, shape, bool(accumulate))
 
 
-def _along(ind, dim, size):
+def index_along(ind, dim, size):
     def where(ctx, idx):
-        return list(idx[:dim]) + [_wrap(ctx, ind.load(ctx, idx), size)] + list(idx[dim + 1 :])
+        return list(idx[:dim]) + [wrap_negative(ctx, ind.load(ctx, idx), size)] + list(idx[dim + 1 :])
 
     return where
 
 
 @register(aten.scatter_add.default)
 def _scatter_add(G, node, meta, x, dim, ind, src):
-    if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in _INDEX_DTYPES:
+    if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in INDEX_DTYPES:
         return None
     if not isinstance(src, Value) or len(src.shape) != len(ind.shape):
         return None
     dim %= max(len(x.shape), 1)
     ind = G.use(ind, node)
-    return _scatter_into(G, node, meta, x, src, _along(ind, dim, x.shape[dim]), ind.shape, True)
+    return scatter_into(G, node, meta, x, src, index_along(ind, dim, x.shape[dim]), ind.shape, True)
 
 
 @register(aten.scatter.value, aten.scatter.src)
 def _scatter_any(G, node, meta, x, dim, ind, src):
     """Small index extents keep the unrolled pointwise form (deterministic, fusable); larger ones
     store through the index."""
-    out = _scatter(G, node, meta, x, dim, ind, src)
+    out = scatter_unrolled(G, node, meta, x, dim, ind, src)
     if out is not None:
         return out
-    if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in _INDEX_DTYPES:
+    if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in INDEX_DTYPES:
         return None
     if isinstance(src, Value) and len(src.shape) != len(ind.shape):
         return None
     dim %= max(len(x.shape), 1)
     ind = G.use(ind, node)
-    return _scatter_into(G, node, meta, x, src, _along(ind, dim, x.shape[dim]), ind.shape, False)
+    return scatter_into(G, node, meta, x, src, index_along(ind, dim, x.shape[dim]), ind.shape, False)

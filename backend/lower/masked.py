@@ -12,8 +12,8 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, broadcast_index, contiguous_strides, decompose, linear, numel
-from fxlens.backend.lower.core import _shape, register
-from fxlens.backend.lower.index import _INDEX_DTYPES, _scatter_into
+from fxlens.backend.lower.core import register, shape_of
+from fxlens.backend.lower.index import INDEX_DTYPES, scatter_into
 from fxlens.backend.lower.scan import Scan
 from fxlens.backend.symbolic import is_static
 
@@ -24,7 +24,7 @@ aten = torch.ops.aten
 def _masked_scatter(G, node, meta, x, mask, source):
     if not all(isinstance(v, Value) for v in (x, mask, source)) or not is_static(*x.shape, *source.shape):
         return None
-    shape = _shape(meta)
+    shape = shape_of(meta)
     n, m = numel(shape), numel(source.shape)
     if n == 0 or m == 0:
         return None
@@ -49,7 +49,7 @@ def _masked_scatter(G, node, meta, x, mask, source):
 
 @register(aten.put.default)
 def _put(G, node, meta, x, index, source, accumulate=False):
-    if not all(isinstance(v, Value) for v in (x, index, source)) or index.dtype not in _INDEX_DTYPES:
+    if not all(isinstance(v, Value) for v in (x, index, source)) or index.dtype not in INDEX_DTYPES:
         return None
     if tuple(index.shape) != tuple(source.shape) or not is_static(*x.shape) or not x.shape:
         return None
@@ -61,7 +61,7 @@ def _put(G, node, meta, x, index, source, accumulate=False):
         i = ctx.op(f"tl.where({i} < 0, {i} + {n}, {i})")
         return decompose(i, x.shape)
 
-    return _scatter_into(G, node, meta, x, source, where, index.shape, bool(accumulate))
+    return scatter_into(G, node, meta, x, source, where, index.shape, bool(accumulate))
 
 
 @register(aten.nonzero_static.default)

@@ -1,7 +1,7 @@
-"""The float64 Triton helpers behind lower/math.py: composites of the few `tl.math` functions the
+"""The float64 Triton helpers behind lower/elementwise_math.py: composites of the few `tl.math` functions the
 interpreter runs (exp, log, sqrt, sin, cos, erf, floor), one `@triton.jit` function each.
 
-Each takes and returns float64 (lower/math.py casts around it). A kernel that uses any of them gets the
+Each takes and returns float64 (lower/elementwise_math.py casts around it). A kernel that uses any of them gets the
 whole library (`MATH`, unused functions cost nothing). Accuracy, checked against eager (fp32 and fp64)
 on wide ranges with NaN, +-inf, -0.0, poles and tails: fp32 results within OpInfo's fp32 tolerance,
 fp64 within ~1e-13 relative. Where eager's fp32 kernel overflows early (it computes exp(|x|) in fp32

@@ -2,7 +2,7 @@
 
 Forward ops compute each output element from its window; backward ops are gathers: each input
 element sums the gradients of the (few) output windows that contain it, so no scatter and no atomics.
-Windows larger than `_MAX_WINDOW` elements stay ATen calls (unrolled code would be too long).
+Windows larger than `MAX_WINDOW` elements stay ATen calls (unrolled code would be too long).
 All index arithmetic works on non-negative numbers only: `//` truncates in C (Triton on the GPU)
 but floors in numpy (the interpreter), and both agree there.
 """
@@ -14,10 +14,10 @@ import math
 import torch
 
 from fxlens.backend.ir import Pointwise, Value
-from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.core import register, shape_of
 
 aten = torch.ops.aten
-_MAX_WINDOW = 64
+MAX_WINDOW = 64
 
 
 def _pair(v, default=None):
@@ -28,13 +28,13 @@ def _pair(v, default=None):
     return (v[0], v[0]) if len(v) == 1 else (int(v[0]), int(v[1]))
 
 
-def _clamp(e: str, hi: int) -> str:
+def clamp_index(e: str, hi: int) -> str:
     return f"tl.minimum(tl.maximum({e}, 0), {hi})"
 
 
 def _ok(x, kernel) -> bool:
     return (isinstance(x, Value) and x.dtype.is_floating_point and len(x.shape) in (3, 4)
-            and kernel[0] * kernel[1] <= _MAX_WINDOW)  # fmt: skip
+            and kernel[0] * kernel[1] <= MAX_WINDOW)  # fmt: skip
 
 
 # --- max pooling --------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def _max_pool(G, node, meta, x, kernel_size, stride=None, padding=0, dilation=1,
         return None
     x = G.use(x, node)
     H, W = x.shape[-2:]
-    shape = _shape(meta[0])
+    shape = shape_of(meta[0])
 
     def scan(ctx, idx, want_index):
         """Running max (and its flat index): NaN wins and the last NaN's index is kept, ties keep the
@@ -58,7 +58,7 @@ def _max_pool(G, node, meta, x, kernel_size, stride=None, padding=0, dilation=1,
                 w = f"({idx[-1]} * {s[1]} + {j * d[1] - p[1]})"
                 valid = ctx.op(f"({h} >= 0) & ({h} < {H}) & ({w} >= 0) & ({w} < {W})")
                 v = ctx.cast(
-                    x.load(ctx, [*idx[:-2], _clamp(h, H - 1), _clamp(w, W - 1)]), x.dtype, torch.float32
+                    x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)]), x.dtype, torch.float32
                 )
                 first = f" | ({bidx} < 0)" if want_index else ""
                 take = ctx.op(f"{valid} & (({v} > {best}) | ({v} != {v}){first})")
@@ -87,7 +87,7 @@ def _candidates(ctx, i: str, pad: int, stride: int, count: int, n_out: int):
     out = []
     for a in range(count):
         o = f"({top} - {a})"
-        out.append((o, f"({o} >= 0) & ({o} < {n_out})", _clamp(o, n_out - 1)))
+        out.append((o, f"({o} >= 0) & ({o} < {n_out})", clamp_index(o, n_out - 1)))
     return out
 
 
@@ -115,7 +115,7 @@ def _max_pool_backward(G, node, meta, grad, x, kernel_size, stride, padding, dil
                 acc = ctx.op(f"{acc} + tl.where({hit}, {g}, 0.0)")
         return ctx.cast(acc, torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)
 
 
 # --- average pooling ----------------------------------------------------------------------------
@@ -154,13 +154,13 @@ def _avg_pool(G, node, meta, x, kernel_size, stride=None, padding=0, ceil_mode=F
                 h, w = f"({oh} * {s[0]} + {i - p[0]})", f"({ow} * {s[1]} + {j - p[1]})"
                 valid = ctx.op(f"({h} >= 0) & ({h} < {H}) & ({w} >= 0) & ({w} < {W})")
                 v = ctx.cast(
-                    x.load(ctx, [*idx[:-2], _clamp(h, H - 1), _clamp(w, W - 1)]), x.dtype, torch.float32
+                    x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)]), x.dtype, torch.float32
                 )
                 acc = ctx.op(f"{acc} + tl.where({valid}, {v}, 0.0)")
         div = _divisor(ctx, oh, ow, k, s, p, H, W, count_include_pad, divisor_override)
         return ctx.cast(ctx.op(f"{acc} / {div}"), torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)
 
 
 @register(aten.avg_pool2d_backward.default)
@@ -187,16 +187,16 @@ def _avg_pool_backward(G, node, meta, grad, x, kernel_size, stride, padding, cei
                 acc = ctx.op(f"{acc} + tl.where({hit}, {g} / {div}, 0.0)")
         return ctx.cast(acc, torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)
 
 
 # --- adaptive average pooling -------------------------------------------------------------------
-def _adaptive_bounds(o: str, size: int, n_out: int):
+def adaptive_bounds(o: str, size: int, n_out: int):
     """torch's adaptive window of output `o`: [floor(o*size/n_out), ceil((o+1)*size/n_out))."""
     return f"(({o} * {size}) // {n_out})", f"((({o} + 1) * {size} + {n_out - 1}) // {n_out})"
 
 
-def _max_span(size: int, n_out: int) -> int:
+def max_span(size: int, n_out: int) -> int:
     return max(-(-(o + 1) * size // n_out) - (o * size) // n_out for o in range(n_out))
 
 
@@ -205,29 +205,29 @@ def _adaptive_avg_pool(G, node, meta, x, output_size):
     if not isinstance(x, Value) or len(x.shape) not in (3, 4):
         return None
     H, W = x.shape[-2:]
-    OH, OW = _shape(meta)[-2:]
-    kh, kw = _max_span(H, OH), _max_span(W, OW)
+    OH, OW = shape_of(meta)[-2:]
+    kh, kw = max_span(H, OH), max_span(W, OW)
     if not _ok(x, (kh, kw)):
         return None
     x = G.use(x, node)
     dt = meta.dtype
 
     def fn(ctx, idx):
-        h0, h1 = _adaptive_bounds(idx[-2], H, OH)
-        w0, w1 = _adaptive_bounds(idx[-1], W, OW)
+        h0, h1 = adaptive_bounds(idx[-2], H, OH)
+        w0, w1 = adaptive_bounds(idx[-1], W, OW)
         acc = ctx.full(0.0, torch.float32)
         for i in range(kh):
             for j in range(kw):
                 h, w = f"({h0} + {i})", f"({w0} + {j})"
                 valid = ctx.op(f"({h} < {h1}) & ({w} < {w1})")
                 v = ctx.cast(
-                    x.load(ctx, [*idx[:-2], _clamp(h, H - 1), _clamp(w, W - 1)]), x.dtype, torch.float32
+                    x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)]), x.dtype, torch.float32
                 )
                 acc = ctx.op(f"{acc} + tl.where({valid}, {v}, 0.0)")
         n = ctx.op(f"(({h1} - {h0}) * ({w1} - {w0})).to(tl.float32)")
         return ctx.cast(ctx.op(f"{acc} / {n}"), torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)
 
 
 def _max_cover(size: int, n_out: int) -> int:
@@ -260,9 +260,9 @@ def _adaptive_avg_pool_backward(G, node, meta, grad, x):
             oh = f"((({idx[-2]} + 1) * {OH} + {H - 1}) // {H} - {1 + a})"
             for b in range(cw):
                 ow = f"((({idx[-1]} + 1) * {OW} + {W - 1}) // {W} - {1 + b})"
-                lh, lw = _clamp(oh, OH - 1), _clamp(ow, OW - 1)
-                h0, h1 = _adaptive_bounds(lh, H, OH)
-                w0, w1 = _adaptive_bounds(lw, W, OW)
+                lh, lw = clamp_index(oh, OH - 1), clamp_index(ow, OW - 1)
+                h0, h1 = adaptive_bounds(lh, H, OH)
+                w0, w1 = adaptive_bounds(lw, W, OW)
                 hit = ctx.op(f"({oh} >= 0) & ({ow} >= 0) & ({idx[-2]} >= {h0}) & ({idx[-2]} < {h1})"
                              f" & ({idx[-1]} >= {w0}) & ({idx[-1]} < {w1})")  # fmt: skip
                 g = ctx.cast(grad.load(ctx, [*idx[:-2], lh, lw]), grad.dtype, torch.float32)
@@ -270,4 +270,4 @@ def _adaptive_avg_pool_backward(G, node, meta, grad, x):
                 acc = ctx.op(f"{acc} + tl.where({hit}, {g} / {n}, 0.0)")
         return ctx.cast(acc, torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)

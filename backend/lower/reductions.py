@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from fxlens.backend.ir import Pointwise, Reduction, Value, compute_dtype, numel, reciprocal
-from fxlens.backend.lower.core import _dims, _Meta, _shape, reduction, register
+from fxlens.backend.lower.core import MetaLike, normalize_dims, reduction, register, shape_of
 
 aten = torch.ops.aten
 
@@ -26,7 +26,7 @@ def _prod(G, node, meta, x, dim=None, keepdim=False, dtype=None):
 def _mean(G, node, meta, x, dims=None, keepdim=False, dtype=None):
     if not meta.dtype.is_floating_point or not isinstance(x, Value):
         return None
-    rd = _dims(dims, len(x.shape))
+    rd = normalize_dims(dims, len(x.shape))
     n = numel([x.shape[d] for d in rd]) if x.shape else 1
     return reduction(G, node, meta, x, dims, "sum", keepdim, scale=reciprocal(n, 1.0), src_dtype=dtype)
 
@@ -66,11 +66,11 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
     if not isinstance(x, Value) or not x.dtype.is_floating_point or numel(x.shape) == 0:
         return None  # (an empty input: ATen's NaNs; `reduction` declines empty inputs too)
     x = G.use(x, node)
-    rd = _dims(dims, len(x.shape))
+    rd = normalize_dims(dims, len(x.shape))
     n = numel([x.shape[d] for d in rd])
     corr = 1 if correction is None else correction
     corr = int(corr) if float(corr).is_integer() else corr  # 1.0 from the decomposition: keep n - corr an int
-    mean = reduction(G, node, _Meta(_keep(x.shape, rd), mmeta.dtype, x.device), x, rd, "sum", True,
+    mean = reduction(G, node, MetaLike(_keep(x.shape, rd), mmeta.dtype, x.device), x, rd, "sum", True,
                      item=1 if both else None, scale=reciprocal(n, 1.0))  # fmt: skip
     full = x.shape
 
@@ -81,11 +81,11 @@ def _var_mean(G, node, meta, x, dims=None, *, correction=None, keepdim=False):
         return ctx.op(f"{d} * {d}")
 
     src = Pointwise(sq, full, compute_dtype(x.dtype), x.device, None)
-    var = G.realize(Reduction(src, "sum", rd, keepdim, _shape(vmeta), vmeta.dtype, x.device, node,
+    var = G.realize(Reduction(src, "sum", rd, keepdim, shape_of(vmeta), vmeta.dtype, x.device, node,
                               0 if both else None, reciprocal(n - corr)))  # fmt: skip
     if not both:
         return var
-    return var, (mean if keepdim else G.view_as(mean, _shape(mmeta), node, 1))
+    return var, (mean if keepdim else G.view_as(mean, shape_of(mmeta), node, 1))
 
 
 def _keep(shape, rd):

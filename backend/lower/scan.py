@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Reduction, Value, compute_dtype, full_index
-from fxlens.backend.lower.core import _shape, pointwise, register
+from fxlens.backend.lower.core import pointwise, register, shape_of
 from fxlens.backend.symbolic import is_static, render
 
 aten = torch.ops.aten
@@ -57,7 +57,7 @@ def _scan(G, node, meta, x, dim, *, dtype=None):
     if not isinstance(x, Value) or meta.dtype == torch.bool or meta.dtype.is_complex:
         return None
     rtype = "cumsum" if node.target == aten.cumsum.default else "cumprod"
-    shape = _shape(meta)
+    shape = shape_of(meta)
     if not shape or shape[dim % len(shape)] == 1:  # a scan over one element is a cast
         return pointwise(G, node, meta, [x], lambda v: v, compute=x.dtype)
     x = G.use(x, node)
@@ -80,7 +80,7 @@ def _flip(G, node, meta, x, dims):
     def fn(ctx, idx):
         return x.load(ctx, [flipped(shape[d], i) if d in ds else i for d, i in enumerate(idx)])
 
-    return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)
+    return Pointwise(fn, shape_of(meta), meta.dtype, meta.device, node)
 
 
 # --- scans with their own combine functions (persistent rows only) ------------------------------
@@ -169,4 +169,4 @@ def _logcumsumexp(G, node, meta, x, dim):
     if d is None or not meta.dtype.is_floating_point:
         return None
     x = G.use(x, node)
-    return G.realize(CumScan(x, "logcumsumexp", (d,), True, _shape(meta), meta.dtype, meta.device, node))
+    return G.realize(CumScan(x, "logcumsumexp", (d,), True, shape_of(meta), meta.dtype, meta.device, node))

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import torch
 
 from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, broadcast_index, compute_dtype, decompose, linear
-from fxlens.backend.lower.core import _shape, register
-from fxlens.backend.lower.index import _INDEX_DTYPES, Scatter, ScatterNode, _along, _wrap
+from fxlens.backend.lower.core import register, shape_of
+from fxlens.backend.lower.index import INDEX_DTYPES, Scatter, ScatterNode, index_along, wrap_negative
 
 aten = torch.ops.aten
 
@@ -62,7 +62,7 @@ class ScatterPass(Scatter):
         if "xindex" not in off:  # a 0-d destination: the pointer needs the block's shape
             off = f"{off} + 0 * xindex"
         root = self.dst.base
-        p = ctx._param(root)
+        p = ctx.pointer_param(root)
         ctx.loaded.setdefault(root.name, [])
         if self.x_node is not None:
             ctx.boundary[(self.x_node, None)] = self.dst
@@ -81,7 +81,7 @@ def _reduce_into(G, node, meta, x, src, where, shape, reduce: str, include_self:
         return None
     x = G.use(x, node)
     src = G.use(src, node)
-    copy = Pointwise(lambda ctx, idx: x.load(ctx, idx), _shape(meta), dt, meta.device, x_node)
+    copy = Pointwise(lambda ctx, idx: x.load(ctx, idx), shape_of(meta), dt, meta.device, x_node)
     dst = G.realize(copy)
 
     passes = []
@@ -108,19 +108,19 @@ def _reduce_into(G, node, meta, x, src, where, shape, reduce: str, include_self:
             v = x.load(ctx, idx)
             return ctx.op(f"tl.where({v} != {v}, {v}, {dst.load(ctx, idx)})")
 
-        return Pointwise(keep_nan, _shape(meta), dt, meta.device, node)
+        return Pointwise(keep_nan, shape_of(meta), dt, meta.device, node)
     if reduce != "mean":
         # the last pass leaves the op's value in dst; replayed from dst as it was before that pass,
         # the whole op gives it again (sum: one pass from x; amax/amin: idempotent over src;
         # include_self=False: the positions it writes ignore what dst held)
         passes[-1].node = node
-        return G._relabel(dst, node)
+        return G.relabel(dst, node)
     ones = Pointwise(
-        lambda ctx, idx: ctx.full(1 if include_self else 0, dt), _shape(meta), dt, meta.device, None
+        lambda ctx, idx: ctx.full(1 if include_self else 0, dt), shape_of(meta), dt, meta.device, None
     )
     count = G.realize(ones)
     scatter(count, 1, "tl.atomic_add", xn=None)
-    out_shape = _shape(meta)
+    out_shape = shape_of(meta)
 
     def quotient(ctx, idx):
         s, c = dst.load(ctx, idx), count.load(ctx, idx)
@@ -131,21 +131,21 @@ def _reduce_into(G, node, meta, x, src, where, shape, reduce: str, include_self:
 
 @register(aten.scatter_reduce.two)
 def _scatter_reduce(G, node, meta, x, dim, ind, src, reduce, *, include_self=True):
-    if not isinstance(ind, Value) or ind.dtype not in _INDEX_DTYPES or not isinstance(x, Value):
+    if not isinstance(ind, Value) or ind.dtype not in INDEX_DTYPES or not isinstance(x, Value):
         return None
     if not isinstance(src, Value) or len(src.shape) != len(ind.shape) or not x.shape:
         return None
     dim %= len(x.shape)
     ind = G.use(ind, node)
     return _reduce_into(
-        G, node, meta, x, src, _along(ind, dim, x.shape[dim]), ind.shape, reduce, include_self
+        G, node, meta, x, src, index_along(ind, dim, x.shape[dim]), ind.shape, reduce, include_self
     )
 
 
 @register(aten.index_reduce.default)
 def _index_reduce(G, node, meta, x, dim, ind, src, reduce, *, include_self=True):
     """out[..., ind[i], ...] = reduce(out[..., ind[i], ...], src[..., i, ...]) along `dim`."""
-    if not isinstance(ind, Value) or ind.dtype not in _INDEX_DTYPES or not isinstance(x, Value):
+    if not isinstance(ind, Value) or ind.dtype not in INDEX_DTYPES or not isinstance(x, Value):
         return None
     if not isinstance(src, Value) or len(src.shape) != len(x.shape):
         return None
@@ -156,6 +156,6 @@ def _index_reduce(G, node, meta, x, dim, ind, src, reduce, *, include_self=True)
     size = x.shape[dim]
 
     def where(ctx, idx):
-        return list(idx[:dim]) + [_wrap(ctx, ind.load(ctx, [idx[dim]]), size)] + list(idx[dim + 1 :])
+        return list(idx[:dim]) + [wrap_negative(ctx, ind.load(ctx, [idx[dim]]), size)] + list(idx[dim + 1 :])
 
     return _reduce_into(G, node, meta, x, src, where, src.shape, reduce, include_self)

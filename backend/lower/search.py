@@ -13,7 +13,7 @@ import math
 import torch
 
 from fxlens.backend.ir import Pointwise, Value, compute_dtype
-from fxlens.backend.lower.core import _promoted, _shape, register
+from fxlens.backend.lower.core import promoted_dtype, register, shape_of
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
@@ -29,7 +29,7 @@ def _search(G, node, meta, seq, vals, right: bool):
     if lead and tuple(seq.shape[:-1]) != tuple(vals.shape[:-1]):
         return None
     seq, vals = G.use(seq, node), G.use(vals, node)
-    cdt = compute_dtype(_promoted(seq, vals))
+    cdt = compute_dtype(promoted_dtype(seq, vals))
     out_dt = meta.dtype
     steps = max(1, math.ceil(math.log2(n + 1)))
     cmp = ">" if right else ">="
@@ -45,7 +45,7 @@ def _search(G, node, meta, seq, vals, right: bool):
             lo, hi = ctx.op(f"tl.where({left}, {mid} + 1, {lo})"), ctx.op(f"tl.where({stay}, {mid}, {hi})")
         return ctx.cast(lo, torch.int64, out_dt)
 
-    return Pointwise(fn, _shape(meta), out_dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), out_dt, meta.device, node)
 
 
 @register(aten.bucketize.Tensor)

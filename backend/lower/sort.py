@@ -23,7 +23,7 @@ import triton
 from fxlens.backend import config
 from fxlens.backend.codegen import Incompatible
 from fxlens.backend.ir import Pointwise, Reduction, Value, compute_dtype, full_index
-from fxlens.backend.lower.core import _Meta, _shape, reduction, register
+from fxlens.backend.lower.core import MetaLike, reduction, register, shape_of
 from fxlens.backend.symbolic import is_static
 
 aten = torch.ops.aten
@@ -156,7 +156,7 @@ def _topk(G, node, meta, x, k, dim=-1, largest=True, sorted=True):
     if got is None:
         return None
     perm, x = got
-    return _pick(node, x, perm, _shape(meta[0]), dim % len(x.shape), lambda ctx, idx, i: i)
+    return _pick(node, x, perm, shape_of(meta[0]), dim % len(x.shape), lambda ctx, idx, i: i)
 
 
 @register(aten.kthvalue.default)
@@ -165,7 +165,7 @@ def _kthvalue(G, node, meta, x, k, dim=-1, keepdim=False):
     if got is None:
         return None
     perm, x = got
-    return _pick(node, x, perm, _shape(meta[0]), dim % len(x.shape), lambda ctx, idx, i: str(k - 1), keepdim)
+    return _pick(node, x, perm, shape_of(meta[0]), dim % len(x.shape), lambda ctx, idx, i: str(k - 1), keepdim)
 
 
 def _median(G, node, meta, x, dim, keepdim, nan_skip: bool):
@@ -183,7 +183,7 @@ def _median(G, node, meta, x, dim, keepdim, nan_skip: bool):
             return ctx.op(f"({v} != {v})")
 
         isnan = Pointwise(nan, x.shape, torch.bool, x.device, None)
-        cnt = reduction(G, None, _Meta(_keep(x.shape, d), torch.int64, x.device), isnan, [d], "sum", True,
+        cnt = reduction(G, None, MetaLike(_keep(x.shape, d), torch.int64, x.device), isnan, [d], "sum", True,
                         src_dtype=torch.int64)  # fmt: skip
     else:
         cnt = None
@@ -199,7 +199,7 @@ def _median(G, node, meta, x, dim, keepdim, nan_skip: bool):
         return ctx.op(f"tl.where({c} > 0, {n} - {c}, {(n - 1) // 2})")
 
     m = meta[0] if isinstance(meta, (tuple, list)) else meta
-    return _pick(node, x, perm, _shape(m), d, pos, keepdim)
+    return _pick(node, x, perm, shape_of(m), d, pos, keepdim)
 
 
 def _keep(shape, d):
@@ -216,16 +216,16 @@ def _median_all(G, node, meta, x):
     """Over every element: the median of the flattened tensor (values only)."""
     if not isinstance(x, Value) or not is_static(*x.shape):
         return None
-    from fxlens.backend.lower.views import _reshape_remap
+    from fxlens.backend.lower.views import reshape_remap
 
     n = 1
     for s in x.shape:
         n *= s
     src = G.use(x, node)
-    remap = _reshape_remap(tuple(src.shape), (n,))
+    remap = reshape_remap(tuple(src.shape), (n,))
     flat = Pointwise(lambda ctx, idx: src.load(ctx, remap([idx[-1]])), (1, n), x.dtype, x.device, None)
     out = _median(
-        G, node, [_Meta((1,), x.dtype, x.device)], flat, 1, False, node.target == aten.nanmedian.default
+        G, node, [MetaLike((1,), x.dtype, x.device)], flat, 1, False, node.target == aten.nanmedian.default
     )
     if out is None:
         return None

@@ -244,7 +244,7 @@ def _zeta(G, node, meta, x, q):
     cdt = compute_dtype(meta.dtype)
     if cdt not in (torch.float32, torch.float64) or not any(isinstance(v, Value) for v in (x, q)):
         return None
-    from fxlens.backend.lower.math import math_pointwise
+    from fxlens.backend.lower.elementwise_math import math_pointwise
 
     pw = math_pointwise(G, node, meta, [x, q], "_fx_zeta", None)
     return None if pw is None else _with_zeta(pw)
@@ -262,7 +262,7 @@ def _polygamma(G, node, meta, n, x):
     ):
         return None
     if n == 0:
-        from fxlens.backend.lower.math import math_pointwise
+        from fxlens.backend.lower.elementwise_math import math_pointwise
 
         return math_pointwise(G, node, meta, [x], "_fx_digamma", None)
     if n == 1:

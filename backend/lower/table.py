@@ -4,7 +4,7 @@ ops it counts uses through (`VIEW_OPS`).
 Each family adds to `LOWERINGS` when imported. The order below is the registration order the flat
 layout had (graph.py imported the families by name; each registers after the modules it imports).
 Two registrations replace an earlier one, and each importing module imports the one it replaces
-first, so neither depends on this order: math's pow over arith's, index's scatter over views'.
+first, so neither depends on this order: elementwise_math's pow over arith's, index's scatter over views'.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from fxlens.backend.lower import (  # noqa: F401
     diagonal,
     distance,
     division,
+    elementwise_math,
     histogram,
     igamma,
     index,
     masked,
-    math,
     pool,
-    pool_more,
-    random,
+    pool3d_adaptive,
+    rng,
     scan,
     scatter,
     search,

@@ -1,7 +1,7 @@
 """View, concatenation and gather lowerings: index remapping, never copies.
 
 Views of realized buffers become strided reinterpretations (see `GraphLowering.view`); views of
-lazy values remap the index (`_view_remap`). Gathers load an index tensor and use its value as an
+lazy values remap the index (`view_remap`). Gathers load an index tensor and use its value as an
 index into the source (negative indices wrapped).
 """
 
@@ -18,14 +18,14 @@ from fxlens.backend.ir import (
     linear,
     numel,
 )
-from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.core import register, shape_of
 from fxlens.backend.symbolic import is_static, render, size
 
 aten = torch.ops.aten
 
 
 # --- views: index remapping, no copies ---------------------------------------------------------
-def _reshape_remap(in_shape, out_shape):
+def reshape_remap(in_shape, out_shape):
     a = [s for s in in_shape if s != 1]
     b = [s for s in out_shape if s != 1]
     if a == b:  # only size-1 dims inserted/removed
@@ -43,14 +43,14 @@ def _reshape_remap(in_shape, out_shape):
     return remap
 
 
-def _view_remap(node, x, meta, args):
-    t, ins, outs = node.target, x.shape, _shape(meta)
+def view_remap(node, x, meta, args):
+    t, ins, outs = node.target, x.shape, shape_of(meta)
     if t in (aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.squeeze.dim,
              aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default, aten.expand.default,
              aten.view.dtype) and t != aten.view.dtype:  # fmt: skip
         if t == aten.expand.default:
             return lambda idx: broadcast_index(idx, ins, outs)
-        return _reshape_remap(ins, outs)
+        return reshape_remap(ins, outs)
     if t == aten.permute.default:
         dims = [d % len(ins) for d in args[0]]
 
@@ -111,7 +111,7 @@ VIEW_OPS = [
 def _view(G, node, meta, x, *args):
     if not isinstance(x, Value):
         return None
-    return G.view(node, meta, x, args, _view_remap(node, x, meta, args))
+    return G.view(node, meta, x, args, view_remap(node, x, meta, args))
 
 
 @register(aten.split_with_sizes.default, aten.split.Tensor)
@@ -130,7 +130,7 @@ def _cat(G, node, meta, xs, dim=0):
     xs = [G.use(x, node) for x in xs if isinstance(x, Value) and numel(x.shape) > 0]
     if not xs or len(xs) > 16:
         return None
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
     dim %= len(shape)
     offs, o = [], 0
     for x in xs:
@@ -157,7 +157,7 @@ def _constant_pad(G, node, meta, x, pad, value=0):
     if not isinstance(x, Value) or len(pad) % 2 or len(pad) // 2 > len(x.shape):
         return None
     x = G.use(x, node)
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
     nd = len(shape)
     lows = {nd - 1 - k: size(pad[2 * k]) for k in range(len(pad) // 2)}  # pad pairs from the last dim
 
@@ -182,11 +182,11 @@ def _as_strided_scatter(G, node, meta, x, src, size, stride, storage_offset=None
     if not isinstance(x, Value) or not isinstance(src, Value) or not is_static(*x.shape, *size, *stride):
         return None
     whole = numel(size) == numel(x.shape) and not storage_offset
-    dense = tuple(meta.stride()) == contiguous_strides(_shape(meta))  # storage order is index order
-    if not whole or not dense or tuple(stride) != contiguous_strides(size) or _shape(meta) != tuple(x.shape):
+    dense = tuple(meta.stride()) == contiguous_strides(shape_of(meta))  # storage order is index order
+    if not whole or not dense or tuple(stride) != contiguous_strides(size) or shape_of(meta) != tuple(x.shape):
         return None
-    src, remap = G.use(src, node), _reshape_remap(tuple(src.shape), tuple(x.shape))  # out idx -> src idx
-    return Pointwise(lambda ctx, idx: src.load(ctx, remap(idx)), _shape(meta), meta.dtype, meta.device, node)
+    src, remap = G.use(src, node), reshape_remap(tuple(src.shape), tuple(x.shape))  # out idx -> src idx
+    return Pointwise(lambda ctx, idx: src.load(ctx, remap(idx)), shape_of(meta), meta.dtype, meta.device, node)
 
 
 # --- gathers ------------------------------------------------------------------------------------
@@ -208,7 +208,7 @@ def _index_dim(G, node, meta, x, dim, ind, prefix):
     if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in (torch.int64, torch.int32):
         return None
     x, ind = G.use(x, node), G.use(ind, node)
-    shape = _shape(meta)
+    shape = shape_of(meta)
     if not x.shape:  # a 0-d source: the only valid index is 0 (or -1), so every element is x
         return Pointwise(lambda ctx, idx: x.load(ctx, []), shape, meta.dtype, meta.device, node)
     k = len(ind.shape) if prefix else 1
@@ -228,16 +228,16 @@ def _gather(G, node, meta, x, dim, ind, sparse_grad=False):
     x, ind = G.use(x, node), G.use(ind, node)
     dim %= max(len(x.shape), 1)
     if not x.shape:  # a 0-d source: the only valid index is 0 (or -1), so every element is x
-        return Pointwise(lambda ctx, idx: x.load(ctx, []), _shape(meta), meta.dtype, meta.device, node)
+        return Pointwise(lambda ctx, idx: x.load(ctx, []), shape_of(meta), meta.dtype, meta.device, node)
 
     def fn(ctx, idx):
         i = _wrap(ctx, ind.load(ctx, idx), x.shape[dim])
         return x.load(ctx, list(idx[:dim]) + [i] + list(idx[dim + 1 :]))
 
-    return Pointwise(fn, _shape(meta), meta.dtype, meta.device, node)
+    return Pointwise(fn, shape_of(meta), meta.dtype, meta.device, node)
 
 
-def _broadcast_shapes(shapes) -> tuple:
+def broadcast_sizes(shapes) -> tuple:
     """torch.broadcast_shapes for sizes that may be symbolic (torch's meta already checked them)."""
     nd = max(len(s) for s in shapes)
     out = [1] * nd
@@ -258,9 +258,9 @@ def _index(G, node, meta, x, indices):
         return None
     x = G.use(x, node)
     inds = [G.use(t, node) for t in inds]
-    bshape = _broadcast_shapes([t.shape for t in inds])
+    bshape = broadcast_sizes([t.shape for t in inds])
     k, m = pos[0], len(pos)
-    shape = _shape(meta)
+    shape = shape_of(meta)
     if shape != tuple(x.shape[:k]) + bshape + tuple(x.shape[k + m :]):
         return None
     nb = len(bshape)
@@ -277,7 +277,7 @@ def _index(G, node, meta, x, indices):
 
 
 @register(aten.scatter.value, aten.scatter.src)
-def _scatter(G, node, meta, x, dim, ind, src):
+def scatter_unrolled(G, node, meta, x, dim, ind, src):
     """out = x with out[..., ind[..., j, ...], ...] = src along `dim`; unrolled over ind's extent there."""
     if not isinstance(x, Value) or not isinstance(ind, Value) or ind.dtype not in (torch.int64, torch.int32):
         return None
@@ -303,4 +303,4 @@ def _scatter(G, node, meta, x, dim, ind, src):
             res = ctx.op(f"tl.where({i} == {idx[dim]}, {v}, {res})")
         return res
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)

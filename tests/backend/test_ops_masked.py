@@ -1,4 +1,4 @@
-"""masked_scatter, put and nonzero_static (lower/masked.py), frexp (lower/math.py): exact against eager."""
+"""masked_scatter, put and nonzero_static (lower/masked.py), frexp (lower/elementwise_math.py): exact against eager."""
 
 from __future__ import annotations
 

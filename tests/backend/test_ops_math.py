@@ -1,4 +1,4 @@
-"""Elementwise math with composite forms on CPU (lower/math.py, lower/math_helpers.py) and the ops the
+"""Elementwise math with composite forms on CPU (lower/elementwise_math.py, lower/math_helpers.py) and the ops the
 op_db coverage sweep moved to torch's decompositions (lower.py `_COVERAGE_DECOMPS`).
 
 Inputs span every range the formulas switch on, plus NaN, +-inf, -0.0, poles and tails; results
@@ -174,7 +174,7 @@ def test_bitwise_bool_scalars(compiled, guards):
 
 
 def test_symbolic_sizes(compiled, guards):
-    """lower/math.py is pointwise only, so it takes symbolic sizes (RMSNorm's x.pow(2) lowers there)."""
+    """lower/elementwise_math.py is pointwise only, so it takes symbolic sizes (RMSNorm's x.pow(2) lowers there)."""
     from fxlens.backend import compile_fx
 
     def fn(x):

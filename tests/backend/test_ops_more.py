@@ -1,5 +1,5 @@
 """Op-level tests for the lowerings added after the first 126: integer division, scans, pooling
-(forward and backward) and indexed stores. Random ops are in test_ops_random.py.
+(forward and backward) and indexed stores. Random ops are in test_ops_rng.py.
 
 Each case compiles with fxlens, asserts no ATen fallback and at least one kernel, compares with eager
 (test_ops.check: fp32 atol=rtol=1e-5, fp16 1e-2, bf16 2e-2, integers exact; scans get a looser

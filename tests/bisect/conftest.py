@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from schema_check import validate
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -26,6 +27,8 @@ def bisect(tmp_path):
             timeout=timeout,
         )
         verdict = json.loads(out.read_text()) if out.exists() else None
+        if verdict is not None:
+            validate("bisect", verdict)
         return proc, verdict
 
     return run

@@ -5,6 +5,7 @@ import os
 
 import pytest
 from capture_helpers import SCRIPTS, fxlens
+from schema_check import validate
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +26,8 @@ def run_report(sessions_root, tmp_path_factory):
             out = tmp_path_factory.mktemp("json") / f"{name}.json"
             proc = fxlens("run", "--json", out, *extra, SCRIPTS / f"{name}.py")
             report = json.loads(out.read_text()) if out.exists() else None
+            if report is not None:
+                validate("report", report)
             cache[key] = (proc, report)
         return cache[key]
 

@@ -7,26 +7,31 @@ from fxlens.trace.records import Recompile, RecompileLimitHit
 
 
 @pytest.mark.parametrize(
-    "guard, kind, var, values",
+    "guard, kind, source, values",
     [
         ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 5", "size", "x", ("8", "5")),
         ("1/0: tensor 'x' stride mismatch at index 1. expected 1, actual 4", "stride", "x", ("1", "4")),
         ("0/0: tensor 'x' rank mismatch. expected 2, actual 3", "ndim", "x", ("2", "3")),
-        ("1/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "x", ("Float", "Double")),
-        ("1/0: tensor 'x' requires_grad mismatch. expected requires_grad=0", "requires_grad", "x", ("0", "")),
-        ("0/0: self._modules['drop'].training == True", "training", "self._modules['drop']", ("True", "")),
+        ("1/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "x", ("float32", "float64")),
+        (
+            "1/0: tensor 'x' requires_grad mismatch. expected requires_grad=0",
+            "requires_grad",
+            "x",
+            ("False", "True"),
+        ),
+        ("0/0: self._modules['drop'].training == True", "training", "self._modules['drop']", ("train", "eval")),
         ("0/2: G['USE_BIAS'] == True", "global", "USE_BIAS", ("True", "")),
         ("3/0: ___stack1 == 1.7260961532592773", "item_value", "___stack1", ("1.7260961532592773", "")),
-        ("0/0: L['k'] == 0", "value", "k", ("0", "")),
+        ("0/0: L['k'] == 0", "value", "L['k']", ("0", "")),
         ("0/0: k == 0", "value", "k", ("0", "")),
-        ("0/0: len(L['xs']) == 3", "length", "xs", ("3", "")),
-        ("0/0: ___check_obj_id(L['fn'], 140234)", "identity", "fn", ("", "")),
+        ("0/0: len(L['xs']) == 3", "length", "L['xs']", ("3", "")),
+        ("0/0: ___check_obj_id(L['fn'], 140234)", "identity", "L['fn']", ("", "")),
         ("0/0: something torch invents next", "other", "", ("", "")),
     ],
 )
-def test_classify(guard, kind, var, values):
-    k, v, _dim, exp, act = classify(guard)
-    assert (k, v, (exp, act)) == (kind, var, values)
+def test_classify(guard, kind, source, values):
+    k, src, _dim, exp, act = classify(guard)
+    assert (k, src, (exp, act)) == (kind, source, values)
 
 
 def _rc(cid, *guards, function="f", co_name="f"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from schema_check import validate
 
 from fxlens.diff.command import diff_paths
 from fxlens.diff.compare import GATED, compare, match
@@ -70,7 +71,9 @@ def test_cli_exit_status_gates_ci(pair, tmp_path, fxlens):
     assert proc.returncode == 1, proc.stderr
     assert "> moved" in proc.stdout and "model.py:8 -> 10" in proc.stdout
     assert "+ new" in proc.stdout and proc.stdout.rstrip().splitlines()[-1].startswith("verdict: B is WORSE")
-    assert json.loads(out.read_text())["worse"] is True
+    diff = json.loads(out.read_text())
+    validate("diff", diff)
+    assert diff["worse"] is True
     better = fxlens("diff", pair.v2, pair.v1)  # the change undone: better, so exit 0
     assert better.returncode == 0, better.stdout
     assert "no worse" in better.stdout

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
+from schema_check import validate
 
 
 @pytest.fixture(scope="session")
@@ -36,6 +37,9 @@ def doctored(build_once):
         root = build_once(f"doctor-{name}-{tag}", fill)
         proc = subprocess.CompletedProcess(**json.loads((root / "proc.json").read_text()))
         out = root / f"{name}.json"
-        return proc, json.loads(out.read_text()) if out.exists() else None
+        result = json.loads(out.read_text()) if out.exists() else None
+        if result is not None:
+            validate("doctor", result)
+        return proc, result
 
     return run

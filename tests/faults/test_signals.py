@@ -49,6 +49,8 @@ def test_run(tmp_path, sig):
     proc, err, _ = _interrupt(tmp_path, sig, "run", "--session", session)
     assert proc.returncode == EXIT[sig], err
     assert err.strip().splitlines()[-1] in ("fxlens: interrupted", "fxlens: terminated")
+    # and where what was captured so far is (issue 20): the session's path, as a command to paste
+    assert f"what was captured so far: fxlens report {session}" in err, err[-2000:]
     info = json.loads((session / "session.json").read_text())
     assert info["interrupted"] is True and info["exit_code"] is None
     # the session is data: what was captured before the signal is still reported

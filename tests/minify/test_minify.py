@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from schema_check import validate
 
 from fxlens.errors import FxlensError
 from fxlens.minify.command import minify_script
@@ -45,6 +46,7 @@ def test_single_op_crash_shrinks_to_a_reproducer_that_fails_the_same_way(
     assert proc.returncode == 0, proc.stderr
     assert "fxlens minify:" in proc.stdout and "queries" in proc.stderr  # summary, progress bar
     r = json.loads(js.read_text())
+    validate("minify", r)
     assert {"repro", "check", "signature", "original_nodes", "final_nodes", "queries", "seconds"} <= set(r)
     assert r["repro"] == str(out) and out.exists()
     assert r["check"] == "crash"

@@ -33,6 +33,25 @@ def pytest_pyfunc_call(pyfuncitem):
     return None
 
 
+@pytest.fixture(autouse=True)
+def no_error_toasts(monkeypatch):
+    """Fail a TUI test on any error notification: `viewbase.guarded` turns a view's exception into a
+    toast so the app survives, which would otherwise let a broken view pass its test."""
+    from textual.app import App
+
+    errors: list[str] = []
+    notify = App.notify
+
+    def recording_notify(self, message, *args, **kwargs):
+        if kwargs.get("severity") == "error":
+            errors.append(str(message))
+        return notify(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(App, "notify", recording_notify)
+    yield errors
+    assert errors == [], f"error toast(s) shown: {errors}"
+
+
 @dataclass
 class Traces:
     """Paths of the fixture data (cwd-relative paths in the UI are relative to `root`)."""

@@ -1,6 +1,6 @@
-"""SVG screenshots of the main views (Textual's save_screenshot), as the README shows them.
+"""SVG screenshots of the main views (Textual's save_screenshot), as docs/guides/tui.md shows them.
 
-Slow and opt-in for the README: `FXLENS_SCREENSHOTS_DIR=tui/screenshots python -m pytest -m slow
+Slow and opt-in for the README: `FXLENS_SCREENSHOTS_DIR=docs/guides/screenshots python -m pytest -m slow
 tests/tui/test_tui_screenshots.py` rewrites the committed SVGs; otherwise they go to tmp_path.
 """
 

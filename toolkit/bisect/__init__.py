@@ -3,7 +3,3 @@ and fusion-decision search, and the handover to torch's CompilerBisector for ind
 
 Uses `fxlens.capture` and `fxlens.trace`; never imports `fxlens.minify` or `fxlens.doctor`.
 """
-
-from fxlens._lazy import lazy_exports
-
-__getattr__ = lazy_exports(__name__, "fxlens.bisect.command")

@@ -26,9 +26,9 @@ from fxlens.trace.session import EVENTS_FILE, append_event
 if os.environ.get("TORCH_BISECT_BACKEND"):
     # a run driven by torch's CompilerBisector: torch.compile would otherwise replace every
     # backend, this wrapper included, with the bisected one (torch/__init__.py, `compile`)
-    import torch._inductor.config as _inductor_config
+    from fxlens.backend.torch_compat import keep_custom_backend_under_bisector
 
-    _inductor_config.test_configs.bisect_keep_custom_backend_for_inductor = True
+    keep_custom_backend_under_bisector()
 
 SPEC = "fxlens.bisect.backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
 _ordinals = itertools.count()
@@ -67,8 +67,7 @@ def lookup(spec: str):
     """The backend callable for a spec (a registered name, `module:attr` or `file.py:attr`)."""
     if spec in _backends:
         return _backends[spec]
-    from torch._dynamo import lookup_backend
-
+    from fxlens.backend.torch_compat import lookup_backend
     from fxlens.capture.backends import resolve
 
     target, _, attr = spec.rpartition(":")
@@ -92,7 +91,7 @@ def _error(e: BaseException) -> str:
 
 def _compile_id() -> str:
     try:
-        from torch._guards import CompileContext
+        from fxlens.backend.torch_compat import CompileContext
 
         cid = CompileContext.current_compile_id()
         return f"{cid.frame_id}/{cid.frame_compile_id}" if cid is not None else "?"
@@ -215,7 +214,7 @@ def _compile(backend, use: str, gm, example_inputs):
     """`backend(gm, example_inputs)`, with the inductor config change CompilerBisector is testing."""
     changes = _bisector_config_change(use)
     if changes:
-        from torch._inductor.compile_fx import compile_fx
+        from fxlens.backend.torch_compat import compile_fx
 
         return compile_fx(gm, example_inputs, config_patches=changes)
     return backend(gm, example_inputs)
@@ -230,7 +229,7 @@ def _bisector_config_change(use: str) -> dict | None:
     """
     if use != "inductor" or not os.environ.get("TORCH_BISECT_BACKEND"):
         return None
-    from torch._inductor.compiler_bisector import CompilerBisector
+    from fxlens.backend.torch_compat import CompilerBisector
 
     if not CompilerBisector.bisection_enabled:
         return None

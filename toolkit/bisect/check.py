@@ -3,7 +3,7 @@
 Runs in the child process (imports torch). A compiled result passes when, for every output tensor,
 its error against the fp64 reference is within the dtype's tolerance, or no worse than
 `EAGER_SLACK` times the error eager itself makes in the original dtype (so low-precision graphs are
-not blamed for the rounding eager also does). The tolerances are stated in the README.
+not blamed for the rounding eager also does). The tolerances are stated in docs/guides/bisect.md.
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ def copy_args(args, fp64: bool = False) -> list:
 def flat_tensors(out) -> list:
     """The tensors of a (nested) graph output, in order."""
     import torch
-    from torch.utils._pytree import tree_leaves
+
+    from fxlens.backend.torch_compat import tree_leaves
 
     return [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
 

@@ -26,10 +26,9 @@ from pathlib import Path
 def run_driver(spec: dict) -> dict:
     """Run CompilerBisector over `spec`'s script; returns {result, runs}."""
     state, fork, step_env = _prepare(spec)
-    from torch._inductor.compiler_bisector import CompilerBisector
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
-
     from fxlens import config
+    from fxlens.backend.torch_compat import CompilerBisector
+    from fxlens.backend.torch_compat import inductor_cache_dir as cache_dir
     from fxlens.bisect.runs import Runs
 
     runs = Runs(

@@ -7,9 +7,11 @@ and torch's trace in that run's session are read back here. This module never im
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +27,45 @@ from fxlens.trace.userframes import parse_traceback
 WRAPPER = "fxlens.bisect.backend:wrapper"
 TIMEOUT_EXIT = 124
 OUTPUT_FILE = "output.txt"  # the child's stdout and stderr, interleaved
-INDUCTOR_CACHE = "inductor-cache"  # in the bisect's session: its runs' private inductor cache dir
+INDUCTOR_CACHE = "inductor-cache"  # (older sessions held the runs' inductor cache under this name)
+# the runs' private inductor cache lives outside the session, in the temp folder: a bisect killed
+# by SIGKILL left it in the session (hundreds of MB of compiled C++ nobody reads); the next bisect
+# removes such leftovers whose bisect is gone (see claim_cache)
+CACHE_PREFIX = "fxlens-bisect-cache-"
+_OWNER = ".owner"  # the pid of the bisect using a cache dir
+
+
+def cache_dir(session_dir: Path) -> Path:
+    """The inductor cache dir of one bisect: derived from its session's absolute path, so the
+    CompilerBisector driver process (fxlens.bisect.inductor) finds the same one."""
+    key = hashlib.sha1(str(Path(session_dir).absolute()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"{CACHE_PREFIX}{key}"
+
+
+def claim_cache(session_dir: Path) -> Path:
+    """Create this bisect's cache dir (owned by this process), after removing those of bisects
+    that are gone (killed before their cleanup ran)."""
+    for old in Path(tempfile.gettempdir()).glob(CACHE_PREFIX + "*"):
+        try:
+            pid = int((old / _OWNER).read_text().strip() or 0)
+        except (OSError, ValueError):
+            continue  # being created right now, or not ours to judge
+        if pid and not _alive(pid):
+            shutil.rmtree(old, ignore_errors=True)
+    d = cache_dir(session_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / _OWNER).write_text(str(os.getpid()))
+    return d
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def cache_env(session_dir: Path) -> dict[str, str]:
@@ -36,7 +76,7 @@ def cache_env(session_dir: Path) -> dict[str, str]:
     Private to the bisect: nothing from the user's or another job's cache dir."""
     return {
         "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
-        "TORCHINDUCTOR_CACHE_DIR": str(Path(session_dir) / INDUCTOR_CACHE),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir(session_dir)),
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
         "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
         # Dynamo's profile-guided dynamic shapes would carry one run's recompiles into the next

@@ -49,20 +49,17 @@ _READ_AT_CALL = frozenset({"TORCHDYNAMO_DISABLE"})
 def _forget_cached_env() -> None:
     """torch caches its bisector's env reads (`get_env_val` is functools.cache'd, and the warm
     process read them at import): this step's TORCH_BISECT_* must be read afresh."""
-    from torch._inductor import compiler_bisector
+    from fxlens.backend.torch_compat import clear_bisector_env_cache
 
-    compiler_bisector.get_env_val.cache_clear()
+    clear_bisector_env_cache()
 
 
 def _start_trace() -> None:
     """Open torch's structured trace at $TORCH_TRACE, as importing torch does in a fresh runner (the
     warm process imported torch without it: its trace handler has no folder and never wrote)."""
-    from torch._logging import _internal
+    from fxlens.backend.torch_compat import restart_structured_trace
 
-    for handler in list(_internal.trace_log.handlers):
-        _internal.trace_log.removeHandler(handler)
-    _internal.LOG_TRACE_HANDLER = None
-    _internal._init_logs()
+    restart_structured_trace()
 
 
 def _child(script: str, args: list[str], env: dict, output: Path, module: str | None) -> None:
@@ -155,9 +152,10 @@ def run_forked(
         "exit_code": None,
     }
     write_info(sdir, info)
-    env = {**env, "FXLENS_SESSION": str(sdir)}
+    # absolute, as in run_captured: the script may change directory before it compiles
+    env = {**env, "FXLENS_SESSION": str(sdir.absolute())}
     if trace:
-        env["TORCH_TRACE"] = str(sdir / TRACE_DIR)
+        env["TORCH_TRACE"] = str(sdir.absolute() / TRACE_DIR)
     sys.stdout.flush()
     sys.stderr.flush()
     t0 = time.perf_counter()

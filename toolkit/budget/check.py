@@ -242,7 +242,7 @@ def _fallbacks(report: dict) -> list[str]:
     out = [f"  {where.get(cid, '?')} [{cid}]: {op} x{n}" for (cid, op), n in per.items()]
     out.append(
         "      fix: fxlens's backend runs these ops as ATen calls (matmul, convolution and attention by "
-        "design; see README, 'The fxlens backend'); raise the budget, or express the op with ones it lowers"
+        "design; see docs/backend.md); raise the budget, or express the op with ones it lowers"
     )
     return out
 

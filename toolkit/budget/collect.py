@@ -58,7 +58,7 @@ class _Dispatch(logging.Handler):
 
 
 def _trace_logger() -> logging.Logger:
-    from torch._logging._internal import trace_log
+    from fxlens.backend.torch_compat import trace_log
 
     return trace_log
 
@@ -78,13 +78,13 @@ def _skipping(original):
 
 def _patch_trace_structured(on: bool) -> None:
     # torch's timing code calls `torch._logging.trace_structured` by attribute, at call time
-    import torch._logging
+    from fxlens.backend.torch_compat import current_trace_structured, swap_trace_structured
 
-    current = torch._logging.trace_structured
+    current = current_trace_structured()
     if on and not hasattr(current, "_fxlens_original"):
-        torch._logging.trace_structured = _skipping(current)
+        swap_trace_structured(_skipping(current))
     elif not on and hasattr(current, "_fxlens_original"):
-        torch._logging.trace_structured = current._fxlens_original
+        swap_trace_structured(current._fxlens_original)
 
 
 def _attach(cap: Capture) -> None:
@@ -164,15 +164,14 @@ class Capture:
         records fxlens's reader never reads (timings for Perfetto, tensor descriptions): a log only
         for the report, quicker to write and read.
         """
-        from torch._logging import structured
-        from torch._logging._internal import TorchLogsFormatter
+        from fxlens.backend.torch_compat import INTERN_TABLE, TorchLogsFormatter
 
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / LOG_NAME
         fmt = TorchLogsFormatter(trace=True)
         pid = os.getpid()
         with open(path, "w", encoding="utf-8") as f:
-            for name, idx in list(structured.INTERN_TABLE.items()):
+            for name, idx in list(INTERN_TABLE.items()):
                 meta = _json({"str": [name, idx]})
                 f.write(f"V0101 00:00:00.000000 {pid} fxlens/budget/collect.py:0] {meta}\n")
             for rec in list(self.records):

@@ -2,7 +2,3 @@
 hook that records and overrides backends, and backend-name resolution. Uses `fxlens.trace` and
 `fxlens.report` (to print the summary); bisect, minify and doctor build on it.
 """
-
-from fxlens._lazy import lazy_exports
-
-__getattr__ = lazy_exports(__name__, "fxlens.capture.command")

@@ -16,7 +16,7 @@ from fxlens.errors import FxlensError
 
 
 def known_names() -> list[str]:
-    from torch._dynamo import list_backends
+    from fxlens.backend.torch_compat import list_backends
 
     return sorted(set(list_backends(exclude_tags=())))
 

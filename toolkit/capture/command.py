@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import fcntl
 import os
+import shlex
 import signal
 import sys
 import time
@@ -44,7 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
     )
-    parser.add_argument("--quiet", action="store_true", help="print only the session path, not the report")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print nothing but errors (the session is written all the same)"
+    )
 
 
 def add_timeout_argument(parser: argparse.ArgumentParser, what: str = "one run of the script") -> None:
@@ -120,19 +123,28 @@ def run_captured(
     timeout: float | None = None,
     stdout: str | os.PathLike | None = None,
     stderr: str | os.PathLike | None = None,
+    fresh: bool = False,
 ) -> RunResult:
     """Run SCRIPT under capture into a (new) session directory; returns its exit status.
 
     `stdout` / `stderr` name files for the script's own output (the same path twice: interleaved),
     so bisect and minify keep a child's traceback without it cluttering their own output.
+    `fresh` (`fxlens run --session DIR`): refuse a DIR that already holds a run, which would
+    otherwise be merged with this one (doubled counts, a phantom second rank).
     """
     check_script(script)
-    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    if session_dir:
+        sdir = Path(session_dir)
+    else:
+        how = "set FXLENS_SESSIONS_DIR to a writable folder"
+        sdir = new_session_dir(config.load().sessions_dir, script, f"pass --session DIR or {how}" if fresh else how)
     try:
         sdir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise FxlensError(f"{sdir}: cannot create the session directory: {e.strerror or e}") from None
     with _session_lock(sdir):
+        if fresh:  # under the lock: a run still writing DIR is refused as such, not as "used"
+            refuse_used(sdir)
         return _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr)
 
 
@@ -162,6 +174,20 @@ def _session_lock(sdir: Path):
         os.close(fd)  # releases the lock
 
 
+# what a session directory holds once a run has started in it (the lock file alone does not count)
+_SESSION_ENTRIES = ("session.json", "events.jsonl", TRACE_DIR, "runs", "children")
+
+
+def refuse_used(sdir: Path) -> None:
+    """One-line error when SDIR already holds a run: two runs' traces in one session would be read
+    as one run on two ranks. An empty or new directory is fine."""
+    used = [name for name in _SESSION_ENTRIES if os.path.lexists(sdir / name)]
+    if used:
+        raise FxlensError(
+            f"{sdir}: already holds a session ({used[0]}); pass a new --session DIR, or remove this one first"
+        )
+
+
 def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr) -> RunResult:
     info = {
         "script": os.path.abspath(script),
@@ -176,8 +202,10 @@ def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout,
     write_info(sdir, info)
     child_env = dict(os.environ)
     child_env.update(env or {})
-    child_env["TORCH_TRACE"] = str(sdir / TRACE_DIR)
-    child_env[config.ENV_SESSION] = str(sdir)
+    # absolute: a script that changes directory before compiling (Hydra's job.chdir, launchers)
+    # would otherwise write its trace and events relative to its new directory, not into the session
+    child_env["TORCH_TRACE"] = str(sdir.absolute() / TRACE_DIR)
+    child_env[config.ENV_SESSION] = str(sdir.absolute())
     if backend:
         child_env[config.ENV_BACKEND_OVERRIDE] = backend
     else:
@@ -244,12 +272,26 @@ def refused_message(session: Session) -> str | None:
 def main(args: argparse.Namespace) -> int:
     from fxlens.report.build import build_report, render_text
     from fxlens.report.command import check_writable, write_json
+    from fxlens.trace.sources import capture_sources
 
     check_script(args.script)
     check_writable(args.json)
-    result = run_captured(
-        args.script, args.script_args, backend=args.backend, session_dir=args.session, nproc=args.nproc
-    )
+    # the session's path is known before the run starts, so an interrupted run can still say it
+    how = "pass --session DIR or set FXLENS_SESSIONS_DIR to a writable folder"
+    sdir = args.session or str(new_session_dir(config.load().sessions_dir, args.script, how))
+    try:
+        result = run_captured(
+            args.script,
+            args.script_args,
+            backend=args.backend,
+            session_dir=sdir,
+            nproc=args.nproc,
+            fresh=True,
+        )
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what was captured so far is in the session
+        if (Path(sdir) / "session.json").exists():
+            print(f"fxlens run: interrupted; what was captured so far: {_report_hint(sdir)}", file=sys.stderr)
+        raise
     session = Session.open(result.session_dir)
     if result.exit_code == REFUSED and (msg := refused_message(session)):
         raise FxlensError(msg)
@@ -261,13 +303,21 @@ def main(args: argparse.Namespace) -> int:
             )
             err.exit_code = shell_status(result.exit_code)
             raise err
+    # the source lines the trace points at, as they are now, before the user edits them (a report
+    # read later shows these, and says when a file changed since)
+    capture_sources(session)
     report = build_report(session)
     if args.json:
         write_json(report, args.json)
-    if not args.quiet:
-        sys.stdout.write("\n" + render_text(report))
+    if args.quiet:  # nothing but errors (the session is written all the same)
+        return shell_status(result.exit_code)
+    sys.stdout.write("\n" + render_text(report))
     status = "" if result.exit_code == 0 else f"; the script {how_it_ended(result.exit_code)}"
-    print(
-        f"\nsession: {result.session_dir}{status}\n  fxlens report {result.session_dir}   |   fxlens tui {result.session_dir}"
-    )
+    print(f"\nsession: {result.session_dir}{status}\n  {_report_hint(result.session_dir)}")
     return shell_status(result.exit_code)
+
+
+def _report_hint(sdir) -> str:
+    """`fxlens report DIR   |   fxlens tui DIR`, DIR quoted for a shell (a name with a space pastes)."""
+    q = shlex.quote(str(sdir))
+    return f"fxlens report {q}   |   fxlens tui {q}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import runpy
+import signal
 import sys
 import traceback
 
@@ -22,6 +23,9 @@ from fxlens.trace.userframes import called_by_torch
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
 REFUSED = 3
+# run_script's status for a script ended by an uncaught KeyboardInterrupt (SIGINT sent to it alone)
+INTERRUPTED = 128 + signal.SIGINT
+_interrupted = False  # set when the script ended by KeyboardInterrupt (not by exit(130))
 _SCRIPT_GLOBALS: list[dict] = []
 
 
@@ -106,6 +110,28 @@ def _append_quietly(session: str, kind: str, data: dict) -> None:
         pass
 
 
+def _quiet_trace_errors(internal) -> None:
+    """torch's trace handler reports each failed write (a full disk) with logging's own
+    "--- Logging error ---" traceback: thousands of them, burying fxlens's one error line. Say
+    the first in one line, then nothing; the script's other loggers keep logging's behaviour."""
+    handler = getattr(internal, "LazyTraceHandler", None)
+    if handler is None:
+        return
+    said = []
+
+    def handle_error(self, record) -> None:
+        if not said:
+            said.append(True)
+            err = sys.exc_info()[1]
+            why = getattr(err, "strerror", None) or err or "write failed"
+            print(
+                f"fxlens: torch cannot write its trace ({why}); further trace write errors are not shown",
+                file=sys.stderr,
+            )
+
+    handler.handleError = handle_error
+
+
 def run_script(script: str, args: list[str], module: str | None = None) -> int:
     """Run SCRIPT (or MODULE, whose file SCRIPT is) as `__main__`; the script's exit status."""
     cfg = config.load()
@@ -128,6 +154,8 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         hook_module, _, hook = cfg.runner_hook.partition(":")
         getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
+    if os.environ.get("TORCH_TRACE"):
+        when_imported("torch._logging._internal", _quiet_trace_errors)
     sys.argv = [script, *args]
     # sys.path[0] as python sets it: the script's folder, or the working directory for -m
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))
@@ -146,7 +174,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
             return code
         print(code, file=sys.stderr)
         return 1
-    except BaseException:  # the user's own error: show it the way Python would
+    except BaseException as e:  # the user's own error: show it the way Python would
         etype, value, tb = sys.exc_info()
         # drop the runner's own frames so the traceback starts in the user's script
         while tb is not None and tb.tb_frame.f_code.co_filename in (
@@ -156,6 +184,11 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         ):
             tb = tb.tb_next
         traceback.print_exception(etype, value, tb)
+        # Python ends on an uncaught KeyboardInterrupt by SIGINT (a shell shows 130); main() does too
+        if isinstance(e, KeyboardInterrupt):
+            global _interrupted
+            _interrupted = True
+            return INTERRUPTED
         return 1
     return 0
 
@@ -207,6 +240,10 @@ def main() -> None:
     _record_environment()
     sys.stdout.flush()
     sys.stderr.flush()
+    if code == INTERRUPTED and _interrupted:
+        # as Python does: die by SIGINT, so the parent (and a shell) sees "killed by SIGINT", 130
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     sys.exit(code)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fxlens.diff.compare import compare
 from fxlens.diff.render import diff_blocks, render_text
+from fxlens.diff.validate import check_report
 from fxlens.errors import FxlensError
 from fxlens.report.build import build_report
 from fxlens.report.command import write_json, write_output
@@ -41,9 +42,11 @@ def load_report(path: str) -> dict:
             data = json.loads(p.read_text())
         except (OSError, ValueError) as e:
             raise FxlensError(f"{p}: not a readable report JSON ({e})") from None
+        except RecursionError:  # [[[[...]]]] thousands deep: json gives up; so do we, in one line
+            raise FxlensError(f"{p}: not a readable report JSON (nested too deeply)") from None
         if not isinstance(data, dict) or "graphs" not in data or "graph_breaks" not in data:
             raise FxlensError(f"{p}: a JSON file, but not an fxlens report (no graphs / graph_breaks)")
-        return data
+        return check_report(data, str(p))
     return build_report(Session.open(p))
 
 

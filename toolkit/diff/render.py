@@ -202,6 +202,10 @@ def _fmt_pair(p: dict, fmt: str) -> str:
     return f"{f(p.get('a'))} -> {f(p.get('b'))}"
 
 
+MAX_GUARD_FUNCTIONS = 10  # functions whose guard changes are listed (the rest: "N more")
+MAX_GUARD_LINES = 8  # new (and gone) guard lines listed per function in text
+
+
 def _middle(text: str, width: int = 150) -> str:
     """Clip the middle: a guard's subject is at its start, the value that changed at its end."""
     return text if len(text) <= width else f"{text[: width // 3]} ... {text[-(width - width // 3 - 5) :]}"
@@ -212,9 +216,15 @@ def render_text(diff: dict, show_same: bool = False) -> str:
     out = [f"fxlens diff: A = {_side_name(diff['a'])}", f"             B = {_side_name(diff['b'])}", ""]
     for title, headers, rows in sections(diff, show_same):
         out += [f"{title}:", tabulate(rows, headers=headers, tablefmt="simple"), ""]
-    for g in diff["guards"][:10]:
+    for g in diff["guards"][:MAX_GUARD_FUNCTIONS]:
         out.append(f"Guards of {g['function']} ({g['file']}): {len(g['new'])} new, {len(g['gone'])} gone")
-        out += [f"  + {_middle(x)}" for x in g["new"][:8]] + [f"  - {_middle(x)}" for x in g["gone"][:8]]
+        # every cut is said: "9 new" over 8 listed lines read as a miscount (issue 20)
+        for mark, lines in (("+", g["new"]), ("-", g["gone"])):
+            out += [f"  {mark} {_middle(x)}" for x in lines[:MAX_GUARD_LINES]]
+            if len(lines) > MAX_GUARD_LINES:
+                out.append(f"  {mark} ... {len(lines) - MAX_GUARD_LINES} more (see --json)")
+    if len(diff["guards"]) > MAX_GUARD_FUNCTIONS:
+        out.append(f"... guards of {len(diff['guards']) - MAX_GUARD_FUNCTIONS} more function(s) (see --json)")
     if diff["guards"]:
         out.append("")
     ct = diff["compile_time"]
@@ -238,7 +248,7 @@ def diff_blocks(diff: dict) -> list:
             Heading(3, title),
             Table(headers, [[Code(str(c)) if j in code else str(c) for j, c in enumerate(r)] for r in rows]),
         ]
-    for g in diff["guards"][:10]:
+    for g in diff["guards"][:MAX_GUARD_FUNCTIONS]:
         lines = [f"+ {x}" for x in g["new"]] + [f"- {x}" for x in g["gone"]]
         out.append(
             Details(
@@ -246,4 +256,6 @@ def diff_blocks(diff: dict) -> list:
                 [Pre("\n".join(lines), "diff")],
             )
         )
+    if len(diff["guards"]) > MAX_GUARD_FUNCTIONS:
+        out.append(Para(f"Guards of {len(diff['guards']) - MAX_GUARD_FUNCTIONS} more function(s): see --json."))
     return out

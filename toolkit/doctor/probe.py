@@ -356,7 +356,7 @@ def install(mode: str, script: str, session: str) -> None:
         # the baseline: every torch.compile'd object runs its original code, nothing compiles
         torch.compiler.set_stance("force_eager")
     try:
-        from torch._dynamo.callback import callback_handler
+        from fxlens.backend.torch_compat import callback_handler
 
         callback_handler.register_start_callback(_on_compile_start)
         callback_handler.register_end_callback(_on_compile_end)

@@ -3,7 +3,3 @@ worker pool, the AOT (ATen) level, verification in fresh interpreters, and the r
 
 Uses `fxlens.capture` and `fxlens.trace`; never imports `fxlens.bisect` or `fxlens.doctor`.
 """
-
-from fxlens._lazy import lazy_exports
-
-__getattr__ = lazy_exports(__name__, "fxlens.minify.command")

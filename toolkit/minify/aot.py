@@ -29,8 +29,7 @@ def inner_kind(spec: str, backend) -> str | None:
     """The INNER_COMPILERS key of a backend (its spec and the resolved object), or None."""
     if spec in ("inductor", "fxlens", "fxlens_nofusion"):
         return spec
-    from torch._dynamo.backends.common import AotAutograd
-    from torch._dynamo.backends.registry import lookup_backend
+    from fxlens.backend.torch_compat import AotAutograd, lookup_backend
 
     if isinstance(backend, str):  # a registered name (torch's aot_eager is an aot_autograd object)
         backend = lookup_backend(backend)
@@ -41,10 +40,10 @@ def inner_kind(spec: str, backend) -> str | None:
 
 def _aot_options(kind: str, backend) -> dict:
     """The aot_module_simplified keywords the backend itself compiles with (less the compilers)."""
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from fxlens.backend.torch_compat import min_cut_rematerialization_partition
 
     if kind == "inductor":
-        from torch._inductor.decomposition import select_decomp_table
+        from fxlens.backend.torch_compat import select_decomp_table
 
         return {"decompositions": select_decomp_table(), "partition_fn": min_cut_rematerialization_partition}
     if kind in ("fxlens", "fxlens_nofusion"):
@@ -60,8 +59,8 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
     """Worker side: save the ATen graphs of the candidate `model_cls` into `out`; a JSON summary
     `{"inner": KIND, "graphs": [{"index", "kind"}...]}` or `{"error": ...}`."""
     import torch
-    from torch._functorch.aot_autograd import aot_module_simplified
 
+    from fxlens.backend.torch_compat import aot_module_simplified
     from fxlens.minify.capture import _graph_source, _lift_attributes
     from fxlens.minify.check import _run
     from fxlens.minify.graph import spec_of
@@ -106,7 +105,7 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
             **_aot_options(kind, backend),
         )
 
-    torch._dynamo.reset()
+    torch.compiler.reset()
     model = torch.compile(model_cls(), backend=aot_backend, dynamic=True if dynamic else None)
     _run(model, make_inputs(), backward)
     done = [g for g in graphs if (folder / f"aten_{g['index']}.json").exists()]

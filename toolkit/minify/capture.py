@@ -60,7 +60,7 @@ def baseline_config_lines() -> set[str]:
         return gm
 
     torch.compile(lambda x: x + 1, backend=probe)(torch.ones(1))
-    torch._dynamo.reset()
+    torch.compiler.reset()
     return set(seen)
 
 
@@ -79,8 +79,7 @@ def _resolve_real(spec: str):
     if target.endswith(".py") and os.path.abspath(target) == os.path.abspath(main_file):
         # a backend defined in the running script: take it from there instead of re-running it
         return getattr(main, attr)
-    from torch._dynamo.backends.registry import lookup_backend
-
+    from fxlens.backend.torch_compat import lookup_backend
     from fxlens.capture.backends import resolve
 
     backend = resolve(spec)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 import torch
 import torch.fx as fx
 
+from fxlens.backend.torch_compat import OpOverload, tree_flatten
+
 CALL_OPS = ("call_function", "call_method", "call_module")
 
 
@@ -118,7 +120,7 @@ def _base_name(node: fx.Node) -> str:
     t = node.target
     if isinstance(t, str):
         name = t
-    elif isinstance(t, torch._ops.OpOverload):
+    elif isinstance(t, OpOverload):
         name = t._schema.name.split("::")[-1]
     else:
         name = getattr(t, "__name__", "v")
@@ -238,7 +240,7 @@ class _TracedOps:
 
     def __getattr__(self, name: str):
         obj = getattr(self._obj, name)
-        if isinstance(obj, torch._ops.OpOverload):
+        if isinstance(obj, OpOverload):
             tracer = self._tracer
             return lambda *args, **kwargs: tracer.create_proxy("call_function", obj, args, kwargs)
         return _TracedOps(self._tracer, obj)
@@ -332,7 +334,7 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
     for n, spec in zip([n for n in gm.graph.nodes if n.op == "placeholder"], specs):
         n.meta["fxlens_spec"] = spec
     out = next(n for n in gm.graph.nodes if n.op == "output")
-    flat, _ = torch.utils._pytree.tree_flatten(out.args[0])
+    flat, _ = tree_flatten(out.args[0])
     out.args = (tuple(a for a in flat if isinstance(a, fx.Node) and tensor_spec(a) is not None),)
     return rebuild(Candidate(gm.graph, specs))
 

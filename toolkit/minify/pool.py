@@ -213,7 +213,7 @@ def worker_main() -> int:
 
         # warm Dynamo up while the parent still captures: the first candidate then compiles faster
         torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
-        torch._dynamo.reset()
+        torch.compiler.reset()
         answer({"warm": time.time()})
         backend_spec = json.loads(sys.stdin.readline() or "{}").get("backend", "")
         backend = resolve(backend_spec)
@@ -232,7 +232,7 @@ def worker_main() -> int:
         except Exception as e:  # the candidate itself is broken (e.g. inputs cannot be built)
             sig = f"candidate error: {type(e).__name__}: {e}"
         finally:
-            torch._dynamo.reset()  # forget compiled candidates: memory and recompile limits
+            torch.compiler.reset()  # forget compiled candidates: memory and recompile limits
         answer({"sig": sig, "seconds": round(time.perf_counter() - t0, 3)})
     return 0
 
@@ -245,7 +245,7 @@ def _warm_backend(torch, spec: str) -> None:
             torch.compile(lambda x: x * 2 + 1, backend="inductor")(torch.ones(8))
         except Exception:  # a broken inductor shows on the first candidate, with its signature
             pass
-        torch._dynamo.reset()
+        torch.compiler.reset()
     elif spec in ("fxlens", "fxlens_nofusion"):
         import fxlens.backend.compile_fx  # noqa: F401
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from fxlens.backend.torch_compat import OpOverload
 from fxlens.minify.graph import Candidate, contiguous_stride, halve, rebuild, tensor_spec, with_inputs
 
 #: how many more times a candidate that passes is tried when the failure being minified is flaky
@@ -131,9 +132,8 @@ def cut_ancestry(r: Reducer, cand: Candidate) -> Candidate:
 
 def _aten_op(node) -> str | None:
     """`aten.le` for a call of torch.ops.aten.le.Scalar (ATen graphs), else None."""
-    import torch
 
-    if isinstance(node.target, torch._ops.OpOverload):
+    if isinstance(node.target, OpOverload):
         return str(node.target.overloadpacket)
     return None
 

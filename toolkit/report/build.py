@@ -10,9 +10,16 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
+from fxlens.report.compiles import compile_rows, failures_and_restarts
+from fxlens.report.headlines import gb_doc, headlines
+from fxlens.report.outputcode import output_code
+from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
+from fxlens.report.specializations import specializations
+from fxlens.report.stacktrie import stack_trie
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
+from fxlens.trace.userframes import source_line
 
 REPORT_VERSION = 1
 
@@ -21,6 +28,8 @@ def _dedup_breaks(session: Session) -> list[dict]:
     """Graph breaks deduplicated by user location and reason; count = compiles that hit it."""
     groups: dict[tuple, dict] = {}
     for b in session.graph_breaks:
+        if b.skipped_frame:  # torch gave up on the frame: listed once, under eager_frames
+            continue
         key = (b.file, b.line, b.reason)
         g = groups.get(key)
         if g is None:
@@ -40,6 +49,10 @@ def _dedup_breaks(session: Session) -> list[dict]:
                 ],
                 "compile_ids": [],
                 "ranks": [],
+                # the frame that broke when it is a library's (the user's line only called it)
+                "library": _frame(b.library),
+                "gb_id": b.gb_id,
+                "gb_doc": gb_doc(b.gb_id),
             }
         g["count"] += 1
         g["compile_ids"].append(b.compile_id)
@@ -81,21 +94,54 @@ def divergence(session: Session) -> list[dict]:
     return out
 
 
+def _frame(f) -> dict | None:
+    return None if f is None else {"file": f.file, "line": f.line, "function": f.function, "code": f.code}
+
+
+def _skipped_breaks(session: Session) -> dict[tuple, object]:
+    return {(b.rank, b.compile_id): b for b in session.graph_breaks if b.skipped_frame}
+
+
 def _failures(session: Session) -> list[dict]:
-    """Compiles that failed (a recompile-limit stop is not a failure: it has its own section)."""
+    """Compiles that failed, with torch's whole text (a recompile-limit stop has its own section; a
+    frame torch gave up on after a graph break it could not resume is under eager_frames)."""
+    skipped = _skipped_breaks(session)
     return [
         {
             "compile_id": m.compile_id,
             "rank": m.rank,
             "function": m.function,
-            "file": m.file,
-            "line": m.line,
+            "file": m.fail_user_file or m.file,
+            "line": m.fail_user_line or m.line,
             "fail_type": m.fail_type,
-            "fail_reason": (m.fail_reason or "").split("\n")[0],
+            "fail_reason": m.fail_reason or "",
+            "source": source_line(m.fail_user_file, m.fail_user_line) if m.fail_user_file else "",
         }
         for m in session.metrics
-        if m.fail_type and not (m.fail_reason and "recompile limit exceeded" in m.fail_reason)
+        if m.fail_type
+        and not (m.fail_reason and "recompile limit exceeded" in m.fail_reason)
+        and (m.rank, m.compile_id) not in skipped
     ]
+
+
+def _eager_frames(session: Session) -> list[dict]:
+    """Frames torch gave up on: from that compile on, they run eagerly (one event, counted once)."""
+    out = []
+    for b in _skipped_breaks(session).values():
+        out.append(
+            {
+                "compile_id": b.compile_id,
+                "rank": b.rank,
+                "function": b.function,
+                "file": b.file,
+                "line": b.line,
+                "reason": b.reason,
+                "explanation": b.explanation,
+                "source": b.source,
+                "library": _frame(b.library),
+            }
+        )
+    return out
 
 
 def _source(session: Session) -> dict:
@@ -120,13 +166,27 @@ def _rows(items, names: tuple[str, ...]) -> list[dict]:
 
 
 def _graphs(session: Session) -> list[dict]:
-    names = ("compile_id", "rank", "function", "file", "line", "num_nodes", "num_ops", "ops", "co_name")
+    names = (
+        "compile_id",
+        "rank",
+        "function",
+        "file",
+        "line",
+        "num_nodes",
+        "num_ops",
+        "ops",
+        "co_name",
+        "library",
+    )
     return _rows(session.graphs, names)
 
 
 def _recompiles(session: Session) -> list[dict]:
     names = ("compile_id", "rank", "function", "file", "line", "failed_guards", "co_name")
-    return _rows(session.recompiles, names)
+    rows = _rows(session.recompiles, names)
+    for row, rc in zip(rows, session.recompiles):
+        row["guards"] = [asdict(g) for g in rc.guards]  # parsed: kind, source, name, values, code
+    return rows
 
 
 def _limit_hits(session: Session) -> list[dict]:
@@ -135,21 +195,38 @@ def _limit_hits(session: Session) -> list[dict]:
 
 
 def _compile_times(session: Session) -> dict:
+    """torch's own compile times: each compile's whole frame plus its backward graph's compile
+    (recorded apart, in bwd_compilation_metrics), with torch's breakdown and cache counts."""
     metrics = session.metrics
-    return {
-        "total_s": round(sum(m.total_s or 0.0 for m in metrics), 4),
-        "per_compile": [
+    per = []
+    for m in metrics:
+        backend = m.backend_s
+        per.append(
             {
                 "compile_id": m.compile_id,
                 "rank": m.rank,
                 "function": m.function,
                 "co_name": m.co_name,
-                "total_s": m.total_s,
-                "backend_s": m.backend_s,
+                "total_s": round((m.total_s or 0.0) + (m.backward_s or 0.0), 6)
+                if m.total_s is not None or m.backward_s
+                else None,
+                "forward_s": m.total_s,
+                "dynamo_s": round(m.total_s - backend, 6)
+                if m.total_s is not None and backend is not None
+                else None,
+                "backend_s": backend,
+                "inductor_s": m.inductor_s,
+                "code_gen_s": m.code_gen_s,
+                "backward_s": m.backward_s,
                 "guard_count": m.guard_count,
+                "graph_node_count": m.graph_node_count,
+                "cache": {name: {"hits": h, "misses": n} for name, h, n in m.cache},
             }
-            for m in metrics
-        ],
+        )
+    return {
+        "total_s": round(sum(p["total_s"] or 0.0 for p in per), 4),
+        "backward_s": round(sum(m.backward_s or 0.0 for m in metrics), 4),
+        "per_compile": per,
     }
 
 
@@ -168,6 +245,7 @@ def _guards(session: Session) -> list[dict]:
 
 def build_report(session: Session, with_guards: bool = True) -> dict:
     """The report as a JSON-ready dict (keys per DESIGN.md, more are welcome)."""
+    compiles = compile_rows(session)  # per-compile stages, caches, restarts (fxlens.report.compiles)
     report = {
         "version": REPORT_VERSION,
         "source": _source(session),
@@ -179,14 +257,22 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "recompile_limit_hits": _limit_hits(session),
         "compile_times": _compile_times(session),
         "failures": _failures(session),
+        "eager_frames": _eager_frames(session),
         "kernels": _kernels(session),
         "fallbacks": _fallbacks(session),
         "divergence": divergence(session),
+        "rank_groups": rank_groups(session),
+        "compiles": compiles,
+        "failures_and_restarts": failures_and_restarts(compiles),
+        "specializations": specializations(session),
+        "stack_trie": stack_trie(session),
+        "output_code": output_code(session),
         "events": session.events,
         "skipped": session.skipped,
     }
     if with_guards:
         report["guards"] = _guards(session)
+    report["headlines"] = headlines(report, session)
     return report
 
 

@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "self-contained page)",
     )
     parser.add_argument("--out", metavar="FILE", help="write the formatted report to FILE instead of stdout")
+    parser.add_argument(
+        "--perfetto",
+        metavar="FILE",
+        help="also write torch's Chromium trace events of every rank as one trace (pid = rank), for "
+        "ui.perfetto.dev or chrome://tracing",
+    )
 
 
 def add_format_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,8 +104,18 @@ def render_guards(report: dict) -> str:
 
 def main(args: argparse.Namespace) -> int:
     check_writable(args.json)
+    check_writable(getattr(args, "perfetto", None), "--perfetto")
     session = Session.open(args.path)
+    from fxlens.report.toolsession import report_main, tool_of
+
+    if tool := tool_of(session):  # bisect / minify: no trace of their own; their verdict and runs
+        return report_main(session, tool, args)
     session.check_not_empty()
+    if getattr(args, "perfetto", None):
+        from fxlens.report.perfetto import write_perfetto
+
+        n = write_perfetto(session, args.perfetto)
+        print(f"wrote {args.perfetto} ({n} events, {len(session.logs)} rank(s))", file=sys.stderr)
     report = build_report(session, with_guards=not args.no_guards)
     if args.json:
         write_json(report, args.json)

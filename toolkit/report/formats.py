@@ -24,6 +24,9 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.markup import PathShortener, environment
+from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.text import failure_head
+from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
@@ -82,8 +85,14 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
         facts.append(["exit status: ", Code(str(src["exit_code"]))])
     if facts:
         out.append(Bullets(facts))
+    groups = rank_lines(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
+    if groups:
+        out += [Para(Bold(groups[0])), Bullets([[ps.text(ln.strip())] for ln in groups[1:] if ln.strip()])]
+        return out
     for d in report.get("divergence") or []:
         out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+    for h in report.get("headlines") or []:
+        out.append(Para([Bold(ps.text(h["message"])), " Fix: ", ps.text(h["fix"])]))
     return out
 
 
@@ -96,11 +105,14 @@ def _break_item(b: dict, ps: PathShortener) -> list:
             Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
             ")",
         ]
+    lib = b.get("library")
+    if lib:  # torch broke inside a library the user's line called
+        item += [" inside ", Code(f"{lib['file']}:{lib['line']}"), " ", Code(lib.get("code") or "")]
     if b.get("explanation"):
-        item += [": ", ps.text(b["explanation"][:300])]
+        item += [": ", ps.text(clip(b["explanation"], 300))]
     hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
     if hints:
-        item += [" Hint: ", ps.text(" ".join(hints)[:400])]
+        item += [" Hint: ", ps.text(clip(" ".join(hints), 400))]
     return item
 
 
@@ -114,6 +126,8 @@ def _break_blocks(report: dict, ps: PathShortener) -> list:
     ]
     out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
     out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
+    if len(breaks) > MAX_ROWS:  # the details of the first MAX_ROWS only: said, never silent
+        out.append(Para(f"Details of {len(breaks) - MAX_ROWS} more break site(s): see --json."))
     return out
 
 
@@ -134,7 +148,7 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
         ]
         out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
         failed = [
-            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text("; ".join(r["failed_guards"])[:300]))]
+            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text(clip("; ".join(r["failed_guards"]), 300)))]
             for r in report["recompiles"]
         ]
         out.append(
@@ -157,10 +171,18 @@ def _failure_blocks(report: dict, ps: PathShortener) -> list:
     if not report.get("failures"):
         return []
     rows = [
-        [Code(f["compile_id"]), Code(f["function"]), f["fail_type"], ps.text(f["fail_reason"][:300])]
+        [
+            Code(f["compile_id"]),
+            Code(f["function"]),
+            f["fail_type"],
+            ps.text("\n".join(failure_head([x for x in f["fail_reason"].split("\n") if x.strip()]))[:600]),
+        ]
         for f in report["failures"]
     ]
-    return [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+    out = [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
+    for f in report["failures"]:  # torch's whole text, folded
+        out.append(Details(f"{f['compile_id']}: torch's full text", [Pre(_clip(ps.text(f["fail_reason"])))]))
+    return out
 
 
 def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
@@ -169,19 +191,25 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
     if not graphs:
         return []
     out: list = [Heading(3, "Graphs")]
+    ranked = len(report.get("ranks") or []) > 1
     rows = [
-        [
+        ([str(g["rank"])] if ranked else [])
+        + [
             Code(g["compile_id"]),
             Code(g["function"]),
             _where(ps, g["file"], g["line"]),
             str(g["num_nodes"]),
             Code(", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
         ]
-        for g in graphs
+        for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
     ]
-    out += _rows_maybe_folded(["compile id", "function", "where", "nodes", "ops used"], rows, "graphs")
+    headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "nodes", "ops used"]
+    out += _rows_maybe_folded(headers, rows, "graphs")
     if session is not None:
-        for g in graphs[:MAX_GRAPH_CODE]:
+        same = {}  # the same graph on many ranks: its code once
+        for g in graphs:
+            same.setdefault((g["compile_id"], g["function"], g["num_nodes"], tuple(g["ops"])), g)
+        for g in list(same.values())[:MAX_GRAPH_CODE]:
             code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
             if code:
                 out.append(
@@ -190,6 +218,8 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
                         [Pre(ps.text(_clip(code)), "python")],
                     )
                 )
+        if len(graphs) > MAX_GRAPH_CODE:
+            out.append(Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace."))
     return out
 
 
@@ -197,12 +227,15 @@ def _guard_blocks(report: dict, ps: PathShortener) -> list:
     guards = report.get("guards") or []
     if not guards:
         return []
+    by_text: dict[tuple, list] = {}  # the same guards on many ranks: once, with the ranks as ranges
+    for g in guards:
+        by_text.setdefault((g["compile_id"], tuple(g["guards"])), []).append(g["rank"])
     text = "\n".join(
-        f"# {g['compile_id']}"
-        + (f" rank {g['rank']}" if g["rank"] is not None else "")
+        f"# {cid}"
+        + (f" rank(s) {rank_ranges(ranks, limit=6)}" if any(r is not None for r in ranks) else "")
         + "\n"
-        + "\n".join(g["guards"])
-        for g in guards
+        + "\n".join(lines)
+        for (cid, lines), ranks in by_text.items()
     )
     return [Details(f"Guards of {len(guards)} compile(s)", [Pre(ps.text(_clip(text)))])]
 
@@ -224,7 +257,10 @@ def _compile_time_blocks(report: dict) -> list:
     ]
     return [
         Heading(3, "Compile time"),
-        Para(f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:"),
+        Para(
+            f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest"
+            + (f" {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":")
+        ),
         Table(["compile id", "function", "total s", "backend s", "guards"], rows),
     ]
 

@@ -8,192 +8,205 @@ storm reads "input `x`, dim 0 took values 8, 5, 3".
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 
+from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard, tensor_hint
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
+from fxlens.trace.userframes import short_path
 
-_DTYPES = {
-    "Float": "float32",
-    "Double": "float64",
-    "Half": "float16",
-    "BFloat16": "bfloat16",
-    "Long": "int64",
-    "Int": "int32",
-    "Short": "int16",
-    "Char": "int8",
-    "Byte": "uint8",
-    "Bool": "bool",
-    "ComplexFloat": "complex64",
-    "ComplexDouble": "complex128",
-}
-
-# (pattern on one failed guard, kind, how to name its subject, what the values are) - first match wins.
-# Each pattern's groups: var (the input/global/attribute), plus dim / expected / actual where they exist.
-_RULES: list[tuple[re.Pattern, str]] = [
-    # tensor 'x' size mismatch at index 0. expected 8, actual 5
-    (
-        re.compile(
-            r"tensor '(?P<var>[^']+)' size mismatch at index (?P<dim>\d+)\. expected (?P<exp>\S+), actual (?P<act>\S+)"
-        ),
-        "size",
-    ),
-    # tensor 'x' stride mismatch at index 0. expected 4, actual 1
-    (
-        re.compile(
-            r"tensor '(?P<var>[^']+)' stride mismatch at index (?P<dim>\d+)\. expected (?P<exp>\S+), actual (?P<act>\S+)"
-        ),
-        "stride",
-    ),
-    # tensor 'x' rank mismatch. expected 2, actual 3
-    (
-        re.compile(r"tensor '(?P<var>[^']+)' rank mismatch\. expected (?P<exp>\S+), actual (?P<act>\S+)"),
-        "ndim",
-    ),
-    # tensor 'x' dtype mismatch. expected Float, actual Double
-    (
-        re.compile(r"tensor '(?P<var>[^']+)' dtype mismatch\. expected (?P<exp>\w+), actual (?P<act>\w+)"),
-        "dtype",
-    ),
-    # tensor 'x' requires_grad mismatch. expected requires_grad=0
-    (
-        re.compile(r"tensor '(?P<var>[^']+)' requires_grad mismatch\. expected requires_grad=(?P<exp>\d)"),
-        "requires_grad",
-    ),
-    # tensor 'x' device mismatch. expected cpu, actual cuda:0 (wording varies)
-    (re.compile(r"tensor '(?P<var>[^']+)' device"), "device"),
-    # tensor 'x' dispatch key set mismatch (grad mode, autocast, requires_grad)
-    (re.compile(r"tensor '(?P<var>[^']+)' dispatch key set mismatch"), "dispatch_keys"),
-    # self._modules['drop'].training == True  /  L['self'].training == True
-    (re.compile(r"(?P<var>[\w\.\[\]'\"]*)\.training == (?P<exp>True|False)"), "training"),
-    # G['USE_BIAS'] == True
-    (re.compile(r"^G\['(?P<var>[^']+)'\]\S* == (?P<exp>.+)$"), "global"),
-    # ___stack1 == 1.726 (a Python number from .item() / float() specialised)
-    (re.compile(r"^(?P<var>___stack\d+) == (?P<exp>.+)$"), "item_value"),
-    # L['k'] == 0  /  k == 0
-    (re.compile(r"^(?:L\['(?P<var>[^']+)'\]|(?P<var2>[A-Za-z_]\w*)) == (?P<exp>.+)$"), "value"),
-    # len(L['x']) == 3
-    (re.compile(r"^len\((?:L\[')?(?P<var>[^')]+)(?:'\])?\) == (?P<exp>\d+)"), "length"),
-    (re.compile(r"___check_global_state"), "global_state"),
-    (re.compile(r"___check_(?:obj|type)_id\((?:L\[')?(?P<var>[^',)]+)"), "identity"),
-]
-
-FIXES = {
+# What each kind of failed guard means and what to change, one row per kind (the patterns that
+# read torch's text are fxlens.trace.guards.RULES). {name}: the user's name for the guarded source
+# ("input_ids", "the first positional argument"); {t}: a variable to write in code; {dim}; {text}:
+# torch's guard. Fixes are right for training code: none detaches a tensor or drops gradients.
+CAUSES: dict[str, tuple[str, str]] = {
     "size": (
-        "mark the dimension dynamic before the first call (`torch._dynamo.mark_dynamic({var}, {dim})`) or "
-        "compile with `dynamic=True`; if it is the last, short batch of a DataLoader, pass `drop_last=True` "
-        "or pad batches to a fixed size"
+        "input {name}, dim {dim}",
+        "one recompile on a new size is expected: torch then compiles that dim as dynamic (automatic "
+        "dynamic shapes); if sizes keep changing, mark it dynamic before the first call "
+        "(`torch._dynamo.mark_dynamic({t}, {dim})`), pad to a few fixed lengths, or for the last short "
+        "batch of a DataLoader pass `drop_last=True`",
     ),
-    "stride": "make the input contiguous (`{var}.contiguous()`) before the call, so every call sees one layout",
-    "ndim": "call with one rank of tensor, or compile one function per rank",
-    "dtype": "cast `{var}` to one dtype before the call (e.g. `{var}.float()`), or keep one compiled function per dtype",
+    "size_one": (
+        "size 1 of {name}, dim {dim}",
+        "torch compiled that dim for sizes >= 2 and specialises size 1 (a batch or sequence of one): "
+        "expected once; to avoid it use `torch._dynamo.decorators.mark_unbacked({t}, {dim})` or avoid "
+        "size-1 inputs (`drop_last=True`)",
+    ),
+    "size_branch": (
+        "a branch on the size of {name}, dim {dim}",
+        "the code compares this size (`{code}`): each side of the branch compiles once, expected when "
+        "sizes cross the threshold; move the branch out of the compiled function if it flips often",
+    ),
+    "shape_relation": (
+        "a relation between sizes of {name}",
+        "an earlier compile assumed `{text}`; inputs whose sizes keep that relation reuse one graph",
+    ),
+    "stride": (
+        "stride of {name}, dim {dim}",
+        "make the input contiguous (`{t}.contiguous()`) before the call",
+    ),
+    "ndim": ("rank of {name}", "call with one rank of tensor, or compile one function per rank"),
+    "dtype": (
+        "dtype of {name}",
+        "cast {name} to one dtype before the call (e.g. `{t}.float()`), or expect one compile per dtype",
+    ),
     "requires_grad": (
-        "call with consistent requires_grad: run inference under `torch.no_grad()` or pass "
-        "`{var}.detach()`; otherwise one compile per mode is expected"
+        "requires_grad of {name}",
+        "one compile per requires_grad setting is expected (e.g. a frozen then unfrozen layer, or an "
+        "input that needs gradients in training only); do not `.detach()` a tensor that needs "
+        "gradients to avoid it: gradients would silently stop",
     ),
-    "device": "keep `{var}` on one device for every call",
-    "dispatch_keys": "keep grad mode / autocast / requires_grad of `{var}` the same across calls",
+    "device": ("device of {name}", "keep {name} on one device for every call"),
+    "dispatch_keys": (
+        "grad mode, autocast or requires_grad of {name}",
+        "one compile per mode is expected (training vs `torch.no_grad()`, autocast on vs off)",
+    ),
+    "grad_mode": (
+        "grad mode (training vs `torch.no_grad()`)",
+        "the function ran with and without gradients (a training step and a `torch.no_grad()` "
+        "validation): one compile each is expected; nothing to change unless it keeps recompiling",
+    ),
+    "autocast": (
+        "autocast state",
+        "called inside and outside `torch.autocast`: one compile per state is expected; keep the call "
+        "always inside (or always outside) autocast",
+    ),
+    "default_dtype": (
+        "the default dtype",
+        "`torch.set_default_dtype` changed between calls: set it once at start-up",
+    ),
+    "deterministic": (
+        "deterministic-algorithms mode",
+        "`torch.use_deterministic_algorithms` changed between calls: set it once at start-up",
+    ),
+    "num_threads": (
+        "the number of CPU threads",
+        "`torch.set_num_threads` changed between calls (a library or DataLoader worker set-up can do "
+        "this): set it once before the first compiled call",
+    ),
+    "matmul_precision": (
+        "matmul precision flags (TF32 / reduced precision)",
+        "set `torch.backends` precision flags once at start-up, not between calls",
+    ),
+    "torch_function_mode": (
+        "the torch function mode stack",
+        "a TorchFunctionMode or `torch.device(...)` context differs between calls: keep it the same",
+    ),
+    "global_state": (
+        "global torch state ({text})",
+        "keep grad mode, autocast and torch's global flags fixed around the call",
+    ),
     "training": (
+        "train/eval mode of {name}",
         "train/eval switches compile once per mode (expected, two compiles); to avoid it, compile a "
-        'separate eval copy or run eval under `torch.compiler.set_stance("eager_on_recompile")`'
+        'separate eval copy or run eval under `torch.compiler.set_stance("eager_on_recompile")`',
     ),
     "global": (
-        "the global `{var}` is guarded: pass it as an argument, or make it a constant; every change "
-        "recompiles"
+        "global {name}",
+        "the global {name} is guarded: pass it as an argument, or make it a constant; every change recompiles",
     ),
     "item_value": (
+        "a Python number read from a tensor",
         "a Python number from `.item()`/`float()` was specialised: keep it a tensor, or set "
-        "`torch._dynamo.config.capture_scalar_outputs = True`"
+        "`torch._dynamo.config.capture_scalar_outputs = True`",
+    ),
+    "module_attr": (
+        "module attribute {name}",
+        "integer attributes of an nn.Module are static: keep it fixed, store it as a tensor or buffer, "
+        "or set `torch._dynamo.config.allow_unspec_int_on_nn_module = True`",
     ),
     "value": (
-        "the Python value `{var}` is specialised: pass it as a tensor, or mark it dynamic "
-        "(`torch.compile(..., dynamic=True)`) if it keeps changing"
+        "Python value {name}",
+        "the Python value {name} is specialised: pass it as a tensor, or mark it dynamic "
+        "(`torch.compile(..., dynamic=True)`) if it keeps changing",
     ),
-    "length": "`{var}` changed length: pad it to a fixed length, or pass a tensor",
-    "global_state": "grad mode / autocast / default dtype changed between calls: keep them fixed around the call",
-    "identity": "a different object `{var}` was passed: reuse one object (module, function) across calls",
-    "other": "see the failed guard; `TORCH_LOGS=recompiles` shows every check",
+    "length": ("length of {name}", "{name} changed length: pad it to a fixed length, or pass a tensor"),
+    "none": ("{name} being None", "pass {name} on every call or on none: each case compiles once"),
+    "identity": (
+        "identity of {name}",
+        "a different object {name} was passed: reuse one object (module, function) across calls",
+    ),
+    "type": ("type of {name}", "{name} changed type between calls: pass one type"),
+    "other": ("guard `{text}`", "torch's guard `{text}` failed; `TORCH_LOGS=recompiles` shows every check"),
 }
 
 
 def classify(guard: str) -> tuple[str, str, str, str, str]:
-    """(kind, var, dim, expected, actual) of one failed-guard line (with or without its "0/1: " prefix)."""
-    text = re.sub(r"^\d+/\d+(?:_\d+)?: ", "", guard.strip())
-    for pattern, kind in _RULES:
-        m = pattern.search(text)
-        if m:
-            g = m.groupdict()
-            var = g.get("var") or g.get("var2") or ""
-            return kind, var, g.get("dim") or "", g.get("exp") or "", g.get("act") or ""
-    return "other", "", "", "", ""
+    """(kind, source, dim, expected, actual) of one failed-guard line (with or without "0/1: ")."""
+    g = parse_failed_guard(guard)
+    return g.kind, g.source, g.dim, g.expected, g.actual
 
 
-def _pretty(var: str) -> str:
-    """`self._modules['drop']` -> `self.drop`, `L['x']` -> `x`."""
-    var = re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", var)
-    return var.replace("L['", "").replace("']", "")
+def _guards_of(rc: Recompile) -> list[FailedGuard]:
+    return list(rc.guards) if rc.guards else [parse_failed_guard(t) for t in rc.failed_guards]
 
 
-def _subject(kind: str, var: str, dim: str) -> str:
-    name = _pretty(var)
-    return {
-        "size": f"input `{name}`, dim {dim}",
-        "stride": f"stride of `{name}`, dim {dim}",
-        "ndim": f"rank of `{name}`",
-        "dtype": f"dtype of `{name}`",
-        "requires_grad": f"requires_grad of `{name}`",
-        "device": f"device of `{name}`",
-        "dispatch_keys": f"dispatch keys of `{name}`",
-        "training": "train/eval mode" + (f" of `{name}`" if name else ""),
-        "global": f"global `{name}`",
-        "item_value": "a Python number read from a tensor",
-        "value": f"Python value `{name}`",
-        "length": f"length of `{name}`",
-        "global_state": "global torch state",
-        "identity": f"identity of `{name}`",
-    }.get(kind, "a guard")
+def _fmt(template: str, g: FailedGuard) -> str:
+    name = describe_source(g.source) if g.source else "the input"
+    t = tensor_hint(g.source) or "x"
+    out = template.format(name=name, t=t, dim=g.dim or 0, text=g.text[:120], code=g.code[:80] or g.text)
+    if t == "t" and "{t}" in template:  # a wrapper's *args: the record has no variable name
+        out += " (`t`: the tensor your code passes in that position)"
+    return out
 
 
-def _values(kind: str, exp: str, act: str) -> list[str]:
-    if kind == "dtype":
-        return [_DTYPES.get(v, v) for v in (exp, act) if v]
-    if kind == "requires_grad":
-        return ["False" if exp == "0" else "True", "True" if exp == "0" else "False"]
-    if kind == "training":
-        return ["train" if exp == "True" else "eval", "eval" if exp == "True" else "train"]
-    return [v for v in (exp, act) if v]
+def _values(g: FailedGuard) -> list[str]:
+    return [v for v in (g.expected, g.actual) if v and g.kind not in _STATE_KINDS]
 
+
+# kinds whose record carries no values (torch names only what changed)
+_STATE_KINDS = {
+    "grad_mode",
+    "autocast",
+    "default_dtype",
+    "deterministic",
+    "num_threads",
+    "matmul_precision",
+    "torch_function_mode",
+    "global_state",
+    "size_branch",
+    "shape_relation",
+    "identity",
+    "type",
+    "other",
+}
 
 # kinds whose values identify the change itself, so the same values under two names are one cause
 _MERGEABLE = {"size", "stride", "ndim", "dtype", "requires_grad", "device"}
 
 
+def _identity(g: FailedGuard) -> tuple:
+    """What makes two failed guards the same change: kind, source and dim (torch's text for the
+    kinds that name no source, so two different unknown guards stay two causes)."""
+    return (
+        (g.kind, g.source, g.dim) if g.source or g.kind in _STATE_KINDS - {"other"} else (g.kind, g.text, "")
+    )
+
+
 def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
-    """Failed guards grouped per (function, file, kind, var, dim); each recompile counted once, under
-    the first guard kind not seen before in its function (the change that caused it)."""
+    """Failed guards grouped per (function, file, kind, source, dim); each recompile counted once,
+    under the first guard not seen before in its function (the change that caused it)."""
     groups: dict[tuple, dict] = {}
     seen_kinds: dict[tuple, set] = {}
     for rc in recompiles:
         fkey = (rc.function, rc.file)
         seen = seen_kinds.setdefault(fkey, set())
-        parsed = [classify(g) for g in rc.failed_guards]
-        cause = next((p for p in parsed if (p[0], p[1], p[2]) not in seen), parsed[0] if parsed else None)
+        parsed = _guards_of(rc)
+        cause = next((p for p in parsed if _identity(p) not in seen), parsed[0] if parsed else None)
         counted = False
-        for kind, var, dim, exp, act in parsed:
-            key = (*fkey, kind, var, dim)
-            grp = groups.setdefault(
-                key, {"rc": rc, "values": [], "count": 0, "ids": [], "kind": kind, "var": var, "dim": dim}
-            )
+        for g in parsed:
+            key = (*fkey, *_identity(g))
+            grp = groups.setdefault(key, {"rc": rc, "guard": g, "values": [], "count": 0, "ids": []})
             # the first (newest) failure carries the value this call had; older entries repeat history
-            for v in _values(kind, exp, act):
+            for v in _values(g):
                 if v not in grp["values"]:
                     grp["values"].append(v)
-            if cause is not None and (kind, var, dim) == cause[:3] and not counted:
+            if cause is not None and _identity(g) == _identity(cause) and not counted:
                 counted = True
                 grp["count"] += 1
                 grp["ids"].append(rc.compile_id)
-            seen.add((kind, var, dim))
+            seen.add(_identity(g))
     return groups
 
 
@@ -211,29 +224,42 @@ def _merge_across_names(groups: dict[tuple, dict]) -> dict[tuple, dict]:
         )
         m = merged.get(mkey)
         if m is None:
-            merged[mkey] = {**g, "vars": [var]}
+            merged[mkey] = {**g, "guards": [g["guard"]]}
         else:
             m["count"] += g["count"]
             m["ids"] += g["ids"]
-            m["vars"].append(var)
+            m["guards"].append(g["guard"])
     return merged
 
 
 def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause:
-    """One merged group as a cause: what changed, in words, and the fix."""
-    kind, var, dim = g["kind"], g["vars"][0], g["dim"]
-    name = _pretty(var) or "x"
-    subject = _subject(kind, var, dim)
+    """One merged group as a cause: what changed, in words, torch's own guard, and the fix."""
+    guard: FailedGuard = g["guards"][0]
+    kind = guard.kind
+    subject_t, fix_t = CAUSES.get(kind, CAUSES["other"])
+    subject = _fmt(subject_t, guard)
     vals = ", ".join(g["values"])
-    message = f"{subject} took values {vals}" if vals else f"{subject} changed"
-    if kind == "dtype":
+    if kind in _STATE_KINDS:
+        message = f"{subject} changed"
+    elif kind == "dtype":
         message = f"{subject} took {vals}"
     elif len(g["values"]) == 1:
         message = f"{subject} was specialised to {vals}, then changed"
-    if len(g["vars"]) > 1:
-        others = ", ".join(f"`{_pretty(v)}`" for v in g["vars"][1:])
-        message += f" (the same change reaches {others} in the code resumed after a graph break)"
-    fix = FIXES.get(kind, FIXES["other"]).format(var=name, dim=dim or 0)
+    else:
+        message = f"{subject} took values {vals}" if vals else f"{subject} changed"
+    if guard.code and guard.line and kind not in ("size", "dtype", "requires_grad", "stride", "ndim"):
+        message += f" (guarded at {short_path(guard.file)}:{guard.line}: `{guard.code[:60]}`)"
+    if len(g["guards"]) > 1:
+        others = ", ".join(describe_source(x.source) for x in g["guards"][1:] if x.source)
+        if others:
+            message += f" (the same change reaches {others} in the code resumed after a graph break)"
+    fix = _fmt(fix_t, guard)
+    if kind == "size" and len(g["values"]) > 2:  # a third size: the dim stayed static
+        fix = "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): " + _fmt(
+            "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`), pad "
+            "to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`",
+            guard,
+        )
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
     return RecompileCause(
@@ -247,6 +273,8 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         message,
         fix,
         tuple(g["ids"]),
+        guard=guard.text,
+        hint=guard.hint,
     )
 
 
@@ -261,7 +289,32 @@ def root_causes(
         _cause(function, file, g, (function, file) in limited) for (function, file, *_), g in merged.items()
     ]
     causes.sort(key=lambda c: -c.count)
-    return causes
+    return _merge_same_call(causes)
+
+
+def _merge_same_call(causes: list[RecompileCause]) -> list[RecompileCause]:
+    """Frames of a library model (its forward, the loss, a decorator resumed after a break) are all
+    placed at the user's one call line; the same change seen by each is one cause there."""
+    out: dict[tuple, RecompileCause] = {}
+    for c in causes:
+        key = (c.file, c.line, c.kind, c.values)
+        first = out.get(key)
+        if first is None:
+            out[key] = c
+        elif c.function != first.function:
+            note = f"{first.message} (also seen by {c.function}, called from the same line)"
+            if "(also seen by " in first.message:
+                note = (
+                    first.message[: -len(", called from the same line)")]
+                    + f", {c.function}, called from the same line)"
+                )
+            out[key] = replace(
+                first,
+                count=first.count + c.count,
+                compile_ids=first.compile_ids + c.compile_ids,
+                message=note,
+            )
+    return list(out.values())
 
 
 def session_causes(session) -> list[RecompileCause]:

@@ -6,11 +6,17 @@ empty), and `render_text` joins them.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from tabulate import tabulate
 
-from fxlens.trace.sanitize import clean, for_terminal
+from fxlens.report.compiles import compile_lines
+from fxlens.report.outputcode import output_code_lines
+from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.specializations import specialization_lines
+from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import short_path
 
 
@@ -29,11 +35,19 @@ def _head_lines(report: dict) -> list[str]:
     if _rank_col(report):
         head += f", {len(report['ranks'])} ranks"
     out = [head, ""]
-    for d in report["divergence"]:
-        out.append(
-            f"!! RANK DIVERGENCE: {d['message']} -- ranks that compile differently can hang in collectives"
-        )
-    if report["divergence"]:
+    if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
+        out += rank_lines(report)
+    else:
+        for d in report["divergence"]:
+            out.append(
+                f"!! RANK DIVERGENCE: {d['message']} -- ranks that compile differently can hang in collectives"
+            )
+        if report["divergence"]:
+            out.append("")
+    for h in report.get("headlines", []):
+        out.append(f"!! {h['message']}")
+        out.append(f"   fix: {h['fix']}")
+    if report.get("headlines"):
         out.append("")
     return out
 
@@ -46,8 +60,8 @@ def _break_lines(report: dict, limit: int) -> list[str]:
     rows = []
     for b in report["graph_breaks"][:limit]:
         rows.append(
-            [b["count"], _loc(b["file"], b["line"]), b["function"], b["reason"][:70]]
-            + ([",".join(map(str, b["ranks"]))] if ranked else [])
+            [b["count"], _loc(b["file"], b["line"]), b["function"], clip(b["reason"], 70)]
+            + ([rank_ranges(b["ranks"], limit=6)] if ranked else [])
         )
     out.append(
         tabulate(
@@ -56,17 +70,28 @@ def _break_lines(report: dict, limit: int) -> list[str]:
             tablefmt="simple",
         )
     )
+    if len(report["graph_breaks"]) > limit:  # never cut silently (issue 20): say how many and where
+        out.append(f"  ... {len(report['graph_breaks']) - limit} more break site(s) (see --json)")
     for b in report["graph_breaks"][:limit]:
         out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")
+        lib = b.get("library")
+        if lib:  # the user's line only called into a library, which is where torch broke
+            code = f"  `{clip(lib['code'], 80)}`" if lib.get("code") else ""
+            out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']}){code}")
         if len(b["call_path"]) > 1:
             out.append(
                 "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])
             )
         if b["explanation"]:
-            out.append(f"    why: {b['explanation'][:200]}")
+            out.append(f"    why: {clip(b['explanation'], 200)}")
+        whose = "torch's hint for the library's code" if lib else "hint"
         for h in b["hints"][:2]:
             if "report an issue" not in h:
-                out.append(f"    hint: {h[:200]}")
+                out.append(f"    {whose}: {clip(h, 200)}")
+        if b.get("gb_id"):
+            out.append(
+                f"    torch's graph-break id: {b['gb_id']}" + (f" ({b['url']})" if b.get("url") else "")
+            )
     out.append("")
     return out
 
@@ -79,20 +104,24 @@ def _recompile_lines(report: dict) -> list[str]:
         out.append("Recompiles, by root cause:")
         rows = [
             [c["count"], f"{c['function']} ({_loc(c['file'], c['line'])})", c["message"]]
-            + ([",".join(map(str, c["ranks"]))] if ranked else [])
+            + ([rank_ranges(c["ranks"], limit=6)] if ranked else [])
             for c in report["recompile_causes"]
         ]
         headers = ["recompiles", "function", "cause"] + (["ranks"] if ranked else [])
         out.append(tabulate(rows, headers=headers, tablefmt="simple"))
         for c in report["recompile_causes"]:
-            out.append(f"  fix for {c['subject']}: {c['fix']}")
+            out.append(f"  {c['subject']}:")
+            if c.get("guard"):
+                out.append(f"    torch's guard: {clip(c['guard'], 200)}")
+            out.append(f"    fix: {c['fix']}")
         out.append("")
     if report["recompile_limit_hits"]:
         out.append("Recompile limit hits (these frames now run EAGERLY, silently):")
+        hits = fold_ranks([{**h, "compile_id": ""} for h in report["recompile_limit_hits"]])
         rows = [
             [h["function"], _loc(h["file"], h["line"]), f"{h['limit_type']}={h['limit']}"]
             + ([h["rank"]] if ranked else [])
-            for h in report["recompile_limit_hits"]
+            for h in hits
         ]
         out.append(
             tabulate(
@@ -103,17 +132,51 @@ def _recompile_lines(report: dict) -> list[str]:
     return out
 
 
-def _failure_lines(report: dict) -> list[str]:
-    if not report["failures"]:
+_COMPILER_ERROR = re.compile(r"(?:^|\s|:)(?:fatal )?error\b:?", re.I)
+
+
+def failure_head(lines: list[str], most: int = 6) -> list[str]:
+    """The lines of a failure that say what went wrong: the first, then the compiler's first
+    `error:` line with the generated code and caret it prints after it (a C++ or Triton compile
+    error's 2000 lines are mostly the command and include notes)."""
+    if not lines:
         return []
-    rows = [
-        [f["compile_id"], f["function"], f["fail_type"], f["fail_reason"][:80]] for f in report["failures"]
-    ]
-    return [
-        "Compile failures:",
-        tabulate(rows, headers=["compile id", "function", "type", "reason"], tablefmt="simple"),
-        "",
-    ]
+    at = next((i for i, ln in enumerate(lines[1:], 1) if _COMPILER_ERROR.search(ln)), None)
+    if at is None:
+        return lines[:most]
+    return [lines[0], *lines[at : at + 3]]
+
+
+def _failure_lines(report: dict) -> list[str]:
+    """Each failed compile: where (the user's line), and the first lines of torch's own text (the
+    JSON keeps all of it)."""
+    out = []
+    if report["failures"]:
+        out.append("Compile failures:")
+        for f in report["failures"]:
+            text = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
+            where = _loc(f["file"], f["line"])
+            out.append(f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}")
+            if f.get("source"):
+                out.append(f"    {f['source']}")
+            head = failure_head(text)
+            for ln in head:
+                out.append(f"    | {clip(ln, 160)}")
+            if len(text) > len(head):
+                out.append(f"    | ... {len(text) - len(head)} more line(s) of torch's text (see --json)")
+        out.append("")
+    if report.get("eager_frames"):
+        out.append("Frames torch gave up on (they run eagerly from that compile on):")
+        for e in report["eager_frames"]:
+            out.append(
+                f"  {e['compile_id']}  {e['function']} ({_loc(e['file'], e['line'])})  {clip(e['reason'], 100)}"
+            )
+            if e.get("source"):
+                out.append(f"    {e['source']}")
+            if e.get("explanation"):
+                out.append(f"    why: {clip(e['explanation'], 200)}")
+        out.append("")
+    return out
 
 
 def _graph_lines(report: dict, limit: int) -> list[str]:
@@ -121,6 +184,8 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
     if not g:
         return []
     ranked = _rank_col(report)
+    if ranked:  # the same graph on many ranks is one row, its ranks as ranges
+        g = fold_ranks(g)
     rows = []
     for x in g[:limit]:
         ops = ", ".join(o.split(".")[-1] for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
@@ -143,28 +208,59 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
     return out
 
 
+def _secs(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def _compile_time_lines(report: dict) -> list[str]:
+    """The slowest compiles with torch's breakdown: Dynamo, the backend (of which inductor and its
+    code generation), the backward graph's compile, and cache hits/misses."""
     ct = report["compile_times"]
     if not ct["per_compile"]:
         return []
-    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
-    rows = [
-        [
-            m["compile_id"],
-            m["function"],
-            f"{m['total_s'] or 0:.2f}",
-            f"{m['backend_s'] or 0:.2f}",
-            m["guard_count"],
-        ]
-        for m in slow
+    ranked = len({m["rank"] for m in ct["per_compile"]}) > 1
+    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))
+    if ranked:  # one row per compile id and function: its slowest rank (`slow` is slowest first)
+        best: dict = {}
+        for m in slow:
+            best.setdefault((m["compile_id"], m["function"]), m)
+        slow = list(best.values())
+    slow = slow[:5]
+    rows = []
+    for m in slow:
+        cache = m.get("cache") or {}
+        hits = sum(c["hits"] for c in cache.values())
+        misses = sum(c["misses"] for c in cache.values())
+        rows.append(
+            ([m["rank"]] if ranked else [])
+            + [
+                m["compile_id"],
+                m["function"],
+                _secs(m["total_s"]),
+                _secs(m.get("dynamo_s")),
+                _secs(m["backend_s"]),
+                _secs(m.get("inductor_s")),
+                _secs(m.get("backward_s")),
+                f"{hits}/{misses}" if cache else "-",
+                m["guard_count"],
+            ]
+        )
+    bwd = ct.get("backward_s") or 0
+    head = f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s)"
+    head += f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
+    shown = f"; slowest {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":"
+    headers = (["rank"] if ranked else []) + [
+        "compile id",
+        "function",
+        "total s",
+        "dynamo s",
+        "backend s",
+        "inductor s",
+        "backward s",
+        "cache hit/miss",
+        "guards",
     ]
-    return [
-        f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest:",
-        tabulate(
-            rows, headers=["compile id", "function", "total s", "backend s", "guards"], tablefmt="simple"
-        ),
-        "",
-    ]
+    return [head + shown, tabulate(rows, headers=headers, tablefmt="simple"), ""]
 
 
 def _backend_lines(report: dict, limit: int) -> list[str]:
@@ -186,6 +282,8 @@ def _backend_lines(report: dict, limit: int) -> list[str]:
                 tablefmt="simple",
             )
         )
+        if len(k) > limit:
+            out.append(f"  ... {len(k) - limit} more kernel(s) (see --json)")
         out.append("")
     if report["fallbacks"]:
         fb = Counter()
@@ -202,7 +300,12 @@ def _backend_lines(report: dict, limit: int) -> list[str]:
 def _note_lines(report: dict) -> list[str]:
     out = [f"[{ev.get('event')}] {ev['summary']}" for ev in report["events"] if ev.get("summary")]
     out += [f"note: {s}" for s in report["skipped"]]
-    if not report["graphs"] and not report["graph_breaks"] and not report["failures"]:
+    if (
+        not report["graphs"]
+        and not report["graph_breaks"]
+        and not report["failures"]
+        and not report.get("headlines")
+    ):
         out.append("No graphs were compiled.")
     return out
 
@@ -221,6 +324,10 @@ def render_text(report: dict, limit: int = 20) -> str:
         *_failure_lines(report),
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
+        *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
+        *specialization_lines(report),
+        *stack_trie_lines(report),
+        *output_code_lines(report),
         *_backend_lines(report, limit),
         *_note_lines(report),
     ]

@@ -6,7 +6,10 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from fxlens.trace.breaks import graph_break as _graph_break
+from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
+from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.reader import LogScan, Record
 from fxlens.trace.records import (
     CompileMetrics,
@@ -20,15 +23,11 @@ from fxlens.trace.records import (
 )
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
-    innermost_user_frame,
     is_resume,
     is_user_file,
-    parse_traceback,
-    source_line,
     user_function,
 )
 
-_BREAK_AT = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
 _LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
 
 
@@ -58,6 +57,8 @@ class RankModel:
     by_compile: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
     skipped: list[str] = field(default_factory=list)
     records: int = 0  # records read (file-name entries included): 0 means an empty trace
+    # compile id -> the stack that entered it (dynamo_start, file names resolved), for the stack trie
+    entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -86,6 +87,8 @@ class _Frames:
     frames: dict[str, FrameInfo] = field(default_factory=dict)
     frame_name: dict[int, FrameInfo] = field(default_factory=dict)  # frame_id -> its first named compile
     entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
+    guard_recs: dict[str, Record] = field(default_factory=dict)  # compile id -> its guard tree
+    _entries: dict[str, Entry] = field(default_factory=dict)
 
     def name_frames(self) -> None:
         for key, info in self.frames.items():
@@ -93,22 +96,45 @@ class _Frames:
             if info.co_name and fid not in self.frame_name:
                 self.frame_name[fid] = info
 
-    def where(self, key: str) -> tuple[str, str, int, str]:
-        """(user function, file, line of the user's def, co_name) for a compile id."""
+    def _info(self, key: str) -> FrameInfo:
         info = self.frames.get(key)
         if info is None or not info.co_name:
             info = self.frame_name.get(_frame_id(key), FrameInfo())
-        fn = user_function(info.co_name)
-        line = info.line
-        if is_resume(info.co_name):  # the user's def line, from a compile of the original function
-            orig = next((f for f in self.frames.values() if f.co_name == fn and f.file == info.file), None)
-            line = orig.line if orig else line
-        return fn, info.file, line, info.co_name
+        return info
+
+    def entry(self, key: str) -> Entry:
+        """The user's view of a compile id: function, file, line, and the library frame if any."""
+        if key not in self._entries:
+            info = self._info(key)
+            line = info.line
+            fn = user_function(info.co_name)
+            if is_resume(info.co_name):  # the user's def line, from a compile of the original function
+                orig = next(
+                    (f for f in self.frames.values() if f.co_name == fn and f.file == info.file), None
+                )
+                line = orig.line if orig else line
+            guards = ""
+            if info.file and not is_user_file(info.file):  # only a library frame needs the guard tree
+                rec = self.guard_recs.get(key) or next(
+                    (r for k, r in self.guard_recs.items() if _frame_id(k) == _frame_id(key)), None
+                )
+                guards = rec.payload() if rec is not None else ""
+            stack = self.entry_stacks.get(key) or next(
+                (s for k, s in self.entry_stacks.items() if _frame_id(k) == _frame_id(key)), []
+            )
+            self._entries[key] = user_entry(info.co_name, info.file, line, stack, guards)
+        return self._entries[key]
+
+    def where(self, key: str) -> tuple[str, str, int, str]:
+        """(user function, file, line, co_name) for a compile id."""
+        e = self.entry(key)
+        return e.function, e.file, e.line, self._info(key).co_name
 
 
 def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     model = RankModel(rank=scan.rank, log=str(scan.path))
     frames = _index_frames(scan, model, bad)
+    model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)
     _add_limit_hits(model)
     _add_graphs(model, graph_recs, frames, bad)
@@ -126,6 +152,8 @@ def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -
                     model.rank = rec.rank
             if rec.kind == "dynamo_start":
                 _note_start(rec, scan, found)
+            elif rec.kind == "dynamo_cpp_guards_str" and rec.compile_id:
+                found.guard_recs[rec.compile_id.key] = rec
             elif rec.kind == "compilation_metrics":
                 m = rec.meta["compilation_metrics"] or {}
                 key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
@@ -165,6 +193,8 @@ def _read_records(
     graph record (graphs are built last, once the metrics hold their node counts)."""
     where = frames.where
     graph_recs: dict[str, Record] = {}
+    metric_recs: list[Record] = []
+    backward: dict[str, dict] = {}
     for rec in scan.records:
         try:
             cid = rec.compile_id.key if rec.compile_id else None
@@ -176,14 +206,35 @@ def _read_records(
                 )
             elif rec.kind == "artifact:recompile_reasons" and cid:
                 fn, file, line, co = where(cid)
-                model.recompiles.append(Recompile(cid, rec.rank, fn, file, line, tuple(_reasons(rec)), co))
+                items = _reason_items(rec)
+                model.recompiles.append(
+                    Recompile(
+                        cid,
+                        rec.rank,
+                        fn,
+                        file,
+                        line,
+                        tuple(_first_lines(items)),
+                        co,
+                        tuple(parse_failed_guard(i) for i in items),
+                    )
+                )
             elif rec.kind == "compilation_metrics":
-                model.metrics.append(_metrics(rec, where))
+                metric_recs.append(rec)  # after the pass: the backward's record comes after it
+            elif rec.kind == "bwd_compilation_metrics":
+                b = rec.meta["bwd_compilation_metrics"] or {}
+                bkey = str(b.get("compile_id") or cid or "?")
+                backward[bkey] = b
             elif rec.kind == "artifact:fxlens_kernel" and cid:
                 model.kernels.append(_kernel(rec, cid))
             elif rec.kind == "artifact:fxlens_fallbacks" and cid:
                 for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
                     model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
+        except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
+            bad.append(_unusable(rec, e))
+    for rec in metric_recs:
+        try:
+            model.metrics.append(_metrics(rec, where, backward))
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
     return graph_recs
@@ -233,7 +284,18 @@ def _add_graphs(
             sizes = (rec.meta.get("dynamo_output_graph") or {}).get("sizes") or {}
             num_nodes = m.graph_node_count if m and m.graph_node_count is not None else len(sizes) + 1
             model.graphs.append(
-                Graph(cid, rec.rank, fn, file, line, int(num_nodes), len(ops), tuple(dict.fromkeys(ops)), co)
+                Graph(
+                    cid,
+                    rec.rank,
+                    fn,
+                    file,
+                    line,
+                    int(num_nodes),
+                    len(ops),
+                    tuple(dict.fromkeys(ops)),
+                    co,
+                    frames.entry(cid).library,
+                )
             )
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
@@ -248,23 +310,39 @@ def _graph_ops(code: str) -> list[str]:
     ]
 
 
-def _reasons(rec: Record) -> list[str]:
+def _reason_items(rec: Record) -> list[str]:
+    """The recompile record's failed guards, each whole (first line, torch's comment, user stack)."""
     data = rec.payload_json()
     items = data if isinstance(data, list) else [data if isinstance(data, str) else rec.payload()]
+    return [str(i).strip("\n") for i in items if str(i).strip()]
+
+
+def _first_lines(items: list[str]) -> list[str]:
+    """The guard of each item: its first line, without the "# source  # file:line" comment."""
     out = []
     for item in items:
-        first = str(item).strip().split("\n")[0]
-        first = re.sub(r"\s{2,}#.*$", "", first).strip()  # drop the "# source  # file:line" comment
+        first = item.strip().split("\n")[0]
+        first = re.sub(r"\s{2,}#.*$", "", first).strip()
         if first:
             out.append(first)
     return out
 
 
-def _metrics(rec: Record, where) -> CompileMetrics:
+_CACHES = ("inductor_fx_local", "inductor_fx_remote", "aotautograd_local", "aotautograd_remote")
+
+
+def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
     m = rec.meta["compilation_metrics"] or {}
     cid = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
     fn, file, line, co = where(cid)
-    cm = CompileMetrics(
+    bwd = backward.get(cid) or {}
+    cache = tuple(
+        (name, int(m.get(f"{name}_cache_hit_count") or 0), int(m.get(f"{name}_cache_miss_count") or 0))
+        for name in _CACHES
+        if m.get(f"{name}_cache_hit_count") or m.get(f"{name}_cache_miss_count")
+    )
+    nodes = m.get("graph_node_count")
+    return CompileMetrics(
         cid,
         rec.rank,
         fn,
@@ -276,9 +354,26 @@ def _metrics(rec: Record, where) -> CompileMetrics:
         m.get("guard_count"),
         m.get("fail_type"),
         m.get("fail_reason"),
+        int(nodes) if isinstance(nodes, int) else None,
+        inductor_s=_float(m.get("inductor_compile_time_s")),
+        code_gen_s=_float(m.get("code_gen_time_s")),
+        backward_s=_backward_s(bwd),
+        dynamo_before_restart_s=_float(m.get("dynamo_time_before_restart_s")) or None,
+        cache=cache,
+        restart_reasons=tuple(str(r) for r in (m.get("restart_reasons") or []) if r),
+        fail_user_file=str(m.get("fail_user_frame_filename") or ""),
+        fail_user_line=int(m.get("fail_user_frame_lineno") or 0),
     )
-    object.__setattr__(cm, "_raw_nodes", m.get("graph_node_count"))
-    return cm
+
+
+def _backward_s(bwd: dict) -> float | None:
+    """A backward graph's compile time: torch records it apart, with inductor's time only."""
+    if not bwd:
+        return None
+    for key in ("entire_frame_compile_time_s", "inductor_compile_time_s", "backend_compile_time_s"):
+        if (v := _float(bwd.get(key))) is not None:
+            return v
+    return None
 
 
 def _float(v) -> float | None:
@@ -286,63 +381,3 @@ def _float(v) -> float | None:
         return float(v) if v is not None else None
     except (TypeError, ValueError):
         return None
-
-
-def _graph_break(rec: Record, cid: str, where_: tuple, entry: list[Frame]) -> GraphBreak:
-    text = rec.payload()
-    # torch repeats the reason inside the traceback of its exception: read hints from the head only
-    head = re.split(
-        r"^(?:User code traceback:|Stack variable source attribution:)", text, maxsplit=1, flags=re.M
-    )[0]
-    lines = head.split("\n")
-    fn_entry, _, _, co = where_
-    reason, explanation, hints, url = "", "", [], ""
-    for i, line in enumerate(lines):
-        s = line.strip()
-        if s.startswith("Explanation:") and not explanation:
-            explanation = s[len("Explanation:") :].strip()
-            # torch's gb type is the last non-blank line before the explanation
-            for j in range(i - 1, -1, -1):
-                if lines[j].strip():
-                    reason = lines[j].strip()
-                    break
-        elif s.startswith("Hint:") and s[len("Hint:") :].strip() not in hints:
-            hints.append(s[len("Hint:") :].strip())
-        elif "please visit:" in s:
-            url = s.split("please visit:", 1)[1].strip()
-    if reason.startswith("Graph Break Reason:"):
-        reason = reason[len("Graph Break Reason:") :].strip()
-    if not reason:
-        m = re.search(r"^Graph Break Reason: (.+)$", text, re.M)
-        reason = m.group(1).strip() if m else "graph break"
-    tb_text = text.split("User code traceback:", 1)[1] if "User code traceback:" in text else ""
-    tb_text = tb_text.split("Traceback (most recent call last)", 1)[0]
-    frames = parse_traceback(tb_text)
-    inner = innermost_user_frame(frames)
-    at = _BREAK_AT.search(text)
-    if inner is None and at:
-        inner = Frame(at["file"], int(at["line"]), fn_entry, "")
-    if inner is None:
-        inner = Frame("", 0, fn_entry, "")
-    # the call path: user frames from the compiled entry to the break
-    start = max(
-        (i for i, f in enumerate(frames) if user_function(f.function) == user_function(co)), default=0
-    )
-    path = tuple(
-        Frame(f.file, f.line, user_function(f.function), f.code)
-        for f in frames[start:]
-        if is_user_file(f.file)
-    ) or tuple(Frame(f.file, f.line, user_function(f.function), f.code) for f in entry[-1:])
-    return GraphBreak(
-        cid,
-        rec.rank,
-        reason,
-        inner.file,
-        inner.line,
-        user_function(inner.function),
-        explanation,
-        tuple(hints),
-        url,
-        source_line(inner.file, inner.line, inner.code),
-        path,
-    )

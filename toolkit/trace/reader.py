@@ -30,6 +30,9 @@ _SKIP_PREFIXES = (
 )
 _GLOG = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] ")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
+# torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
+# out of memory, or a 1024-rank job holds 1024 copies; `Record.full_meta()` reads them back
+_ELIDE_KEYS = ("inductor_config", "dynamo_config", "functorch_config", "compiler_config")
 # Metadata keys that are bookkeeping, not the record's kind.
 _META_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
 
@@ -63,6 +66,21 @@ class Record:
     path: Path
     line_no: int
     payload_span: tuple[int, int] | None = None  # byte offsets [start, end) of the payload lines
+    line_span: tuple[int, int] | None = None  # the record's own line, when parts of `meta` were elided
+
+    def full_meta(self) -> dict:
+        """The metadata as logged, config snapshots included (re-read from disk if they were elided)."""
+        if self.line_span is None:
+            return self.meta
+        start, end = self.line_span
+        with open(self.path, "rb") as f:
+            f.seek(start)
+            line = f.read(end - start)
+        m = _GLOG.match(line)
+        try:
+            return json.loads(line[m.end() :]) if m else self.meta
+        except ValueError:
+            return self.meta
 
     def payload(self) -> str:
         """The payload text (TAB prefixes stripped), read from disk now."""
@@ -139,7 +157,7 @@ def scan_log(path: str | Path) -> LogScan:
             if pending is not None:
                 _close_payload(pending, payload_start, start, scan)
                 pending = None
-            rec = _read_record(line, line_no, scan)
+            rec = _read_record(line, line_no, scan, start)
             if rec is not None and "has_payload" in rec.meta:
                 pending, payload_start = rec, -1
         if pending is not None:
@@ -148,7 +166,7 @@ def scan_log(path: str | Path) -> LogScan:
     return scan
 
 
-def _read_record(line: bytes, line_no: int, scan: LogScan) -> Record | None:
+def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> Record | None:
     """One record line: kept in `scan.records` (and returned), interned into `scan.strings`, skipped
     as never needed, or counted in `scan.bad` with why."""
     if not line.strip():
@@ -187,6 +205,12 @@ def _read_record(line: bytes, line_no: int, scan: LogScan) -> Record | None:
         kind = "artifact:" + meta["artifact"]["name"]
     rank = meta.get("rank", scan.rank)
     rec = Record(kind, meta, _compile_id(meta), rank, scan.path, line_no)
+    body_of_kind = meta.get(kind.split(":")[0])
+    if len(line) > 4096 and isinstance(body_of_kind, dict):
+        for k in _ELIDE_KEYS:
+            if isinstance(body_of_kind.get(k), str) and len(body_of_kind[k]) > 256:
+                body_of_kind[k] = f"<{len(body_of_kind[k])} characters, shown with the whole record>"
+                rec.line_span = (offset, offset + len(line))
     scan.records.append(rec)
     return rec
 

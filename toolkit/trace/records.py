@@ -28,6 +28,7 @@ class Graph:
     num_ops: int
     ops: tuple[str, ...]  # distinct call targets, in first-use order
     co_name: str = ""  # the code object torch compiled (may be a resume function)
+    library: str = ""  # the library frame torch compiled, when not the user's code ("pkg/f.py:12 in fn")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,9 @@ class GraphBreak:
     url: str = ""
     source: str = ""  # the user's source line
     call_path: tuple[Frame, ...] = ()  # from the torch.compile'd entry to the break
+    library: Frame | None = None  # the frame that broke, when inside a library (file as a package path)
+    gb_id: str = ""  # torch's graph-break registry id ("GB0156"), when its record gives one
+    skipped_frame: bool = False  # torch gave up on the frame: it runs eagerly (not a resumable break)
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Recompile:
     line: int
     failed_guards: tuple[str, ...]
     co_name: str = ""
+    guards: tuple = ()  # the failed guards parsed (fxlens.trace.guards.FailedGuard), same order
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,16 @@ class CompileMetrics:
     fail_type: str | None = None
     fail_reason: str | None = None
     graph_node_count: int | None = None
+    # torch's breakdown, seconds (None where the release or backend did not record it)
+    inductor_s: float | None = None
+    code_gen_s: float | None = None
+    backward_s: float | None = None  # the backward graph's compile (bwd_compilation_metrics)
+    dynamo_before_restart_s: float | None = None
+    # (cache, hits, misses): inductor_fx_local, aotautograd_local, ... as torch counted them
+    cache: tuple[tuple[str, int, int], ...] = ()
+    restart_reasons: tuple[str, ...] = ()
+    fail_user_file: str = ""
+    fail_user_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -130,3 +145,5 @@ class RecompileCause:
     fix: str  # what a PyTorch expert would suggest
     compile_ids: tuple[str, ...] = field(default=())
     ranks: tuple[int | None, ...] = ()  # the ranks it happened on (None: a job without ranks)
+    guard: str = ""  # torch's own text of the guard behind the cause
+    hint: str = ""  # torch's HINT for that guard, when it gave one

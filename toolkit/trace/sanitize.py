@@ -34,6 +34,19 @@ def for_terminal(s: object, keep_cr: bool = False) -> str:
     return (_UNSAFE_KEEP_CR if keep_cr else _UNSAFE).sub(_escaped, str(s))
 
 
+def clip(text: str | None, limit: int) -> str:
+    """TEXT cut to at most LIMIT characters at a word boundary, with "..." saying it was cut (a hint
+    cut mid-word read "removing the `torc"); the whole text stays in the JSON."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    head = text[: max(limit - 3, 1)]
+    if not (head[-1].isspace() or text[len(head)].isspace()) and " " in head.strip():  # mid-word: drop the partial word
+        head = head.rstrip().rsplit(None, 1)[0]
+    cut = head  # (one long word: cut inside it; there is no boundary to cut at)
+    return cut.rstrip(" ,;:.([{`'\"") + "..."
+
+
 def clean(obj):
     """A copy of `obj` (dicts, lists, tuples, dataclasses, strings) with every string `for_terminal`ed."""
     if isinstance(obj, str):

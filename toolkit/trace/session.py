@@ -12,13 +12,16 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 from fxlens.errors import FxlensError
-from fxlens.trace.model import RankModel, build_rank_model
-from fxlens.trace.reader import Record, find_logs, rank_from_name, scan_log
+from fxlens.trace.model import RankModel
+from fxlens.trace.parallel import read_models
+from fxlens.trace.reader import Record, find_logs, rank_from_name
+from fxlens.trace.sources import SourceSnapshot
+from fxlens.trace.userframes import short_path, source_line
 
 SESSION_FILE = "session.json"
 EVENTS_FILE = "events.jsonl"
@@ -141,13 +144,16 @@ class Session:
             return
         models: list[RankModel] = []
         errors: list[str] = []
-        for log in sorted(
-            self.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name)
-        ):
+        logs = sorted(self.logs, key=lambda p: (rank_from_name(p) is None, rank_from_name(p) or 0, p.name))
+        # on all cores for a big job (fxlens.trace.parallel); each parser sees the session's sources
+        for _log, model, why in read_models(logs, self.sources):
+            if model is None:
+                errors.append(why)
+                continue
             try:
-                model = build_rank_model(scan_log(log))
+                _captured_lines(model, self.sources)
             except Exception as e:  # noqa: BLE001
-                errors.append(f"{log.name}: unreadable ({type(e).__name__}: {e})")
+                errors.append(f"{_log.name}: unreadable ({type(e).__name__}: {e})")
                 continue
             models.append(model)
             yield model
@@ -203,7 +209,25 @@ class Session:
 
     @property
     def skipped(self) -> list[str]:
-        return self.notes + self._all("skipped") + self._events_skipped
+        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes
+
+    # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
+    @cached_property
+    def sources(self) -> SourceSnapshot:
+        """The source lines `fxlens run` kept in this session (empty for a bare trace)."""
+        return SourceSnapshot.load(self.path) if self.kind == "session" else SourceSnapshot()
+
+    def source_line(self, path: str, line: int, fallback: str = "") -> str:
+        """PATH:LINE as it was when the run ended if the session kept it, else as on disk now."""
+        kept = self.sources.line(path, line)
+        return kept if kept is not None else source_line(path, line, fallback)
+
+    @property
+    def _source_notes(self) -> list[str]:
+        return [
+            f"{short_path(p)} changed since the run: its lines are shown as they were then"
+            for p in self.sources.changed_files()
+        ]
 
     def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
         """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""
@@ -242,6 +266,17 @@ class Session:
     @property
     def rank_ids(self) -> list[int | None]:
         return [r.rank for r in self.ranks]
+
+
+def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
+    """Each graph break's source line as the session kept it (the model read it from disk, which
+    may have been edited since)."""
+    if not snapshot:
+        return
+    model.graph_breaks = [
+        replace(b, source=kept) if (kept := snapshot.line(b.file, b.line)) is not None else b
+        for b in model.graph_breaks
+    ]
 
 
 def _read_info(path: Path) -> dict:
@@ -296,15 +331,24 @@ def append_event(session_dir: str | os.PathLike, kind: str, data: dict) -> None:
         os.fsync(f.fileno())
 
 
-def new_session_dir(root: str | os.PathLike, script: str) -> Path:
-    """A fresh `<root>/<timestamp>-<script>` directory (never reused)."""
+def new_session_dir(
+    root: str | os.PathLike, script: str, how: str = "set FXLENS_SESSIONS_DIR to a writable folder"
+) -> Path:
+    """A fresh `<root>/<timestamp>-<script>` directory (never reused); `how` ends the error line
+    when it cannot be created (what the user can pass instead)."""
     stem = Path(script).stem or "script"
     base = Path(root) / f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}"
     path, n = base, 1
     while path.exists():
         n += 1
         path = base.with_name(f"{base.name}-{n}")
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as e:  # a read-only working directory, a full disk: one line saying what to do
+        raise FxlensError(
+            f"{path}: cannot create the session directory ({e.strerror or e}); "
+            f"{how}"
+        ) from None
     return path
 
 

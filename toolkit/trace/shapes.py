@@ -47,6 +47,17 @@ _METRIC_FIELDS: dict[str, Callable[[object], bool]] = {
     "backend_compile_time_s": _opt((int, float)),
     "fail_type": _opt((str,)),
     "fail_reason": _opt((str,)),
+    "inductor_compile_time_s": _opt((int, float)),
+    "code_gen_time_s": _opt((int, float)),
+    "dynamo_time_before_restart_s": _opt((int, float)),
+    "restart_reasons": lambda v: v is None or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "fail_user_frame_filename": lambda v: v is None or _text_ok(v),
+    "fail_user_frame_lineno": _opt(_INT),
+    **{
+        f"{c}_cache_{w}_count": _opt(_INT)
+        for c in ("inductor_fx_local", "inductor_fx_remote", "aotautograd_local", "aotautograd_remote")
+        for w in ("hit", "miss")
+    },
 }
 
 
@@ -103,6 +114,7 @@ _KIND_CHECKS: dict[str, Callable[[object], str | None]] = {
     "str": _str_record,
     "dynamo_start": _dynamo_start,
     "compilation_metrics": _metrics,
+    "bwd_compilation_metrics": _metrics,
     "dynamo_output_graph": _output_graph,
     "artifact": _artifact,
 }

@@ -123,3 +123,18 @@ def short_path(path: str, root: str | None = None) -> str:
         return str(Path(path).resolve().relative_to(Path(root or ".").resolve()))
     except (ValueError, OSError):
         return path
+
+
+_SITE = re.compile(r".*/(?:site-packages|dist-packages)/")
+
+
+def library_path(path: str) -> str:
+    """A library file as its package path: `.../site-packages/transformers/x.py` -> `transformers/x.py`."""
+    p = path.replace("\\", "/")
+    m = _SITE.match(p)
+    if m:
+        return p[m.end() :]
+    for root in _LIBRARY_ROOTS:
+        if p.startswith(root):
+            return p[len(root) :]
+    return p

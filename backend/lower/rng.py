@@ -17,14 +17,14 @@ import torch
 from fxlens.backend import config
 from fxlens.backend.ir import Buffer, Pointwise, Value, broadcast_index, contiguous_strides, linear
 from fxlens.backend.items import Extern
-from fxlens.backend.lower.core import _shape, register
+from fxlens.backend.lower.core import register, shape_of
 
 aten = torch.ops.aten
 prims = torch.ops.prims
 
 # Triton's tl.rand / tl.randn (Philox 4x32, 10 rounds; same numbers), inlined as our own helpers:
 # the interpreter cannot call Triton's stdlib @jit functions from a module loaded with the knob on.
-_PHILOX = """
+PHILOX_SOURCE = """
 @triton.jit
 def _fx_philox(seed, offset):
     k0 = (seed & 0xFFFFFFFF).to(tl.uint32)
@@ -96,11 +96,11 @@ def _random(G, node, meta, mode: str) -> Pointwise | None:
     if config.fallback_random() or not meta.dtype.is_floating_point:
         return None
     seeds, i = _seed(G)
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
     strides = contiguous_strides(shape)
 
     def fn(ctx, idx):
-        ctx.helpers["_fx_philox"] = _PHILOX
+        ctx.helpers["_fx_philox"] = PHILOX_SOURCE
         seed = seeds.load(ctx, [str(i)])
         off = ctx.index_tensor(linear(idx, strides))
         return ctx.cast(ctx.op(f"_fx_{mode}({seed}, {off})"), torch.float32, dt)
@@ -129,7 +129,7 @@ def _bernoulli(G, node, meta, x, p=None, *, generator=None):
     u = _random(G, None, meta, "rand")
     if u is None:
         return None
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
 
     def fn(ctx, idx):
         r = u.load(ctx, idx)
@@ -146,5 +146,5 @@ def _bernoulli(G, node, meta, x, p=None, *, generator=None):
 def _empty(G, node, meta, *args, **kwargs):
     """Uninitialized memory may hold anything: zeros, never stored (dropout2d and alpha_dropout
     decompose to `empty(...).bernoulli_(p)`, which overwrites it)."""
-    shape, dt = _shape(meta), meta.dtype
+    shape, dt = shape_of(meta), meta.dtype
     return Pointwise(lambda ctx, idx: ctx.full(0, dt), shape, dt, meta.device, node, cheap=True)

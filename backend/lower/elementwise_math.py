@@ -20,8 +20,8 @@ from fxlens.backend.ir import TL_DTYPE, Pointwise, Value, compute_dtype
 
 # pow.Tensor_Scalar and pow.Scalar are arith's ops, replaced here: importing arith first keeps its
 # registration before ours whatever imports this module first
-from fxlens.backend.lower.arith import _pow
-from fxlens.backend.lower.core import _shape, libdevice_form, pointwise, register
+from fxlens.backend.lower.arith import lower_pow
+from fxlens.backend.lower.core import libdevice_form, pointwise, register, shape_of
 from fxlens.backend.lower.math_helpers import MATH
 
 aten = torch.ops.aten
@@ -63,7 +63,7 @@ _BINARY = [
 ]
 
 
-_POW_TABLE = (0, 0.5, -0.5, 1, -1, 2, -2, 3)  # exponents arith._pow writes as products or roots
+_POW_TABLE = (0, 0.5, -0.5, 1, -1, 2, -2, 3)  # exponents arith.lower_pow writes as products or roots
 
 
 def math_pointwise(G, node, meta, inputs, helper: str, gpu: str | None, compute=None):
@@ -115,7 +115,7 @@ def _unary(helper, gpu):
 def _binary(helper, gpu):
     def lower(G, node, meta, a, b):
         if node.target == aten.pow.Tensor_Scalar and b in _POW_TABLE:
-            return _pow(G, node, meta, a, b)  # x*x, sqrt, ...: lower/arith.py's table
+            return lower_pow(G, node, meta, a, b)  # x*x, sqrt, ...: lower/arith.py's table
         return math_pointwise(G, node, meta, [a, b], helper, gpu)
 
     return lower
@@ -329,8 +329,8 @@ def _frexp(G, node, meta, a):
         exp = ctx.op(f"tl.where({keep}, 0, {e} - {bias} - tl.where({sub}, {scale}, 0)).to(tl.int32)")
         return ctx.op(f"tl.where({keep}, {x}, {m})"), exp
 
-    mant = Pointwise(lambda ctx, idx: ctx.cast(parts(ctx, idx)[0], cdt, meta[0].dtype), _shape(meta[0]),
+    mant = Pointwise(lambda ctx, idx: ctx.cast(parts(ctx, idx)[0], cdt, meta[0].dtype), shape_of(meta[0]),
                      meta[0].dtype, meta[0].device, node)  # fmt: skip
-    expo = Pointwise(lambda ctx, idx: parts(ctx, idx)[1], _shape(meta[1]), torch.int32, meta[1].device, node)
+    expo = Pointwise(lambda ctx, idx: parts(ctx, idx)[1], shape_of(meta[1]), torch.int32, meta[1].device, node)
     mant.item, expo.item = 0, 1
     return mant, expo

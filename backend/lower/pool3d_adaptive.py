@@ -10,8 +10,8 @@ import itertools
 import torch
 
 from fxlens.backend.ir import Pointwise, Value
-from fxlens.backend.lower.core import _shape, register
-from fxlens.backend.lower.pool import _MAX_WINDOW, _adaptive_bounds, _clamp, _max_span
+from fxlens.backend.lower.core import register, shape_of
+from fxlens.backend.lower.pool import MAX_WINDOW, adaptive_bounds, clamp_index, max_span
 
 aten = torch.ops.aten
 
@@ -26,7 +26,7 @@ def _triple(v, default=None):
 
 def _window_ok(x, ndim: int, window) -> bool:
     return (isinstance(x, Value) and x.dtype.is_floating_point and len(x.shape) in (ndim + 1, ndim + 2)
-            and all(w > 0 for w in window) and _prod(window) <= _MAX_WINDOW)  # fmt: skip
+            and all(w > 0 for w in window) and _prod(window) <= MAX_WINDOW)  # fmt: skip
 
 
 def _prod(xs) -> int:
@@ -52,7 +52,7 @@ def _avg_pool3d(G, node, meta, x, kernel_size, stride=None, padding=0, ceil_mode
         for off in itertools.product(*(range(n) for n in k)):
             pos = [f"({o[a]} * {s[a]} + {off[a] - p[a]})" for a in range(3)]
             valid = ctx.op(" & ".join(f"({q} >= 0) & ({q} < {size[a]})" for a, q in enumerate(pos)))
-            at = [*idx[:-3], *(_clamp(q, size[a] - 1) for a, q in enumerate(pos))]
+            at = [*idx[:-3], *(clamp_index(q, size[a] - 1) for a, q in enumerate(pos))]
             v = ctx.cast(x.load(ctx, at), x.dtype, torch.float32)
             acc = ctx.op(f"{acc} + tl.where({valid}, {v}, 0.0)")
         if divisor_override:
@@ -68,32 +68,32 @@ def _avg_pool3d(G, node, meta, x, kernel_size, stride=None, padding=0, ceil_mode
             div = ctx.op(f"({' * '.join(terms)}).to(tl.float32)")
         return ctx.cast(ctx.op(f"{acc} / {div}"), torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)
 
 
 @register(aten._adaptive_avg_pool3d.default)
 def _adaptive_avg_pool3d(G, node, meta, x, output_size):
     if not isinstance(x, Value) or len(x.shape) not in (4, 5):
         return None
-    size, out = x.shape[-3:], _shape(meta)[-3:]
-    spans = [_max_span(size[a], out[a]) for a in range(3)]
+    size, out = x.shape[-3:], shape_of(meta)[-3:]
+    spans = [max_span(size[a], out[a]) for a in range(3)]
     if not _window_ok(x, 3, spans):
         return None
     x = G.use(x, node)
     dt = meta.dtype
 
     def fn(ctx, idx):
-        bounds = [_adaptive_bounds(idx[-3 + a], size[a], out[a]) for a in range(3)]
+        bounds = [adaptive_bounds(idx[-3 + a], size[a], out[a]) for a in range(3)]
         acc = ctx.full(0.0, torch.float32)
         for off in itertools.product(*(range(n) for n in spans)):
             pos = [f"({bounds[a][0]} + {off[a]})" for a in range(3)]
             valid = ctx.op(" & ".join(f"({q} < {bounds[a][1]})" for a, q in enumerate(pos)))
-            v = x.load(ctx, [*idx[:-3], *(_clamp(q, size[a] - 1) for a, q in enumerate(pos))])
+            v = x.load(ctx, [*idx[:-3], *(clamp_index(q, size[a] - 1) for a, q in enumerate(pos))])
             acc = ctx.op(f"{acc} + tl.where({valid}, {ctx.cast(v, x.dtype, torch.float32)}, 0.0)")
         n = ctx.op(f"({' * '.join(f'({b1} - {b0})' for b0, b1 in bounds)}).to(tl.float32)")
         return ctx.cast(ctx.op(f"{acc} / {n}"), torch.float32, dt)
 
-    return Pointwise(fn, _shape(meta), dt, meta.device, node)
+    return Pointwise(fn, shape_of(meta), dt, meta.device, node)
 
 
 @register(aten.adaptive_max_pool2d.default)
@@ -101,22 +101,22 @@ def _adaptive_max_pool2d(G, node, meta, x, output_size):
     if not isinstance(x, Value) or len(x.shape) not in (3, 4):
         return None
     H, W = x.shape[-2:]
-    OH, OW = _shape(meta[0])[-2:]
-    kh, kw = _max_span(H, OH), _max_span(W, OW)
+    OH, OW = shape_of(meta[0])[-2:]
+    kh, kw = max_span(H, OH), max_span(W, OW)
     if not _window_ok(x, 2, (kh, kw)):
         return None
     x = G.use(x, node)
 
     def scan(ctx, idx):
-        h0, h1 = _adaptive_bounds(idx[-2], H, OH)
-        w0, w1 = _adaptive_bounds(idx[-1], W, OW)
+        h0, h1 = adaptive_bounds(idx[-2], H, OH)
+        w0, w1 = adaptive_bounds(idx[-1], W, OW)
         best, bidx = ctx.full(float("-inf"), torch.float32), ctx.op(f"({h0}) * {W} + {w0}")
         for i in range(kh):
             for j in range(kw):
                 h, w = f"({h0} + {i})", f"({w0} + {j})"
                 valid = ctx.op(f"({h} < {h1}) & ({w} < {w1})")
                 v = ctx.cast(
-                    x.load(ctx, [*idx[:-2], _clamp(h, H - 1), _clamp(w, W - 1)]), x.dtype, torch.float32
+                    x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)]), x.dtype, torch.float32
                 )
                 take = ctx.op(f"{valid} & (({v} > {best}) | ({v} != {v}))")
                 best = ctx.op(f"tl.where({take}, {v}, {best})")
@@ -124,8 +124,8 @@ def _adaptive_max_pool2d(G, node, meta, x, output_size):
         return best, bidx
 
     vals = Pointwise(lambda ctx, idx: ctx.cast(scan(ctx, idx)[0], torch.float32, meta[0].dtype),
-                     _shape(meta[0]), meta[0].dtype, meta[0].device, node)  # fmt: skip
+                     shape_of(meta[0]), meta[0].dtype, meta[0].device, node)  # fmt: skip
     inds = Pointwise(lambda ctx, idx: ctx.cast(scan(ctx, idx)[1], torch.int64, meta[1].dtype),
-                     _shape(meta[1]), meta[1].dtype, meta[1].device, node)  # fmt: skip
+                     shape_of(meta[1]), meta[1].dtype, meta[1].device, node)  # fmt: skip
     vals.item, inds.item = 0, 1
     return vals, inds

@@ -1,4 +1,4 @@
-"""avg_pool3d, adaptive_avg_pool3d and adaptive_max_pool1d/2d forward (lower/pool_more.py), and the
+"""avg_pool3d, adaptive_avg_pool3d and adaptive_max_pool1d/2d forward (lower/pool3d_adaptive.py), and the
 3-D max pools that run through torch's decompositions (lower.py): padding, ceil_mode,
 count_include_pad, divisor_override; NaN and -inf windows, ties (indices exact)."""
 

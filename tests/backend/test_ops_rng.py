@@ -1,4 +1,4 @@
-"""Random ops generated in-kernel (lower/random.py): statistics, seeding, dropout and its backward.
+"""Random ops generated in-kernel (lower/rng.py): statistics, seeding, dropout and its backward.
 
 Numbers never match eager bitwise (Philox in the kernel, seeds from torch's generator), so these
 tests assert what must hold instead, with bounds of about 4 standard deviations for 4096 samples:
@@ -187,11 +187,11 @@ def test_inlined_philox_is_triton_rand(tmp_path):
     import subprocess
     import sys
 
-    from fxlens.backend.lower.random import _PHILOX
+    from fxlens.backend.lower.rng import PHILOX_SOURCE
 
     script = tmp_path / "philox_check.py"  # triton.jit reads its functions' source from the file
     script.write_text(
-        "import torch\nimport triton\nimport triton.language as tl\n" + _PHILOX + _SAME_AS_TL_RAND
+        "import torch\nimport triton\nimport triton.language as tl\n" + PHILOX_SOURCE + _SAME_AS_TL_RAND
     )
     env = dict(os.environ, TRITON_INTERPRET="1")
     r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)

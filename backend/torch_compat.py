@@ -1,0 +1,136 @@
+"""Every private torch symbol fxlens touches, in one place (DESIGN.md style 14).
+
+torch promises nothing about `torch._*`: any release may move, rename or re-sign one. fxlens reaches
+each through this module, and tests/test_compat.py checks each (that it resolves, and takes the
+arguments fxlens passes), so a torch release that moves one fails one named test rather than a
+command somewhere downstream. The backend and the toolkit both import from here (the backend may not
+import the toolkit, so the module lives in the backend).
+
+`from fxlens.backend.torch_compat import NAME` resolves NAME from `SYMBOLS` on first use (PEP 562),
+so importing this module imports nothing heavy: the backend imports it on every
+`torch.compile(backend="fxlens")`, and torch._inductor costs seconds to import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+import torch._logging
+
+# name -> (module, attribute path in it, keywords or parameters fxlens passes: the contract test
+# checks the signature accepts them). One row per private symbol; where a symbol is only patched or
+# read, the parameters are the ones the patch forwards or the empty tuple.
+SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # structured trace (TORCH_TRACE): written by the backend, read in-process by compile budgets
+    "trace_structured": ("torch._logging", "trace_structured", ("name", "metadata_fn", "payload_fn")),
+    "trace_log": ("torch._logging._internal", "trace_log", ()),
+    "init_logs": ("torch._logging._internal", "_init_logs", ()),
+    "TorchLogsFormatter": ("torch._logging._internal", "TorchLogsFormatter", ("trace",)),
+    "INTERN_TABLE": ("torch._logging.structured", "INTERN_TABLE", ()),
+    # compile ids and compile events
+    "CompileContext": ("torch._guards", "CompileContext", ()),
+    "CompileId": ("torch._guards", "CompileId", ("frame_id", "frame_compile_id")),
+    "callback_handler": ("torch._dynamo.callback", "callback_handler", ()),
+    # Dynamo entry points fxlens wraps or calls
+    "dynamo_optimize": ("torch._dynamo", "optimize", ("backend",)),
+    "dynamo_reset": ("torch._dynamo", "reset", ()),
+    "lookup_backend": ("torch._dynamo.backends.registry", "lookup_backend", ("compiler_fn",)),
+    "list_backends": ("torch._dynamo", "list_backends", ("exclude_tags",)),
+    "AotAutograd": ("torch._dynamo.backends.common", "AotAutograd", ()),
+    # AOTAutograd and decompositions (the fxlens_aot_eager and fxlens stages, minify's ATen level)
+    "aot_module_simplified": (
+        "torch._functorch.aot_autograd",
+        "aot_module_simplified",
+        ("mod", "args", "fw_compiler", "bw_compiler", "decompositions", "partition_fn",
+         "keep_inference_input_mutations"),
+    ),
+    "make_boxed_func": ("torch._functorch.aot_autograd", "make_boxed_func", ("f",)),
+    "min_cut_rematerialization_partition": (
+        "torch._functorch.partitioners", "min_cut_rematerialization_partition", ("joint_module", "_joint_inputs")
+    ),
+    "core_aten_decompositions": ("torch._decomp", "core_aten_decompositions", ()),
+    "get_decompositions": ("torch._decomp", "get_decompositions", ("aten_ops",)),
+    "select_decomp_table": ("torch._inductor.decomposition", "select_decomp_table", ()),
+    "FakeTensorMode": ("torch._subclasses.fake_tensor", "FakeTensorMode", ("allow_non_fake_inputs",)),
+    "OpOverload": ("torch._ops", "OpOverload", ()),
+    # inductor: its prims (prims.fma, prims.inductor_seeds), compilers, and its own bisector
+    "inductor_prims": ("torch._inductor", "inductor_prims", ()),
+    "compile_fx": ("torch._inductor.compile_fx", "compile_fx", ("model_", "example_inputs_")),
+    "compile_fx_inner": ("torch._inductor.compile_fx", "compile_fx_inner", ("gm", "example_inputs")),
+    "CompilerBisector": ("torch._inductor.compiler_bisector", "CompilerBisector", ()),
+    "bisector_get_env_val": ("torch._inductor.compiler_bisector", "get_env_val", ("env_str",)),
+    "inductor_cache_dir": ("torch._inductor.runtime.cache_dir_utils", "cache_dir", ()),
+    # config modules: minify copies their non-default values into the reproducer; bisect sets one
+    "dynamo_config": ("torch._dynamo.config", "", ()),
+    "inductor_config": ("torch._inductor.config", "", ()),
+    "functorch_config": ("torch._functorch.config", "", ()),
+    "inductor_test_configs": ("torch._inductor.config", "test_configs", ()),
+    "LOG_TRACE_HANDLER": ("torch._logging._internal", "LOG_TRACE_HANDLER", ()),
+    # pytree (torch.utils._pytree has no public twin in the torch versions fxlens supports)
+    "tree_map_only": ("torch.utils._pytree", "tree_map_only", ("type_or_types_or_pred", "func", "tree")),
+    "tree_flatten": ("torch.utils._pytree", "tree_flatten", ("tree",)),
+    "tree_leaves": ("torch.utils._pytree", "tree_leaves", ("tree",)),
+}
+
+
+def resolve(name: str) -> Any:
+    """The object SYMBOLS[name] names, its module imported now."""
+    module, path, _ = SYMBOLS[name]
+    obj: Any = importlib.import_module(module)
+    for part in filter(None, path.split(".")):  # "" names the module itself
+        obj = getattr(obj, part)
+    return obj
+
+
+def __getattr__(name: str) -> Any:
+    if name in SYMBOLS:
+        return resolve(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# The backend's artifact writer binds trace_structured at import (torch._logging is imported by torch
+# itself); compile budgets patch the module attribute, which the backend's writes then bypass.
+trace_structured = torch._logging.trace_structured
+# older torch (2.11 on the GPU box) may lack the keyword: then run-time artifacts carry no id
+TRACE_STRUCTURED_TAKES_COMPILE_ID = "compile_id" in inspect.signature(trace_structured).parameters
+
+
+def swap_trace_structured(fn):
+    """Install `fn` as `torch._logging.trace_structured` (torch's own timing code looks it up there
+    at call time); returns the one it replaced."""
+    previous = torch._logging.trace_structured
+    torch._logging.trace_structured = fn
+    return previous
+
+
+def current_trace_structured():
+    return torch._logging.trace_structured
+
+
+def restart_structured_trace() -> None:
+    """Open torch's structured trace at $TORCH_TRACE as a fresh `import torch` does: a process that
+    imported torch before TORCH_TRACE was set has a trace handler with no folder, which never writes."""
+    from torch._logging import _internal
+
+    for handler in list(_internal.trace_log.handlers):
+        _internal.trace_log.removeHandler(handler)
+    _internal.LOG_TRACE_HANDLER = None
+    _internal._init_logs()
+
+
+def clear_bisector_env_cache() -> None:
+    """Make CompilerBisector read TORCH_BISECT_* afresh: its `get_env_val` is functools.cache'd."""
+    resolve("bisector_get_env_val").cache_clear()
+
+
+def keep_custom_backend_under_bisector() -> None:
+    """Under CompilerBisector, torch.compile replaces every backend with the bisected one
+    (torch/__init__.py, `compile`) unless this test config is set: fxlens's bisect wrapper must stay."""
+    resolve("inductor_test_configs").bisect_keep_custom_backend_for_inductor = True
+
+
+def current_compile_id():
+    """Dynamo's compile id for the frame being compiled, or None outside a compile."""
+    return resolve("CompileContext").current_compile_id()

@@ -1,0 +1,139 @@
+"""Contract tests for every private torch symbol fxlens touches (fxlens.backend.torch_compat).
+
+One test per symbol: a torch release that moves, renames or re-signs one fails the test named after
+it (`test_symbol_resolves[trace_structured]`), not a command far downstream. The behaviour tests
+below cover the symbols fxlens relies on beyond their signature.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fxlens.backend import torch_compat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", sorted(torch_compat.SYMBOLS))
+def test_symbol_resolves(name):
+    obj = torch_compat.resolve(name)
+    params = torch_compat.SYMBOLS[name][2]
+    if params:
+        sig = inspect.signature(obj)
+        taken = set(sig.parameters)
+        takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+        missing = [p for p in params if p not in taken and not takes_kwargs]
+        assert missing == [], f"{name}{sig} no longer takes {missing}"
+
+
+def test_names_resolve_lazily_from_the_module():
+    # `from fxlens.backend.torch_compat import X` is how every call site reaches a symbol
+    from fxlens.backend.torch_compat import make_boxed_func
+
+    assert make_boxed_func is torch_compat.resolve("make_boxed_func")
+    with pytest.raises(AttributeError):
+        torch_compat.not_a_symbol  # noqa: B018
+
+
+def test_importing_compat_imports_no_inductor():
+    # the backend imports it on every torch.compile(backend="fxlens"); inductor costs seconds
+    code = "import sys, fxlens.backend.torch_compat; print('torch._inductor' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_trace_structured_can_be_swapped_and_restored():
+    original = torch_compat.current_trace_structured()
+    marker = lambda *a, **k: None  # noqa: E731
+    assert torch_compat.swap_trace_structured(marker) is original
+    try:
+        import torch._logging
+
+        assert torch._logging.trace_structured is marker  # torch's timing code looks it up there
+    finally:
+        assert torch_compat.swap_trace_structured(original) is marker
+
+
+def test_trace_log_is_the_structured_trace_logger():
+    assert isinstance(torch_compat.resolve("trace_log"), logging.Logger)
+    assert isinstance(torch_compat.resolve("INTERN_TABLE"), dict)
+
+
+def test_bisector_env_cache_can_be_cleared():
+    torch_compat.clear_bisector_env_cache()  # get_env_val is functools.cache'd: cache_clear exists
+    cb = torch_compat.resolve("CompilerBisector")
+    for attr in ("bisection_enabled", "get_config_change", "do_bisect", "in_process_cache"):
+        assert hasattr(cb, attr), attr
+
+
+def test_bisector_keep_custom_backend_switch_exists():
+    cfg = torch_compat.resolve("inductor_test_configs")
+    assert hasattr(cfg, "bisect_keep_custom_backend_for_inductor")
+
+
+def test_compile_callbacks_register():
+    handler = torch_compat.resolve("callback_handler")
+    assert callable(handler.register_start_callback) and callable(handler.register_end_callback)
+
+
+def test_current_compile_id_inside_and_outside_a_compile():
+    import torch
+
+    assert torch_compat.current_compile_id() is None
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(torch_compat.current_compile_id())
+        return gm
+
+    torch.compiler.reset()
+    torch.compile(lambda x: x + 1, backend=backend)(torch.ones(2))
+    (cid,) = seen
+    assert (cid.frame_id, cid.frame_compile_id) == (0, 0)
+
+
+def test_restart_structured_trace_opens_the_new_folder(tmp_path):
+    # bisect's warm process imported torch before TORCH_TRACE was set: restarting must open it
+    code = (
+        "import os, torch, fxlens.backend.torch_compat as c;"
+        f"os.environ['TORCH_TRACE'] = {str(tmp_path)!r};"
+        "c.restart_structured_trace();"
+        "torch.compile(lambda x: x * 2, backend='eager')(torch.ones(2))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_TRACE"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=300)
+    logs = list(tmp_path.glob("*.log"))
+    assert logs and "dynamo_start" in logs[0].read_text()
+
+
+def test_private_torch_imports_only_in_the_compat_module():
+    # `from torch._x import y` / `import torch._x` anywhere else bypasses the contract tests
+    bad = []
+    for folder in ("toolkit", "backend", "tui"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "torch_compat.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = (
+                    [a.name for a in node.names] if isinstance(node, ast.Import)
+                    else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                )
+                bad += [
+                    f"{path.relative_to(ROOT)}:{node.lineno} {n}"
+                    for n in names
+                    if n.startswith("torch") and any(p.startswith("_") for p in n.split(".")[1:])
+                    and n not in WARMING_IMPORTS
+                ]
+    assert bad == []
+
+
+# imported only to pay their import cost early (bisect's warm process); no symbol is taken from them
+WARMING_IMPORTS = {"torch._inductor.compile_fx"}

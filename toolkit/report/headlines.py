@@ -1,0 +1,130 @@
+"""The verdicts a report leads with, when the tables alone would hide them.
+
+- torch.compile was called (or Dynamo started on a frame) but no graph was captured: everything
+  ran eagerly, whatever the other sections say;
+- frames torch gave up on after a graph break it could not resume: they run eagerly from that
+  compile on;
+- frames that hit the recompile limit (the same, for recompiles).
+
+Each headline is `{kind, message, fix}`; the report's text and markdown print them first.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from fxlens.trace.userframes import short_path
+
+_DDP_FILE = "torch/nn/parallel/distributed.py"
+
+
+@lru_cache(maxsize=1)
+def _gb_registry() -> dict:
+    """torch's graph-break registry (torch/_dynamo/graph_break_registry.json), read as a file: the
+    report never imports torch. Empty when this machine's torch has none (the trace may come from
+    another machine; the id is kept either way)."""
+    try:
+        spec = importlib.util.find_spec("torch")
+        if not spec or not spec.origin:
+            return {}
+        path = Path(spec.origin).parent / "_dynamo" / "graph_break_registry.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError, ImportError):
+        return {}
+
+
+def gb_doc(gb_id: str) -> dict | None:
+    """The registry's entry for a graph-break id: its type, explanation and hints (torch's text)."""
+    entries = _gb_registry().get(gb_id) if gb_id else None
+    if not entries:
+        return None
+    e = entries[0] if isinstance(entries, list) else entries
+    if not isinstance(e, dict):
+        return None
+    return {
+        "type": e.get("Gb_type", ""),
+        "explanation": e.get("Explanation", ""),
+        "hints": e.get("Hints", []),
+    }
+
+
+def _compile_calls(report: dict) -> list[dict]:
+    return [ev for ev in report.get("events", []) if ev.get("event") == "compile_call"]
+
+
+def _is_ddp(report: dict, session) -> bool:
+    """Whether the compiled code was DistributedDataParallel's own forward (torch.compile(DDP(m)))."""
+    if any(_DDP_FILE in ((b.get("library") or {}).get("file") or "") for b in report["graph_breaks"]):
+        return True
+    names = [m["function"] for m in report["compile_times"]["per_compile"]]
+    names += [r["function"] for r in report["recompiles"]]
+    return any(n.startswith("DistributedDataParallel.") for n in names)
+
+
+def _no_graph(report: dict, session) -> dict | None:
+    attempts = report["compile_times"]["per_compile"]
+    calls = _compile_calls(report)
+    if report["graphs"] or not (attempts or calls):
+        return None
+    where = ""
+    if calls:
+        c = calls[0]
+        where = f" (torch.compile at {short_path(c.get('file') or '?')}:{c.get('line')})"
+    n = len(attempts)
+    if n:
+        why = f"Dynamo started on {n} frame(s) and every one ended without a graph"
+    else:
+        why = "Dynamo never started on a frame: the compiled function was never called, or it was disabled"
+    message = f"torch.compile captured no graph: everything ran eagerly{where}. {why}."
+    fix = "look at the graph breaks and failures below: each one stopped a graph"
+    if _is_ddp(report, session):
+        fix = (
+            "torch.compile(DDP(model)) broke inside DDP's own forward here: compile the module, "
+            "then wrap it: `model = DDP(torch.compile(model))`"
+        )
+    elif not n:
+        fix = (
+            "call the compiled function (the object torch.compile returned), and check TORCH_COMPILE_DISABLE"
+        )
+    return {"kind": "no_graph", "message": message, "fix": fix}
+
+
+def _eager_frames(report: dict) -> list[dict]:
+    out = []
+    for e in report.get("eager_frames", []):
+        where = f"{short_path(e['file'])}:{e['line']}" if e["file"] else "?"
+        out.append(
+            {
+                "kind": "eager_frame",
+                "message": f"frame {e['function']} runs eagerly from compile {e['compile_id']} on: "
+                f"torch could not resume after `{e['reason']}` at {where}",
+                "fix": "move that call out of the compiled function (or out of the with/try block it is "
+                "in, which torch cannot resume a graph across)",
+            }
+        )
+    return out
+
+
+def _limit_hits(report: dict) -> list[dict]:
+    return [
+        {
+            "kind": "recompile_limit",
+            "message": f"frame {h['function']} hit the {h['limit_type']} ({h['limit']}) at compile "
+            f"{h['compile_id']}: it runs eagerly from then on",
+            "fix": "see the recompile causes: the fix for the cause removes the limit hit",
+        }
+        for h in report["recompile_limit_hits"]
+    ]
+
+
+def headlines(report: dict, session=None) -> list[dict]:
+    """The report's leading verdicts, most consequential first."""
+    out = []
+    if h := _no_graph(report, session):
+        out.append(h)
+    out += _eager_frames(report)
+    out += _limit_hits(report)
+    return out

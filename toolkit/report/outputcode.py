@@ -1,0 +1,120 @@
+"""Inductor's output code per compile, its kernels, and where each kernel came from (provenance).
+
+Inductor logs the Python module it generated (`inductor_output_code`, payload: the code). With
+provenance tracking on (`INDUCTOR_PROVENANCE=1`, or `TORCH_COMPILE_DEBUG=1`) it also logs, per graph,
+which post-grad nodes each kernel fuses and which pre-grad (user-level) nodes those came from
+(`inductor_provenance_tracking_node_mappings`), and the user stack of each kernel
+(`inductor_provenance_tracking_kernel_stack_traces`): tlparse's "provenance tracking" view.
+
+The same code on many ranks has the same file name (a hash of the code), so each file's code is read
+once however many ranks compiled it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# `cpp_fused_sin_0 = async_compile.cpp_pybinding(...)`, `triton_poi_fused_0 = async_compile.triton(...)`
+_KERNEL = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.M)
+
+
+def _artifact(recs, name: str):
+    rec = next((r for r in reversed(recs) if r.kind == f"artifact:{name}"), None)
+    return rec.payload_json() if rec is not None else None
+
+
+def _by_kernel(mapping) -> dict[str, list]:
+    """torch keys kernels as "NAME:N" (the Nth time the name was generated): merged under NAME."""
+    out: dict[str, list] = {}
+    for key, vals in (mapping or {}).items() if isinstance(mapping, dict) else ():
+        out.setdefault(str(key).rsplit(":", 1)[0], []).extend(vals if isinstance(vals, list) else [vals])
+    return out
+
+
+def _kernels(code: str, mappings, stacks) -> list[dict]:
+    to_post = _by_kernel((mappings or {}).get("cppCodeToPost") if isinstance(mappings, dict) else None)
+    post_to_pre = (mappings or {}).get("postToPre") or {} if isinstance(mappings, dict) else {}
+    stacks = _by_kernel(stacks)
+    out = []
+    for name, kind in dict.fromkeys(_KERNEL.findall(code)):
+        post = list(dict.fromkeys(str(n) for n in to_post.get(name) or []))
+        pre = list(dict.fromkeys(str(p) for n in post for p in post_to_pre.get(n) or []))
+        stack = stacks.get(name)
+        out.append(
+            {
+                "name": name,
+                "kind": kind,
+                "post_grad_nodes": post,
+                "pre_grad_nodes": pre,
+                "stack": [str(s) for s in stack]
+                if isinstance(stack, list)
+                else ([str(stack)] if stack else []),
+            }
+        )
+    return out
+
+
+def output_code(session) -> list[dict]:
+    """One entry per compile and generated file: `{compile_id, function, file, lines, kernels, ranks}`."""
+    entries: dict[tuple, dict] = {}
+    for r in session.ranks:
+        names = {m.compile_id: m.function for m in r.metrics}
+        for cid, recs in r.by_compile.items():
+            for rec in recs:
+                if rec.kind != "inductor_output_code":
+                    continue
+                path = str((rec.meta.get("inductor_output_code") or {}).get("filename") or "")
+                key = (cid, path)
+                if key not in entries:
+                    code = rec.payload()
+                    entries[key] = {
+                        "compile_id": cid,
+                        "function": names.get(cid, "?"),
+                        "file": path,
+                        "lines": code.count("\n") + 1 if code else 0,
+                        "kernels": _kernels(
+                            code,
+                            _artifact(recs, "inductor_provenance_tracking_node_mappings"),
+                            _artifact(recs, "inductor_provenance_tracking_kernel_stack_traces"),
+                        ),
+                        "provenance": any(
+                            x.kind == "artifact:inductor_provenance_tracking_node_mappings" for x in recs
+                        ),
+                        "ranks": [],
+                    }
+                entries[key]["ranks"].append(r.rank)
+    return list(entries.values())
+
+
+def _source_line(stack: list[str]) -> str:
+    """The last `File "...", line N` of a kernel's stack text and the code after it, shortened."""
+    text = "\n".join(stack)
+    found = re.findall(r'File "([^"]+)", line (\d+)[^\n]*\n\s*(.+)', text)
+    if not found:
+        return ""
+    file, line, code = found[-1]
+    return f"{file.rsplit('/', 1)[-1]}:{line} `{code.strip()}`"
+
+
+def output_code_lines(report: dict, limit: int = 6) -> list[str]:
+    """Text: each compile's generated file and its kernels, with the nodes and user line behind each."""
+    entries = report.get("output_code") or []
+    if not entries:
+        return []
+    out = ["Inductor output code (kernel <- post-grad nodes <- source, where provenance was logged):"]
+    for e in entries[:limit]:
+        out.append(
+            f"  {e['compile_id']} {e['function']}: {e['file']} ({e['lines']} lines, {len(e['kernels'])} kernel(s))"
+        )
+        for k in e["kernels"][:4]:
+            nodes = ", ".join(k["post_grad_nodes"][:6])
+            src = _source_line(k["stack"])
+            out.append(f"    {k['name']}" + (f" <- {nodes}" if nodes else "") + (f" <- {src}" if src else ""))
+        if len(e["kernels"]) > 4:
+            out.append(f"    ... {len(e['kernels']) - 4} more kernel(s)")
+    if not any(e["provenance"] for e in entries):
+        out.append("  (no provenance in this trace: run with INDUCTOR_PROVENANCE=1 to map kernels to nodes)")
+    if len(entries) > limit:
+        out.append(f"  ... {len(entries) - limit} more (see --json output_code)")
+    out.append("")
+    return out
