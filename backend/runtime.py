@@ -260,7 +260,10 @@ class CompiledKernel:
                 dst.copy_(v.reshape(dst.shape) if v.shape != dst.shape else v)
 
     def _check(self, snap, args) -> None:
-        ref = self.replay(snap, fp64=True)
+        try:
+            ref = self.replay(snap, fp64=True)
+        except Exception:  # a diagnostic must not change the run: an ATen bounds check raising here
+            return  # hid a kernel that returns a value where eager raises (issue 21, index_oob_abort)
         max_abs = max_rel = 0.0
         ok = True
         for (pi, _n, _i, shape, stride, off), r in zip(self.outputs, ref, strict=True):

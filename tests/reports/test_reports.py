@@ -176,3 +176,159 @@ def test_minify_says_why_it_cannot_reduce_a_sign_at_a_pole(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert "fails outside the compiled graphs" in last and "sign mismatch" in last
     assert "no compiled graph raised or diverged from fp64 more than eager does" in last
+
+
+# -- issue 21: a stage passes when it behaves as eager does ------------------------------------
+
+FXLENS_LADDER = ("fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens")
+BOTH_LADDERS = {"inductor": tuple(INDUCTOR_LADDER_OK), "fxlens": FXLENS_LADDER}
+
+
+def _by_hand(script: Path, ladder: tuple[str, ...]) -> dict:
+    """Ground truth without fxlens: the script's exit status with each stage as its backend."""
+    return {stage: _python(script, env={"BACKEND": stage}).returncode for stage in ladder}
+
+
+def _expected(truth: dict) -> tuple[str | None, dict]:
+    """(first stage whose run fails, the stage rows bisect must show: ok up to it, then FAILS)."""
+    first = next((s for s, code in truth.items() if code != 0), None)
+    rows = {}
+    for s in truth:
+        rows[s] = s != first
+        if s == first:
+            break
+    return first, rows
+
+
+@pytest.mark.slow  # ~2 min on a shared 2-core machine (3 plain runs, a 3-run bisect)
+def test_raise_vs_no_raise_at_a_decomposition_is_not_blamed_on_eager(tmp_path):
+    # pytorch/pytorch#193757: eager raises on a target of 1.5; aot_eager_decomp_partition's
+    # decomposition drops the check and returns a value. Before: 'eager FAILS ... Dynamo's capture'
+    script = SCRIPTS / "bce_target_range.py"
+    ladder = ("eager", "aot_eager", "aot_eager_decomp_partition")
+    truth = _by_hand(script, ladder)
+    assert truth == {"eager": 0, "aot_eager": 0, "aot_eager_decomp_partition": 1}
+    proc, v = _bisect(tmp_path, script, "--backend", "aot_eager_decomp_partition")
+    first, rows = _expected(truth)
+    assert v["first_failing_stage"] == first and _stages(v) == rows
+    f = v["failure"]
+    assert f["kind"] == "no_raise"
+    want = (
+        "eager raises RuntimeError: all elements of target should be between 0 and 1, "
+        f"{first} returns a value"
+    )
+    assert f["vs_eager"] == f["error"] == want and v["summary"].startswith(want)
+    assert "raises what eager raises (RuntimeError: all elements of target" in proc.stdout
+    assert v["next"] == f"fxlens minify --backend {first} --check raise {shlex.quote(str(script))}"
+
+
+# (script, ladder): the first stage that fails is the first whose plain run fails; what bisect says
+RAISE_CASES = [
+    ("bce_target_range.py", "inductor"),
+    ("bce_target_range.py", "fxlens"),
+    ("bernoulli_p_range.py", "inductor"),
+    ("bernoulli_p_range.py", "fxlens"),
+    ("index_oob_abort.py", "inductor"),
+    ("index_oob_abort.py", "fxlens"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, top", RAISE_CASES, ids=[f"{n}-{t}" for n, t in RAISE_CASES])
+def test_eager_raises_reports_on_both_ladders(tmp_path, name, top):
+    script = SCRIPTS / name
+    truth = _by_hand(script, BOTH_LADDERS[top])
+    first, rows = _expected(truth)
+    assert first is not None and truth[BOTH_LADDERS[top][0]] == 0  # eager is right on every report
+    _, v = _bisect(tmp_path, script, "--backend", top, "--no-compiler-bisector")
+    assert v["first_failing_stage"] == first and _stages(v) == rows, (truth, v["stages"])
+    assert v["outcome"] == "fails" and v["failure"]["vs_eager"].startswith("eager raises ")
+    if truth[first] < 0:  # killed by a signal: named, with what eager raised on the call
+        assert v["failure"]["error"].endswith(f"{first} killed by SIGABRT")
+    else:
+        assert v["failure"]["kind"] == "no_raise" and v["failure"]["error"].endswith(
+            f"{first} returns a value"
+        )
+    assert "--check raise" in v["next"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", [*BOTH_LADDERS["inductor"], *FXLENS_LADDER])
+def test_a_correct_script_of_the_eager_raises_shape_passes_at_every_stage(tmp_path, stage):
+    script = SCRIPTS / "cholesky_not_pd.py"
+    assert _python(script, env={"BACKEND": stage}).returncode == 0
+    _, v = _bisect(tmp_path, script, "--backend", stage)
+    assert v["outcome"] == "nothing_fails" and v["first_failing_stage"] is None
+    assert v["stages"][0]["ok"] and "what eager raises (_LinAlgError" in v["stages"][0]["note"]
+
+
+@pytest.mark.slow
+def test_abort_in_inductor_is_minified_with_the_raise_kept(tmp_path):
+    # pytorch/pytorch#195402: eager's IndexError, inductor's C++ kernel aborts the process
+    script = SCRIPTS / "index_oob_abort.py"
+    assert _python(script, env={"BACKEND": "inductor"}).returncode == -6
+    repro = tmp_path / "repro.py"
+    m = _fxlens(tmp_path, "minify", "--backend", "inductor", "--check", "raise", "--out", repro, script)
+    assert m.returncode == 0, m.stderr[-3000:]
+    run = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == -6
+    assert "eager raises IndexError: index 1 is out of bounds for dimension 0 with size 1" in run.stderr
+
+
+@pytest.mark.slow
+def test_compiled_closer_to_fp64_than_eager_points_minify_at_eager_diff(tmp_path):
+    # pytorch/pytorch#159239: the script's assert_close against eager fails on a compiled value
+    # that is the closer one to fp64; the script prints both errors (ground truth, no fxlens)
+    script = SCRIPTS / "rope_bf16_closer.py"
+    plain = _python(script)
+    assert plain.returncode == 1
+    errs = [tuple(map(float, ln.split("eager ")[1].split(" compiled "))) for ln in plain.stdout.splitlines()]
+    assert errs and all(c < e for e, c in errs)  # (eager, compiled) max errors vs fp64
+    proc, v = _bisect(tmp_path, script, "--no-compiler-bisector")
+    f = v["failure"]
+    assert (v["first_failing_stage"], f["kind"]) == ("inductor", "accuracy")
+    assert f["eager_diff"]["closer_to_fp64"] is True and f["eager_diff"]["dtype"] == "bfloat16"
+    assert "the compiled value is closer to fp64 than eager's" in v["summary"]
+    assert "the script's tolerance is tighter than bfloat16 allows at add" in v["summary"]
+    assert v["next"] == f"fxlens minify --backend inductor --check eager-diff {shlex.quote(str(script))}"
+    repro = tmp_path / "repro.py"
+    words = shlex.split(v["next"])
+    m = _fxlens(tmp_path, *words[1:-1], "--out", repro, *words[-1:])
+    assert m.returncode == 0, m.stderr[-3000:]
+    run = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1 and "fxlens-signature: EagerDiff" in run.stderr
+    assert "largest error: output" in run.stderr
+
+
+@pytest.mark.slow
+def test_fp16_cast_report_is_labelled_accuracy_and_its_reproducer_shows_the_error(tmp_path):
+    # pytorch/pytorch#182131: explicit fp16 casts; the graph's fp64 run keeps them, so minify's
+    # accuracy rule sees the compiled add as the one off
+    script = SCRIPTS / "fp16_cast_add.py"
+    assert _python(script).returncode == 1
+    assert _python(script, env={"BACKEND": "aot_eager_decomp_partition"}).returncode == 0
+    _, v = _bisect(tmp_path, script, "--no-compiler-bisector")
+    assert v["failure"]["kind"] == "accuracy" and v["failure"]["eager_diff"] is None
+    assert "--check accuracy" in v["next"]
+    repro = tmp_path / "repro.py"
+    words = shlex.split(v["next"])
+    m = _fxlens(tmp_path, *words[1:-1], "--out", repro, *words[-1:])
+    assert m.returncode == 0, m.stderr[-3000:]
+    run = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1 and "largest error: output 0" in run.stderr and "(float16)" in run.stderr
+
+
+@pytest.mark.slow
+def test_mask_index_put_crash_is_reproduced_in_isolation(tmp_path):
+    # pytorch/pytorch#196570: before, "fails in the script ... but not when compiled alone"
+    script = SCRIPTS / "mask_index_put_softmax.py"
+    plain = _python(script)
+    assert plain.returncode == 1 and "KeyError: 'buf1'" in plain.stderr
+    assert _python(script, env={"BACKEND": "aot_eager_decomp_partition"}).returncode == 0
+    repro = tmp_path / "repro.py"
+    m = _fxlens(tmp_path, "minify", "--backend", "inductor", "--out", repro, script)
+    assert m.returncode == 0, m.stderr[-3000:]
+    text = repro.read_text()
+    assert "torch.full(" in text and "] = 0" in text and "softmax" in text
+    run = subprocess.run([sys.executable, str(repro)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 1 and "fxlens-signature: InductorError: KeyError: 'bufN'" in run.stderr

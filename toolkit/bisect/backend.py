@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from fxlens import config
@@ -131,6 +132,11 @@ def wrapper(gm, example_inputs, asked: str | None = None):
     random_ops = checking and has_random_ops(gm)
     # backends may rewrite the graph in place (torch's relu_*_TESTING_ONLY do): keep a pristine copy
     reference = copy.deepcopy(gm) if checking and not random_ops else None
+    from fxlens.bisect.eager_call import compare_raise, eager_raises, exception_line, pristine
+
+    # what eager does on a call decides whether the compiled call was right, raising included;
+    # copied before the backend sees the graph
+    eager_gm = reference if reference is not None else pristine(gm)
     from fxlens.errors import FxlensError
 
     try:
@@ -138,32 +144,67 @@ def wrapper(gm, example_inputs, asked: str | None = None):
     except FxlensError as e:  # a bad --backend: the parent stops with this one line
         record("compile", ok=False, error=str(e), refused=True)
         raise
+    t0 = time.perf_counter()
     try:
         compiled = _compile(backend, use, gm, example_inputs)
     except Exception as e:
-        record("compile", ok=False, error=_error(e))
+        record("compile", ok=False, error=_error(e), seconds=round(time.perf_counter() - t0, 3))
         raise
-    record("compile", ok=True, random_ops=random_ops)
-    state = {"calls": 0, "failed": False}
+    # where a run's time goes: the backend's compile, the checks, the rest (`fxlens.bisect.runs`)
+    record("compile", ok=True, random_ops=random_ops, seconds=round(time.perf_counter() - t0, 3))
+    state = {"calls": 0, "failed": False, "as_eager": False}
 
     def run(*args):
         state["calls"] += 1
-        refs = probe = None
-        if reference is not None and state["calls"] <= bcfg.check_calls:
-            refs = _references(reference, args, record)
-            probe = _probe(compiled, refs) if refs is not None else None
+        call = state["calls"]
+        refs = probe = eager_exc = None
+        eager_known = call <= bcfg.check_calls
+        t_check = time.perf_counter()
+        if eager_known:
+            if reference is not None:
+                refs, eager_exc = _references(reference, args, record)
+            else:
+                eager_exc = _eager_raises(eager_raises, eager_gm, args)
+            if eager_exc is not None:
+                # recorded before the compiled call: if that call aborts the process, the run
+                # still knows what eager did on it
+                record("eager", call=call, raised=exception_line(eager_exc))
+            elif refs is not None:
+                probe = _probe(compiled, refs)
+        check_s = time.perf_counter() - t_check
         try:
             result = compiled(*args)
         except Exception as e:
+            if not eager_known:  # an unchecked call: ask eager now, on the inputs as they are
+                eager_exc = _eager_raises(eager_raises, eager_gm, args)
+            mismatch = compare_raise(eager_exc, e, use)
+            if mismatch is None:  # raised exactly what eager raises: right, whatever the script does next
+                if not state["as_eager"]:
+                    state["as_eager"] = True
+                    record("run", ok=True, call=call, as_eager=exception_line(e))
+            elif not state["failed"]:
+                state["failed"] = True
+                eager = f"raises {exception_line(eager_exc)}" if eager_exc is not None else "returns a value"
+                record("run", ok=False, call=call, error=_error(e), eager=eager, mismatch=mismatch)
+            raise
+        if eager_exc is not None:  # eager raised, the compiled call returned a value
             if not state["failed"]:
                 state["failed"] = True
-                record("run", ok=False, error=_error(e))
-            raise
+                mismatch = compare_raise(eager_exc, None, use)
+                record("run", ok=False, call=call, no_raise=True, error=mismatch, mismatch=mismatch)
+            return result
         if refs is not None:
-            _compare(args, result, refs, probe, state["calls"], record)
+            _compare(args, result, refs, probe, call, record, reference, check_s)
         return result
 
     return run
+
+
+def _eager_raises(eager_raises, gm, args):
+    try:
+        return eager_raises(gm, args)
+    except Exception:  # copying the inputs failed: what eager does stays unknown
+        return None
 
 
 wrapper.for_asked = for_asked
@@ -196,14 +237,18 @@ def _bisector_config_change(use: str) -> dict | None:
 
 
 def _references(reference, args, record):
-    """The eager/fp64 references of one call, or None (recorded) when the graph can't run in fp64."""
-    from fxlens.bisect.check import references
+    """(the eager/fp64 references of one call, eager's exception): (refs, None) normally,
+    (None, exception) when eager raises on the call, (None, None) (recorded) when the graph runs
+    eagerly but not in fp64."""
+    from fxlens.bisect.check import EagerRaised, references
 
     try:
-        return references(reference, list(args))
+        return references(reference, list(args)), None
+    except EagerRaised as e:
+        return None, e.error
     except Exception as e:  # a reference we can't compute is no verdict on the backend
         record("check", ok=True, skipped=f"reference failed: {_error(e)}")
-        return None
+        return None, None
 
 
 def _probe(compiled, refs):
@@ -223,11 +268,17 @@ def _probe(compiled, refs):
         return None
 
 
-def _compare(args, result, refs, probe, call: int, record) -> None:
-    from fxlens.bisect.check import compare_result
+def _compare(args, result, refs, probe, call: int, record, gm=None, before_s: float = 0.0) -> None:
+    from dataclasses import replace
 
+    from fxlens.bisect.check import compare_result, output_ops
+
+    t0 = time.perf_counter()
     try:
         divs = compare_result(list(args), result, refs, check_grads=False)
+        ops = output_ops(gm) if gm is not None else []
+        # name the op behind each output: "the script's tolerance is tighter than fp16 allows at <op>"
+        divs = [replace(d, op=ops[i]) if i < len(ops) else d for i, d in enumerate(divs)]
         if probe is not None:
             grads = compare_result(refs.probe_args, probe, refs, check_grads=True)
             divs += [d for d in grads if d.what.startswith("grad")]
@@ -235,4 +286,25 @@ def _compare(args, result, refs, probe, call: int, record) -> None:
         record("check", ok=True, call=call, skipped=f"comparison failed: {_error(e)}")
         return
     bad = [d for d in divs if not d.ok]
-    record("check", ok=not bad, call=call, divergences=[d.__dict__ for d in (bad or divs)[:8]])
+    rule = _minify_rule(refs, result)
+    record(
+        "check",
+        ok=not bad,
+        call=call,
+        divergences=[d.__dict__ for d in (bad or divs)[:8]],
+        minify_rule=rule,
+        # the references and probe before the call, and this comparison
+        seconds=round(before_s + time.perf_counter() - t0, 3),
+    )
+
+
+def _minify_rule(refs, result) -> str | None:
+    """What `fxlens minify --check accuracy` says of these outputs (its rule, torch's `same()` with
+    a scaled floor, is stricter on tiny values than the per-dtype tolerances here): None when it
+    passes them, so bisect only points at that check when it will find something."""
+    try:
+        from fxlens.minify.check import accuracy_failure
+
+        return accuracy_failure(refs.out64, refs.out, result)
+    except Exception as e:
+        return f"not known: {_error(e)}"

@@ -35,6 +35,10 @@ class Divergence:
     max_rel_err: float
     eager_abs_err: float
     ok: bool
+    # max |compiled - eager|: nonzero with max_abs_err <= eager_abs_err means the compiled value is
+    # the closer one to fp64, and a script that compares with eager still sees them differ
+    vs_eager: float = 0.0
+    op: str = ""  # the graph op that produced this output (its FX target), when known
 
 
 def has_random_ops(gm) -> bool:
@@ -158,7 +162,17 @@ def compare(what: str, res, ref, ref64) -> Divergence:
     eager_abs = float(eager_diff.max())
     rel = float((diff / g.abs().clamp_min(atol)).max())
     ok = nan_ok and (within or max_abs <= EAGER_SLACK * eager_abs)
-    return Divergence(what, dtype, max_abs, rel, eager_abs, ok)
+    vs_eager = float((r - e).abs().nan_to_num(0.0, posinf=float("inf")).max())
+    return Divergence(what, dtype, max_abs, rel, eager_abs, ok, vs_eager)
+
+
+class EagerRaised(Exception):
+    """Eager raised on the call's inputs in their own dtype (`error`): no values to compare, but
+    what the compiled call must do too (`fxlens.bisect.eager_call`)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
@@ -189,10 +203,29 @@ def references(gm, args: list) -> References:
     ref_args = copy_args(args)
     ref64_args = copy_args(args, fp64=True)
     with torch.random.fork_rng(devices=[]):
-        ref = gm(*ref_args)
+        try:
+            ref = gm(*ref_args)
+        except Exception as e:  # eager itself raises on this call: a behaviour to compare with
+            raise EagerRaised(e) from e
     with torch.random.fork_rng(devices=[]):
         ref64 = gm(*ref64_args)
     return References(ref_args, ref64_args, flat_tensors(ref), flat_tensors(ref64), probe_args)
+
+
+def output_ops(gm) -> list[str]:
+    """The FX target that produced each tensor output of `gm`, in output order ("" when unknown)."""
+    from torch.utils._pytree import tree_leaves
+
+    try:
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        leaves = tree_leaves(out.args[0])
+    except Exception:
+        return []
+    ops = []
+    for n in leaves:
+        target = getattr(n, "target", "")
+        ops.append(target if isinstance(target, str) else getattr(target, "__name__", str(target)))
+    return ops
 
 
 def compare_result(args: list, result, refs: References, check_grads: bool) -> list[Divergence]:

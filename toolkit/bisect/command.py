@@ -46,7 +46,12 @@ from fxlens.trace.userframes import short_path
 
 CHECKS = ("crash", "accuracy", "auto")
 # failure kinds each --check counts (a run that fails some other way is reported, not followed)
-COUNTS = {"crash": ("crash", "timeout"), "accuracy": ("accuracy",), "auto": ("crash", "timeout", "accuracy")}
+# ("no_raise": eager raised on a call and the stage returned a value, a behaviour like a crash)
+COUNTS = {
+    "crash": ("crash", "timeout", "no_raise"),
+    "accuracy": ("accuracy",),
+    "auto": ("crash", "timeout", "no_raise", "accuracy"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -151,6 +156,8 @@ def bisect_script(
         shutil.rmtree(cache_dir(sdir), ignore_errors=True)
         shutil.rmtree(sdir / INDUCTOR_CACHE, ignore_errors=True)  # where an older fxlens kept it
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
+    # where each run's time went (the CompilerBisector steps' are under compiler_bisector)
+    result["run_times"] = [o.times() for o in runs.outcomes]
     result["session"] = str(sdir)
     result["summary"] = summary_line(result)
     result["next"] = next_command(result, script, list(args))
@@ -183,6 +190,9 @@ def _stage(stage: str, out: Outcome | None, counted: bool = True, note: str = ""
     row = {"stage": stage, "ok": ok, "error": None if out is None or not out.failed else out.error}
     if out is not None and out.failed and not counted:
         row["note"] = f"{out.kind} ignored with this --check"
+    if out is not None and not out.failed and out.as_eager:
+        raised = out.eager_raised.get(out.as_eager[0])
+        row["note"] = f"raises what eager raises ({raised})" if raised else "raises what eager raises"
     if note:
         row["note"] = note
     return row
@@ -226,6 +236,10 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
     base.update(stages=stages, first_failing_stage=first_bad)
     base["failure"] = {"kind": bad_out.kind, "error": bad_out.error, "divergence": bad_out.divergence}
     base["failure"]["outside_graphs"] = bad_out.outside
+    # the failing call compared with what eager did on it ("eager raises X, S returns a value")
+    base["failure"]["vs_eager"] = bad_out.mismatch or None
+    # the script's own check failed on a value that passes the fp64 rule: its tolerance is the issue
+    base["failure"]["eager_diff"] = bad_out.closer if bad_out.kind == "accuracy" and bad_out.outside else None
     if first_bad == lad[0]:
         return _eager_fails(runs, base, bad_out, fails)
     good = lad[lad.index(first_bad) - 1]
@@ -383,7 +397,7 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
         tail: list[str] = []
         try:
             for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith("  run "):
+                if line.startswith(("  run ", "  skip ")):
                     runs.echo(line.rstrip("\n"))
                 tail = [*tail[-20:], line.rstrip("\n")]
         except BaseException:
@@ -400,6 +414,8 @@ def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: st
     return {
         **(data.get("result") or {"found": None}),
         "runs": len(data.get("runs", [])),
+        "skipped": data.get("skipped") or [],
+        "run_times": data.get("runs") or [],
         **extra,
         **_err(data),
     }

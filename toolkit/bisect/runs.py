@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -92,7 +93,8 @@ class Outcome:
     session_dir: Path
     exit_code: int
     seconds: float
-    kind: str | None  # None (passed), "crash", "accuracy", "timeout"
+    # None (passed), "crash", "accuracy", "timeout", "no_raise" (eager raised, the stage returned)
+    kind: str | None
     error: str = ""  # one line: the exception, or the largest divergence
     graphs: dict[int, str] = field(default_factory=dict)  # ordinal -> compile id
     failing: list[int] = field(default_factory=list)  # ordinals the wrapper saw fail, in order
@@ -102,6 +104,37 @@ class Outcome:
     graph_asked: dict[int, str] = field(default_factory=dict)  # ordinal -> backend its call asked for
     # the exception came from the script's own code (its assert_close), not from a compiled graph
     outside: bool = False
+    # ordinal -> the exception eager raised on that graph's checked call
+    eager_raised: dict[int, str] = field(default_factory=dict)
+    # ordinals whose compiled call raised exactly what eager raises (right, not failing)
+    as_eager: list[int] = field(default_factory=list)
+    # the first failing call compared with eager: "eager raises X, <stage> returns a value", ...
+    mismatch: str = ""
+    # a checked output that differs from eager's but passes the fp64 rule (see _closer_than_eager)
+    closer: dict | None = None
+    # where the run's time went: the backends' compiles, the checks against eager and fp64
+    compile_s: float = 0.0
+    check_s: float = 0.0
+
+    def time_line(self) -> str:
+        """`65.8s: compile 40.1, checks 0.3, script and start 25.4` for the progress line."""
+        rest = max(self.seconds - self.compile_s - self.check_s, 0.0)
+        return (
+            f"{self.seconds:.1f}s: compile {self.compile_s:.1f}, checks {self.check_s:.1f}, "
+            f"script and start {rest:.1f}"
+        )
+
+    def times(self) -> dict:
+        """The run's time, split, for the verdict's `run_times`."""
+        rest = max(self.seconds - self.compile_s - self.check_s, 0.0)
+        return {
+            "n": self.n,
+            "label": self.label,
+            "seconds": round(self.seconds, 2),
+            "compile_s": round(self.compile_s, 2),
+            "check_s": round(self.check_s, 2),
+            "script_and_start_s": round(rest, 2),
+        }
 
     @property
     def failed(self) -> bool:
@@ -198,7 +231,7 @@ class Runs:
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0, self.timeout)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
-        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.seconds:.1f}s]")
+        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.time_line()}]")
         return out
 
     def _start(self, sdir: Path, child_env: dict, wrap: bool):
@@ -251,6 +284,8 @@ def read_outcome(
     process's start); a timeout is reported as the limit the script itself had."""
     session = Session.open(sdir)
     out = Outcome(n, label, sdir, exit_code, seconds, None)
+    in_flight = None  # the last graph event, when it says eager raised: that call never finished
+    no_raise = False
     for ev in session.events:
         kind = ev.get("event")
         if kind == "fxlens_error" and exit_code == REFUSED:
@@ -265,6 +300,17 @@ def read_outcome(
             ordinal = int(ev.get("ordinal", -1))
             out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
             out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
+            in_flight = ev if ev.get("phase") == "eager" else None
+            if ev.get("phase") == "compile":
+                out.compile_s += float(ev.get("seconds") or 0)
+            elif ev.get("phase") == "check":
+                out.check_s += float(ev.get("seconds") or 0)
+            if ev.get("phase") == "eager":
+                out.eager_raised.setdefault(ordinal, str(ev.get("raised", "")))
+            elif ev.get("as_eager") and ordinal not in out.as_eager:
+                out.as_eager.append(ordinal)
+            if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
+                out.closer = _closer_than_eager(ev)
             if ev.get("ok") is False and ordinal not in out.failing:
                 out.failing.append(ordinal)
                 if ev.get("phase") == "check" and out.divergence is None:
@@ -273,11 +319,23 @@ def read_outcome(
                     out.divergence["compile_id"] = ev.get("compile_id")
                 elif not out.error:
                     out.error = str(ev.get("error", ""))
+                    out.mismatch = str(ev.get("mismatch") or "")
+                    no_raise = bool(ev.get("no_raise"))
     if exit_code == TIMEOUT_EXIT:
         out.kind, out.error = "timeout", f"no exit within {timeout or round(seconds):g} s"
     elif exit_code < 0:  # a segfault or abort: no Python exception line to quote
         out.kind = "crash"
-        out.error = out.error or how_it_ended(exit_code).removeprefix("was ")
+        ended = how_it_ended(exit_code).removeprefix("was ")
+        if in_flight is not None:  # killed inside a compiled call on which eager raises
+            ordinal = int(in_flight.get("ordinal", -1))
+            out.mismatch = f"eager raises {in_flight.get('raised')}, {in_flight.get('stage')} {ended}"
+            out.error = out.error or out.mismatch
+            if ordinal not in out.failing:
+                out.failing.append(ordinal)
+        out.error = out.error or ended
+    elif no_raise:
+        # eager raised on a call, the stage returned a value: wrong whatever the script did next
+        out.kind = "no_raise"
     elif exit_code != 0 and out.divergence is not None and not out.error:
         # no graph raised, one diverged, and the script then failed (a comparing script's own
         # assert_close): the divergence is the cause, the exit its consequence
@@ -289,9 +347,13 @@ def read_outcome(
             output = _stderr(sdir)
             out.outside = _raised_outside_compiled_code(output)
             out.error = _last_error_line(output) or f"exit status {exit_code}"
+            if out.outside and ASSERT_CLOSE.match(out.error):
+                # the script's own assert_close on the outputs: an accuracy failure, not a crash
+                out.kind = "accuracy"
     elif out.error:
         # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
-        # eager): still the compiler failing
+        # eager), or an exception other than eager's that the script caught: still the compiler
+        # failing. One that is exactly eager's was recorded as ok and is not here.
         out.kind = "crash"
     elif out.divergence is not None:
         out.kind = "accuracy"
@@ -320,6 +382,29 @@ def _raised_outside_compiled_code(output: str) -> bool:
     start = output.rfind("Traceback (most recent call last):")
     frames = parse_traceback(output[start:]) if start >= 0 else []
     return bool(frames) and not any(m in f.file for f in frames for m in COMPILED_CODE_MARKERS)
+
+
+# torch.testing.assert_close's failure lines (the script compared compiled and eager outputs)
+ASSERT_CLOSE = re.compile(r"AssertionError: (Tensor-likes|Scalars) are not (close|equal)")
+
+
+def _closer_than_eager(ev: dict) -> dict | None:
+    """The output of a check event whose value differs from eager's while passing the fp64 rule
+    (the compiled code kept more precision, e.g. an fp16 add done in fp32): a script comparing
+    with eager sees a difference no compiler is bound to avoid. `closer_to_fp64` says whether it
+    is strictly the nearer of the two."""
+    if ev.get("minify_rule"):  # minify's accuracy rule sees a divergence: an accuracy bug to reduce
+        return None
+    for d in ev.get("divergences") or []:
+        if d.get("vs_eager", 0) > 0 and d.get("ok"):
+            closer = d.get("max_abs_err", 0) < d.get("eager_abs_err", 0)
+            return {
+                **d,
+                "closer_to_fp64": closer,
+                "compile_id": ev.get("compile_id"),
+                "stage": ev.get("stage"),
+            }
+    return None
 
 
 def _divergence_line(d: dict) -> str:

@@ -34,7 +34,10 @@ def summary_line(r: dict) -> str:
         return (
             f"eager fails, the script without torch.compile passes: Dynamo's capture, {where} ({runs} runs)"
         )
-    kind = (r.get("failure") or {}).get("kind", "failure")
+    failure = r.get("failure") or {}
+    kind = failure.get("kind", "failure")
+    if failure.get("vs_eager"):  # the call compared with eager says it best: "eager raises X, S ..."
+        kind = failure["vs_eager"] + ":"
     cb = r.get("compiler_bisector") or {}
     torch_part = ""
     if cb.get("subsystem"):
@@ -49,7 +52,25 @@ def summary_line(r: dict) -> str:
         where = (
             f"no single graph: graphs #{g.get('ordinal')}-#{g.get('to')} of {g.get('of')} fail only together"
         )
-    return f"{kind} first at stage {stage}, {where}{kernel}{torch_part} ({runs} runs)"
+    closer = closer_clause(failure.get("eager_diff"))
+    return f"{kind} first at stage {stage}, {where}{kernel}{torch_part}{closer} ({runs} runs)"
+
+
+def closer_clause(c: dict | None) -> str:
+    """Why a script's comparison with eager fails on a value that passes the fp64 rule, or ""."""
+    if not c:
+        return ""
+    dtype = c.get("dtype") or "this dtype"
+    at = f" at {c['op']}" if c.get("op") else " at this op"
+    errs = f"max error {c.get('max_abs_err', 0):.3g} vs eager's {c.get('eager_abs_err', 0):.3g}"
+    if c.get("closer_to_fp64"):
+        how = f"the compiled value is closer to fp64 than eager's ({c.get('what')}, {dtype}: {errs})"
+    else:
+        how = (
+            f"the compiled value differs from eager's by {c.get('vs_eager', 0):.3g} and is within "
+            f"{dtype}'s tolerance of the fp64 reference ({c.get('what')}: {errs})"
+        )
+    return f"; {how}: the script's tolerance is tighter than {dtype} allows{at}"
 
 
 def next_command(r: dict, script: str, args: list[str]) -> str | None:
@@ -61,9 +82,28 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
     # an exception from the script's own code (its assert_close on the compiled output): what the
     # graph did wrong can only show in its outputs, which minify's accuracy check compares
     check = "accuracy" if failure.get("kind") == "accuracy" or failure.get("outside_graphs") else "crash"
+    if (failure.get("vs_eager") or "").startswith("eager raises"):
+        # eager raises on these inputs: minify keeps them, and the raise (or abort) is the signature
+        check = "raise"
+    elif failure.get("eager_diff"):
+        # no graph is farther from fp64 than eager: what fails is the script's comparison with eager
+        check = "eager-diff"
     # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
     parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+def _time_split(r: dict) -> str:
+    """`: compile 52.0s, checks 1.1s, script and start 19.5s (run 1: 65.8s)` over every run."""
+    times = list(r.get("run_times") or []) + list((r.get("compiler_bisector") or {}).get("run_times") or [])
+    if not times:
+        return ""
+    total = {k: sum(t.get(k, 0) for t in times) for k in ("compile_s", "check_s", "script_and_start_s")}
+    first = times[0]
+    return (
+        f": compile {total['compile_s']:.1f}s, checks {total['check_s']:.1f}s, script and start "
+        f"{total['script_and_start_s']:.1f}s (run {first['n']} {first['label']}: {first['seconds']:.1f}s)"
+    )
 
 
 def render_text(r: dict) -> str:
@@ -76,6 +116,9 @@ def render_text(r: dict) -> str:
     )
     if stages:
         lines.append(f"  stages   {stages}")
+    as_eager = [s for s in r.get("stages") or [] if s["ok"] and "what eager raises" in (s.get("note") or "")]
+    if as_eager:  # why a stage whose graph raised is ok
+        lines.append(f"           ({', '.join(s['stage'] for s in as_eager)}: {as_eager[0]['note']})")
     if r.get("references"):
         lines.append(f"  kept     the script's reference calls: {', '.join(r['references'])} (not stepped)")
     if r.get("failure"):
@@ -85,6 +128,9 @@ def render_text(r: dict) -> str:
             else ""
         )
         lines.append(f"  failure  {r['failure']['kind']}: {r['failure']['error']}{where}")
+        vs = r["failure"].get("vs_eager")
+        if vs and vs != r["failure"]["error"]:
+            lines.append(f"  vs eager {vs}")
     c = r.get("culprit") or {}
     g = r.get("graph") or {}
     if c.get("compile_id"):
@@ -112,10 +158,11 @@ def render_text(r: dict) -> str:
             sub = cb.get("subsystem") or "(no subsystem narrowed)"
             num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
             dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
+            skipped = f"; skipped {', '.join(cb['skipped'])}: no CUDA" if cb.get("skipped") else ""
             lines.append(
-                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs)"
+                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs{skipped})"
             )
-    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s")
+    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s{_time_split(r)}")
     if r.get("outcome") == "flaky":
         lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
     if r.get("next"):

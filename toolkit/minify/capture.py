@@ -178,10 +178,13 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     """Graph k as code (attributes lifted to inputs) and its meta; (the copy saved, lifted, meta)."""
     import torch
 
+    from fxlens.minify.fidelity import constants, graph_ops
     from fxlens.minify.graph import spec_of
 
     saved = copy.deepcopy(gm)
     n_extra = len(example_inputs)
+    # what the backend is given, before attributes are lifted: compared with the isolated graph
+    seen = {"ops": graph_ops(gm.graph), "constants": constants(gm)}
     inputs = _lift_attributes(saved, list(example_inputs))
     lifted = inputs[n_extra:]
     (out / f"graph_{k}.py").write_text(_graph_source(saved))
@@ -195,6 +198,7 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
         "num_calls": sum(
             1 for n in saved.graph.nodes if n.op in ("call_function", "call_method", "call_module")
         ),
+        **seen,
     }
     (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
     return saved, lifted, meta
@@ -224,18 +228,32 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
         call_args = list(args[0]) if boxed and len(args) == 1 and isinstance(args[0], list) else list(args)
         first = state["first"]
         state["first"] = False
+        eager_sig = None
         if first:
             _status(out, graph=k, step="run")
-            if check in ("accuracy", "auto"):
+            if check in ("accuracy", "auto", "eager-diff"):
                 eager_in = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in call_args]
+            if check in ("auto", "raise"):
+                eager_sig = _eager_raises(saved, call_args, lifted)
+            if eager_sig is not None:
+                # before the compiled call: if it kills the process, the abort is still known to
+                # be on a call where eager raises (`failing_graph`)
+                _status(out, graph=k, step="run", eager_raises=eager_sig)
         try:
             result = compiled(*args)
         except Exception as e:
-            _status(out, graph=k, step="failed", phase="run", signature=signature_of(e), kind="crash")
+            sig = signature_of(e)
+            if sig != eager_sig:  # raising exactly what eager raises is right
+                _status(out, graph=k, step="failed", phase="run", signature=sig, kind="crash")
             raise
         if first:
             _status(out, graph=k, step="ran")
-            if check in ("accuracy", "auto"):
+            if eager_sig is not None:
+                no_raise = f"NoRaise: eager raises {eager_sig}, compiled returns a value"
+                _status(out, graph=k, step="failed", phase="run", signature=no_raise, kind="raise")
+            elif check == "eager-diff":
+                _compare_eager(out, k, saved, eager_in, lifted, result)
+            elif check in ("accuracy", "auto"):
                 _compare(out, k, saved, eager_in, lifted, result)
         return result
 
@@ -266,6 +284,35 @@ def _compare(out: Path, k: int, gm, args: list, lifted: list, result) -> None:
         return
     if why:
         _status(out, graph=k, step="failed", phase="run", signature=why, kind="accuracy")
+
+
+def _eager_raises(gm, args: list, lifted: list) -> str | None:
+    """The signature of what eager raises on copies of a call's inputs, or None when it returns."""
+    import torch
+
+    copies = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            gm(*copies, *lifted)
+    except Exception as e:
+        return signature_of(e)
+    return None
+
+
+def _compare_eager(out: Path, k: int, gm, args: list, lifted: list, result) -> None:
+    """Record an eager-diff failure of graph k's first call (compiled vs eager, assert_close)."""
+    import torch
+
+    from fxlens.minify.check import eager_diff_failure
+
+    try:
+        with torch.no_grad():
+            eager = gm(*args, *lifted)
+        why = eager_diff_failure(eager, result)
+    except Exception:  # best effort, as _compare
+        return
+    if why:
+        _status(out, graph=k, step="failed", phase="run", signature=why, kind="eager-diff")
 
 
 def read_status(out: Path) -> list[dict]:
@@ -302,7 +349,9 @@ def failing_graph(out: Path, exit_code: int) -> dict | None:
                 "graph": last["graph"],
                 "phase": last["step"],
                 "signature": "timeout" if exit_code == TIMEOUT_EXIT else signal_signature(exit_code),
-                "kind": "crash",
+                # killed inside a call on which eager raises: reduce with eager raising kept
+                "kind": "raise" if last.get("eager_raises") else "crash",
+                "eager_raises": last.get("eager_raises"),
             }
     return None
 

@@ -9,6 +9,12 @@ addresses, temp paths, node names and numbers (sizes shrink during reduction) ne
 of the same bug look different. An accuracy failure is `AccuracyError: ...` under the rule in
 `accuracy_failure`. A candidate that already fails in eager gets an `eager: ...` signature, which
 never matches a backend's signature, so the reduction never drifts into a broken graph.
+
+Two more checks compare with eager rather than fp64: `raise` (eager raises on these inputs, which
+is the point of the report: the candidate fails when the compiled call returns a value, raises
+something else, or kills the process; `NoRaise: eager raises ...`), and `eager-diff` (the compiled
+output differs from eager's by more than torch.testing.assert_close's default tolerance for the
+dtype: what a script comparing with eager checks, when no fp64 rule would call it wrong).
 """
 
 # --- embedded in reproducers from here on ---
@@ -40,6 +46,11 @@ WRAPPER_TYPES = ("BackendCompilerFailed", "InternalTorchDynamoError", "TorchRunt
 #: and it is never looser than torch's
 ACCURACY_MULTIPLIER = 2.0
 ACCURACY_TOL = 1e-4
+
+
+# lines main() prints before the signature: what eager did, what the compiled call did, the
+# largest error (filled by run_check; the reduction's workers ignore them)
+REPORT = []
 
 
 def normalise_message(msg):
@@ -130,33 +141,136 @@ def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dy
         model_cls: the nn.Module class to instantiate (no constructor arguments).
         make_inputs: returns a fresh list of inputs (deterministic) on each call.
         backend: what `torch.compile(backend=...)` accepts.
-        check: "crash" (only exceptions count) or "accuracy" (also divergence from fp64).
+        check: "crash" (only exceptions count), "accuracy" (also divergence from fp64), "raise"
+            (eager raises; the compiled call must raise the same) or "eager-diff" (outputs beyond
+            assert_close's default tolerance of eager's).
         backward: also run backward through every output that requires grad.
         dynamic: compile with dynamic=True (symbolic shapes), as the original script did.
         reference: the backend the original script compared against (`eager`, `aot_eager`), as
             bug reports do: `torch.compile(m, backend=reference)` is the side compared with.
     """
+    del REPORT[:]
     try:
         ref_model = model_cls()
         if reference:
             ref_model = torch.compile(ref_model, backend=reference, dynamic=True if dynamic else None)
         eager = _run(ref_model, make_inputs(), backward)
     except Exception as e:
-        return "eager: " + signature_of(e)
+        if check != "raise":
+            return "eager: " + signature_of(e)
+        return _compare_raise(model_cls, make_inputs, backend, backward, dynamic, e)
+    if check == "raise":  # the inputs no longer make eager raise: not the reported behaviour
+        return "eager: returns a value"
     try:
         model = torch.compile(model_cls(), backend=backend, dynamic=True if dynamic else None)
         compiled = _run(model, make_inputs(), backward)
     except Exception as e:
         return signature_of(e)
+    if check == "eager-diff":
+        return eager_diff_failure(eager, compiled, _ref64(model_cls, make_inputs, backward, eager), model_cls)
     return _accuracy(model_cls, make_inputs, backward, eager, compiled) if check == "accuracy" else None
 
 
-def _accuracy(model_cls, make_inputs, backward, eager, compiled):
+def _compare_raise(model_cls, make_inputs, backend, backward, dynamic, eager_exc):
+    """Check "raise": eager raised `eager_exc`; the compiled call must raise the same."""
+    expected = signature_of(eager_exc)
+    # printed at once, not kept in REPORT: a compiled call that aborts the process ends it here
+    text = str(eager_exc).strip().splitlines()
+    print(f"eager raises {type(eager_exc).__name__}: {text[0] if text else ''}", file=sys.stderr, flush=True)
     try:
-        ref64 = _run(model_cls(), [_to64(x) for x in make_inputs()], backward)
+        model = torch.compile(model_cls(), backend=backend, dynamic=True if dynamic else None)
+        out = _run(model, make_inputs(), backward)
+    except Exception as e:
+        REPORT.append(
+            f"compiled raises {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
+        )
+        sig = signature_of(e)
+        return None if sig == expected else sig
+    shown = [tuple(t.shape) for t in _flat_tensors(out)]
+    REPORT.append(f"compiled returns a value (tensors of shape {shown})")
+    return f"NoRaise: eager raises {expected}, compiled returns a value"
+
+
+def _ref64(model_cls, make_inputs, backward, eager):
+    try:
+        return _run(model_cls(), [_to64(x) for x in make_inputs()], backward)
     except Exception:
-        ref64 = eager  # a graph that cannot run in fp64: compare with eager as is
-    return accuracy_failure(ref64, eager, compiled)
+        return eager
+
+
+def _largest(a, b):
+    """(max |a - b|, flat index of it) over two same-shape tensors, NaN-aware."""
+    d = (a.detach().cpu().double() - b.detach().cpu().double()).abs()
+    d = torch.where(torch.isnan(d), torch.full_like(d, math.inf), d)
+    i = int(d.flatten().argmax()) if d.numel() else 0
+    return (float(d.flatten()[i]) if d.numel() else 0.0), i
+
+
+def _element(shape, i):
+    """The multi-index of flat index i in `shape`, as `[1, 2, 3]`."""
+    idx = []
+    for size in reversed(shape):
+        idx.append(i % size if size else 0)
+        i = i // size if size else 0
+    return list(reversed(idx))
+
+
+def _output_op(model_cls, k):
+    """The op that computes output k of the model's forward (its FX target), or "" (best effort)."""
+    try:
+        gm = torch.fx.symbolic_trace(model_cls())
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        leaves = [a for a in torch.utils._pytree.tree_leaves(out.args[0]) if isinstance(a, torch.fx.Node)]
+        t = leaves[k].target
+        return t if isinstance(t, str) else getattr(t, "__name__", str(t))
+    except Exception:
+        return ""
+
+
+def describe_worst(ref64, eager, compiled, model_cls=None):
+    """REPORT lines: the largest error of the compiled outputs against fp64 (and eager's there)."""
+    ref64, eager, compiled = _flat_tensors(ref64), _flat_tensors(eager), _flat_tensors(compiled)
+    worst = None
+    for k, (r, e, c) in enumerate(zip(ref64, eager, compiled)):
+        if c.shape != r.shape or not c.is_floating_point() or not c.numel():
+            continue
+        err, i = _largest(c, r)
+        if worst is None or err > worst[0]:
+            worst = (err, k, i, r, e, c)
+    if worst is None:
+        return
+    _, k, i, r, e, c = worst
+    at = _element(tuple(c.shape), i)
+    rv, ev, cv = (float(t.detach().flatten()[i]) for t in (r, e, c))
+    op = _output_op(model_cls, k) if model_cls is not None else ""
+    REPORT.append(
+        f"largest error: output {k}{f' ({op})' if op else ''} element {at} "
+        f"({str(c.dtype).removeprefix('torch.')}): compiled {cv!r}, "
+        f"eager {ev!r}, fp64 {rv!r}; |compiled - fp64| = {abs(cv - rv):.3g}, |eager - fp64| = {abs(ev - rv):.3g}"
+    )
+
+
+def eager_diff_failure(eager, compiled, ref64=None, model_cls=None):
+    """Why `compiled` differs from `eager` beyond assert_close's default tolerance, or None."""
+    eager, compiled = _flat_tensors(eager), _flat_tensors(compiled)
+    if len(compiled) != len(eager):
+        return "EagerDiff: compiled returns a different number of tensors"
+    for e, c in zip(eager, compiled):
+        try:
+            torch.testing.assert_close(c.detach().cpu(), e.detach().cpu(), equal_nan=True)
+        except AssertionError:
+            if ref64 is not None:
+                describe_worst(ref64, eager, compiled, model_cls)
+            return "EagerDiff: compiled output differs from eager beyond assert_close's default tolerance"
+    return None
+
+
+def _accuracy(model_cls, make_inputs, backward, eager, compiled):
+    ref64 = _ref64(model_cls, make_inputs, backward, eager)  # eager itself when fp64 can't run
+    why = accuracy_failure(ref64, eager, compiled)
+    if why:
+        describe_worst(ref64, eager, compiled, model_cls)
+    return why
 
 
 def run_aten_check(model_cls, make_inputs, compiler, check="crash", dynamic=False):
@@ -177,6 +291,10 @@ def run_aten_check(model_cls, make_inputs, compiler, check="crash", dynamic=Fals
             compiled = fn(list(make_inputs())) if boxed else fn(*make_inputs())
         except Exception as e:
             return signature_of(e)
+        if check == "eager-diff":
+            return eager_diff_failure(
+                eager, compiled, _ref64(model_cls, make_inputs, False, eager), model_cls
+            )
         return _accuracy(model_cls, make_inputs, False, eager, compiled) if check == "accuracy" else None
 
 
@@ -222,6 +340,8 @@ def main(
         sig = run_aten_check(model_cls, make_inputs, load_inner(), check, dynamic)
     else:
         sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic, reference)
+    for line in REPORT:  # what eager did, what the compiled call did, the largest error
+        print(line, file=sys.stderr)
     if sig is None:
         print("did not reproduce: the compiled model ran and matched", file=sys.stderr)
         return 0

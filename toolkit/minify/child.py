@@ -123,4 +123,6 @@ def _no_failure_error(
         # the script's own check is stricter than minify's accuracy rule, or compares something
         # else (a sign at a singularity, where eager is as far from fp64 as compiled code)
         why = "no compiled graph raised or diverged from fp64 more than eager does (docs/guides/bisect.md: the accuracy rule)"
+        if check != "eager-diff":
+            why += "; if the script compares with eager's output (assert_close), try --check eager-diff"
     return FxlensError(f"{script} fails outside the compiled graphs (exit status {exit_code}: {last}): {why}")

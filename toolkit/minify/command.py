@@ -27,7 +27,7 @@ from fxlens.minify.pipeline import MinifyRun, run_pipeline, summary_line  # noqa
 from fxlens.report.command import add_format_arguments, write_formatted
 from fxlens.trace.session import new_session_dir, write_info
 
-CHECKS = ("crash", "accuracy", "auto")
+CHECKS = ("crash", "accuracy", "auto", "raise", "eager-diff")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--check",
         choices=CHECKS,
         default="auto",
-        help="what counts as failing: an exception, divergence from an fp64 reference, or whichever "
-        "the script shows (default)",
+        help="what counts as failing: an exception, divergence from an fp64 reference, whichever "
+        "the script shows (default); raise: eager raises on the inputs and the compiled call does "
+        "not raise the same (returns a value, raises otherwise, aborts); eager-diff: outputs beyond "
+        "assert_close's default tolerance of eager's (a script comparing with eager)",
     )
     parser.add_argument(
         "--out",
@@ -88,7 +90,7 @@ def minify_script(
         script: the user's script (run as `__main__` in a child process).
         script_args: its arguments.
         backend: the failing backend spec; None: the one the script passes to torch.compile.
-        check: "crash", "accuracy" or "auto".
+        check: "crash", "accuracy", "auto", "raise" or "eager-diff".
         out: reproducer path; None: a fresh name in `out_dir`.
         out_dir: where a default-named reproducer goes; None: FXLENS_REPRO_DIR (repro_cases/).
         json_path: also write the result there.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import re
 from dataclasses import dataclass, replace
 
@@ -51,6 +52,12 @@ class InputSpec:
         return cls(**d)
 
 
+def _is_fake(t) -> bool:
+    from torch._subclasses.fake_tensor import is_fake
+
+    return is_fake(t)
+
+
 def spec_of(value, saved: str | None = None) -> InputSpec:
     """The InputSpec of a runtime value (a tensor or a scalar)."""
     if isinstance(value, torch.SymInt):  # dynamic=True: a size Dynamo made symbolic; its real value
@@ -58,7 +65,8 @@ def spec_of(value, saved: str | None = None) -> InputSpec:
     if not isinstance(value, torch.Tensor):
         return InputSpec(is_tensor=False, scalar=value if isinstance(value, (int, float, bool)) else None)
     lo, hi = 0, 1
-    if not (value.is_floating_point() or value.is_complex()) and value.dtype != torch.bool and value.numel():
+    integral = not (value.is_floating_point() or value.is_complex()) and value.dtype != torch.bool
+    if integral and value.numel() and not _is_fake(value):  # a fake tensor has no values to range
         lo, hi = int(value.min()), int(value.max())
     return InputSpec(
         shape=tuple(value.shape),
@@ -162,8 +170,17 @@ def rebuild(
         env[n] = new
     keep = cand.outputs() if outputs is None else [n for n in cand.outputs() if n.name in outputs]
     g.output(tuple(env[n] for n in keep))
-    g.eliminate_dead_code()
+    # an in-place op whose result nobody reads (`y.add_(1)` on a returned y) is not dead: FX's own
+    # rule drops it (it only knows side-effectful functions), and the graph then differs from the
+    # one the backend saw
+    g.eliminate_dead_code(is_impure_node=_mutates)
     return _compact(g)
+
+
+def _mutates(n: fx.Node) -> bool:
+    from fxlens.minify.fidelity import is_mutation, op_name
+
+    return n.is_impure() or (n.op in ("call_function", "call_method") and is_mutation(op_name(n)))
 
 
 def _compact(g: fx.Graph) -> Candidate:
@@ -229,11 +246,59 @@ class _TracedOps:
         return _TracedOps(self._tracer, obj)
 
 
+class _TracedTorch:
+    """`torch.<function>` while tracing captured Dynamo code: a call becomes a node also without
+    a traced argument. Plain tracing runs `torch.full(...)`, `torch.arange(...)` once and bakes
+    the result, with every in-place write to it (`m[idx] = 0`), into one constant: the graph
+    compiled alone then lacks the very ops and mutation the backend failed on
+    (pytorch/pytorch#196570: index_put into a mask, then softmax)."""
+
+    def __init__(self, tracer: fx.Tracer):
+        self._tracer = tracer
+
+    def __getattr__(self, name: str):
+        fn = getattr(torch, name)
+        tracer = self._tracer
+        return lambda *args, **kwargs: tracer.create_proxy("call_function", fn, args, kwargs)
+
+
+# torch.<name>( calls in captured code that stay plain calls: types and values, not ops
+_PLAIN_TORCH = ("Size", "device", "dtype", "Generator", "SymInt", "SymFloat", "SymBool")
+
+
+def _traced_torch_calls(source: str) -> str:
+    def sub(m: re.Match) -> str:
+        name = m.group(1)
+        obj = getattr(torch, name, None)
+        if name in _PLAIN_TORCH or obj is None or isinstance(obj, type) or not callable(obj):
+            return m.group(0)
+        return f"fxlens_traced_torch.{name}("
+
+    return re.sub(r"\btorch\.(\w+)\(", sub, source)
+
+
+class _MutableProxy(fx.Proxy):
+    """A proxy that records `t[idx] = v` (Dynamo graphs keep it as `operator.setitem`)."""
+
+    def __setitem__(self, key, value):
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
+
+
+class _Tracer(fx.Tracer):
+    def proxy(self, node: fx.Node) -> fx.Proxy:
+        return _MutableProxy(node, self)
+
+
 def load_graph_module(source: str, class_name: str = "CapturedGraph") -> fx.GraphModule:
     """Trace the graph module defined by `source` (captured code, never a pickle) back into FX."""
-    tracer = fx.Tracer()
-    namespace: dict = {"__name__": "fxlens_captured", "fxlens_traced_ops": _TracedOps(tracer)}
+    tracer = _Tracer()
+    namespace: dict = {
+        "__name__": "fxlens_captured",
+        "fxlens_traced_ops": _TracedOps(tracer),
+        "fxlens_traced_torch": _TracedTorch(tracer),
+    }
     source = re.sub(r"\btorch\.ops\.", "fxlens_traced_ops.", source)
+    source = _traced_torch_calls(source)
     exec(compile(source, "<fxlens captured graph>", "exec"), namespace)
     root = namespace[class_name]()
     return fx.GraphModule(root, tracer.trace(root), class_name)
@@ -256,16 +321,30 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
     # with grad on, so a node that becomes an input keeps requires_grad (backward failures need
     # it); without, when grad mode refuses the graph (in-place ops on leaves)
     try:
-        Recorder(gm).run(*values)
-    except RuntimeError:
-        with torch.no_grad():
+        try:
             Recorder(gm).run(*values)
+        except RuntimeError:
+            with torch.no_grad():
+                Recorder(gm).run(*values)
+    except Exception:
+        # the graph raises on its recorded inputs: eager's own error, the very behaviour a
+        # "compiled does not raise" report is about. Meta from fake tensors (shapes, strides and
+        # dtypes only, no data), which is all a node's spec needs
+        _record_fake(Recorder, gm, values)
     for n, spec in zip([n for n in gm.graph.nodes if n.op == "placeholder"], specs):
         n.meta["fxlens_spec"] = spec
     out = next(n for n in gm.graph.nodes if n.op == "output")
     flat, _ = tree_flatten(out.args[0])
     out.args = (tuple(a for a in flat if isinstance(a, fx.Node) and tensor_spec(a) is not None),)
     return rebuild(Candidate(gm.graph, specs))
+
+
+def _record_fake(recorder, gm: fx.GraphModule, values: list) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        fakes = [mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in values]
+        recorder(gm).run(*fakes)
 
 
 # largest tensor constant written into a reproducer as a literal (elements)

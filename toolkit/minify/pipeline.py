@@ -183,12 +183,17 @@ def _confirm_phase(run: MinifyRun, captured: _Captured) -> _Confirmed:
     if found is None and captured.failed is None:  # the script failed, but no compiled graph does
         raise run.no_failure(captured)
     if found is None:
+        from fxlens.minify.fidelity import differences
+
         child_sig = child_sig or _last_error_line(captured.stderr_text)
+        diff = differences(meta, cand, base.config_lines, captured.baseline)
+        why = "; ".join(diff) if diff else "ops, mutations, constants, inputs and config all match"
         raise FxlensError(
             f"{run.script}: graph {captured.todo[0]} fails in the script ({child_sig}) but not when compiled "
-            f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'})"
+            f"alone with {meta['backend']} (isolated: {seen[0] or 'passes'}; compared with the graph the "
+            f"backend saw: {why})"
         )
-    if run.check == "auto" and not found.sig.startswith("AccuracyError"):
+    if run.check == "auto" and found.spec.check == "accuracy" and not found.sig.startswith("AccuracyError"):
         found.spec = replace(found.spec, check="crash")  # an exception: crash mode gives the same signature
     found.spec = replace(found.spec, signature=found.sig)
     run.lap("confirm")
@@ -300,12 +305,29 @@ def _aot_level(pool, cand, spec, session: Path):
 
 def _write(run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote) -> dict:
     """Verify the reproducer in fresh interpreters (in the session), then copy it to its place."""
-    from fxlens.minify.repro_writer import default_name, fresh_path, header, render, verify
+    from fxlens.minify.repro_writer import claim, default_name, release
 
-    script, script_args, session, cfg, out = run.script, run.script_args, run.session, run.cfg, run.out
-    target = fresh_path(out or (cfg.repro_dir / default_name(script, spec.backend, spec.check)))
+    cfg, out = run.cfg, run.out
+    target = Path(out or (cfg.repro_dir / default_name(run.script, spec.backend, spec.check)))
     if interrupted:  # never under a name that looks finished (nor at --out): NAME.partial.py
-        target = fresh_path(target.with_name(target.stem + ".partial.py"))
+        target = target.with_name(target.stem + ".partial.py")
+    also = (".pt",) if spec.values_path else ()
+    # claimed now, before the reproducer names its .pt file after it: another run's file under the
+    # same default name is never replaced
+    target = claim(target, numbered=bool(interrupted or not out), also=also)
+    try:
+        return _write_claimed(run, spec, cand, final, reducer, interrupted, zygote, target)
+    except BaseException:
+        release(target, also)
+        raise
+
+
+def _write_claimed(
+    run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote, target: Path
+) -> dict:
+    from fxlens.minify.repro_writer import header, render, verify
+
+    script, script_args, session, cfg = run.script, run.script_args, run.session, run.cfg
     values_expr = None
     work = session / "repro"
     work.mkdir(exist_ok=True)
@@ -335,10 +357,9 @@ def _write(run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote)
     vt = cfg.timeout if spec.signature == "timeout" else 300
     ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, timeout=vt, zygote=zygote)
     verify_s = round(time.perf_counter() - t_verify, 2)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _copy_atomic(staged, target)
+    _copy_atomic(staged, target)  # over the empty file claimed for it: ours
     if spec.values_path:
-        shutil.copyfile(work / target.with_suffix(".pt").name, fresh_path(target.with_suffix(".pt")))
+        _copy_atomic(work / target.with_suffix(".pt").name, target.with_suffix(".pt"))
     return {
         "repro": str(target),
         "reproduced": f"{ok}/{0 if interrupted else cfg.reruns}",

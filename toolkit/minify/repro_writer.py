@@ -215,7 +215,10 @@ def header(
         f"# check: {spec.check}{' (forward and backward)' if spec.backward else ''}",
         f"# level: {spec.level_name}{', dynamic=True' if spec.dynamic else ''}",
         f"# nodes: {original_nodes} original -> {final_nodes} final ({queries} queries)",
-        f"# expect: exit 1, {SIGNATURE_PREFIX}{spec.signature}",
+        # a process killed by a signal exits with no status and prints no signature line
+        f"# expect: {spec.signature}"
+        if spec.signature.startswith("killed by ")
+        else f"# expect: exit 1, {SIGNATURE_PREFIX}{spec.signature}",
     ]
     if note:
         lines.append(f"# note: {note}")
@@ -230,6 +233,46 @@ def fresh_path(out: str | os.PathLike) -> Path:
         n += 1
         p = Path(out).with_name(f"{Path(out).stem}_{n}{Path(out).suffix}")
     return p
+
+
+def claim(out: str | os.PathLike, numbered: bool = True, also: tuple[str, ...] = ()) -> Path:
+    """Create `out` (or, when `numbered`, the first free of out_2, out_3, ...) empty and exclusively
+    (O_EXCL), and return it: two minify runs choosing a name at once never get the same one, and
+    no existing file is ever replaced (checking then writing later lost the first run's file).
+    `also`: suffixes (".pt") claimed under the same stem, all or none.
+
+    Raises:
+        FxlensError: `out` is taken and not `numbered` (an explicit --out).
+    """
+    from fxlens.errors import FxlensError
+
+    base = Path(out)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        p = base if n == 1 else base.with_name(f"{base.stem}_{n}{base.suffix}")
+        got: list[Path] = []
+        try:
+            for q in (p, *(p.with_suffix(s) for s in also)):
+                os.close(os.open(q, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+                got.append(q)
+            return p
+        except FileExistsError:
+            for q in got:
+                q.unlink(missing_ok=True)
+            if not numbered:
+                raise FxlensError(f"--out {p}: already exists; remove it or choose another name") from None
+            n += 1
+
+
+def release(path: Path, also: tuple[str, ...] = ()) -> None:
+    """Remove a name `claim` made that was never written (still empty): an interrupted write."""
+    for q in (path, *(path.with_suffix(s) for s in also)):
+        try:
+            if q.stat().st_size == 0:
+                q.unlink()
+        except OSError:
+            pass
 
 
 def default_name(script: str, backend: str, check: str) -> str:
