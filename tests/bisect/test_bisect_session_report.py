@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from schema_check import validate
+
 from fxlens.bisect.runs import CACHE_PREFIX, INDUCTOR_CACHE, cache_dir, claim_cache
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -30,6 +32,7 @@ def test_report_on_a_bisect_session(bisect, tmp_path):
     assert f"verdict: {verdict['summary']}" in rep.stdout
     assert "runs/01-as-asked" in rep.stdout and "empty trace" not in rep.stdout + rep.stderr
     report = json.loads((tmp_path / "r.json").read_text())
+    validate("report", report)  # the published report schema holds (the keys added are allowed)
     # the report JSON's contract keys stay (this session compiled nothing itself), with more added
     for key in ("graphs", "graph_breaks", "recompiles", "recompile_limit_hits", "kernels", "fallbacks"):
         assert report[key] == []

@@ -32,7 +32,7 @@ from pathlib import Path
 from fxlens import config
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect.runs import INDUCTOR_CACHE, Outcome, Runs, cache_dir, cache_env, claim_cache
+from fxlens.bisect.runs import Outcome, Runs, cache_dir, cache_env, claim_cache
 from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
 from fxlens.bisect.warm import WarmServer
@@ -142,7 +142,6 @@ def bisect_script(
     info.update(started=time.time(), exit_code=None)
     write_info(sdir, info)
     t0 = time.perf_counter()
-    claim_cache(sdir)  # outside the session (see runs.CACHE_PREFIX); a killed bisect's is removed
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
     runs.extra_env.update(env or {})
     runs.module = module_of(script)
@@ -154,7 +153,6 @@ def bisect_script(
         if runs.warm is not None:
             runs.warm.close()
         shutil.rmtree(cache_dir(sdir), ignore_errors=True)
-        shutil.rmtree(sdir / INDUCTOR_CACHE, ignore_errors=True)  # where an older fxlens kept it
     result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
     # where each run's time went (the CompilerBisector steps' are under compiler_bisector)
     result["run_times"] = [o.times() for o in runs.outcomes]
@@ -169,7 +167,9 @@ def bisect_script(
 
 def _start_warm(runs: Runs, script: str, env: dict) -> str:
     """Start the warm server the runs fork from (`fxlens.bisect.warm`), unless runs must start in
-    new interpreters; says which, for the first line."""
+    new interpreters; says which, for the first line. First, before any run: the runs' inductor
+    cache dir, outside the session (see runs.CACHE_PREFIX); a killed bisect's is removed then."""
+    claim_cache(runs.session_dir)
     if config.load_bisect().fresh_runs:
         return "each run a new interpreter: FXLENS_BISECT_FRESH_RUNS=1"
     if setter := sets_environment(script):

@@ -104,9 +104,7 @@ def _verdict_lines(tool: str, verdict: dict) -> list[str]:
         if not isinstance(verdict.get("summary"), str):  # every verdict has one: this was edited
             raise TypeError("no summary")
         if tool == "bisect":
-            from fxlens.bisect.verdict import render_text
-
-            return render_text(verdict).rstrip("\n").split("\n")
+            return _bisect_lines(verdict)
         lines = [f"verdict: {verdict['summary']}"]
         if verdict.get("repro"):
             lines.append(f"  reproducer  python {shlex.quote(str(verdict['repro']))}")
@@ -116,6 +114,26 @@ def _verdict_lines(tool: str, verdict: dict) -> list[str]:
         if isinstance(summary, str) and summary:
             return [f"verdict: {summary}"]
         return [f"verdict: recorded, but unreadable ({tool} event without a summary)"]
+
+
+def _bisect_lines(r: dict) -> list[str]:
+    """The gist of `fxlens bisect`'s verdict text (fxlens.bisect.verdict.render_text, which the
+    report layer may not import): summary, stages, failure, culprit graph and kernel, next command."""
+    lines = [f"verdict: {r['summary']}"]
+    stages = [s for s in r.get("stages") or [] if s.get("stage") != "no_compile"]
+    if stages:
+        lines.append("  stages   " + " -> ".join(f"{s['stage']} {'ok' if s.get('ok') else 'FAILS'}" for s in stages))
+    if r.get("failure"):
+        lines.append(f"  failure  {r['failure'].get('kind')}: {r['failure'].get('error')}")
+    c = r.get("culprit") or {}
+    if c.get("compile_id"):
+        lines.append(f"  graph    {c['compile_id']}  {c.get('function')}  {c.get('file')}:{c.get('line')}")
+    if c.get("kernel"):
+        lines.append(f"  kernel   {c['kernel']}  ops {', '.join(map(str, c.get('ops') or []))}")
+    lines.append(f"  runs     {r.get('runs')} in {float(r.get('seconds') or 0):.1f}s")
+    if r.get("next"):
+        lines.append(f"next: {r['next']}")
+    return lines
 
 
 def build_tool_report(session: Session, tool: str, base: dict) -> dict:

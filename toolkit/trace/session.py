@@ -225,7 +225,8 @@ class Session:
     @property
     def _source_notes(self) -> list[str]:
         return [
-            f"{short_path(p)} changed since the run: its lines are shown as they were then"
+            f"{short_path(p)} {'changed since the run' if os.path.exists(p) else 'is not here (moved, deleted, or another machine)'}"
+            ": its lines are shown as they were when it ran"
             for p in self.sources.changed_files()
         ]
 
