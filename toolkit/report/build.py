@@ -19,7 +19,6 @@ from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
-from fxlens.trace.userframes import source_line
 
 REPORT_VERSION = 1
 
@@ -115,7 +114,7 @@ def _failures(session: Session) -> list[dict]:
             "line": m.fail_user_line or m.line,
             "fail_type": m.fail_type,
             "fail_reason": m.fail_reason or "",
-            "source": source_line(m.fail_user_file, m.fail_user_line) if m.fail_user_file else "",
+            "source": session.source_line(m.fail_user_file, m.fail_user_line) if m.fail_user_file else "",
         }
         for m in session.metrics
         if m.fail_type

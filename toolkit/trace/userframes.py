@@ -81,6 +81,11 @@ def source_line(path: str, line: int, fallback: str = "") -> str:
     (never a FIFO, a device or /dev/zero, which would block or never end), and a path open()
     rejects (a NUL byte) just falls back.
     """
+    from fxlens.trace.sources import lookup  # here: sources reads files through this module
+
+    text = lookup(path, line) if path and line else None  # the line as it was when the run ended
+    if text is not None:
+        return text.strip() or fallback.strip()
     text = ""
     if path and line:
         try:
