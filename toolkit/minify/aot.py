@@ -61,7 +61,7 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
     import torch
 
     from fxlens.backend.torch_compat import aot_module_simplified
-    from fxlens.minify.capture import _graph_source, _lift_attributes
+    from fxlens.minify.capture import graph_source, lift_attributes
     from fxlens.minify.check import _run
     from fxlens.minify.graph import spec_of
 
@@ -76,8 +76,8 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
         def compiler(gm, example_inputs):
             i = len(graphs)
             graphs.append({"index": i, "kind": which})
-            saved = _lift_attributes(gm, [])
-            (folder / f"aten_{i}.py").write_text(_graph_source(gm))
+            saved = lift_attributes(gm, [])
+            (folder / f"aten_{i}.py").write_text(graph_source(gm))
             state = {"first": True}
 
             def run(args):

@@ -107,7 +107,7 @@ def _real_backend(spec: str, explicit: bool):
     raise FxlensError(f"cannot find the script's backend {spec!r} again (pass --backend)")
 
 
-def _graph_source(gm) -> str:
+def graph_source(gm) -> str:
     body = gm.code.strip("\n")
     return (
         "import torch\nfrom math import inf, nan  # noqa: F401\nfrom torch import device  # noqa: F401\n\n\n"
@@ -115,7 +115,7 @@ def _graph_source(gm) -> str:
     )
 
 
-def _lift_attributes(gm, example_inputs: list) -> list:
+def lift_attributes(gm, example_inputs: list) -> list:
     """Turn get_attr nodes into inputs (the saved code must not depend on module state)."""
     import torch
 
@@ -185,9 +185,9 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     n_extra = len(example_inputs)
     # what the backend is given, before attributes are lifted: compared with the isolated graph
     seen = {"ops": graph_ops(gm.graph), "constants": constants(gm)}
-    inputs = _lift_attributes(saved, list(example_inputs))
+    inputs = lift_attributes(saved, list(example_inputs))
     lifted = inputs[n_extra:]
-    (out / f"graph_{k}.py").write_text(_graph_source(saved))
+    (out / f"graph_{k}.py").write_text(graph_source(saved))
     meta = {
         "graph": k,
         "backend": spec,

@@ -16,7 +16,7 @@ from fxlens.errors import FxlensError
 from fxlens.trace.session import Session
 
 
-def _last_error_line(text: str) -> str:
+def last_error_line(text: str) -> str:
     """The last `SomeError: message` line of a traceback (torch appends hints after it)."""
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
     errors = [ln for ln in lines if re.match(r"^[\w.]*(Error|Exception|Interrupt|Exit)\b", ln)]
@@ -41,7 +41,7 @@ def _run_child(script, script_args, backend, folder: Path, env: dict | None = No
     return result.exit_code, (folder / "output" / "stderr.txt").read_text(errors="replace")
 
 
-def _capture(script, script_args, backend, check, session: Path, timeout: float | None = None):
+def capture_failing_run(script, script_args, backend, check, session: Path, timeout: float | None = None):
     """Run the script once under the capturing backend; (capture dir, exit code, stderr)."""
     from fxlens.minify.capture import CAPTURE_SPEC, captured_graphs
 
@@ -82,7 +82,7 @@ def reference_backend(child: Path, failing_backend: str) -> str:
     return next((b for b in _asked(child) if b in config.REFERENCE_BACKENDS), "")
 
 
-def _first_backend(cap: Path, done: threading.Event) -> str | None:
+def first_backend(cap: Path, done: threading.Event) -> str | None:
     """The backend spec of the first graph the capture child compiles (polled while it runs)."""
     from fxlens.minify.capture import read_status
 
@@ -93,7 +93,7 @@ def _first_backend(cap: Path, done: threading.Event) -> str | None:
     return None
 
 
-def _no_failure_error(
+def no_failure_error(
     script,
     script_args,
     session: Path,
@@ -107,7 +107,7 @@ def _no_failure_error(
     if exit_code == 0:
         what = "ran to completion" + (" and every compiled graph matched eager" if check != "crash" else "")
         return FxlensError(f"{script} does not fail with backend {backend_desc}: it {what}")
-    last = _last_error_line(stderr)
+    last = last_error_line(stderr)
     compiled_any = graphs or any(
         e.get("event") == "compile_call" for e in Session.open(session / "children" / "capture").events
     )

@@ -21,10 +21,10 @@ from fxlens.capture import children
 from fxlens.capture.command import TIMEOUT_EXIT, how_it_ended
 from fxlens.errors import FxlensError
 from fxlens.minify.child import (
-    _capture,
-    _first_backend,
-    _last_error_line,
-    _no_failure_error,
+    capture_failing_run,
+    first_backend,
+    last_error_line,
+    no_failure_error,
 )
 from fxlens.minify.confirm import base_spec, confirm, load_candidate
 from fxlens.report.command import write_json
@@ -55,7 +55,7 @@ class MinifyRun:
         self.timings[name] = round(time.perf_counter() - self.t0 - sum(self.timings.values()), 2)
 
     def no_failure(self, cap: _Captured) -> FxlensError:
-        return _no_failure_error(
+        return no_failure_error(
             self.script,
             self.script_args,
             self.session,
@@ -128,9 +128,9 @@ def _capture_phase(run: MinifyRun) -> _Captured:
     def meanwhile() -> None:
         if run.pool.spawned:
             warm.update(baseline=baseline_config_lines())
-            spec = run.backend or _first_backend(run.session / "capture", captured)
+            spec = run.backend or first_backend(run.session / "capture", captured)
         else:
-            first = _first_backend(run.session / "capture", captured)
+            first = first_backend(run.session / "capture", captured)
             spec = (run.backend or first) if first else None
         if spec:
             run.pool.set_backend(spec)
@@ -141,7 +141,7 @@ def _capture_phase(run: MinifyRun) -> _Captured:
     warmer = threading.Thread(target=meanwhile, daemon=True)
     warmer.start()
     try:
-        cap, exit_code, stderr_text = _capture(
+        cap, exit_code, stderr_text = capture_failing_run(
             run.script, run.script_args, run.backend, run.check, run.session, run.timeout
         )
     finally:
@@ -185,7 +185,7 @@ def _confirm_phase(run: MinifyRun, captured: _Captured) -> _Confirmed:
     if found is None:
         from fxlens.minify.fidelity import differences
 
-        child_sig = child_sig or _last_error_line(captured.stderr_text)
+        child_sig = child_sig or last_error_line(captured.stderr_text)
         diff = differences(meta, cand, base.config_lines, captured.baseline)
         why = "; ".join(diff) if diff else "ops, mutations, constants, inputs and config all match"
         raise FxlensError(

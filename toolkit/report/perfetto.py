@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fxlens.trace.reader import _GLOG, rank_from_name
+from fxlens.trace.reader import GLOG_PREFIX, rank_from_name
 
 _PREFIX = b'{"chromium_event"'
 
@@ -31,7 +31,7 @@ def _events(log: Path):
                     yield json.loads(b"".join(buf))
                 except ValueError:
                     pass
-            m = _GLOG.match(line)
+            m = GLOG_PREFIX.match(line)
             want, buf = bool(m) and line[m.end() :].startswith(_PREFIX), []
         if want and buf:
             try:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from fxlens.report.rootcause import CAUSES, _fmt
+from fxlens.report.rootcause import CAUSES, format_for_guard
 from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.model import RankModel
 
@@ -104,7 +104,7 @@ def _guard_change(guards: tuple[str, ...]) -> str:
     if g.kind == "other":
         return g.text or guards[0]
     change = f"{g.expected} -> {g.actual}" if g.expected and g.actual else "changed"
-    return f"{_fmt(CAUSES[g.kind][0], g)} {change}"
+    return f"{format_for_guard(CAUSES[g.kind][0], g)} {change}"
 
 
 def _describe(step: Step) -> str:

@@ -142,7 +142,7 @@ def _guards_of(rc: Recompile) -> list[FailedGuard]:
     return list(rc.guards) if rc.guards else [parse_failed_guard(t) for t in rc.failed_guards]
 
 
-def _fmt(template: str, g: FailedGuard) -> str:
+def format_for_guard(template: str, g: FailedGuard) -> str:
     name = describe_source(g.source) if g.source else "the input"
     t = tensor_hint(g.source) or "x"
     out = template.format(name=name, t=t, dim=g.dim or 0, text=g.text[:120], code=g.code[:80] or g.text)
@@ -237,7 +237,7 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
     guard: FailedGuard = g["guards"][0]
     kind = guard.kind
     subject_t, fix_t = CAUSES.get(kind, CAUSES["other"])
-    subject = _fmt(subject_t, guard)
+    subject = format_for_guard(subject_t, guard)
     vals = ", ".join(g["values"])
     if kind in _STATE_KINDS:
         message = f"{subject} changed"
@@ -253,12 +253,15 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         others = ", ".join(describe_source(x.source) for x in g["guards"][1:] if x.source)
         if others:
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
-    fix = _fmt(fix_t, guard)
+    fix = format_for_guard(fix_t, guard)
     if kind == "size" and len(g["values"]) > 2:  # a third size: the dim stayed static
-        fix = "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): " + _fmt(
-            "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`), pad "
-            "to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`",
-            guard,
+        fix = (
+            "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): "
+            + format_for_guard(
+                "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`), pad "
+                "to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`",
+                guard,
+            )
         )
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 
-from fxlens.trace.reader import _GLOG
+from fxlens.trace.reader import GLOG_PREFIX
 from fxlens.trace.userframes import is_user_file, short_path
 
 _GUARD_PREFIXES = (b'{"guard_added_fast"', b'{"guard_added"', b'{"str"')
@@ -42,7 +42,7 @@ def _guards_and_strings(log: str, compile_ids: set[str]) -> tuple[dict[str, list
     strings: dict[int, str] = {}
     with open(log, "rb") as f:
         for line in f:
-            m = _GLOG.match(line)
+            m = GLOG_PREFIX.match(line)
             if not m or not line[m.end() :].startswith(_GUARD_PREFIXES):
                 continue
             try:

@@ -28,7 +28,7 @@ _SKIP_PREFIXES = (
     b'{"link"',
     b'{"dump_file"',
 )
-_GLOG = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] ")
+GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] ")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
 # out of memory, or a 1024-rank job holds 1024 copies; `Record.full_meta()` reads them back
@@ -76,7 +76,7 @@ class Record:
         with open(self.path, "rb") as f:
             f.seek(start)
             line = f.read(end - start)
-        m = _GLOG.match(line)
+        m = GLOG_PREFIX.match(line)
         try:
             return json.loads(line[m.end() :]) if m else self.meta
         except ValueError:
@@ -171,7 +171,7 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     as never needed, or counted in `scan.bad` with why."""
     if not line.strip():
         return None
-    m = _GLOG.match(line)
+    m = GLOG_PREFIX.match(line)
     if not m:
         scan.bad.append((line_no, "no trace record prefix"))
         return None
