@@ -127,16 +127,27 @@ def wrapper(gm, example_inputs, asked: str | None = None):
             append_event(cfg.session_dir, "bisect_graph", {**base, "phase": phase, **data})
 
     checking = bcfg.check in ("accuracy", "auto") and (use == stage or not bcfg.check_tested_only)
+    random_ops, reference, eager_gm = _eager_copies(gm, checking)
+    compiled = _compile_recorded(use, gm, example_inputs, record, random_ops)
+    return _checked_calls(compiled, use, reference, eager_gm, bcfg.check_calls, record)
+
+
+def _eager_copies(gm, checking: bool):
+    """(random_ops, the fp64 reference copy or None, the graph eager runs), all taken before the
+    backend sees the graph: backends may rewrite it in place (torch's relu_*_TESTING_ONLY do)."""
     from fxlens.bisect.check import has_random_ops
 
     random_ops = checking and has_random_ops(gm)
-    # backends may rewrite the graph in place (torch's relu_*_TESTING_ONLY do): keep a pristine copy
     reference = copy.deepcopy(gm) if checking and not random_ops else None
-    from fxlens.bisect.eager_call import compare_raise, eager_raises, exception_line, pristine
+    from fxlens.bisect.eager_call import pristine
 
-    # what eager does on a call decides whether the compiled call was right, raising included;
-    # copied before the backend sees the graph
+    # what eager does on a call decides whether the compiled call was right, raising included
     eager_gm = reference if reference is not None else pristine(gm)
+    return random_ops, reference, eager_gm
+
+
+def _compile_recorded(use: str, gm, example_inputs, record, random_ops: bool):
+    """The graph compiled by stage `use`; the compile (its time, or its error) is recorded."""
     from fxlens.errors import FxlensError
 
     try:
@@ -152,40 +163,31 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         raise
     # where a run's time goes: the backend's compile, the checks, the rest (`fxlens.bisect.runs`)
     record("compile", ok=True, random_ops=random_ops, seconds=round(time.perf_counter() - t0, 3))
+    return compiled
+
+
+def _checked_calls(compiled, use: str, reference, eager_gm, check_calls: int, record):
+    """The callable Dynamo runs in place of the graph: the compiled graph, its first `check_calls`
+    calls checked against eager (and fp64), every failure recorded once."""
+    from fxlens.bisect.eager_call import compare_raise, eager_raises
+
     state = {"calls": 0, "failed": False, "as_eager": False}
 
     def run(*args):
         state["calls"] += 1
         call = state["calls"]
         refs = probe = eager_exc = None
-        eager_known = call <= bcfg.check_calls
+        eager_known = call <= check_calls
         t_check = time.perf_counter()
         if eager_known:
-            if reference is not None:
-                refs, eager_exc = _references(reference, args, record)
-            else:
-                eager_exc = _eager_raises(eager_raises, eager_gm, args)
-            if eager_exc is not None:
-                # recorded before the compiled call: if that call aborts the process, the run
-                # still knows what eager did on it
-                record("eager", call=call, raised=exception_line(eager_exc))
-            elif refs is not None:
-                probe = _probe(compiled, refs)
+            refs, probe, eager_exc = _before_call(compiled, reference, eager_gm, args, call, record)
         check_s = time.perf_counter() - t_check
         try:
             result = compiled(*args)
         except Exception as e:
             if not eager_known:  # an unchecked call: ask eager now, on the inputs as they are
                 eager_exc = _eager_raises(eager_raises, eager_gm, args)
-            mismatch = compare_raise(eager_exc, e, use)
-            if mismatch is None:  # raised exactly what eager raises: right, whatever the script does next
-                if not state["as_eager"]:
-                    state["as_eager"] = True
-                    record("run", ok=True, call=call, as_eager=exception_line(e))
-            elif not state["failed"]:
-                state["failed"] = True
-                eager = f"raises {exception_line(eager_exc)}" if eager_exc is not None else "returns a value"
-                record("run", ok=False, call=call, error=_error(e), eager=eager, mismatch=mismatch)
+            _record_raise(state, record, call, e, eager_exc, use)
             raise
         if eager_exc is not None:  # eager raised, the compiled call returned a value
             if not state["failed"]:
@@ -198,6 +200,40 @@ def wrapper(gm, example_inputs, asked: str | None = None):
         return result
 
     return run
+
+
+def _before_call(compiled, reference, eager_gm, args, call: int, record):
+    """(refs, probe, eager's exception) of one checked call, computed before the compiled call."""
+    from fxlens.bisect.eager_call import eager_raises, exception_line
+
+    refs = probe = None
+    if reference is not None:
+        refs, eager_exc = _references(reference, args, record)
+    else:
+        eager_exc = _eager_raises(eager_raises, eager_gm, args)
+    if eager_exc is not None:
+        # recorded before the compiled call: if that call aborts the process, the run
+        # still knows what eager did on it
+        record("eager", call=call, raised=exception_line(eager_exc))
+    elif refs is not None:
+        probe = _probe(compiled, refs)
+    return refs, probe, eager_exc
+
+
+def _record_raise(state: dict, record, call: int, e: Exception, eager_exc, use: str) -> None:
+    """Record a compiled call that raised: right when eager raises the same (recorded once), else
+    the graph's first failure (recorded once)."""
+    from fxlens.bisect.eager_call import compare_raise, exception_line
+
+    mismatch = compare_raise(eager_exc, e, use)
+    if mismatch is None:  # raised exactly what eager raises: right, whatever the script does next
+        if not state["as_eager"]:
+            state["as_eager"] = True
+            record("run", ok=True, call=call, as_eager=exception_line(e))
+    elif not state["failed"]:
+        state["failed"] = True
+        eager = f"raises {exception_line(eager_exc)}" if eager_exc is not None else "returns a value"
+        record("run", ok=False, call=call, error=_error(e), eager=eager, mismatch=mismatch)
 
 
 def _eager_raises(eager_raises, gm, args):
@@ -301,9 +337,10 @@ def _compare(args, result, refs, probe, call: int, record, gm=None, before_s: fl
 def _minify_rule(refs, result) -> str | None:
     """What `fxlens minify --check accuracy` says of these outputs (its rule, torch's `same()` with
     a scaled floor, is stricter on tiny values than the per-dtype tolerances here): None when it
-    passes them, so bisect only points at that check when it will find something."""
+    passes them, so bisect only points at that check when it will find something. The rule is
+    `fxlens.capture.accuracy`'s, the copy of minify's that bisect may import."""
     try:
-        from fxlens.minify.check import accuracy_failure
+        from fxlens.capture.accuracy import accuracy_failure
 
         return accuracy_failure(refs.out64, refs.out, result)
     except Exception as e:

@@ -132,15 +132,7 @@ def bisect_script(
     """
     check_script(script)
     echo = echo or (lambda line: print(line, flush=True))
-    if check not in CHECKS:
-        raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
-    if backend:
-        check_spec(backend)
-    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
-    sdir.mkdir(parents=True, exist_ok=True)
-    info = {"script": os.path.abspath(script), "argv": list(args), "backend": backend, "command": "bisect"}
-    info.update(started=time.time(), exit_code=None)
-    write_info(sdir, info)
+    sdir, info = _open_session(script, args, backend, check, session_dir)
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
     runs.extra_env.update(env or {})
@@ -163,6 +155,21 @@ def bisect_script(
     info.update(exit_code=0, finished=time.time(), backend=result.get("backend"))
     write_info(sdir, info)
     return result
+
+
+def _open_session(script: str, args, backend: str | None, check: str, session_dir) -> tuple[Path, dict]:
+    """Validate --check and --backend, then create the bisect's session folder and its info file
+    (before any run, so a refused argument leaves nothing behind)."""
+    if check not in CHECKS:
+        raise FxlensError(f"--check {check!r}: expected one of {', '.join(CHECKS)}")
+    if backend:
+        check_spec(backend)
+    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    sdir.mkdir(parents=True, exist_ok=True)
+    info = {"script": os.path.abspath(script), "argv": list(args), "backend": backend, "command": "bisect"}
+    info.update(started=time.time(), exit_code=None)
+    write_info(sdir, info)
+    return sdir, info
 
 
 def _start_warm(runs: Runs, script: str, env: dict) -> str:

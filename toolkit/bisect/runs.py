@@ -284,9 +284,17 @@ def read_outcome(
     process's start); a timeout is reported as the limit the script itself had."""
     session = Session.open(sdir)
     out = Outcome(n, label, sdir, exit_code, seconds, None)
-    in_flight = None  # the last graph event, when it says eager raised: that call never finished
+    in_flight, no_raise = _read_events(out, session.events, exit_code)
+    _classify(out, timeout, in_flight, no_raise)
+    return out
+
+
+def _read_events(out: Outcome, events, exit_code: int) -> tuple[dict | None, bool]:
+    """Fill `out` from the run's events; (the last graph event when it says eager raised, so that
+    call never finished, or None; whether a stage returned a value where eager raised)."""
+    in_flight = None
     no_raise = False
-    for ev in session.events:
+    for ev in events:
         kind = ev.get("event")
         if kind == "fxlens_error" and exit_code == REFUSED:
             raise FxlensError(str(ev.get("message")))
@@ -296,43 +304,48 @@ def read_outcome(
         elif kind == "bisect_graph":
             if ev.get("refused"):
                 raise FxlensError(str(ev.get("error")))
-            out.compiled = True
-            ordinal = int(ev.get("ordinal", -1))
-            out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
-            out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
             in_flight = ev if ev.get("phase") == "eager" else None
-            if ev.get("phase") == "compile":
-                out.compile_s += float(ev.get("seconds") or 0)
-            elif ev.get("phase") == "check":
-                out.check_s += float(ev.get("seconds") or 0)
-            if ev.get("phase") == "eager":
-                out.eager_raised.setdefault(ordinal, str(ev.get("raised", "")))
-            elif ev.get("as_eager") and ordinal not in out.as_eager:
-                out.as_eager.append(ordinal)
-            if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
-                out.closer = _closer_than_eager(ev)
-            if ev.get("ok") is False and ordinal not in out.failing:
-                out.failing.append(ordinal)
-                if ev.get("phase") == "check" and out.divergence is None:
-                    divs = ev.get("divergences") or [{}]
-                    out.divergence = max(divs, key=lambda d: d.get("max_abs_err") or 0)
-                    out.divergence["compile_id"] = ev.get("compile_id")
-                elif not out.error:
-                    out.error = str(ev.get("error", ""))
-                    out.mismatch = str(ev.get("mismatch") or "")
-                    no_raise = bool(ev.get("no_raise"))
+            no_raise = _add_graph_event(out, ev, no_raise)
+    return in_flight, no_raise
+
+
+def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:
+    """Fold one `bisect_graph` event (the wrapper's record of one graph) into `out`; returns the
+    no_raise flag, set from the first failing graph's error."""
+    out.compiled = True
+    ordinal = int(ev.get("ordinal", -1))
+    out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
+    out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
+    if ev.get("phase") == "compile":
+        out.compile_s += float(ev.get("seconds") or 0)
+    elif ev.get("phase") == "check":
+        out.check_s += float(ev.get("seconds") or 0)
+    if ev.get("phase") == "eager":
+        out.eager_raised.setdefault(ordinal, str(ev.get("raised", "")))
+    elif ev.get("as_eager") and ordinal not in out.as_eager:
+        out.as_eager.append(ordinal)
+    if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
+        out.closer = _closer_than_eager(ev)
+    if ev.get("ok") is False and ordinal not in out.failing:
+        out.failing.append(ordinal)
+        if ev.get("phase") == "check" and out.divergence is None:
+            divs = ev.get("divergences") or [{}]
+            out.divergence = max(divs, key=lambda d: d.get("max_abs_err") or 0)
+            out.divergence["compile_id"] = ev.get("compile_id")
+        elif not out.error:
+            out.error = str(ev.get("error", ""))
+            out.mismatch = str(ev.get("mismatch") or "")
+            no_raise = bool(ev.get("no_raise"))
+    return no_raise
+
+
+def _classify(out: Outcome, timeout: float | None, in_flight: dict | None, no_raise: bool) -> None:
+    """Set `out.kind` (and the error line) from the exit status and what the events recorded."""
+    exit_code = out.exit_code
     if exit_code == TIMEOUT_EXIT:
-        out.kind, out.error = "timeout", f"no exit within {timeout or round(seconds):g} s"
+        out.kind, out.error = "timeout", f"no exit within {timeout or round(out.seconds):g} s"
     elif exit_code < 0:  # a segfault or abort: no Python exception line to quote
-        out.kind = "crash"
-        ended = how_it_ended(exit_code).removeprefix("was ")
-        if in_flight is not None:  # killed inside a compiled call on which eager raises
-            ordinal = int(in_flight.get("ordinal", -1))
-            out.mismatch = f"eager raises {in_flight.get('raised')}, {in_flight.get('stage')} {ended}"
-            out.error = out.error or out.mismatch
-            if ordinal not in out.failing:
-                out.failing.append(ordinal)
-        out.error = out.error or ended
+        _killed(out, exit_code, in_flight)
     elif no_raise:
         # eager raised on a call, the stage returned a value: wrong whatever the script did next
         out.kind = "no_raise"
@@ -342,14 +355,7 @@ def read_outcome(
         out.kind = "accuracy"
         out.error = f"{_divergence_line(out.divergence)}; the script then exited {exit_code}"
     elif exit_code != 0:
-        out.kind = "crash"
-        if not out.error:  # no graph raised: the script's output says what did
-            output = _stderr(sdir)
-            out.outside = _raised_outside_compiled_code(output)
-            out.error = _last_error_line(output) or f"exit status {exit_code}"
-            if out.outside and ASSERT_CLOSE.match(out.error):
-                # the script's own assert_close on the outputs: an accuracy failure, not a crash
-                out.kind = "accuracy"
+        _script_failed(out)
     elif out.error:
         # a backend error the script survived (torch._dynamo.config.suppress_errors falls back to
         # eager), or an exception other than eager's that the script caught: still the compiler
@@ -358,7 +364,31 @@ def read_outcome(
     elif out.divergence is not None:
         out.kind = "accuracy"
         out.error = _divergence_line(out.divergence)
-    return out
+
+
+def _killed(out: Outcome, exit_code: int, in_flight: dict | None) -> None:
+    """A run killed by a signal: a crash, blamed on the graph in flight when eager raises there."""
+    out.kind = "crash"
+    ended = how_it_ended(exit_code).removeprefix("was ")
+    if in_flight is not None:  # killed inside a compiled call on which eager raises
+        ordinal = int(in_flight.get("ordinal", -1))
+        out.mismatch = f"eager raises {in_flight.get('raised')}, {in_flight.get('stage')} {ended}"
+        out.error = out.error or out.mismatch
+        if ordinal not in out.failing:
+            out.failing.append(ordinal)
+    out.error = out.error or ended
+
+
+def _script_failed(out: Outcome) -> None:
+    """A non-zero exit: a crash, or an accuracy failure when the script's own assert_close raised."""
+    out.kind = "crash"
+    if not out.error:  # no graph raised: the script's output says what did
+        output = _stderr(out.session_dir)
+        out.outside = _raised_outside_compiled_code(output)
+        out.error = _last_error_line(output) or f"exit status {out.exit_code}"
+        if out.outside and ASSERT_CLOSE.match(out.error):
+            # the script's own assert_close on the outputs: an accuracy failure, not a crash
+            out.kind = "accuracy"
 
 
 # where a traceback passes through compiled code: Dynamo, AOTAutograd (a compiled backward runs

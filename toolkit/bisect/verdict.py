@@ -109,6 +109,22 @@ def _time_split(r: dict) -> str:
 def render_text(r: dict) -> str:
     """The short verdict `fxlens bisect` prints."""
     lines = [f"verdict: {r['summary']}"]
+    lines += _stage_lines(r)
+    lines += _failure_lines(r)
+    lines += _location_lines(r)
+    lines += _torch_bisector_lines(r.get("compiler_bisector"))
+    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s{_time_split(r)}")
+    if r.get("outcome") == "flaky":
+        lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
+    if r.get("next"):
+        lines.append(f"next: {r['next']}")
+    lines.append(f"session: {r.get('session')}")
+    return "\n".join(lines)
+
+
+def _stage_lines(r: dict) -> list[str]:
+    """The `stages` line: each stage tried, ok or FAILS, and why a stage whose graph raised is ok."""
+    lines = []
     stages = " -> ".join(
         f"{s['stage']} {'ok' if s['ok'] else 'FAILS'}"
         for s in r.get("stages") or []
@@ -119,6 +135,12 @@ def render_text(r: dict) -> str:
     as_eager = [s for s in r.get("stages") or [] if s["ok"] and "what eager raises" in (s.get("note") or "")]
     if as_eager:  # why a stage whose graph raised is ok
         lines.append(f"           ({', '.join(s['stage'] for s in as_eager)}: {as_eager[0]['note']})")
+    return lines
+
+
+def _failure_lines(r: dict) -> list[str]:
+    """The `kept` and `failure` lines: the reference calls left alone, what failed and how."""
+    lines = []
     if r.get("references"):
         lines.append(f"  kept     the script's reference calls: {', '.join(r['references'])} (not stepped)")
     if r.get("failure"):
@@ -131,6 +153,12 @@ def render_text(r: dict) -> str:
         vs = r["failure"].get("vs_eager")
         if vs and vs != r["failure"]["error"]:
             lines.append(f"  vs eager {vs}")
+    return lines
+
+
+def _location_lines(r: dict) -> list[str]:
+    """The `graph`, `kernel` and `fusion` lines: where in the compiled code the failure is."""
+    lines = []
     c = r.get("culprit") or {}
     g = r.get("graph") or {}
     if c.get("compile_id"):
@@ -150,22 +178,21 @@ def render_text(r: dict) -> str:
         lines.append(
             f"  fusion   decision {f['decision']} of {f.get('of')}: {f.get('detail') or ''}".rstrip()
         )
-    cb = r.get("compiler_bisector")
-    if cb:
-        if cb.get("error"):
-            lines.append(f"  torch    CompilerBisector: {cb['error']}")
-        elif cb.get("backend"):
-            sub = cb.get("subsystem") or "(no subsystem narrowed)"
-            num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
-            dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
-            skipped = f"; skipped {', '.join(cb['skipped'])}: no CUDA" if cb.get("skipped") else ""
-            lines.append(
-                f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs{skipped})"
-            )
-    lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s{_time_split(r)}")
-    if r.get("outcome") == "flaky":
-        lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
-    if r.get("next"):
-        lines.append(f"next: {r['next']}")
-    lines.append(f"session: {r.get('session')}")
-    return "\n".join(lines)
+    return lines
+
+
+def _torch_bisector_lines(cb: dict | None) -> list[str]:
+    """The `torch` line: what torch's CompilerBisector narrowed the failure to, or why it could not."""
+    if not cb:
+        return []
+    if cb.get("error"):
+        return [f"  torch    CompilerBisector: {cb['error']}"]
+    if cb.get("backend"):
+        sub = cb.get("subsystem") or "(no subsystem narrowed)"
+        num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
+        dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
+        skipped = f"; skipped {', '.join(cb['skipped'])}: no CUDA" if cb.get("skipped") else ""
+        return [
+            f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs{skipped})"
+        ]
+    return []

@@ -10,6 +10,10 @@ of the same bug look different. An accuracy failure is `AccuracyError: ...` unde
 `accuracy_failure`. A candidate that already fails in eager gets an `eager: ...` signature, which
 never matches a backend's signature, so the reduction never drifts into a broken graph.
 
+`fxlens.capture.accuracy` holds the same accuracy rule for `fxlens bisect`, which may not import
+minify; this module cannot import it (reproducers embed it with torch as their only dependency), so
+`accuracy_failure`, its helpers and the ACCURACY_* constants here must stay identical to that copy.
+
 Two more checks compare with eager rather than fp64: `raise` (eager raises on these inputs, which
 is the point of the report: the candidate fails when the compiled call returns a value, raises
 something else, or kills the process; `NoRaise: eager raises ...`), and `eager-diff` (the compiled
