@@ -5,10 +5,9 @@ run more than the eager run in the original dtype does, or None. `fxlens bisect`
 minify's check will see the divergence it found (`fxlens.bisect.backend`), without importing
 `fxlens.minify` (a sibling layer).
 
-The same rule is embedded, verbatim, in every minify reproducer through `fxlens.minify.check`,
-which may import nothing but torch and the stdlib and so keeps its own copy: the two must stay
-identical (ACCURACY_MULTIPLIER, ACCURACY_TOL, `accuracy_failure`). torch is imported when the
-rule runs, never when this module is imported.
+Every minify reproducer embeds this module's body (all below the `from __future__` line, which
+needs only math and torch) before `fxlens.minify.check`'s part, so minify, its reproducers and
+bisect apply one rule. torch is imported when the rule runs, never when this module is imported.
 """
 
 from __future__ import annotations

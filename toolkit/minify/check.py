@@ -10,9 +10,9 @@ of the same bug look different. An accuracy failure is `AccuracyError: ...` unde
 `accuracy_failure`. A candidate that already fails in eager gets an `eager: ...` signature, which
 never matches a backend's signature, so the reduction never drifts into a broken graph.
 
-`fxlens.capture.accuracy` holds the same accuracy rule for `fxlens bisect`, which may not import
-minify; this module cannot import it (reproducers embed it with torch as their only dependency), so
-`accuracy_failure`, its helpers and the ACCURACY_* constants here must stay identical to that copy.
+The accuracy rule itself (`accuracy_failure`, ACCURACY_*) lives in `fxlens.capture.accuracy`, which
+`fxlens bisect` uses too; a reproducer embeds that module's body right before this module's part
+(`fxlens.minify.repro_writer.check_source`), so both run the one rule.
 
 Two more checks compare with eager rather than fp64: `raise` (eager raises on these inputs, which
 is the point of the report: the candidate fails when the compiled call returns a value, raises
@@ -28,6 +28,8 @@ import sys
 
 import torch
 
+from fxlens.capture.accuracy import ACCURACY_MULTIPLIER, ACCURACY_TOL, accuracy_failure, flat_tensors  # noqa: F401, E402
+
 # (pattern, replacement): one rule a line, applied in order to the first line of a message
 SIGNATURE_RULES = (
     (r"0x[0-9a-fA-F]+", "<addr>"),  # object addresses
@@ -42,14 +44,8 @@ SIGNATURE_RULES = (
 # Dynamo wrappers whose cause is the real error (the backend's own exception)
 WRAPPER_TYPES = ("BackendCompilerFailed", "InternalTorchDynamoError", "TorchRuntimeError")
 
-#: accuracy rule, torch's `same()` with an fp64 reference: the compiled result fails when its RMSE
-#: against an fp64 eager run exceeds ACCURACY_MULTIPLIER x the RMSE of the eager run in the
-#: original dtype, plus ACCURACY_TOL / 10 x min(1, the reference's RMS). torch's floor is an absolute
-#: ACCURACY_TOL / 10, which hides any error in outputs smaller than ~1e-5 (erf(1e-8) computed as 0,
-#: pytorch/pytorch#198183); scaled down to the output's size it still sits 100x above fp32 rounding,
-#: and it is never looser than torch's
-ACCURACY_MULTIPLIER = 2.0
-ACCURACY_TOL = 1e-4
+# ACCURACY_MULTIPLIER, ACCURACY_TOL, flat_tensors and accuracy_failure: fxlens.capture.accuracy,
+# whose body the reproducer writer embeds just before this part
 
 
 # lines main() prints before the signature: what eager did, what the compiled call did, the
@@ -77,58 +73,15 @@ def signature_of(exc):
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def _flat_tensors(out):
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _flat_tensors(o)]
-    if isinstance(out, dict):
-        return [t for o in out.values() for t in _flat_tensors(o)]
-    return []
-
-
-def _rmse(a, b):
-    return float(torch.sqrt(torch.mean((a.double() - b.double()) ** 2)))
-
-
-def accuracy_failure(ref64, eager, compiled):
-    """Why `compiled` diverges from the fp64 reference more than `eager` does, or None."""
-    ref64, eager, compiled = _flat_tensors(ref64), _flat_tensors(eager), _flat_tensors(compiled)
-    if len(compiled) != len(eager):
-        return "AccuracyError: compiled returns a different number of tensors"
-    for r, e, c in zip(ref64, eager, compiled):
-        if tuple(c.shape) != tuple(e.shape):
-            return "AccuracyError: compiled output has a different shape"
-        if not (c.is_floating_point() or c.is_complex()):
-            if not torch.equal(c.cpu(), e.cpu()):
-                return "AccuracyError: compiled integer output differs from eager"
-            continue
-        if c.numel() == 0:
-            continue
-        r, e, c = r.detach().cpu(), e.detach().cpu(), c.detach().cpu()
-        if bool(torch.isfinite(r).all()) and not bool(torch.isfinite(c).all()):
-            return "AccuracyError: compiled output has NaN/inf where the fp64 reference has none"
-        finite = torch.isfinite(r) & torch.isfinite(c)
-        if not bool(finite.any()):
-            continue
-        ref_err = _rmse(r[finite], e[finite]) if bool(torch.isfinite(e[finite]).all()) else 0.0
-        res_err = _rmse(r[finite], c[finite])
-        scale = float(torch.sqrt(torch.mean(r[finite].abs().double() ** 2)))  # the reference's RMS
-        floor = ACCURACY_TOL / 10 * min(scale, 1.0) if scale > 0 else torch.finfo(torch.float64).tiny
-        if not math.isfinite(res_err) or res_err > ACCURACY_MULTIPLIER * ref_err + floor:
-            return "AccuracyError: compiled output diverges from the fp64 reference"
-    return None
-
-
 def _run(model, inputs, backward):
     out = model(*inputs)
     if not backward:
         return out
-    outs = [o for o in _flat_tensors(out) if o.requires_grad]
+    outs = [o for o in flat_tensors(out) if o.requires_grad]
     if outs:
         torch.autograd.backward([o.float().sum() for o in outs])
     grads = [x.grad for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
-    return [*_flat_tensors(out), *[g for g in grads if g is not None]]
+    return [*flat_tensors(out), *[g for g in grads if g is not None]]
 
 
 def _to64(x):
@@ -190,7 +143,7 @@ def _compare_raise(model_cls, make_inputs, backend, backward, dynamic, eager_exc
         )
         sig = signature_of(e)
         return None if sig == expected else sig
-    shown = [tuple(t.shape) for t in _flat_tensors(out)]
+    shown = [tuple(t.shape) for t in flat_tensors(out)]
     REPORT.append(f"compiled returns a value (tensors of shape {shown})")
     return f"NoRaise: eager raises {expected}, compiled returns a value"
 
@@ -233,7 +186,7 @@ def _output_op(model_cls, k):
 
 def describe_worst(ref64, eager, compiled, model_cls=None):
     """REPORT lines: the largest error of the compiled outputs against fp64 (and eager's there)."""
-    ref64, eager, compiled = _flat_tensors(ref64), _flat_tensors(eager), _flat_tensors(compiled)
+    ref64, eager, compiled = flat_tensors(ref64), flat_tensors(eager), flat_tensors(compiled)
     worst = None
     for k, (r, e, c) in enumerate(zip(ref64, eager, compiled)):
         if c.shape != r.shape or not c.is_floating_point() or not c.numel():
@@ -256,7 +209,7 @@ def describe_worst(ref64, eager, compiled, model_cls=None):
 
 def eager_diff_failure(eager, compiled, ref64=None, model_cls=None):
     """Why `compiled` differs from `eager` beyond assert_close's default tolerance, or None."""
-    eager, compiled = _flat_tensors(eager), _flat_tensors(compiled)
+    eager, compiled = flat_tensors(eager), flat_tensors(compiled)
     if len(compiled) != len(eager):
         return "EagerDiff: compiled returns a different number of tensors"
     for e, c in zip(eager, compiled):

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxlens.capture import accuracy as capture_accuracy
 from fxlens.capture.backends import definitions_of, top_level_definitions
 from fxlens.minify import check as minify_check
 from fxlens.minify.graph import Candidate, InputSpec
@@ -90,9 +91,11 @@ def inner_loader(inner: str, kind: str) -> str:
 
 
 def check_source() -> str:
-    """The embedded part of fxlens.minify.check (imports only torch and the stdlib)."""
+    """The check a reproducer embeds: fxlens.capture.accuracy's body (the accuracy rule), then the
+    embedded part of fxlens.minify.check (both import only torch and the stdlib)."""
+    acc = inspect.getsource(capture_accuracy).split("from __future__ import annotations\n", 1)[1]
     src = inspect.getsource(minify_check)
-    return src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n")
+    return acc.strip("\n") + "\n\n\n" + src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n")
 
 
 def backend_loader(spec: str) -> str:
