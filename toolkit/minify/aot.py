@@ -62,7 +62,7 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
 
     from fxlens.backend.torch_compat import aot_module_simplified
     from fxlens.minify.capture import graph_source, lift_attributes
-    from fxlens.minify.check import _run
+    from fxlens.minify.check import run_model
     from fxlens.minify.graph import spec_of
 
     kind = inner_kind(spec, backend)
@@ -107,7 +107,7 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
 
     torch.compiler.reset()
     model = torch.compile(model_cls(), backend=aot_backend, dynamic=True if dynamic else None)
-    _run(model, make_inputs(), backward)
+    run_model(model, make_inputs(), backward)
     done = [g for g in graphs if (folder / f"aten_{g['index']}.json").exists()]
     return json.dumps({"inner": kind, "graphs": done})
 

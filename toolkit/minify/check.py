@@ -73,7 +73,7 @@ def signature_of(exc):
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def _run(model, inputs, backward):
+def run_model(model, inputs, backward):
     out = model(*inputs)
     if not backward:
         return out
@@ -111,7 +111,7 @@ def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dy
         ref_model = model_cls()
         if reference:
             ref_model = torch.compile(ref_model, backend=reference, dynamic=True if dynamic else None)
-        eager = _run(ref_model, make_inputs(), backward)
+        eager = run_model(ref_model, make_inputs(), backward)
     except Exception as e:
         if check != "raise":
             return "eager: " + signature_of(e)
@@ -120,7 +120,7 @@ def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dy
         return "eager: returns a value"
     try:
         model = torch.compile(model_cls(), backend=backend, dynamic=True if dynamic else None)
-        compiled = _run(model, make_inputs(), backward)
+        compiled = run_model(model, make_inputs(), backward)
     except Exception as e:
         return signature_of(e)
     if check == "eager-diff":
@@ -136,7 +136,7 @@ def _compare_raise(model_cls, make_inputs, backend, backward, dynamic, eager_exc
     print(f"eager raises {type(eager_exc).__name__}: {text[0] if text else ''}", file=sys.stderr, flush=True)
     try:
         model = torch.compile(model_cls(), backend=backend, dynamic=True if dynamic else None)
-        out = _run(model, make_inputs(), backward)
+        out = run_model(model, make_inputs(), backward)
     except Exception as e:
         REPORT.append(
             f"compiled raises {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
@@ -150,7 +150,7 @@ def _compare_raise(model_cls, make_inputs, backend, backward, dynamic, eager_exc
 
 def _ref64(model_cls, make_inputs, backward, eager):
     try:
-        return _run(model_cls(), [_to64(x) for x in make_inputs()], backward)
+        return run_model(model_cls(), [_to64(x) for x in make_inputs()], backward)
     except Exception:
         return eager
 
