@@ -7,7 +7,6 @@ import contextlib
 import json
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -88,10 +87,8 @@ def test_two_runs_into_one_session_at_once(tmp_path):
     first = start("run", "--session", session, SCRIPTS / "hang_forks.py", marker, mark=mark)
     try:
         wait_for(lambda: (session / ".lock").exists(), 120, "the first run's lock")
-        t0 = time.monotonic()
         second = fxlens("run", "--session", session, SCRIPTS / "hang_forks.py", tmp_path / "m2")
-        # refused at once, before running anything: the first run's session is untouched
-        assert time.monotonic() - t0 < 30
+        # refused before running anything (the script would write m2 and hang): no timing asserted
         one_line_error(second, "another fxlens run (pid", "is writing this session")
         assert not (tmp_path / "m2").exists()
     finally:
@@ -117,10 +114,9 @@ def test_json_to_a_path_that_cannot_be_written(tmp_path, where):
         one_line_error(fxlens("report", "--json", dest, trace), f"--json {dest}: {needle}")
         # checked before the script runs, not after minutes of work
         for command in ("run", "bisect", "minify", "doctor"):
-            t0 = time.monotonic()
             proc = fxlens(command, "--json", dest, SCRIPTS / "hang_forks.py", tmp_path / "never")
             one_line_error(proc, f"--json {dest}: {needle}")
-            assert time.monotonic() - t0 < 30 and not (tmp_path / "never").exists()
+            assert not (tmp_path / "never").exists()  # the script (it writes `never`) never ran
 
 
 def test_minify_out_onto_an_existing_file_is_refused(tmp_path):
