@@ -194,6 +194,7 @@ class Summary:
     runs: list[dict] = field(default_factory=list)  # child runs with a trace (see child_runs)
     rank_groups: dict = field(default_factory=dict)  # ranks grouped by behaviour (fxlens.report.ranks)
     specializations: list[dict] = field(default_factory=list)  # fxlens.report.specializations
+    headlines: list[dict] = field(default_factory=list)  # the report's leading verdicts (no graph, ...)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -233,6 +234,7 @@ def summarise(session: Session) -> Summary:
         runs=child_runs(session),
         rank_groups=report.get("rank_groups") or {},
         specializations=report.get("specializations") or [],
+        headlines=report.get("headlines") or [],
     )
 
 

@@ -184,6 +184,11 @@ class SessionScreen(Screen):
             more = f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
             notice.set(f"⚠ skipped while reading: {escape(skipped[0])}{more} — press ! for details")
             notice.add_class("shown")
+        heads = summary.headlines if summary else []
+        if heads and not skipped:  # the verdict the tables would hide (no graph, frames run eagerly)
+            more = f" (+{len(heads) - 1} more)" if len(heads) > 1 else ""
+            notice.set(f"!! {escape(heads[0]['message'])}{more} fix: {escape(heads[0]['fix'])}")
+            notice.add_class("shown")
         runs = self.view("results").runs
         if runs:  # a bisect/minify session: each child run kept its own trace
             tree_mod.add_runs(self.query_one("#tree", CompileTree), runs)
