@@ -54,6 +54,7 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "get_decompositions": ("torch._decomp", "get_decompositions", ("aten_ops",)),
     "select_decomp_table": ("torch._inductor.decomposition", "select_decomp_table", ()),
     "FakeTensorMode": ("torch._subclasses.fake_tensor", "FakeTensorMode", ("allow_non_fake_inputs",)),
+    "is_fake": ("torch._subclasses.fake_tensor", "is_fake", ("x",)),
     "OpOverload": ("torch._ops", "OpOverload", ()),
     # inductor: its prims (prims.fma, prims.inductor_seeds), compilers, and its own bisector
     "inductor_prims": ("torch._inductor", "inductor_prims", ()),

@@ -214,11 +214,11 @@ def references(gm, args: list) -> References:
 
 def output_ops(gm) -> list[str]:
     """The FX target that produced each tensor output of `gm`, in output order ("" when unknown)."""
-    from torch.utils._pytree import tree_leaves
+    from fxlens.backend import torch_compat
 
     try:
         out = next(n for n in gm.graph.nodes if n.op == "output")
-        leaves = tree_leaves(out.args[0])
+        leaves = torch_compat.tree_leaves(out.args[0])
     except Exception:
         return []
     ops = []

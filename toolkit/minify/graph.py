@@ -53,9 +53,9 @@ class InputSpec:
 
 
 def _is_fake(t) -> bool:
-    from torch._subclasses.fake_tensor import is_fake
+    from fxlens.backend import torch_compat
 
-    return is_fake(t)
+    return torch_compat.is_fake(t)
 
 
 def spec_of(value, saved: str | None = None) -> InputSpec:
@@ -340,9 +340,9 @@ def candidate_from_module(gm: fx.GraphModule, values: list) -> Candidate:
 
 
 def _record_fake(recorder, gm: fx.GraphModule, values: list) -> None:
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    from fxlens.backend import torch_compat
 
-    with torch.no_grad(), FakeTensorMode(allow_non_fake_inputs=True) as mode:
+    with torch.no_grad(), torch_compat.FakeTensorMode(allow_non_fake_inputs=True) as mode:
         fakes = [mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for v in values]
         recorder(gm).run(*fakes)
 
