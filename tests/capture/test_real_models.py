@@ -70,9 +70,16 @@ def _check_against_torch(proc, report, session: Path, script: str):
         assert g["num_nodes"] == nodes[g["compile_id"]], g
         # named and placed in the user's code: never torch's or a library's wrapper frame
         assert g["function"] not in _WRAPPERS and g["file"].endswith(script), g
-    # graph breaks: one per torch log line, placed at the user's line, the library frame beside it
+    # graph breaks: one per break record in the trace (TORCH_LOGS=graph_breaks logs each distinct
+    # break once), every place torch logged among the report's, at the user's line with the library
+    # frame beside it
     breaks = list(_BREAK.finditer(proc.stderr))
-    assert sum(b["count"] for b in report["graph_breaks"]) == len(breaks)
+    records = [a for a in _trace_records(session, "artifact") if a.get("name") == "dynamo_graph_break_reason"]
+    assert sum(b["count"] for b in report["graph_breaks"]) + len(report["eager_frames"]) == len(records)
+    places = {b["file"] for b in report["graph_breaks"]} | {
+        b["library"]["file"] for b in report["graph_breaks"] if b["library"]
+    }
+    assert all(any(m["file"].endswith(p) for p in places) for m in breaks), (breaks, places)
     for b in report["graph_breaks"]:
         assert b["file"].endswith(script)
         torch_files = {m["file"] for m in breaks}
@@ -120,7 +127,10 @@ def test_sequential_in_a_dataloader_train_eval_loop(tmp_path):
     assert "torch/_dynamo/external_utils.py" in g0["library"]
     size = _cause(report, "size")  # the short last batch
     assert size["values"] == ["4", "2"] and "args[0]" in size["subject"]
-    assert "the tensor your code passes in that position" in size["fix"] and "mark_dynamic(args[0]" not in size["fix"]
+    assert (
+        "the tensor your code passes in that position" in size["fix"]
+        and "mark_dynamic(args[0]" not in size["fix"]
+    )
     assert "external_utils.py:67" not in proc.stdout.split("Graphs:")[0]
 
 
