@@ -52,12 +52,13 @@ def test_demo_entry_points():
 def test_old_optimize_api_is_timed_once_and_torch_compile_not_twice(monkeypatch):
     # bug reports for torch 2.0 call torch._dynamo.optimize(backend)(fn); torch.compile calls it
     # too, and that inner call must not become a second timed record
+    from fxlens.capture.compile_hook import observe
     from fxlens.doctor import probe
 
     monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
     monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
     monkeypatch.setattr(probe, "_STATE", probe._State())
-    probe._patch_compile()
+    observe("doctor", wrap=probe.wrap)
     torch._dynamo.reset()
     try:
         old = torch._dynamo.optimize("eager", nopython=True)(scale)

@@ -16,10 +16,10 @@ import sys
 import traceback
 
 from fxlens import config
+from fxlens.capture.compile_hook import observe
 from fxlens.capture.imports import when_imported
 from fxlens.errors import FxlensError
 from fxlens.trace.session import append_event
-from fxlens.trace.userframes import called_by_torch
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
 REFUSED = 3
@@ -30,58 +30,22 @@ _SCRIPT_GLOBALS: list[dict] = []
 
 
 def patch_compile(override, script: str, session: str) -> None:
-    """Wrap torch.compile and torch._dynamo.optimize: record the backend each call asks for, and
-    apply the override.
-
-    Bug reports written for older torch call `torch._dynamo.optimize("inductor")(fn)` directly;
-    torch.compile calls it too, so only calls from outside torch count. Calls asking for a backend
-    in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference).
-    """
-    import torch
-
-    original = torch.compile
-    if getattr(original, "_fxlens_patched", False):
-        return
-    route = _router(override, script, session)
-
-    def compile(model=None, **kwargs):
-        kwargs["backend"] = route(kwargs.get("backend", "inductor"), "torch.compile")
-        if model is None:
-            # `@torch.compile(backend=...)`: torch's own decorator would call torch.compile again (this
-            # wrapper) and record the call twice; call the original directly once the function is known
-            return lambda fn: original(fn, **kwargs)
-        return original(model, **kwargs)
-
-    compile._fxlens_patched = True
-    compile.__wrapped__ = original
-    torch.compile = compile
-
-    def patch_optimize(dynamo) -> None:
-        original_optimize = dynamo.optimize
-
-        def optimize(*args, **kwargs):
-            if called_by_torch():
-                return original_optimize(*args, **kwargs)  # torch.compile's own call: recorded there
-            backend = args[0] if args else kwargs.pop("backend", "inductor")
-            return original_optimize(route(backend, "torch._dynamo.optimize"), *args[1:], **kwargs)
-
-        optimize.__wrapped__ = original_optimize
-        dynamo.optimize = optimize
-
-    when_imported("torch._dynamo", patch_optimize)
+    """Record the backend each torch.compile / torch._dynamo.optimize call asks for, and where, and
+    apply the override (through the one hook, fxlens.capture.compile_hook). Calls asking for a
+    backend in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference)."""
+    observe("capture", route=_router(override, script, session))
 
 
 def _router(override, script: str, session: str):
-    """`route(backend, api) -> backend to use`: records the call (for the parent) and applies the
-    override, unless the backend asked for is one FXLENS_OVERRIDE_KEEP keeps."""
+    """`route(backend, api, frame) -> backend to use`: records the call (for the parent) and applies
+    the override, unless the backend asked for is one FXLENS_OVERRIDE_KEEP keeps."""
     from fxlens.capture.backends import describe
 
     keep = {k for k in os.environ.get(config.ENV_OVERRIDE_KEEP, "").split(",") if k}
 
-    def route(backend, api: str):
+    def route(backend, api: str, frame):
         asked = describe(backend, script)
         if session:
-            frame = sys._getframe(2)  # the user's call of torch.compile / optimize
             _append_quietly(
                 session,
                 "compile_call",
@@ -148,7 +112,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
             else:
                 print(f"fxlens: error: {e}", file=sys.stderr)
             return REFUSED
-    if cfg.runner_hook:  # e.g. `fxlens doctor`'s timing probe; first, so capture still sees user frames
+    if cfg.runner_hook:  # e.g. `fxlens doctor`'s timing probe (a wrap on the same compile hook)
         # named by the parent command as "module:function", so capture never imports the commands
         # built on it (dependencies point one way: doctor -> capture)
         hook_module, _, hook = cfg.runner_hook.partition(":")

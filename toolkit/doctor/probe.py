@@ -1,7 +1,7 @@
 """The child side of `fxlens doctor`: time every call of every object `torch.compile` returns.
 
-`fxlens.capture.runner` calls `runner_hook()` (named in FXLENS_RUNNER_HOOK by `fxlens doctor`), before
-it patches torch.compile for capture, so the runner's own wrapper still sees the user's frame.
+`fxlens.capture.runner` calls `runner_hook()` (named in FXLENS_RUNNER_HOOK by `fxlens doctor`); the
+probe's `wrap` goes on the one torch.compile hook (fxlens.capture.compile_hook) beside capture's.
 
 - mode "eager": `torch.compiler.set_stance("force_eager")`, so every compiled object runs its
   original Python code; this is the baseline the compiled run is compared with.
@@ -29,9 +29,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from fxlens.capture.imports import when_imported
+from fxlens.capture.compile_hook import observe
 from fxlens.trace.session import append_event
-from fxlens.trace.userframes import called_by_torch, is_user_file
+from fxlens.trace.userframes import is_user_file
 
 # keep at most this many per-call times per object: a loop of a million calls stays cheap, and
 # each rank's event stays one small append to the shared events file
@@ -106,9 +106,9 @@ def _on_compile_end(*_args) -> None:
         _STATE.last.outside_compile_ms += took * 1000
 
 
-def _user_frame():
-    """The innermost frame of the user's code calling torch.compile (skips fxlens and torch)."""
-    frame = sys._getframe(1)
+def _user_frame(frame):
+    """The innermost frame of the user's code at or above `frame`, torch.compile's caller (skips
+    library frames: a library's helper that compiles for the user is placed at the user's call)."""
     while frame is not None and not is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     return frame
@@ -215,9 +215,9 @@ def _timed(fn, rec: ProbeRecord):
     return call
 
 
-def _wrap(real_compile, model, kwargs: dict, frame):
-    """Compile `model` with the real torch.compile and return the timed object."""
-    compiled = real_compile(model, **kwargs)
+def wrap(model, compiled, kwargs: dict, frame):
+    """The compile hook's wrap: record what torch.compile made of `model` and return it timed."""
+    frame = _user_frame(frame)
     name, kind, def_file, def_line, wrapped_in = _describe(model)
     at_file = frame.f_code.co_filename if frame else ""
     at_line = frame.f_lineno if frame else 0
@@ -256,57 +256,6 @@ def _wrap(real_compile, model, kwargs: dict, frame):
     if callable(compiled):
         return _timed(compiled, rec)
     return compiled
-
-
-def _patch_compile() -> None:
-    import torch
-
-    real_compile = torch.compile
-
-    def compile(model=None, **kwargs):
-        frame = _user_frame()
-        if model is None:  # `@torch.compile(...)` used as a decorator factory
-            return lambda fn: _wrap(real_compile, fn, kwargs, frame)
-        return _wrap(real_compile, model, kwargs, frame)
-
-    compile.__wrapped__ = real_compile
-    compile.__doc__ = real_compile.__doc__
-    torch.compile = compile
-    when_imported("torch._dynamo", _patch_optimize)
-
-
-def _patch_optimize(dynamo) -> None:
-    real_optimize = dynamo.optimize
-
-    def optimize(*args, **kwargs):
-        context = real_optimize(*args, **kwargs)
-        if called_by_torch():  # torch.compile's own call: timed by the wrapper above
-            return context
-        backend = args[0] if args else kwargs.get("backend", "inductor")
-        options = {"backend": backend, "dynamic": kwargs.get("dynamic"), "fullgraph": kwargs.get("nopython")}
-        return _TimedOptimize(context, options, _user_frame())
-
-    optimize.__wrapped__ = real_optimize
-    dynamo.optimize = optimize
-
-
-class _TimedOptimize:
-    """What `torch._dynamo.optimize(backend)` returns, its `(fn)` call timed like torch.compile's."""
-
-    def __init__(self, context, options: dict, frame):
-        self._context, self._options, self._frame = context, options, frame
-
-    def __call__(self, model):
-        return _wrap(lambda m, **_: self._context(m), model, self._options, self._frame)
-
-    def __getattr__(self, name):  # `with torch._dynamo.optimize(...):` and the rest, untouched
-        return getattr(self._context, name)
-
-    def __enter__(self):
-        return self._context.__enter__()
-
-    def __exit__(self, *exc):
-        return self._context.__exit__(*exc)
 
 
 def peak_memory() -> dict:
@@ -433,5 +382,5 @@ def install(mode: str, script: str, session: str) -> None:
         callback_handler.register_end_callback(_on_compile_end)
     except (ImportError, AttributeError):  # older torch: compile time then comes from the trace only
         pass
-    _patch_compile()
+    observe("doctor", wrap=wrap)
     atexit.register(_flush)
