@@ -75,3 +75,34 @@ def test_old_optimize_api_is_timed_once_and_torch_compile_not_twice(monkeypatch)
         ("Net.forward", line_new, "eager", 1),
     ]
     assert recs[0].options["fullgraph"] is True and recs[0].at_file == __file__
+
+
+def test_retiming_uses_the_most_frequent_shapes_not_the_last_call(monkeypatch):
+    # a DataLoader loop: six full batches, then a short last one; the steady state must be timed on
+    # a full batch (the script's typical call), and say so
+    from fxlens.capture.compile_hook import observe
+    from fxlens.doctor import probe
+
+    monkeypatch.setattr(torch, "compile", torch.compile)
+    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
+    monkeypatch.setattr(probe, "_STATE", probe._State(mode="compiled", budget_s=0.05))
+    observe("doctor", wrap=probe.wrap)
+    torch._dynamo.reset()
+    seen = []
+
+    def step(x):
+        seen.append(tuple(x.shape))
+        return x.relu()
+
+    try:
+        fn = torch.compile(step, backend="eager")
+        for n in [64] * 6 + [5]:
+            fn(torch.randn(n, 8))
+        seen.clear()
+        probe.measure_all()
+    finally:
+        torch._dynamo.reset()
+    (rec,) = probe._STATE.records
+    assert rec.signatures == {"[(64, 8)]": 6, "[(5, 8)]": 1}
+    assert rec.bench["timed_on"] == {"shapes": "[(64, 8)]", "calls": 6}
+    assert seen and set(seen) == {(64, 8)}, "the re-timing called with the last (short) batch"

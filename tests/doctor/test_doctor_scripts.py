@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
 
+from fxlens.doctor.interval import MIN_PAIRS
 from fxlens.report.build import build_report, render_text
 from fxlens.trace.session import Session
 
@@ -161,6 +162,10 @@ def test_ddp_compiled_then_wrapped_captures_graphs(doctored):
     (row,) = result["functions"]
     assert (row["function"], row["wrapped_in"], row["calls"]) == ("Sequential.forward", None, 6)
     assert not _kinds(result, "no_graph_captured") and not _kinds(result, "compiled_after_wrap")
+    # the compiled module inside DDP runs no collective of its own, and the script destroyed its
+    # process group: rank 0 re-times it interleaved, so the row has an interval like a 1-process run
+    assert row["timing"]["method"] == "interleaved", row["timing"]
+    assert row["samples"]["eager"] >= MIN_PAIRS and row["speedup_interval"] is not None
     session = Session.open(result["session"])
     assert build_report(session, with_guards=False)["graphs"]
 

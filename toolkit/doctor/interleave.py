@@ -2,7 +2,7 @@
 
 Separate eager and compiled processes see different moments of a shared machine: a load swing
 between them reads as a speedup. So, once the script is done (its objects still alive), the
-probe calls each compiled object again with its last arguments, alternating eager (the object
+probe calls each compiled object again with its typical arguments, alternating eager (the object
 torch.compile was given) and compiled (what it returned) in blocks, so that a swing hits both
 halves of a pair. Each block is one `torch.utils.benchmark.Timer.timeit(number)`: Timer compiles
 the statement, disables GC while timing, synchronises CUDA around the block and keeps the
@@ -114,7 +114,7 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
 
     Args:
         eager_fn, compiled_fn: the object given to torch.compile and what it returned (untimed).
-        args, kwargs: the arguments of the script's last call.
+        args, kwargs: the latest call of the script's most frequent input shapes.
         budget_s: wall seconds of block pairs (warm-up and the work count come on top).
         compiles: a callable returning how many compiles have run so far in this process.
 

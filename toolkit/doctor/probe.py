@@ -14,7 +14,8 @@ process peak memory and the script's wall time is appended to the session. The w
 measures: arguments and results pass through untouched, so numerics never change.
 
 In the compiled run, once the script has ended normally, `measure_all` (the hook's return value,
-called by the runner) calls each object again with its last call's arguments, eager and compiled
+called by the runner) calls each object again with the arguments of the latest call of its most
+frequent input shapes (not simply the last call: a loop's short final batch), eager and compiled
 interleaved (fxlens.doctor.interleave): the steady state and its interval come from there. Those
 extra calls happen after the script's own output, so they never change what the script computed.
 """
@@ -82,8 +83,8 @@ class _State:
     compile_s: float = 0.0
     compile_t0: float = 0.0
     budget_s: float = 0.0  # seconds of interleaved timing per object after the script (0: none)
-    # per record index: (eager callable, compiled callable untimed) and the last call's
-    # (args, kwargs, grad enabled, inference mode); kept out of ProbeRecord, which asdict() copies
+    # per record index: (eager callable, compiled callable untimed) and the typical call's
+    # (shapes, args, kwargs, grad enabled, inference mode); kept out of ProbeRecord, which asdict() copies
     callables: dict = field(default_factory=dict)
     last_call: dict = field(default_factory=dict)
     measuring: bool = False  # the after-script measurement runs: its compiles are nobody's cost
@@ -191,13 +192,6 @@ def _timed(fn, rec: ProbeRecord):
             state.depth -= 1
         took = time.perf_counter() - t0
         state.last = rec
-        if state.budget_s > 0:  # the after-script measurement calls it again with these
-            state.last_call[rec.index] = (
-                args,
-                kwargs,
-                torch.is_grad_enabled(),
-                torch.is_inference_mode_enabled(),
-            )
         rec.calls += 1
         if len(rec.times_ms) < MAX_TIMES:
             rec.times_ms.append(round(took * 1000, 5))
@@ -205,6 +199,8 @@ def _timed(fn, rec: ProbeRecord):
             rec.compile_ms.append(round((state.compile_s - s0) * 1000, 3))
         if sig in rec.signatures or len(rec.signatures) < MAX_SIGNATURES:
             rec.signatures[sig] = rec.signatures.get(sig, 0) + 1
+        if state.budget_s > 0:
+            _keep_typical_call(rec, sig, (args, kwargs, torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
         if _requires_grad(out):
             rec.grad_calls += 1
         if last_sig[0] is not None and sig != last_sig[0]:
@@ -213,6 +209,15 @@ def _timed(fn, rec: ProbeRecord):
         return out
 
     return call
+
+
+def _keep_typical_call(rec: ProbeRecord, sig: str, call: tuple) -> None:
+    """Keep the arguments the after-script measurement will call again with: the latest call of the
+    script's most frequent input shapes. The last call alone is often atypical: a DataLoader's
+    short final batch, an eval step at the end of training."""
+    kept = _STATE.last_call.get(rec.index)
+    if kept is None or kept[0] == sig or rec.signatures.get(sig, 0) >= rec.signatures.get(kept[0], 0):
+        _STATE.last_call[rec.index] = (sig, *call)
 
 
 def wrap(model, compiled, kwargs: dict, frame):
@@ -315,11 +320,34 @@ def _distributed() -> bool:
     return int(os.environ.get("WORLD_SIZE") or 1) > 1
 
 
+def _retime_skip(rec: ProbeRecord) -> str | None:
+    """Why `rec` cannot be called again in this process after the script (None: it can).
+
+    A distributed wrapper's calls run collectives: every rank would have to make the same extra calls
+    in the same order, and the ranks' adaptive budgets never agree. A compiled module inside the
+    wrapper runs none of its own, so rank 0 re-times it (its row is the job's) once the script has
+    destroyed its process group: a collective the module does run then raises at once (and only
+    that object goes unmeasured) instead of waiting for ranks that have finished.
+    """
+    if rec.wrapped_in:
+        return f"distributed: {rec.wrapped_in}'s calls run collectives, which would have to match on every rank"
+    if not _distributed():
+        return None
+    if (os.environ.get("RANK") or "0") != "0":
+        return "distributed: rank 0 re-times, its row stands for the job"
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return (
+            "distributed: the script left its process group up, and a re-timed call running a collective "
+            "would wait for ranks that have finished (destroy_process_group() at the end allows re-timing)"
+        )
+    return None
+
+
 def measure_all() -> None:
     """After the script: the interleaved eager-vs-compiled measurement of every object it called.
 
-    Skipped under a distributed launch: each rank would have to make the same extra calls in the
-    same order (a DDP forward may run collectives), and the ranks' budgets would not agree.
+    Under a distributed launch only rank 0 re-times, and only what `_retime_skip` allows.
     """
     import torch
 
@@ -332,16 +360,19 @@ def measure_all() -> None:
         for rec in _STATE.records:
             if rec.index not in _STATE.last_call or rec.index not in _STATE.callables:
                 continue
-            if _distributed() or rec.wrapped_in:
-                rec.bench = {"skipped": "distributed: extra calls would have to match on every rank"}
+            skip = _retime_skip(rec)
+            if skip:
+                rec.bench = {"skipped": skip}
                 continue
             eager_fn, compiled_fn = _STATE.callables[rec.index]
-            args, kwargs, grad, inference = _STATE.last_call[rec.index]
+            sig, args, kwargs, grad, inference = _STATE.last_call[rec.index]
             try:
                 with torch.inference_mode(inference), torch.set_grad_enabled(grad):
                     rec.bench = measure(
                         eager_fn, compiled_fn, args, kwargs, _STATE.budget_s, lambda: _STATE.compiles
                     )
+                # which of the script's calls the steady state stands for
+                rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
                 rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
     finally:

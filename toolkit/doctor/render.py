@@ -126,7 +126,8 @@ def _function_lines(result: dict) -> list[str]:
             fmt_speedup(f["speedup"], f.get("speedup_interval")),
             f.get("verdict") or "-",
             _samples(f),
-            _num(f["compile_s"], ".2f"),
+            _num(f["compile_s"], ".2f")
+            + (f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]" if f.get("compile_s_range") else ""),
             _num(f["break_even_calls"], "d")
             if f["break_even_calls"] is not None
             else ("never" if f["calls"] else "-"),
@@ -156,12 +157,23 @@ def _timing_lines(result: dict) -> list[str]:
                 f"  {f['function']}: eager and compiled interleaved, {f['samples']['eager']} block pairs in "
                 f"{t.get('seconds', 0):.1f} s (stopped: {t.get('stopped')}); process CPU / wall: "
                 f"eager {_num(share.get('eager'), '.2f')}, compiled {_num(share.get('compiled'), '.2f')}"
+                + _timed_on(f, t.get("timed_on"))
             )
         elif t:
             out.append(
                 f"  {f['function']}: from the script's own calls, eager and compiled runs apart ({t.get('why')})"
             )
     return out
+
+
+def _timed_on(f: dict, timed_on: dict | None) -> str:
+    """Which of the script's calls the steady state stands for, when they did not all look alike."""
+    if not timed_on or f.get("distinct_shapes", 1) <= 1:
+        return ""
+    return (
+        f"; timed on inputs {timed_on['shapes']}, the most frequent shapes "
+        f"({timed_on['calls']} of {f['calls']} calls)"
+    )
 
 
 def _memory_lines(result: dict) -> list[str]:

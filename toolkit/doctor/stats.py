@@ -177,6 +177,7 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
             },
             "work": benches[0].get("work"),
             "load": benches[0].get("load"),
+            "timed_on": benches[0].get("timed_on"),
             "compiles_during": sum(b.get("compiles_during") or 0 for b in benches),
             "cpu_speedup": _r(_ratio(cpu_pairs), 3),
             "cpu_speedup_interval": [_r(cpu_iv[0], 3), _r(cpu_iv[1], 3)] if cpu_iv else None,
@@ -223,7 +224,8 @@ def _function_row(row: dict) -> dict:
     """One compiled object's row: steady state, its interval and verdict, compile time over rounds."""
     rec = row["rec"]
     eager_ms, compiled_ms, timing = _steady(row)
-    compile_s = _median([r["compile_s"] for r in row["compiled"]])
+    per_round = [r["compile_s"] for r in row["compiled"] if r["compile_s"] is not None]
+    compile_s = _median(per_round)
     calls = (row["compiled"] or row["eager"] or [{"calls": 0}])[0]["calls"]
     # from the reported (rounded) times, so the JSON keeps speedup == eager_ms / compiled_ms exactly
     eager_ms, compiled_ms = _r(eager_ms), _r(compiled_ms)
@@ -242,6 +244,8 @@ def _function_row(row: dict) -> dict:
         "eager_ms": _r(eager_ms),
         "compiled_ms": _r(compiled_ms),
         "compile_s": _r(compile_s, 3),
+        # one compile per round: its spread over --rounds is the only interval compile time has
+        "compile_s_range": [_r(min(per_round), 3), _r(max(per_round), 3)] if len(per_round) > 1 else None,
         "speedup": _r(speedup, 3),
         "break_even_calls": break_even(compile_s, eager_ms, compiled_ms),
         "speedup_interval": [_r(iv[0], 3), _r(iv[1], 3)] if iv else None,
