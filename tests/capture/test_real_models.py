@@ -4,6 +4,9 @@ compilation metrics in the session's TORCH_TRACE (plain JSON parsing here, not f
 
 - a tiny HF Llama (GPT-2 and BERT under -m slow) from its config, keyword inputs, two sequence
   lengths in training, then validation under torch.no_grad();
+- HF generate() with a compiled forward (the HF docs' recipe): prefill, decode, a growing KV cache;
+- eleven more HF architectures (Mistral, Qwen2/3, Gemma/2, Phi, Mixtral, OPT, GPT-NeoX, T5, BART)
+  under -m slow;
 - torch.compile(nn.Sequential(...)) in a DataLoader train/eval loop;
 - torch.compile(DDP(model)) on 2 gloo ranks, which captures no graph at all on this setup.
 """
@@ -115,6 +118,52 @@ def test_hf_gpt2_bert_keyword_inputs(tmp_path, arch):
     _check_against_torch(proc, report, tmp_path / "session", "hf_kwargs.py")
     assert _cause(report, "size")["subject"] == "input `input_ids`, dim 1"
     _cause(report, "grad_mode")
+
+
+# each architecture's first size guard, as torch names it, must be the report's size cause
+_SIZE_GUARD = re.compile(r"tensor '(?:kwargs|L)\['(?P<name>\w+)'\]' size mismatch at index (?P<dim>\d+)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "arch", ["mistral", "qwen2", "qwen3", "gemma", "gemma2", "phi", "mixtral", "opt", "neox", "t5", "bart"]
+)
+def test_more_hf_architectures(tmp_path, arch):
+    proc, report = _run(tmp_path, "hf_more.py", arch)
+    _check_against_torch(proc, report, tmp_path / "session", "hf_more.py")
+    first = _SIZE_GUARD.search(proc.stderr)
+    assert _cause(report, "size")["subject"] == f"input `{first['name']}`, dim {first['dim']}"
+    _cause(report, "grad_mode")
+    assert all(g["function"].endswith(".forward") and g["function"][0].isupper() for g in report["graphs"])
+
+
+def test_hf_generate_with_a_compiled_forward(tmp_path):
+    # the HF docs' recipe: model.forward = torch.compile(model.forward), then generate(); prefill and
+    # one-token decode steps recompile, and then the growing KV cache does
+    proc, report = _run(tmp_path, "hf_generate.py", "llama")
+    _check_against_torch(proc, report, tmp_path / "session", "hf_generate.py")
+    src = (REAL / "hf_generate.py").read_text().splitlines()
+    call = next(i for i, s in enumerate(src, 1) if "= model.generate(" in s)
+    assert {(g["function"], g["line"]) for g in report["graphs"]} == {("LlamaForCausalLM.forward", call)}
+    cache = [c for c in report["recompile_causes"] if "cache" in c["guard"]]
+    assert cache, "torch's KV-cache guard is not among the causes"
+    for c in cache:
+        assert 'cache_implementation="static"' in c["fix"] and "drop_last" not in c["fix"]
+    seq = next(c for c in report["recompile_causes"] if "kwargs['input_ids']" in c["guard"])
+    assert seq["subject"] == "input `input_ids`, dim 1" and seq["values"] == ["8", "1"]
+
+
+def test_hf_generate_on_the_compiled_module_compiles_nothing_and_says_why(tmp_path):
+    # `torch.compile(model).generate(...)`: generate is the original module's method, reached
+    # through the compiled object, so nothing is compiled; torch's own records: not one dynamo_start
+    proc, report = _run(tmp_path, "hf_generate.py", "llama", "module")
+    assert not _trace_records(tmp_path / "session", "dynamo_start")
+    src = (REAL / "hf_generate.py").read_text().splitlines()
+    call = next(i for i, s in enumerate(src, 1) if "= compiled.generate(" in s)
+    (head,) = [h for h in report["headlines"] if h["kind"] == "no_graph"]
+    assert "`compiled.generate(...)` at " in head["fix"]
+    assert f"hf_generate.py:{call} runs the original module" in head["fix"]
+    assert "model.compile()" in head["fix"]
 
 
 def test_sequential_in_a_dataloader_train_eval_loop(tmp_path):

@@ -72,3 +72,21 @@ def test_limit_hit_is_mentioned_in_the_fix():
     (cause,) = root_causes(rcs, [RecompileLimitHit("0/3", None, "f", "m.py", 3, 2)])
     assert cause.values == ("0", "1") and cause.count == 2
     assert "recompile limit" in cause.fix and "dynamic=True" in cause.fix
+
+
+def test_size_fix_fits_the_tensor_that_changed():
+    # guard lines as torch 2.13 logged them for HF generate() with a compiled forward (prefill,
+    # then one-token decode steps growing the KV cache), and a sequence-length change in training
+    kv = "0/1: tensor 'kwargs['cache'].layers[0].keys' size mismatch at index 2. expected 8, actual 9"
+    rcs = [
+        _rc("0/1", "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 8, actual 1"),
+        _rc("0/2", kv, "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 8, actual 1"),
+    ]
+    by_subject = {c.subject: c for c in root_causes(rcs)}
+    cache = by_subject["input `cache.layers[0].keys`, dim 2"]
+    assert 'cache_implementation="static"' in cache.fix and "drop_last" not in cache.fix
+    assert "mark_dynamic" not in cache.fix  # the user never holds the cache tensor generate() makes
+    seq = by_subject["input `input_ids`, dim 1"]
+    assert "mark_dynamic(input_ids, 1)" in seq.fix and "drop_last" not in seq.fix  # not a batch dim
+    (batch,) = root_causes([_rc("0/1", "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 2")])
+    assert "drop_last=True" in batch.fix and "mark_dynamic(x, 0)" in batch.fix

@@ -4,6 +4,7 @@ Timings are never compared with thresholds, except where the gap is structural (
 same ops as eager plus Dynamo's per-graph overhead, so with tiny tensors it cannot be faster).
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -239,3 +240,17 @@ def test_compiled_run_that_fails_is_the_top_finding(doctored):
     assert (top["file"], top["line"]) == (str(SCRIPTS / "bad_backend.py"), 5)
     assert "fxlens bisect" in top["fix"]
     assert not [f for f in result["findings"] if f["kind"] == "never_called"]
+
+
+def test_generate_on_the_compiled_module_is_named_as_the_reason_nothing_ran_compiled(doctor_root):
+    # `compiled = torch.compile(model); compiled.generate(...)`: generate is the original module's
+    # method, so the compiled forward is never called (the probe counts its calls: 0)
+    script = Path(__file__).parents[1] / "capture" / "scripts" / "real" / "hf_generate.py"
+    call = next(i for i, s in enumerate(script.read_text().splitlines(), 1) if "= compiled.generate(" in s)
+    proc = fxlens("doctor", "--budget", "0", "--json", "-", script, "llama", "module", env_root=doctor_root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    (row,) = result["functions"]
+    assert row["calls"] == 0 and row["timing"]["why"] == "never called in this run"
+    (f,) = [f for f in result["findings"] if f["kind"] == "never_called"]
+    assert f"hf_generate.py:{call} runs the original module" in f["fix"] and "model.compile()" in f["fix"]

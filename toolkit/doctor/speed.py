@@ -12,6 +12,7 @@ from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.interval import fmt_speedup, is_busy, verdict
 from fxlens.doctor.render import inconclusive_why, load_phrase, rerun_advice
+from fxlens.report.headlines import bypass_fix
 
 # eager slower than this many times the time its work takes on a core of its own is implausible
 IMPLAUSIBLE_FACTOR = 4.0
@@ -21,12 +22,15 @@ WAITING_SHARE = 0.5
 
 def _never_called(row: dict) -> dict:
     fn, at = row["function"], row["compiled_at"]
+    # `compiled.generate(...)`: the script did use the object torch.compile returned, through a
+    # method of the original module that never reaches the compiled forward
+    bypass = bypass_fix(at["file"], at["line"])
     return _finding(
         "never_called",
         f"`{fn}` is compiled at {_loc(at['file'], at['line'])} but never called in this run",
         at["file"],
         at["line"],
-        "call the object torch.compile returned (not the original), or remove the torch.compile call",
+        bypass or "call the object torch.compile returned (not the original), or remove the torch.compile call",
         0.0,
         fn,
     )

@@ -232,6 +232,8 @@ def _function_row(row: dict) -> dict:
     speedup = eager_ms / compiled_ms if eager_ms is not None and compiled_ms else None
     iv = timing.pop("interval")
     samples = timing.pop("samples")
+    if not calls and timing.get("method") == "separate_runs":
+        timing["why"] = "never called in this run"
     said, disagreement = judge(iv, timing.get("cpu_speedup_interval"))
     if disagreement:
         timing["disagreement"] = disagreement

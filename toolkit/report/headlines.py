@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -89,7 +91,56 @@ def _no_graph(report: dict, session) -> dict | None:
         fix = (
             "call the compiled function (the object torch.compile returned), and check TORCH_COMPILE_DISABLE"
         )
+        fix = next((f for c in calls if (f := bypass_fix(c.get("file"), c.get("line")))), fix)
     return {"kind": "no_graph", "message": message, "fix": fix}
+
+
+def bypass_fix(file: str | None, line: int | None) -> str | None:
+    """The fix when the object torch.compile returned at FILE:LINE is used through a method of the
+    original module (`compiled.generate(...)`), so none of it runs compiled; None when it is not."""
+    bypass = _bypassing_call(file, line)
+    if not bypass:
+        return None
+    name, method, at, path = bypass
+    return (
+        f"`{name}.{method}(...)` at {short_path(path)}:{at} runs the original module: the object "
+        f"torch.compile returns compiles only its own calls (forward), and `.{method}` is the "
+        f"module's method, reached through it uncompiled; compile what `{method}` calls instead: "
+        f"`model.compile()` (in place), or `model.forward = torch.compile(model.forward)`, then "
+        f"call `model.{method}(...)`"
+    )
+
+
+# `name = torch.compile(...)` on the line torch.compile was called from
+_ASSIGNED = re.compile(r"^\s*(?P<name>[A-Za-z_][\w.]*)\s*=\s*torch\.compile\(")
+# nn.Module's bookkeeping, reached through the compiled object without computing anything
+_BOOKKEEPING = {
+    "forward", "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules",
+    "children", "named_children", "state_dict", "load_state_dict", "train", "eval", "to", "cpu", "cuda",
+    "half", "float", "double", "bfloat16", "zero_grad", "requires_grad_", "apply", "compile", "get_submodule",
+}  # fmt: skip
+MAX_SCRIPT_BYTES = 4 << 20
+
+
+def _bypassing_call(file: str | None, line: int | None) -> tuple[str, str, int, str] | None:
+    """(name, method, line, file) of the first `name.method(` after `name = torch.compile(...)` at
+    FILE:LINE that calls a method of the original module rather than the compiled object
+    (`compiled.generate(...)`): the classic way to compile a model and run none of it compiled."""
+    try:
+        if not file or not line or os.path.getsize(file) > MAX_SCRIPT_BYTES:
+            return None
+        lines = Path(file).read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    m = _ASSIGNED.match(lines[line - 1]) if 0 < line <= len(lines) else None
+    if not m:
+        return None
+    use = re.compile(rf"(?<![\w.]){re.escape(m['name'])}\.(\w+)\(")
+    for i, text in enumerate(lines[line:], line + 1):
+        for method in use.findall(text.split("#", 1)[0]):
+            if method not in _BOOKKEEPING and not method.startswith("_"):
+                return m["name"], method, i, file
+    return None
 
 
 def _eager_frames(report: dict) -> list[dict]:

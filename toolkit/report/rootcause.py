@@ -8,6 +8,7 @@ storm reads "input `x`, dim 0 took values 8, 5, 3".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -23,9 +24,7 @@ CAUSES: dict[str, tuple[str, str]] = {
     "size": (
         "input {name}, dim {dim}",
         "one recompile on a new size is expected: torch then compiles that dim as dynamic (automatic "
-        "dynamic shapes); if sizes keep changing, mark it dynamic before the first call "
-        "(`torch._dynamo.mark_dynamic({t}, {dim})`), pad to a few fixed lengths, or for the last short "
-        "batch of a DataLoader pass `drop_last=True`",
+        "dynamic shapes); if sizes keep changing, ",
     ),
     "size_one": (
         "size 1 of {name}, dim {dim}",
@@ -254,15 +253,8 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         if others:
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
     fix = format_for_guard(fix_t, guard)
-    if kind == "size" and len(g["values"]) > 2:  # a third size: the dim stayed static
-        fix = (
-            "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): "
-            + format_for_guard(
-                "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`), pad "
-                "to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`",
-                guard,
-            )
-        )
+    if kind == "size":
+        fix = _size_fix(guard, fix, third=len(g["values"]) > 2)
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
     return RecompileCause(
@@ -279,6 +271,34 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         guard=guard.text,
         hint=guard.hint,
     )
+
+
+# a tensor of a KV cache, as torch names its source (`kwargs['past_key_values'].layers[0].keys`,
+# `...key_cache[0]`): it grows by one token per decoding step
+_KV_CACHE = re.compile(r"past_key_value|cache|\.(keys|values)\b", re.I)
+
+
+def _size_fix(guard: FailedGuard, automatic: str, third: bool) -> str:
+    """What to do about a size change, for the tensor it is: a KV cache (generation), a batch
+    dim (a DataLoader's short last batch) or another dim (sequence lengths)."""
+    if guard.source and _KV_CACHE.search(guard.source):
+        return (
+            "the KV cache grows by one token at every decoding step: "
+            + ("" if third else "one recompile is expected, then torch compiles that dim as dynamic; ")
+            + "to compile one graph for every step, give generation a static cache (HF: "
+            "`model.generate(..., cache_implementation=\"static\")`)"
+        )
+    todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
+    todo += (
+        ", pad to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`"
+        if str(guard.dim or 0) == "0"
+        else " or pad to a few fixed lengths"
+    )
+    if third:  # a third size: the dim stayed static
+        return "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): " + (
+            format_for_guard(todo, guard)
+        )
+    return automatic + format_for_guard(todo, guard)
 
 
 def root_causes(
