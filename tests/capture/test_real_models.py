@@ -4,6 +4,7 @@ compilation metrics in the session's TORCH_TRACE (plain JSON parsing here, not f
 
 - a tiny HF Llama (GPT-2 and BERT under -m slow) from its config, keyword inputs, two sequence
   lengths in training, then validation under torch.no_grad();
+- HF Llama trained with gradient checkpointing: frames torch gives up on inside transformers;
 - HF generate() with a compiled forward (the HF docs' recipe): prefill, decode, a growing KV cache;
 - eleven more HF architectures (Mistral, Qwen2/3, Gemma/2, Phi, Mixtral, OPT, GPT-NeoX, T5, BART)
   under -m slow;
@@ -164,6 +165,26 @@ def test_hf_generate_on_the_compiled_module_compiles_nothing_and_says_why(tmp_pa
     assert "`compiled.generate(...)` at " in head["fix"]
     assert f"hf_generate.py:{call} runs the original module" in head["fix"]
     assert "model.compile()" in head["fix"]
+
+
+def test_frames_torch_gave_up_on_inside_transformers_are_named_as_torch_compiled_them(tmp_path):
+    # gradient checkpointing: torch gives up on transformers' frames (breaks it cannot resume); the
+    # headline names the frame torch compiled (its compilation_metrics: co_name, co_filename,
+    # co_firstlineno), called from the user's line, never the user's `<module>`
+    proc, report = _run(tmp_path, "hf_checkpointing.py")
+    metrics = {m["compile_id"]: m for m in _trace_records(tmp_path / "session", "compilation_metrics")}
+    src = (REAL / "hf_checkpointing.py").read_text().splitlines()
+    call = next(i for i, s in enumerate(src, 1) if "compiled(input_ids" in s)
+    assert report["eager_frames"], "torch gave up on no frame: the script no longer shows the case"
+    heads = [h for h in report["headlines"] if h["kind"] == "eager_frame"]
+    assert len(heads) == len(report["eager_frames"])
+    for e, h in zip(report["eager_frames"], heads):
+        m = metrics[e["compile_id"]]
+        assert e["frame"]["function"] == m["co_name"] and m["co_filename"].endswith(e["frame"]["file"])
+        assert e["frame"]["line"] == m["co_firstlineno"]
+        assert f"frame `{m['co_name']}` ({e['frame']['file']}:{m['co_firstlineno']}, called from " in h["message"]
+        assert f"hf_checkpointing.py:{call})" in h["message"] and "<module>" not in h["message"]
+        assert e["library"] and "not your code" in h["fix"] and "move that call" not in h["fix"]
 
 
 def test_sequential_in_a_dataloader_train_eval_loop(tmp_path):

@@ -19,6 +19,7 @@ from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
+from fxlens.trace.userframes import is_user_file, library_path
 
 REPORT_VERSION = 1
 
@@ -124,9 +125,15 @@ def _failures(session: Session) -> list[dict]:
 
 
 def _eager_frames(session: Session) -> list[dict]:
-    """Frames torch gave up on: from that compile on, they run eagerly (one event, counted once)."""
+    """Frames torch gave up on: from that compile on, they run eagerly (one event, counted once).
+
+    `function`/`file`/`line` place the break in the user's code (the call line when it is in a
+    library, which `library` then names); `frame` is the frame torch compiled and gave up on, from
+    its compilation metrics: a library's `wrapper`, not the user's `<module>` that called it."""
+    compiled = {(m.rank, m.compile_id): m for m in session.metrics}
     out = []
     for b in _skipped_breaks(session).values():
+        m = compiled.get((b.rank, b.compile_id))
         out.append(
             {
                 "compile_id": b.compile_id,
@@ -138,6 +145,14 @@ def _eager_frames(session: Session) -> list[dict]:
                 "explanation": b.explanation,
                 "source": b.source,
                 "library": _frame(b.library),
+                "hints": list(b.hints or ()),
+                "frame": None
+                if m is None
+                else {
+                    "function": m.co_name or m.function,
+                    "file": m.code_file if is_user_file(m.code_file) else library_path(m.code_file),
+                    "line": m.code_line,
+                },
             }
         )
     return out

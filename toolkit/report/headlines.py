@@ -147,13 +147,28 @@ def _eager_frames(report: dict) -> list[dict]:
     out = []
     for e in report.get("eager_frames", []):
         where = f"{short_path(e['file'])}:{e['line']}" if e["file"] else "?"
+        frame, lib = e.get("frame"), e.get("library")
+        if frame and frame["file"] != e["file"]:
+            # the frame torch gave up on is a library's, called from the user's line
+            name = f"`{frame['function']}` ({short_path(frame['file'])}:{frame['line']}, called from {where})"
+        else:
+            name = f"`{(frame or e)['function']}` ({where})"
+        at = f"{lib['file']}:{lib['line']}" if lib else where
+        fix = (
+            "move that call out of the compiled function (or out of the with/try block it is in, which "
+            "torch cannot resume a graph across)"
+        )
+        if lib:  # the code that broke is the library's: the user cannot move it, torch's hint may help
+            hint = (e.get("hints") or [None])[0]
+            fix = f"the break is in {lib['file']}, not your code; " + (
+                f"torch's hint: {hint}" if hint else "compile the code around that call instead"
+            )
         out.append(
             {
                 "kind": "eager_frame",
-                "message": f"frame {e['function']} runs eagerly from compile {e['compile_id']} on: "
-                f"torch could not resume after `{e['reason']}` at {where}",
-                "fix": "move that call out of the compiled function (or out of the with/try block it is "
-                "in, which torch cannot resume a graph across)",
+                "message": f"frame {name} runs eagerly from compile {e['compile_id']} on: torch could not "
+                f"resume after `{e['reason']}` at {at}",
+                "fix": fix,
             }
         )
     return out

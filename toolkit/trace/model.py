@@ -363,6 +363,8 @@ def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
         restart_reasons=tuple(str(r) for r in (m.get("restart_reasons") or []) if r),
         fail_user_file=str(m.get("fail_user_frame_filename") or ""),
         fail_user_line=int(m.get("fail_user_frame_lineno") or 0),
+        code_file=str(m.get("co_filename") or ""),
+        code_line=int(m.get("co_firstlineno") or 0),
     )
 
 

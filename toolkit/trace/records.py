@@ -104,6 +104,10 @@ class CompileMetrics:
     restart_reasons: tuple[str, ...] = ()
     fail_user_file: str = ""
     fail_user_line: int = 0
+    # the compiled frame's own code (torch's co_filename, co_firstlineno): `file`/`line` above are the
+    # user's place for it, which for a library frame is the user's call line
+    code_file: str = ""
+    code_line: int = 0
 
 
 @dataclass(frozen=True)
