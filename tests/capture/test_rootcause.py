@@ -25,6 +25,7 @@ from fxlens.trace.records import Recompile, RecompileLimitHit
         ("0/0: L['k'] == 0", "value", "L['k']", ("0", "")),
         ("0/0: k == 0", "value", "k", ("0", "")),
         ("0/0: len(L['xs']) == 3", "length", "L['xs']", ("3", "")),
+        ("0/2: not args", "length", "args", ("", "")),
         ("0/0: ___check_obj_id(L['fn'], 140234)", "identity", "L['fn']", ("", "")),
         ("0/0: something torch invents next", "other", "", ("", "")),
     ],
@@ -90,3 +91,14 @@ def test_size_fix_fits_the_tensor_that_changed():
     assert "mark_dynamic(input_ids, 1)" in seq.fix and "drop_last" not in seq.fix  # not a batch dim
     (batch,) = root_causes([_rc("0/1", "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 2")])
     assert "drop_last=True" in batch.fix and "mark_dynamic(x, 0)" in batch.fix
+
+
+def test_a_guard_in_library_code_is_not_the_users_to_change():
+    # torch's comment names where the guard came from: transformers' code (a path under
+    # site-packages), or the user's own file (torch shortens it: `mp/g/kinds.py`)
+    lib = "0/0: len(args) == 1  # func_name = f(args)  # transformers/utils/deprecation.py:131 in wrapped_func"
+    user = "0/0: len(xs) == 2  # def lst(xs): return sum(xs)  # mp/g/kinds.py:26 in lst"
+    (c_lib,) = root_causes([_rc("0/1", lib)])
+    (c_user,) = root_causes([_rc("0/1", user)])
+    assert "the guard is in transformers/utils/deprecation.py:131, a library's code" in c_lib.fix
+    assert "pad it to a fixed length" in c_user.fix and "library" not in c_user.fix

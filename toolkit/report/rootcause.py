@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard, tensor_hint
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
-from fxlens.trace.userframes import short_path
+from fxlens.trace.userframes import is_library_code, short_path
 
 # What each kind of failed guard means and what to change, one row per kind (the patterns that
 # read torch's text are fxlens.trace.guards.RULES). {name}: the user's name for the guarded source
@@ -255,6 +255,12 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
     fix = format_for_guard(fix_t, guard)
     if kind == "size":
         fix = _size_fix(guard, fix, third=len(g["values"]) > 2)
+    elif kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
+        fix = (
+            f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
+            "one compile per distinct way the library calls that frame is expected; only if the frame "
+            "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
+        )
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
     return RecompileCause(
@@ -272,6 +278,10 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         hint=guard.hint,
     )
 
+
+# kinds that guard what a frame's own code did with its arguments (their count, type, identity, a
+# Python value): when that code is a library's, the fix cannot be to change it
+_CODE_KINDS = {"length", "type", "identity", "value", "none", "module_attr", "other"}
 
 # a tensor of a KV cache, as torch names its source (`kwargs['past_key_values'].layers[0].keys`,
 # `...key_cache[0]`): it grows by one token per decoding step

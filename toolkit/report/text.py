@@ -168,11 +168,16 @@ def _failure_lines(report: dict) -> list[str]:
     if report.get("eager_frames"):
         out.append("Frames torch gave up on (they run eagerly from that compile on):")
         for e in report["eager_frames"]:
-            out.append(
-                f"  {e['compile_id']}  {e['function']} ({_loc(e['file'], e['line'])})  {clip(e['reason'], 100)}"
-            )
+            frame = e.get("frame")
+            name = f"{e['function']} ({_loc(e['file'], e['line'])})"
+            if frame and frame["file"] != e["file"]:  # a library's frame, called from the user's line
+                name = f"{frame['function']} ({frame['file']}:{frame['line']}, called from {_loc(e['file'], e['line'])})"
+            out.append(f"  {e['compile_id']}  {name}  {clip(e['reason'], 100)}")
             if e.get("source"):
                 out.append(f"    {e['source']}")
+            if e.get("library"):
+                lib = e["library"]
+                out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']})  `{lib['code']}`")
             if e.get("explanation"):
                 out.append(f"    why: {clip(e['explanation'], 200)}")
         out.append("")

@@ -199,6 +199,8 @@ RULES: list[Rule] = [
     ),
     # len(L['x']) == 3 / len(d) != 1
     Rule("length", re.compile(r"^len\((?P<src>.+)\) (?:==|!=) (?P<exp>\d+)$")),
+    # not args: a tuple, list or dict that was empty (a wrapper's *args, **kwargs)
+    Rule("length", re.compile(rf"^not {_SRC}$")),
     # L['k'] == 0 / k == 2.5 / mode == 'a' / cfg.flag == True
     Rule("value", re.compile(rf"^{_SRC} == (?P<exp>.+)$")),
     # x is None / x is not None

@@ -143,3 +143,15 @@ def library_path(path: str) -> str:
         if p.startswith(root):
             return p[len(root) :]
     return p
+
+
+def is_library_code(path: str) -> bool:
+    """Whether a file named in one of torch's guard comments is a library's. torch writes those
+    relative to the package root (`transformers/utils/deprecation.py`) or shortened (`mp/g/kinds.py`
+    for the user's own file): a relative path is a library's when it exists under a library root."""
+    if not path or path.startswith("<"):
+        return False
+    p = path.replace("\\", "/")
+    if p.startswith("/"):
+        return not is_user_file(p)
+    return any(os.path.isfile(root + p) for root in _LIBRARY_ROOTS)
