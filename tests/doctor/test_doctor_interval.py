@@ -209,3 +209,39 @@ def test_too_few_pairs_says_which_budget_would_do():
     ]
     assert "3 sample(s) a side, fewer than the 12" in inc["message"] and "`--budget 18`" in inc["message"]
     assert "--budget 18 SCRIPT" in inc["fix"]
+
+
+def _slow_eager_row(cpu_share: float, fastest_ms: float) -> dict:
+    # what doctor measured for a tiny HF Llama on a loaded 2-core box: a median of 87.5 ms a call
+    # eager for 178 torch calls whose bound on a core of its own is 9.76 ms, CPU / wall 1.02, and
+    # single calls from 2.4 ms (no stall) to 160 ms (stalled)
+    return {
+        "function": "LlamaForCausalLM.forward",
+        "compiled_at": {"file": "train.py", "line": 44},
+        "eager_ms": 87.5,
+        "timing": {
+            "work": {"quiet_bound_ms": 9.76, "torch_calls": 178, "flops": 319_000, "bytes_out": 203_000},
+            "cpu_share": {"eager": cpu_share, "compiled": cpu_share},
+            "fastest_ms": {"eager": fastest_ms, "compiled": 2.3},
+        },
+    }
+
+
+def test_slow_eager_is_called_python_only_when_every_call_was_slow_on_a_core_of_its_own():
+    from fxlens.doctor.speed import _implausible_eager
+
+    busy = {"average": 2.4, "cores": 2}
+    # the measured case: CPU / wall 1.02 (intra-op threads spin on CPU while stalled), but the
+    # fastest calls fit the bound: stalls, the machine's, not the function's
+    stalled = _implausible_eager(_slow_eager_row(1.02, 2.4), busy)
+    assert stalled["kind"] == "eager_implausibly_slow"
+    assert "fastest calls took 2.4 ms, so the rest is stalls" in stalled["message"]
+    assert "inflated" in stalled["message"] and "rerun" in stalled["fix"]
+    # every call slow, with the CPU: Python between the torch calls
+    own = _implausible_eager(_slow_eager_row(1.01, 80.0), busy)
+    assert own["kind"] == "eager_python_overhead"
+    assert "not the machine" in own["message"] and "inflated" not in own["message"]
+    assert "rerun" not in own["fix"]
+    # waiting for a core
+    waited = _implausible_eager(_slow_eager_row(0.19, 80.0), busy)
+    assert waited["kind"] == "eager_implausibly_slow" and "ran only 19%" in waited["message"]

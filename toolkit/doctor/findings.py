@@ -33,6 +33,7 @@ KINDS = (
     "graph_break",
     "dynamic_unneeded",
     "eager_implausibly_slow",
+    "eager_python_overhead",
     "timing_inconclusive",
     "never_called",
 )

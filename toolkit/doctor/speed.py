@@ -18,6 +18,8 @@ from fxlens.report.headlines import bypass_fix
 IMPLAUSIBLE_FACTOR = 4.0
 # a process that got less than this share of the wall time while eager ran was waiting for a core
 WAITING_SHARE = 0.5
+# at or above this share the process had a core while eager ran: a slow eager is its own Python
+BUSY_CPU_SHARE = 0.8
 
 
 def _never_called(row: dict) -> dict:
@@ -119,6 +121,26 @@ def _implausible_eager(row: dict, load: dict) -> dict | None:
     msg = f"eager `{fn}` takes {e:.4g} ms per call"
     if slow:
         msg += f" for work ({what}) that takes under {bound:.3g} ms on a core of its own"
+    fastest = (t.get("fastest_ms") or {}).get("eager")
+    if slow and fastest is not None and fastest <= IMPLAUSIBLE_FACTOR * bound:
+        # some calls ran within the bound: the slow median is stalls, not the function's own work (the
+        # CPU share cannot tell: intra-op threads spin-wait on CPU while the busy machine stalls them)
+        msg += f"; its fastest calls took {fastest:.3g} ms, so the rest is stalls"
+    elif slow and share is not None and share >= BUSY_CPU_SHARE:
+        # every call was slow and the process had a core: the time is its own, spent in Python
+        # between the torch calls (a model's hooks, decorators, input checks): what compiling removes
+        return _finding(
+            "eager_python_overhead",
+            msg + f"; every call was that slow and the process had the CPU (process CPU / wall "
+            f"{share:.2f}), so the rest is Python between the torch calls (the model's own code, hooks, "
+            "decorators), not the machine",
+            at["file"],
+            at["line"],
+            "nothing to fix in the measurement: that overhead is what torch.compile removes, and the "
+            "speedup includes it; in eager, fewer Python layers per call (hooks, wrappers) cut it",
+            0.0,
+            fn,
+        )
     if waiting:
         msg += f"; the process ran only {share:.0%} of that time"
     busy = is_busy(load)

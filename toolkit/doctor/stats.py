@@ -178,6 +178,8 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
             "work": benches[0].get("work"),
             "load": benches[0].get("load"),
             "timed_on": benches[0].get("timed_on"),
+            # the fastest block of each mode: what a call costs when nothing stalls it
+            "fastest_ms": {"eager": min(p[0] for p in pairs), "compiled": min(p[1] for p in pairs)},
             "compiles_during": sum(b.get("compiles_during") or 0 for b in benches),
             "cpu_speedup": _r(_ratio(cpu_pairs), 3),
             "cpu_speedup_interval": [_r(cpu_iv[0], 3), _r(cpu_iv[1], 3)] if cpu_iv else None,
