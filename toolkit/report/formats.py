@@ -25,7 +25,7 @@ from fxlens.report.document import (
 )
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.text import failure_head
+from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, on_ranks
 from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph

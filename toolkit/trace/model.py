@@ -329,6 +329,22 @@ def _first_lines(items: list[str]) -> list[str]:
 
 
 _CACHES = ("inductor_fx_local", "inductor_fx_remote", "aotautograd_local", "aotautograd_remote")
+# (stage, compilation_metrics key in microseconds): the stages tlparse shows, in pipeline order
+_STAGES = (
+    ("dynamo", "dynamo_cumulative_compile_time_us"),
+    ("aot_autograd", "aot_autograd_cumulative_compile_time_us"),
+    ("inductor", "inductor_cumulative_compile_time_us"),
+    ("code_gen", "inductor_code_gen_cumulative_compile_time_us"),
+    ("triton", "triton_compile_time_us"),
+)
+
+
+def _stages(m: dict, bwd: dict) -> tuple[tuple[str, float], ...]:
+    """torch's per-stage times of a compile, seconds, and its backward graph's compile."""
+    out = [(name, round(v * 1e-6, 4)) for name, key in _STAGES if (v := _float(m.get(key)))]
+    if v := _float(bwd.get("backward_cumulative_compile_time_us")):
+        out.append(("backward", round(v * 1e-6, 4)))
+    return tuple(out)
 
 
 def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
@@ -363,6 +379,7 @@ def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
         restart_reasons=tuple(str(r) for r in (m.get("restart_reasons") or []) if r),
         fail_user_file=str(m.get("fail_user_frame_filename") or ""),
         fail_user_line=int(m.get("fail_user_frame_lineno") or 0),
+        stages=_stages(m, bwd),
     )
 
 

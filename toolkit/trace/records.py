@@ -104,6 +104,9 @@ class CompileMetrics:
     restart_reasons: tuple[str, ...] = ()
     fail_user_file: str = ""
     fail_user_line: int = 0
+    # (stage, seconds): torch's cumulative per-stage times (dynamo, aot_autograd, inductor, code_gen,
+    # triton) and the backward graph's compile, in pipeline order; only the stages torch recorded
+    stages: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
