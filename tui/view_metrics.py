@@ -23,7 +23,7 @@ def _s(v: float | None) -> str:
 
 
 def _cache_cell(cache: dict | None) -> str:
-    """"hit", "miss", "2/1" (hits/misses over torch's caches), or "-" when none was consulted."""
+    """ "hit", "miss", "2/1" (hits/misses over torch's caches), or "-" when none was consulted."""
     hits = sum(c.get("hits") or 0 for c in (cache or {}).values())
     misses = sum(c.get("misses") or 0 for c in (cache or {}).values())
     if not hits and not misses:

@@ -150,12 +150,18 @@ def test_a_rank_whose_inductor_wrote_other_code_is_an_outlier(job_inductor_outli
     assert odd == [9]  # the ground truth, from the logs themselves
     # the graphs are the same on every rank: one row, all 16 ranks
     assert {(g["compile_id"], g["num_nodes"], tuple(g["ops"])) for g in report["graphs"]} == {
-        (report["graphs"][0]["compile_id"], report["graphs"][0]["num_nodes"], tuple(report["graphs"][0]["ops"]))
+        (
+            report["graphs"][0]["compile_id"],
+            report["graphs"][0]["num_nodes"],
+            tuple(report["graphs"][0]["ops"]),
+        )
     }
     groups = report["rank_groups"]["groups"]
     assert [g["ranks"] for g in groups] == [[r for r in range(16) if r != 9], [9]]
     d = groups[1]["first_divergence"]
     assert (d["compile_id"], d["function"], d["step"]) == ("0/0", "f", 1)
     mine, theirs = files[9][0], files[0][0]
-    assert f"inductor's output code differs ({mine[:12]}…" in d["cause"] and f"vs {theirs[:12]}…" in d["cause"]
+    assert (
+        f"inductor's output code differs ({mine[:12]}…" in d["cause"] and f"vs {theirs[:12]}…" in d["cause"]
+    )
     assert "!! rank 9: compile 0/0 of f: inductor's output code differs" in text

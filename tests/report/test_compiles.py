@@ -42,15 +42,6 @@ def _report(path: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Complet
     return proc, json.loads(out.read_text())
 
 
-@pytest.fixture(scope="session")
-def stages_trace(build_once) -> Path:
-    """compile_stages.py under aot_eager: a restart (graph break on print) and a failing backend."""
-    return (
-        build_once("compile-stages", lambda d: _trace("compile_stages.py", d / "trace", "aot_eager"))
-        / "trace"
-    )
-
-
 def test_failures_and_restarts_with_whole_reasons(stages_trace, tmp_path):
     proc, report = _report(stages_trace, tmp_path)
     events = {(e["function"], e["kind"]): e for e in report["failures_and_restarts"]}
@@ -119,12 +110,6 @@ def test_inductor_cache_miss_then_hit(tmp_path):
         assert "inductor" in row["stages_s"] or fx.get("hits")
         caches.append(cache_outcome(row["cache"]).get("inductor_fx_local"))
     assert caches == ["miss", "hit"]
-
-
-@pytest.fixture(scope="session")
-def specialize_trace(build_once) -> Path:
-    """specialize.py: `x.shape[0] == 8` under dynamic=True fixes x's dim 0 to 8."""
-    return build_once("specialize", lambda d: _trace("specialize.py", d / "trace")) / "trace"
 
 
 def test_specialization_with_the_guard_it_added_and_stacks(specialize_trace, tmp_path):

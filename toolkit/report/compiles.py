@@ -104,7 +104,9 @@ def compile_lines(report: dict) -> list[str]:
         return []
     out = ["Restarts (Dynamo analysed the frame again; whole reasons):"]
     for e in events[:TEXT_ROWS]:
-        ranks = f" on rank(s) {rank_ranges(e['ranks'], limit=6)}" if len(report.get("ranks") or []) > 1 else ""
+        ranks = (
+            f" on rank(s) {rank_ranges(e['ranks'], limit=6)}" if len(report.get("ranks") or []) > 1 else ""
+        )
         out.append(f"  {e['compile_id']} {e['function']}{ranks}")
         reason = [ln for ln in e["reason"].strip().split("\n") if ln.strip()]
         out += [f"    {ln}" for ln in reason[:6]]

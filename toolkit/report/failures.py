@@ -61,7 +61,7 @@ def failure_head(lines: list[str], most: int = 6) -> list[str]:
 
 
 def on_ranks(ranks: list, ranked: bool) -> str:
-    """" on ranks 0-999, 1001-1023" (" on rank 5") for a job of several ranks, else ""."""
+    """ " on ranks 0-999, 1001-1023" (" on rank 5") for a job of several ranks, else ""."""
     from fxlens.report.ranks import rank_ranges
 
     if not ranked:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from fxlens.report.failures import without_rank
 from fxlens.report.rootcause import CAUSES, format_for_guard
 from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.sanitize import clip
 from fxlens.trace.model import RankModel
+from fxlens.trace.sanitize import clip
 
 # outlier groups named one per line in the text report; the rest are counted (JSON has them all)
 TEXT_GROUPS = 8
@@ -114,11 +114,17 @@ def rank_steps(model: RankModel) -> tuple[Step, ...]:
 
 
 def _failure(m, rank: int | None) -> str:
-    """A failed compile's type and torch's first line of text, as far as it must match across ranks."""
+    """A failed compile's type and torch's whole text, as far as it must match across ranks (the
+    rank's own number and object ids taken out)."""
     if m is None or not m.fail_type:
         return ""
-    first = next((ln.strip() for ln in (m.fail_reason or "").split("\n") if ln.strip()), "")
-    return f"{m.fail_type}: {_IDS.sub('<id>', without_rank(first, rank))}" if first else m.fail_type
+    text = _IDS.sub("<id>", without_rank((m.fail_reason or "").strip(), rank))
+    return f"{m.fail_type}: {text}" if text else m.fail_type
+
+
+def _short(failure: str) -> str:
+    """A failure in one line: its type and torch's first lines, clipped."""
+    return clip(" ".join(failure.split()), 140)
 
 
 def _guard_change(guards: tuple[str, ...]) -> str:
@@ -135,7 +141,7 @@ def _guard_change(guards: tuple[str, ...]) -> str:
 def _describe(step: Step) -> str:
     """Why a compile that the normal ranks did not have happened, in one line."""
     if step.failure:
-        return f"compile of {step.function} failed ({clip(step.failure, 120)})"
+        return f"compile of {step.function} failed ({_short(step.failure)})"
     if step.kind == "recompile":
         return f"recompile of {step.function}, {_guard_change(step.failed_guards)}"
     if step.breaks:
@@ -150,7 +156,7 @@ def _difference(mine: Step, theirs: Step) -> str:
         return _describe(mine) + f" where the others ran compile {theirs.compile_id} of {theirs.function}"
     parts = []
     if mine.failure != theirs.failure:
-        parts.append(f"failed ({clip(mine.failure, 120)})" if mine.failure else "did not fail")
+        parts.append(f"failed ({_short(mine.failure)})" if mine.failure else "did not fail")
     if mine.failed_guards != theirs.failed_guards:
         parts.append(f"recompiled because {_guard_change(mine.failed_guards)}")
     if mine.breaks != theirs.breaks:
@@ -169,7 +175,7 @@ def _difference(mine: Step, theirs: Step) -> str:
 
 def _files(names: tuple[str, ...]) -> str:
     """Output files by name (a hash of the code), the hash cut to 12 characters."""
-    return ", ".join(n if len(n) <= 20 else f"{n[:12]}…{n[n.rfind('.'):]}" for n in names) or "none"
+    return ", ".join(n if len(n) <= 20 else f"{n[:12]}…{n[n.rfind('.') :]}" for n in names) or "none"
 
 
 def _kernel_change(mine: tuple, theirs: tuple) -> str:
