@@ -78,6 +78,13 @@ class MetricsView(ListView):
     def rows(self):
         metrics = [m for r in self.data.session.ranks for m in r.metrics]
         per = self._per_compile()
+        # on a job the same compile id is a row per rank: the rank is what tells them apart
+        ranked = len(self.data.session.ranks) > 1
+        self.priority = (
+            ("compile id", "rank", *(c for c in type(self).priority if c not in ("compile id", "rank")))
+            if ranked
+            else type(self).priority
+        )
         top = max((m.total_s or 0.0 for m in metrics), default=0.0) or 1.0
         out = []
         for m in metrics:
