@@ -112,7 +112,8 @@ class MetricsView(ListView):
     def _stages(self, rank: int | None, cid: str) -> list[tuple[str, float]]:
         c = self.data.compile(rank, cid)
         recs = [r for r in c.records if r.kind == "compilation_metrics"] if c else []
-        return _stage_times(recs[-1].meta.get("compilation_metrics") or {}) if recs else []
+        # the record's metadata is on disk once the model read it (Record.full_meta reads it back)
+        return _stage_times(recs[-1].full_meta().get("compilation_metrics") or {}) if recs else []
 
     def detail(self, key: str) -> str:
         rank_s, cid = key.split("|", 1)

@@ -43,7 +43,10 @@ def test_1024_failing_ranks_are_two_blocks(job_failing_1024, tmp_path):
     report = json.loads(out.read_text())
     # JSON: one entry per rank, each with its own text
     assert sorted(f["rank"] for f in report["failures"]) == list(range(1024))
-    assert {f["rank"]: next(ln for ln in f["fail_reason"].split("\n") if "Error" in ln) for f in report["failures"]} == truth
+    assert {
+        f["rank"]: next(ln for ln in f["fail_reason"].split("\n") if "Error" in ln)
+        for f in report["failures"]
+    } == truth
     # text: one block for the 1023 ranks alike, one for rank 1000, and the whole report on a screen
     section = text.split("Compile failures:\n", 1)[1].split("\n\n", 1)[0]
     heads = [ln for ln in section.split("\n") if ln.startswith("  ") and not ln.startswith("    ")]

@@ -199,11 +199,17 @@ def _kernels(session: Session) -> list[dict]:
 
 
 def _guards(session: Session) -> list[dict]:
-    return [
-        {"compile_id": m.compile_id, "rank": m.rank, "guards": session.guards(m.compile_id, m.rank)}
-        for m in session.metrics
-        if m.guard_count
-    ]
+    """Each compile's guard lines; the same guards on many ranks are one list in memory (the JSON
+    still writes them per rank)."""
+    same: dict[str, list[str]] = {}
+    out = []
+    for m in session.metrics:
+        if m.guard_count:
+            lines = session.guards(m.compile_id, m.rank)
+            out.append(
+                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
+            )
+    return out
 
 
 def build_report(session: Session, with_guards: bool = True) -> dict:

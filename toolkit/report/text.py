@@ -269,7 +269,7 @@ def render_text(report: dict, limit: int = 20) -> str:
     Every string from the trace is shown with its control characters escaped (before the tables
     are laid out, so columns still line up), and the whole text once more as a backstop.
     """
-    report = clean(report)
+    report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
         *_head_lines(report),
         *_break_lines(report, limit),

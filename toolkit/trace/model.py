@@ -10,7 +10,7 @@ from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.reader import LogScan, Record
+from fxlens.trace.reader import SLIM_KINDS, LogScan, Record
 from fxlens.trace.records import (
     CompileMetrics,
     Fallback,
@@ -138,6 +138,9 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     graph_recs = _read_records(scan, model, frames, bad)
     _add_limit_hits(model)
     _add_graphs(model, graph_recs, frames, bad)
+    for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
+        if rec.kind in SLIM_KINDS:
+            rec.slim()
     return model
 
 
