@@ -47,6 +47,10 @@ def test_1024_failing_ranks_are_two_blocks(job_failing_1024, tmp_path):
         f["rank"]: next(ln for ln in f["fail_reason"].split("\n") if "Error" in ln)
         for f in report["failures"]
     } == truth
+    # failures_and_restarts merges them the same way: one entry per text once the rank is taken out
+    merged = report["failures_and_restarts"]
+    assert sorted(len(e["ranks"]) for e in merged) == [1, 1023]
+    assert next(e for e in merged if len(e["ranks"]) == 1)["ranks"] == [1000]
     # text: one block for the 1023 ranks alike, one for rank 1000, and the whole report on a screen
     section = text.split("Compile failures:\n", 1)[1].split("\n\n", 1)[0]
     heads = [ln for ln in section.split("\n") if ln.startswith("  ") and not ln.startswith("    ")]
