@@ -2,7 +2,7 @@
 
 A key action is (keys, action, description, scope). Scopes: "app" (anywhere in a session screen:
 its actions run on tui/session_screen.py's SessionScreen, or on the App when prefixed `app.`), "tree" (the compile-id
-tree), "table" (every table), "graph", "guards", "kernels", "results", "code" (code panes), "diff"
+tree), "table" (every table), "graph", "guards", "kernels", "results", "trie" (the stack trie), "code" (code panes), "diff"
 (the Diff page of `fxlens tui A --diff B`), "page" (the `?` and `!` text pages).
 """
 
@@ -24,7 +24,7 @@ class KeyAction:
     show: bool = False  # shown in the footer
 
 
-# The view switch keys: "1".."9" in the order of VIEW_ORDER (tui/session_screen.py).
+# The view switch keys: "1".."9", "0" and "c", in the order of VIEW_ORDER (tui/session_screen.py).
 VIEW_KEYS = {
     "graph": "1",
     "guards": "2",
@@ -35,12 +35,16 @@ VIEW_KEYS = {
     "metrics": "7",
     "ranks": "8",
     "artifact": "9",
+    "trie": "0",
+    "output": "c",
 }
 
 _VIEW_NAMES = {
     "results": "bisect / minify / doctor results",
     "artifact": "raw artifact",
     "breaks": "graph breaks",
+    "trie": "stack trie",
+    "output": "inductor output code",
 }
 
 REGISTRY: tuple[KeyAction, ...] = (
@@ -105,6 +109,8 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("ctrl+u,pageup", "scroll_page('page_up')", "page up", "page"),
     KeyAction("g,home", "scroll_page('home')", "top", "page"),
     KeyAction("G,end", "scroll_page('end')", "bottom", "page"),
+    # -- stack trie view ----------------------------------------------------------------------
+    KeyAction("o", "open_compile", "open the frame's first compile in the graph view", "trie", True),
     # -- results view -------------------------------------------------------------------------
     KeyAction("o", "jump_culprit", "jump to the culprit's kernel or graph (in its run)", "results", True),
     KeyAction("r", "open_run", "open the selected run's trace (escape comes back)", "results", True),
@@ -116,7 +122,7 @@ def bindings(scope: str) -> list[Binding]:
     return [Binding(k.keys, k.action, k.description, show=k.show) for k in REGISTRY if k.scope == scope]
 
 
-VIEW_SCOPES = ("graph", "guards", "kernels", "results")
+VIEW_SCOPES = ("graph", "guards", "kernels", "results", "trie")
 
 
 def view_key_bindings() -> list[Binding]:

@@ -195,6 +195,10 @@ class Summary:
     rank_groups: dict = field(default_factory=dict)  # ranks grouped by behaviour (fxlens.report.ranks)
     specializations: list[dict] = field(default_factory=list)  # fxlens.report.specializations
     headlines: list[dict] = field(default_factory=list)  # the report's leading verdicts (no graph, ...)
+    # the report's compile_times.per_compile, stack_trie and output_code (fxlens.report.compiles, ...)
+    per_compile: list[dict] = field(default_factory=list)
+    stack_trie: list[dict] = field(default_factory=list)
+    output_code: list[dict] = field(default_factory=list)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -235,6 +239,9 @@ def summarise(session: Session) -> Summary:
         rank_groups=report.get("rank_groups") or {},
         specializations=report.get("specializations") or [],
         headlines=report.get("headlines") or [],
+        per_compile=report["compile_times"]["per_compile"],
+        stack_trie=report.get("stack_trie") or [],
+        output_code=report.get("output_code") or [],
     )
 
 

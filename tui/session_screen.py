@@ -34,6 +34,7 @@ from fxlens.tui.view_guards import GuardsView
 from fxlens.tui.view_kernels import KernelsView
 from fxlens.tui.view_metrics import MetricsView, RanksView
 from fxlens.tui.view_results import ArtifactView, OpenRun, ResultsView
+from fxlens.tui.view_tlparse import OutputCodeView, StackTrieView
 from fxlens.tui.viewbase import AppData, Navigate, View, guarded
 from fxlens.tui.widgets import CompileTree, Info, KeyBar
 
@@ -47,6 +48,8 @@ VIEW_CLASSES: tuple[type[View], ...] = (
     MetricsView,
     RanksView,
     ArtifactView,
+    StackTrieView,
+    OutputCodeView,
 )
 VIEW_ORDER = tuple(v.view_id for v in VIEW_CLASSES)
 # which view opens an artifact record of a compile id
@@ -56,6 +59,7 @@ _ARTIFACT_VIEW = {
     "artifact:recompile_reasons": "recompiles",
     "compilation_metrics": "metrics",
     "artifact:fxlens_kernel": "kernels",
+    "inductor_output_code": "output",
 }
 
 
@@ -68,6 +72,7 @@ class SessionScreen(Screen):
     BINDINGS = keys.bindings("app") + keys.view_key_bindings()
     # | key            | action                            |
     # | 1..9           | graph, guards, breaks, recompiles, kernels, results, metrics, ranks, artifact |
+    # | 0  c           | stack trie, inductor output code  |
     # | /  n           | search / next match               |
     # | [  ]           | back / forward (also alt+left/right) |
     # | x              | export the current view as text   |
@@ -297,6 +302,8 @@ class SessionScreen(Screen):
             self.goto(view, key=self.view(view).key_for(entry.compile_id))
         elif view == "metrics":
             self.goto("metrics", key=f"{entry.rank}|{entry.compile_id}")
+        elif view == "output":
+            self.goto("output", key=self.view("output").key_for(entry.rank, entry.compile_id))
         elif view == "kernels":
             same = [r for r in entry.records if r.kind == rec.kind]
             payloads = self.data.kernel_payloads(entry.rank, entry.compile_id)

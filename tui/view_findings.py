@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fxlens.report.ranks import rank_ranges
 from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
 from fxlens.tui.safe import escape
@@ -63,7 +64,7 @@ class BreaksView(ListView):
             f"[b]{escape(b['reason'])}[/b]  ×{b['count']}  at [b]{escape(_where(b['file'], b['line']))}[/b]"
             f" in {escape(b['function'])}",
             f"compile ids: {escape(', '.join(b['compile_ids']))}"
-            + (f" · ranks {escape(', '.join(map(str, b['ranks'])))}" if b["ranks"] != [None] else ""),
+            + (f" · ranks {escape(rank_ranges(b['ranks'], limit=6))}" if b["ranks"] != [None] else ""),
             "",
             source_around(b["file"], b["line"], fallback=code),
             "",

@@ -22,6 +22,15 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+def _cache_cell(cache: dict | None) -> str:
+    """ "hit", "miss", "2/1" (hits/misses over torch's caches), or "-" when none was consulted."""
+    hits = sum(c.get("hits") or 0 for c in (cache or {}).values())
+    misses = sum(c.get("misses") or 0 for c in (cache or {}).values())
+    if not hits and not misses:
+        return "-"
+    return "hit" if not misses else "miss" if not hits else f"{hits}/{misses}"
+
+
 class MetricsView(ListView):
     """Time per compile id, split into Dynamo tracing and backend compile, slowest visible at a glance.
 
@@ -30,12 +39,52 @@ class MetricsView(ListView):
 
     view_id = "metrics"
     title = "Metrics"
-    columns = ("rank", "compile id", "function", "dynamo s", "backend s", "total s", "guards", "outcome", "")
-    priority = ("compile id", "outcome", "total s", "function", "rank", "backend s", "dynamo s", "guards")
+    columns = (
+        "rank",
+        "compile id",
+        "function",
+        "dynamo s",
+        "backend s",
+        "total s",
+        "cache",
+        "guards",
+        "outcome",
+        "",
+    )
+    priority = (
+        "compile id",
+        "outcome",
+        "total s",
+        "cache",
+        "function",
+        "rank",
+        "backend s",
+        "dynamo s",
+        "guards",
+    )
     empty = "No compilation metrics were logged."
+
+    def _per_compile(self) -> dict[tuple, dict]:
+        """(rank, compile id) -> the report's per-compile row (restart reasons of every attempt)."""
+        if getattr(self, "_rows_by_id", None) is None or self._rows_of is not self.data.summary:
+            merged: dict[tuple, dict] = {}
+            for row in self.data.summary.per_compile if self.data.summary else []:
+                key = (row["rank"], row["compile_id"])
+                restarts = merged[key]["restart_reasons"] if key in merged else []
+                merged[key] = {**row, "restart_reasons": restarts + list(row.get("restart_reasons") or [])}
+            self._rows_by_id, self._rows_of = merged, self.data.summary
+        return self._rows_by_id
 
     def rows(self):
         metrics = [m for r in self.data.session.ranks for m in r.metrics]
+        per = self._per_compile()
+        # on a job the same compile id is a row per rank: the rank is what tells them apart
+        ranked = len(self.data.session.ranks) > 1
+        self.priority = (
+            ("compile id", "rank", *(c for c in type(self).priority if c not in ("compile id", "rank")))
+            if ranked
+            else type(self).priority
+        )
         top = max((m.total_s or 0.0 for m in metrics), default=0.0) or 1.0
         out = []
         for m in metrics:
@@ -50,6 +99,7 @@ class MetricsView(ListView):
                 _s(dyn),
                 _s(m.backend_s),
                 _s(m.total_s),
+                _cache_cell((per.get((m.rank, m.compile_id)) or {}).get("cache")),
                 "-" if m.guard_count is None else str(m.guard_count),
                 _OUTCOME_CELL[outcome],
                 bar,
@@ -62,7 +112,8 @@ class MetricsView(ListView):
     def _stages(self, rank: int | None, cid: str) -> list[tuple[str, float]]:
         c = self.data.compile(rank, cid)
         recs = [r for r in c.records if r.kind == "compilation_metrics"] if c else []
-        return _stage_times(recs[-1].meta.get("compilation_metrics") or {}) if recs else []
+        # the record's metadata is on disk once the model read it (Record.full_meta reads it back)
+        return _stage_times(recs[-1].full_meta().get("compilation_metrics") or {}) if recs else []
 
     def detail(self, key: str) -> str:
         rank_s, cid = key.split("|", 1)
@@ -81,18 +132,13 @@ class MetricsView(ListView):
             f" + backend {_s(m.backend_s)} s · {100 * (m.total_s or 0) / (total or 1):.1f}% of all compile time",
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
         ]
-        c = self.data.compile(rank, cid)
-        metas = [
-            r.meta.get("compilation_metrics") or {}
-            for r in (c.records if c else [])
-            if r.kind == "compilation_metrics"
-        ]
-        cache = cache_outcome(metas[-1]) if metas else {}
+        row = self._per_compile().get((rank, cid)) or {}
+        cache = cache_outcome(row.get("cache") or {})
         lines.append(
             "cache: "
             + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no compiled-graph cache consulted")
         )
-        restarts = [str(x) for meta in metas for x in meta.get("restart_reasons") or []]
+        restarts = row.get("restart_reasons") or []
         if restarts:  # the whole reason, as the report's "Failures and restarts" has it
             lines += ["", "[yellow]restarted[/yellow] (Dynamo analysed the frame again):"]
             lines += [escape(x) for x in restarts]

@@ -129,3 +129,39 @@ def test_object_ids_in_failed_guards_do_not_split_ranks():
         return m
 
     assert rank_steps(model(0, 140514640679520)) == rank_steps(model(1, 139831882928736))
+
+
+def _output_files(log) -> list[str]:
+    """The inductor output files a log names, read from its records here (not through fxlens)."""
+    out = []
+    for line in log.read_text().splitlines():
+        if '{"inductor_output_code"' in line:
+            rec = json.loads(line[line.index("] {") + 2 :])
+            out.append(rec["inductor_output_code"]["filename"].rsplit("/", 1)[-1])
+    return out
+
+
+def test_a_rank_whose_inductor_wrote_other_code_is_an_outlier(job_inductor_outlier, tmp_path):
+    """Same Dynamo graph on every rank; rank 9's inductor generated other code (cpp.simdlen=1)."""
+    text, report = _report(job_inductor_outlier, tmp_path)
+    logs = {int(re.search(r"rank_(\d+)_", p.name)[1]): p for p in job_inductor_outlier.glob("*.log")}
+    files = {r: _output_files(p) for r, p in logs.items()}
+    odd = [r for r in files if files[r] != files[0]]
+    assert odd == [9]  # the ground truth, from the logs themselves
+    # the graphs are the same on every rank: one row, all 16 ranks
+    assert {(g["compile_id"], g["num_nodes"], tuple(g["ops"])) for g in report["graphs"]} == {
+        (
+            report["graphs"][0]["compile_id"],
+            report["graphs"][0]["num_nodes"],
+            tuple(report["graphs"][0]["ops"]),
+        )
+    }
+    groups = report["rank_groups"]["groups"]
+    assert [g["ranks"] for g in groups] == [[r for r in range(16) if r != 9], [9]]
+    d = groups[1]["first_divergence"]
+    assert (d["compile_id"], d["function"], d["step"]) == ("0/0", "f", 1)
+    mine, theirs = files[9][0], files[0][0]
+    assert (
+        f"inductor's output code differs ({mine[:12]}…" in d["cause"] and f"vs {theirs[:12]}…" in d["cause"]
+    )
+    assert "!! rank 9: compile 0/0 of f: inductor's output code differs" in text

@@ -4,6 +4,7 @@ the function and the break reason hostile names too. Made once per test run (`bu
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -57,3 +58,31 @@ def _build(root: Path) -> None:
     text = text.replace('"co_name": "f"', f'"co_name": "{EVIL_FUNCTION}"')
     text = text.replace("Call to `torch._dynamo.graph_break()`", EVIL_REASON)
     log.write_text(text)
+
+
+def run_traced(script: str, trace: Path, *args: str, env: dict | None = None) -> Path:
+    """Run scripts/SCRIPT under TORCH_TRACE=trace; the trace folder."""
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), *args],
+        env={**os.environ, "TORCH_TRACE": str(trace), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return trace
+
+
+@pytest.fixture(scope="session")
+def stages_trace(build_once) -> Path:
+    """compile_stages.py under aot_eager: a restart (graph break on print) and a failing backend."""
+    return (
+        build_once("compile-stages", lambda d: run_traced("compile_stages.py", d / "trace", "aot_eager"))
+        / "trace"
+    )
+
+
+@pytest.fixture(scope="session")
+def specialize_trace(build_once) -> Path:
+    """specialize.py: `x.shape[0] == 8` under dynamic=True fixes x's dim 0 to 8."""
+    return build_once("specialize", lambda d: run_traced("specialize.py", d / "trace")) / "trace"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fxlens.report.compiles import cache_outcome
+
 SCRIPTS = Path(__file__).parent / "scripts"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
 from rank_replicas import replicate  # noqa: E402
@@ -40,15 +42,6 @@ def _report(path: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Complet
     return proc, json.loads(out.read_text())
 
 
-@pytest.fixture(scope="session")
-def stages_trace(build_once) -> Path:
-    """compile_stages.py under aot_eager: a restart (graph break on print) and a failing backend."""
-    return (
-        build_once("compile-stages", lambda d: _trace("compile_stages.py", d / "trace", "aot_eager"))
-        / "trace"
-    )
-
-
 def test_failures_and_restarts_with_whole_reasons(stages_trace, tmp_path):
     proc, report = _report(stages_trace, tmp_path)
     events = {(e["function"], e["kind"]): e for e in report["failures_and_restarts"]}
@@ -65,13 +58,23 @@ def test_failures_and_restarts_with_whole_reasons(stages_trace, tmp_path):
 
 def test_compile_stages_per_compile(stages_trace, tmp_path):
     _, report = _report(stages_trace, tmp_path)
-    rows = {r["compile_id"]: r for r in report["compiles"] if r["function"] == "f"}
+    # the one per-compile list: every compilation_metrics record the logs hold, one row each
+    (log,) = stages_trace.glob("*.log")
+    logged = log.read_text().count('{"compilation_metrics"')
+    per = report["compile_times"]["per_compile"]
+    assert len(per) == logged and "compiles" not in report
+    rows = {r["compile_id"]: r for r in per if r["function"] == "f"}
     stages = rows["0/0"]["stages_s"]
     # aot_eager: Dynamo and AOTAutograd time, no inductor; AOTAutograd runs inside Dynamo's time
     assert set(stages) == {"dynamo", "aot_autograd"}
     assert 0 < stages["aot_autograd"] <= stages["dynamo"]
     assert rows["0/0"]["cache"] == {}  # aot_eager consults no compiled-graph cache
-    assert rows["0/0"]["restart_reasons"] and not rows["0/0"]["fail_type"]
+    assert rows["0/0"]["inductor_s"] is None and rows["0/0"]["backend_s"] is not None
+    restarted = [r for r in per if r["restart_reasons"]]
+    assert [(r["compile_id"], r["function"]) for r in restarted] == [("0/0", "f")]
+    assert not restarted[0]["fail_type"]
+    (failed,) = [r for r in per if r["fail_type"]]
+    assert failed["fail_type"] == "BackendCompilerFailed" and failed["function"] == "<lambda>"
 
 
 def test_perfetto_merges_every_rank(tmp_path):
@@ -102,16 +105,11 @@ def test_inductor_cache_miss_then_hit(tmp_path):
     caches = []
     for t in (first, second):
         proc, report = _report(t, tmp_path)
-        row = next(r for r in report["compiles"] if r["compile_id"] == "0/0")
-        assert "inductor" in row["stages_s"] or row["cache"].get("fx_graph") == "hit"
-        caches.append(row["cache"].get("fx_graph"))
+        row = next(r for r in report["compile_times"]["per_compile"] if r["compile_id"] == "0/0")
+        fx = row["cache"].get("inductor_fx_local") or {}
+        assert "inductor" in row["stages_s"] or fx.get("hits")
+        caches.append(cache_outcome(row["cache"]).get("inductor_fx_local"))
     assert caches == ["miss", "hit"]
-
-
-@pytest.fixture(scope="session")
-def specialize_trace(build_once) -> Path:
-    """specialize.py: `x.shape[0] == 8` under dynamic=True fixes x's dim 0 to 8."""
-    return build_once("specialize", lambda d: _trace("specialize.py", d / "trace")) / "trace"
 
 
 def test_specialization_with_the_guard_it_added_and_stacks(specialize_trace, tmp_path):

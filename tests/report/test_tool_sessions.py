@@ -43,7 +43,9 @@ MINIFY_EVENT = {
 
 
 def test_minify_session(tmp_path, capsys):
-    s = _session(tmp_path / "m", "minify", [MINIFY_EVENT], {"children/capture": {"exit_code": 1, "seconds": 2.5}})
+    s = _session(
+        tmp_path / "m", "minify", [MINIFY_EVENT], {"children/capture": {"exit_code": 1, "seconds": 2.5}}
+    )
     rc, out, err = _report(capsys, "report", "--json", tmp_path / "r.json", s)
     assert rc == 0, err
     assert "a minify session of /w/train.py, 1 run(s)" in out
@@ -114,9 +116,20 @@ def test_hints_are_cut_at_a_word_with_an_ellipsis():
 
 
 def test_every_cut_is_announced():
-    per = [{"compile_id": f"{i}/0", "rank": None, "function": "f", "total_s": 0.1, "backend_s": 0, "guard_count": 1} for i in range(7)]
+    per = [
+        {
+            "compile_id": f"{i}/0",
+            "rank": None,
+            "function": "f",
+            "total_s": 0.1,
+            "backend_s": 0,
+            "guard_count": 1,
+        }
+        for i in range(7)
+    ]
     kernels = [
-        {"compile_id": "0/0", "name": f"k{i}", "ops": [], "bytes_read": 1, "bytes_written": 1} for i in range(25)
+        {"compile_id": "0/0", "name": f"k{i}", "ops": [], "bytes_read": 1, "bytes_written": 1}
+        for i in range(25)
     ]
     text = render_text(_report_dict(compile_times={"total_s": 0.7, "per_compile": per}, kernels=kernels))
     assert "slowest 5 (all: see --json):" in text

@@ -20,6 +20,9 @@ import pytest
 
 from fxlens.trace.session import append_event, write_info
 
+# tests/ranks/rank_replicas.py grows the committed traces into many-rank jobs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
+
 HERE = Path(__file__).parent
 
 
@@ -180,3 +183,23 @@ def in_root(traces, monkeypatch, tmp_path):
     monkeypatch.chdir(traces.root)
     monkeypatch.setenv("FXLENS_SESSIONS_DIR", str(tmp_path / "sessions"))
     return traces
+
+
+@pytest.fixture(scope="session")
+def job_16(build_once) -> Path:
+    """16 ranks of the real gloo trace (tests/data/ranks), rank 9 recompiles on its short batch (the
+    dir is named `trace`: the title shows it)."""
+    from rank_replicas import replicate
+
+    return build_once("ranks-16", lambda d: replicate(d / "trace", 16, (9,))) / "trace"
+
+
+@pytest.fixture(scope="session")
+def inductor_16(build_once) -> Path:
+    """16 ranks of the real inductor trace (tests/data/inductor); rank 9's inductor wrote other code."""
+    from rank_replicas import inductor_log, replicate_logs
+
+    def build(d: Path) -> None:
+        replicate_logs(d / "trace", 16, inductor_log("fused"), inductor_log("scalar"), (9,))
+
+    return build_once("tui-inductor-16", build) / "trace"

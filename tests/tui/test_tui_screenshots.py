@@ -27,6 +27,8 @@ SHOTS = [
     ("bisect-run-open.svg", "bisect", ("v", "tab", "tab", "k", "r", "3")),
     ("metrics.svg", "session", ("7",)),
     ("ranks.svg", "multi", ("8",)),
+    ("stack-trie.svg", "session", ("0", "v", "G")),
+    ("output-code.svg", "inductor", ("c",)),
     ("corrupt.svg", "corrupt", ()),
 ]
 
@@ -37,11 +39,12 @@ SHOTS_DIR = (
 )
 
 
-async def test_screenshots(in_root, tmp_path):
+async def test_screenshots(in_root, inductor_16, tmp_path):
     out = SHOTS_DIR or tmp_path / "shots"
     out.mkdir(parents=True, exist_ok=True)
     for name, which, keys in SHOTS:
-        app = make_app(getattr(in_root, which), tmp_path)
+        # "inductor": 16 ranks of the committed inductor trace (tests/data/inductor), rank 9 differs
+        app = make_app(inductor_16 if which == "inductor" else getattr(in_root, which), tmp_path)
         async with app.run_test(size=(120, 36)) as pilot:
             await wait_loaded(app, pilot)
             await press(pilot, *keys)

@@ -3,19 +3,15 @@
 At 80x24 the views keep the column that tells rows apart (a break's reason, a recompile's cause, a
 group's ranks and cause), the cut cells of the cursor row are shown whole under the table, and the
 key list scrolls with j/k. The Ranks view runs on 16 ranks grown from the committed gloo trace
-(tests/data/ranks), whose text and numbers are fixed, so its snapshot is deterministic.
+(tests/data/ranks), whose text and numbers are fixed, so its snapshot is deterministic; so do the
+stack trie; the output-code and metrics views run on 16 ranks of the committed inductor trace
+(tests/data/inductor).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 from tui_helpers import make_app, press, settle, wait_loaded
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ranks"))
-from rank_replicas import replicate  # noqa: E402
 
 pytestmark = pytest.mark.tui
 SMALL, LARGE = (80, 24), (200, 50)
@@ -28,12 +24,6 @@ def _run(*keys: str):
         await settle(pilot.app, pilot)
 
     return run_before
-
-
-@pytest.fixture(scope="session")
-def job_16(build_once) -> Path:
-    """16 ranks, rank 9 recompiles on its short batch (the dir is named `trace`: the title shows it)."""
-    return build_once("ranks-16", lambda d: replicate(d / "trace", 16, (9,))) / "trace"
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x50"])
@@ -62,6 +52,24 @@ def test_snapshot_key_help_scrolled_80x24(in_root, tmp_path, snap_compare):
     # the key list is longer than 24 lines: j scrolls it (G would jump to its end)
     keys = ("question_mark", "j", "j", "j", "j", "j")
     assert snap_compare(make_app(in_root.session, tmp_path), terminal_size=SMALL, run_before=_run(*keys))
+
+
+def test_snapshot_stack_trie_view_80x24(job_16, tmp_path, snap_compare):
+    # the leaf frame selected: its compiles (0/0 on every rank, 0/1 a recompile on rank 9)
+    app = make_app(job_16, tmp_path)
+    assert snap_compare(app, terminal_size=SMALL, run_before=_run("0", "v", "G"))
+
+
+def test_snapshot_output_code_view_80x24(inductor_16, tmp_path, snap_compare):
+    # the same kernel on two rows, told apart by their ranks (rank 9's inductor wrote other code)
+    app = make_app(inductor_16, tmp_path)
+    assert snap_compare(app, terminal_size=SMALL, run_before=_run("c"))
+
+
+def test_snapshot_metrics_view_80x24(inductor_16, tmp_path, snap_compare):
+    # compile id, outcome, total and cache outcome stay on screen
+    app = make_app(inductor_16, tmp_path)
+    assert snap_compare(app, terminal_size=SMALL, run_before=_run("7"))
 
 
 def test_fit_widths_gives_way_least_important_first():

@@ -3,7 +3,9 @@ compile's cache outcome and restart reason in full (Metrics view)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +58,108 @@ async def test_metrics_detail_has_cache_and_whole_restart_reason(build_once, tmp
         assert "cache: no compiled-graph cache consulted" in detail  # aot_eager uses none
         assert "restarted (Dynamo analysed the frame again):" in detail
         assert "Explanation: Dynamo does not know how to trace builtin operator `print`" in detail
+
+
+# -- the stack trie, inductor's output code, per-compile cache (the views 0, c and 7) ---------------
+
+from fxlens.tui.screens import TextScreen  # noqa: E402
+
+
+def _records(log: Path):
+    """(record, payload) of every record of a log, parsed here (not by fxlens)."""
+    lines = log.read_text().split("\n")
+    for i, line in enumerate(lines):
+        if "] {" in line and not line.startswith("\t"):
+            payload = []
+            for nxt in lines[i + 1 :]:
+                if not nxt.startswith("\t"):
+                    break
+                payload.append(nxt[1:])
+            yield json.loads(line[line.index("] {") + 2 :]), "\n".join(payload)
+
+
+async def test_stack_trie_view_rows_and_open(job_16, tmp_path):
+    log9 = next(job_16.glob("*_rank_9_*.log"))
+    stacks = {
+        f"{r['frame_id']}/{r['frame_compile_id']}": r["dynamo_start"]["stack"]
+        for r, _ in _records(log9)
+        if "dynamo_start" in r
+    }
+    assert set(stacks) == {"0/0", "0/1"} and stacks["0/0"] == stacks["0/1"]
+    app = make_app(job_16, tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "0")
+        assert app.screen.current_view == "trie"
+        rows = app.query_one("#trie-table", VimTable)._rows_plain()
+        # one row per user frame of the entry stack (file names interned by "str" records),
+        # indented under its caller, the line as logged
+        names = {r["str"][1]: r["str"][0] for r, _ in _records(log9) if "str" in r}
+        user = [f for f in stacks["0/0"] if names[f["filename"]].endswith("record_gloo.py")]
+        assert len(user) == 3
+        assert [r[0] for r in rows] == [
+            f"{'  ' * i}{f['name']}  record_gloo.py:{f['line']}" for i, f in enumerate(user)
+        ]
+        leaf = rows[-1]
+        assert leaf[1:] == ["0/0, 0/1", "recompile", "0-15"]
+        await press(pilot, "v", "G")
+        detail = app.query_one("#trie-detail", Info).plain
+        assert "0/0  ok  on ranks 0-15" in detail and "0/1  recompile  on rank 9" in detail
+        await press(pilot, "o")  # the frame's first compile, in the graph view
+        assert app.screen.current_view == "graph"
+        assert app.screen.view("graph").params["compile_id"] == "0/0"
+
+
+async def test_output_code_view_with_provenance(inductor_16, tmp_path):
+    recs = list(_records(next(inductor_16.glob("*_rank_0_*.log"))))
+    (code,) = [p for r, p in recs if "inductor_output_code" in r]
+    (kernel,) = re.findall(r"^(\w+) = async_compile\.", code, flags=re.M)
+    (mapping,) = [
+        json.loads(p)
+        for r, p in recs
+        if r.get("artifact", {}).get("name") == "inductor_provenance_tracking_node_mappings"
+    ]
+    post = sorted(
+        {n for k, nodes in mapping["cppCodeToPost"].items() if k.split(":")[0] == kernel for n in nodes}
+    )
+    app = make_app(inductor_16, tmp_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "c")
+        assert app.screen.current_view == "output"
+        rows = app.query_one("#output-table", VimTable)._rows_plain()
+        # the same kernel on every rank, but rank 9's file differs: two rows, told apart by ranks
+        assert [(r[0], r[1], r[2]) for r in rows] == [("0/0", kernel, "0-8, 10-15"), ("0/0", kernel, "9")]
+        assert sorted(rows[0][3].split(", ")) == post and "inductor_case.py:6" in rows[0][4]
+        detail = app.query_one("#output-detail", Info).plain
+        assert "generated code (" in detail and code.strip().split("\n")[-1] in detail
+        assert "pre-grad nodes:" in detail and "post-grad nodes: " in detail
+
+
+async def test_metrics_view_shows_cache_outcome(inductor_16, tmp_path):
+    log = next(inductor_16.glob("*_rank_0_*.log"))
+    (m,) = [r["compilation_metrics"] for r, _ in _records(log) if "compilation_metrics" in r]
+    hits = sum(v for k, v in m.items() if k.endswith("_cache_hit_count") and isinstance(v, int))
+    misses = sum(v for k, v in m.items() if k.endswith("_cache_miss_count") and isinstance(v, int))
+    assert misses and not hits  # a cold cache when recorded
+    app = make_app(inductor_16, tmp_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        table = app.query_one("#metrics-table", VimTable)
+        col = list(table.columns).index("cache")
+        assert {r[col] for r in table._rows_plain()} == {"miss"}
+        assert "cache: inductor_fx_local miss" in app.query_one("#metrics-detail", Info).plain
+
+
+async def test_help_lists_the_new_views(job_16, tmp_path):
+    app = make_app(job_16, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "question_mark")
+        assert isinstance(app.screen, TextScreen)
+        text = app.screen.plain
+        assert re.search(r"\b0\s+stack trie view", text) and re.search(
+            r"\bc\s+inductor output code view", text
+        )
+        assert re.search(r"\bo\s+open the frame's first compile in the graph view", text)

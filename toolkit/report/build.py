@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
-from fxlens.report.compiles import compile_rows, failures_and_restarts
+from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
@@ -99,13 +99,13 @@ def _frame(f) -> dict | None:
 
 
 def _skipped_breaks(session: Session) -> dict[tuple, object]:
+    """(rank, compile id) -> the graph break after which torch gave up on the frame."""
     return {(b.rank, b.compile_id): b for b in session.graph_breaks if b.skipped_frame}
 
 
-def _failures(session: Session) -> list[dict]:
+def _failures(session: Session, skipped: dict[tuple, object]) -> list[dict]:
     """Compiles that failed, with torch's whole text (a recompile-limit stop has its own section; a
-    frame torch gave up on after a graph break it could not resume is under eager_frames)."""
-    skipped = _skipped_breaks(session)
+    frame torch gave up on after a graph break it could not resume is under eager_frames, `skipped`)."""
     return [
         {
             "compile_id": m.compile_id,
@@ -124,7 +124,7 @@ def _failures(session: Session) -> list[dict]:
     ]
 
 
-def _eager_frames(session: Session) -> list[dict]:
+def _eager_frames(session: Session, skipped: dict[tuple, object]) -> list[dict]:
     """Frames torch gave up on: from that compile on, they run eagerly (one event, counted once).
 
     `function`/`file`/`line` place the break in the user's code (the call line when it is in a
@@ -132,7 +132,7 @@ def _eager_frames(session: Session) -> list[dict]:
     its compilation metrics: a library's `wrapper`, not the user's `<module>` that called it."""
     compiled = {(m.rank, m.compile_id): m for m in session.metrics}
     out = []
-    for b in _skipped_breaks(session).values():
+    for b in skipped.values():
         m = compiled.get((b.rank, b.compile_id))
         out.append(
             {
@@ -208,58 +208,29 @@ def _limit_hits(session: Session) -> list[dict]:
     return _rows(session.limit_hits, names)
 
 
-def _compile_times(session: Session) -> dict:
-    """torch's own compile times: each compile's whole frame plus its backward graph's compile
-    (recorded apart, in bwd_compilation_metrics), with torch's breakdown and cache counts."""
-    metrics = session.metrics
-    per = []
-    for m in metrics:
-        backend = m.backend_s
-        per.append(
-            {
-                "compile_id": m.compile_id,
-                "rank": m.rank,
-                "function": m.function,
-                "co_name": m.co_name,
-                "total_s": round((m.total_s or 0.0) + (m.backward_s or 0.0), 6)
-                if m.total_s is not None or m.backward_s
-                else None,
-                "forward_s": m.total_s,
-                "dynamo_s": round(m.total_s - backend, 6)
-                if m.total_s is not None and backend is not None
-                else None,
-                "backend_s": backend,
-                "inductor_s": m.inductor_s,
-                "code_gen_s": m.code_gen_s,
-                "backward_s": m.backward_s,
-                "guard_count": m.guard_count,
-                "graph_node_count": m.graph_node_count,
-                "cache": {name: {"hits": h, "misses": n} for name, h, n in m.cache},
-            }
-        )
-    return {
-        "total_s": round(sum(p["total_s"] or 0.0 for p in per), 4),
-        "backward_s": round(sum(m.backward_s or 0.0 for m in metrics), 4),
-        "per_compile": per,
-    }
-
-
 def _kernels(session: Session) -> list[dict]:
     names = ("compile_id", "rank", "name", "graph", "ops", "bytes_read", "bytes_written", "source_path")
     return _rows(session.kernels, names)
 
 
 def _guards(session: Session) -> list[dict]:
-    return [
-        {"compile_id": m.compile_id, "rank": m.rank, "guards": session.guards(m.compile_id, m.rank)}
-        for m in session.metrics
-        if m.guard_count
-    ]
+    """Each compile's guard lines; the same guards on many ranks are one list in memory (the JSON
+    still writes them per rank)."""
+    same: dict[str, list[str]] = {}
+    out = []
+    for m in session.metrics:
+        if m.guard_count:
+            lines = session.guards(m.compile_id, m.rank)
+            out.append(
+                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
+            )
+    return out
 
 
 def build_report(session: Session, with_guards: bool = True) -> dict:
     """The report as a JSON-ready dict (keys per DESIGN.md, more are welcome)."""
-    compiles = compile_rows(session)  # per-compile stages, caches, restarts (fxlens.report.compiles)
+    times = compile_times(session)  # per-compile stages, caches, restarts (fxlens.report.compiles)
+    skipped = _skipped_breaks(session)
     report = {
         "version": REPORT_VERSION,
         "source": _source(session),
@@ -269,15 +240,14 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "recompiles": _recompiles(session),
         "recompile_causes": [asdict(c) for c in session_causes(session)],
         "recompile_limit_hits": _limit_hits(session),
-        "compile_times": _compile_times(session),
-        "failures": _failures(session),
-        "eager_frames": _eager_frames(session),
+        "compile_times": times,
+        "failures": _failures(session, skipped),
+        "eager_frames": _eager_frames(session, skipped),
         "kernels": _kernels(session),
         "fallbacks": _fallbacks(session),
         "divergence": divergence(session),
         "rank_groups": rank_groups(session),
-        "compiles": compiles,
-        "failures_and_restarts": failures_and_restarts(compiles),
+        "failures_and_restarts": failures_and_restarts(times["per_compile"]),
         "specializations": specializations(session),
         "stack_trie": stack_trie(session),
         "output_code": output_code(session),

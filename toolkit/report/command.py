@@ -81,13 +81,15 @@ def check_writable(dest: str | None, option: str = "--json") -> None:
 
 
 def write_json(report: dict, dest: str, option: str = "--json") -> None:
-    text = json.dumps(report, indent=1, default=str)
+    """The report as JSON, streamed to `dest` ("-": stdout): never the whole text in memory."""
     if dest == "-":
-        sys.stdout.write(text + "\n")
+        json.dump(report, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
         return
     try:
         with open(dest, "w") as f:
-            f.write(text + "\n")
+            json.dump(report, f, indent=1, default=str)
+            f.write("\n")
     except OSError as e:  # a full disk, a path that became unwritable during the run
         raise FxlensError(f"{option} {dest}: {e.strerror or e}") from None
 
@@ -117,6 +119,8 @@ def main(args: argparse.Namespace) -> int:
         n = write_perfetto(session, args.perfetto)
         print(f"wrote {args.perfetto} ({n} events, {len(session.logs)} rank(s))", file=sys.stderr)
     report = build_report(session, with_guards=not args.no_guards)
+    if args.format == "text":  # only Markdown and HTML read the session again (each graph's code)
+        session.release()
     if args.json:
         write_json(report, args.json)
     if args.format == "text":

@@ -25,7 +25,14 @@ from fxlens.report.document import (
 )
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.text import failure_head
+from fxlens.report.tlparse_blocks import (
+    compile_time_blocks,
+    failure_blocks,
+    output_code_blocks,
+    restart_blocks,
+    specialization_blocks,
+    stack_trie_blocks,
+)
 from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
@@ -148,7 +155,11 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
         ]
         out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
         failed = [
-            [Code(r["compile_id"]), Code(r["function"]), Code(ps.text(clip("; ".join(r["failed_guards"]), 300)))]
+            [
+                Code(r["compile_id"]),
+                Code(r["function"]),
+                Code(ps.text(clip("; ".join(r["failed_guards"]), 300))),
+            ]
             for r in report["recompiles"]
         ]
         out.append(
@@ -164,24 +175,6 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
             for x in report["recompile_limit_hits"]
         ]
         out.append(Table(["function", "where", "limit"], rows))
-    return out
-
-
-def _failure_blocks(report: dict, ps: PathShortener) -> list:
-    if not report.get("failures"):
-        return []
-    rows = [
-        [
-            Code(f["compile_id"]),
-            Code(f["function"]),
-            f["fail_type"],
-            ps.text("\n".join(failure_head([x for x in f["fail_reason"].split("\n") if x.strip()]))[:600]),
-        ]
-        for f in report["failures"]
-    ]
-    out = [Heading(3, "Compile failures"), Table(["compile id", "function", "type", "reason"], rows)]
-    for f in report["failures"]:  # torch's whole text, folded
-        out.append(Details(f"{f['compile_id']}: torch's full text", [Pre(_clip(ps.text(f["fail_reason"])))]))
     return out
 
 
@@ -219,7 +212,9 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
                     )
                 )
         if len(graphs) > MAX_GRAPH_CODE:
-            out.append(Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace."))
+            out.append(
+                Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace.")
+            )
     return out
 
 
@@ -238,31 +233,6 @@ def _guard_blocks(report: dict, ps: PathShortener) -> list:
         for (cid, lines), ranks in by_text.items()
     )
     return [Details(f"Guards of {len(guards)} compile(s)", [Pre(ps.text(_clip(text)))])]
-
-
-def _compile_time_blocks(report: dict) -> list:
-    ct = report.get("compile_times") or {}
-    if not ct.get("per_compile"):
-        return []
-    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))[:5]
-    rows = [
-        [
-            Code(m["compile_id"]),
-            Code(m["function"]),
-            f"{m['total_s'] or 0:.2f}",
-            f"{m['backend_s'] or 0:.2f}",
-            str(m["guard_count"] if m["guard_count"] is not None else ""),
-        ]
-        for m in slow
-    ]
-    return [
-        Heading(3, "Compile time"),
-        Para(
-            f"{ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s); slowest"
-            + (f" {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":")
-        ),
-        Table(["compile id", "function", "total s", "backend s", "guards"], rows),
-    ]
 
 
 def _backend_blocks(report: dict) -> list:
@@ -321,10 +291,14 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_head_blocks(report, ps),
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
-        *_failure_blocks(report, ps),
+        *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),
-        *_compile_time_blocks(report),
+        *compile_time_blocks(report),
+        *restart_blocks(report, ps),
+        *specialization_blocks(report, ps),
+        *stack_trie_blocks(report, ps),
+        *output_code_blocks(report, ps, session),
         *_backend_blocks(report),
         *_note_blocks(report, ps),
     ]

@@ -86,7 +86,7 @@ def output_code(session) -> list[dict]:
     return list(entries.values())
 
 
-def _source_line(stack: list[str]) -> str:
+def kernel_source(stack: list[str]) -> str:
     """The last `File "...", line N` of a kernel's stack text and the code after it, shortened."""
     text = "\n".join(stack)
     found = re.findall(r'File "([^"]+)", line (\d+)[^\n]*\n\s*(.+)', text)
@@ -108,7 +108,7 @@ def output_code_lines(report: dict, limit: int = 6) -> list[str]:
         )
         for k in e["kernels"][:4]:
             nodes = ", ".join(k["post_grad_nodes"][:6])
-            src = _source_line(k["stack"])
+            src = kernel_source(k["stack"])
             out.append(f"    {k['name']}" + (f" <- {nodes}" if nodes else "") + (f" <- {src}" if src else ""))
         if len(e["kernels"]) > 4:
             out.append(f"    ... {len(e['kernels']) - 4} more kernel(s)")

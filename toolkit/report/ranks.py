@@ -6,7 +6,10 @@ on a short batch while the rest wait in the collective). So every rank is reduce
 compiles -- each compile's id, function and what it produced (graph, input shapes, breaks, failed
 guards, failure) but nothing that varies run to run (times, pids) -- and ranks with equal sequences
 are one group. The largest group is the job's normal behaviour; each other group is compared with it
-compile by compile, and the first compile that differs is where, and its record says why.
+compile by compile, and the first compile that differs is where, and its record says why. What a
+compile produced includes what the backend generated (inductor's output code, the fxlens backend's
+kernels): a rank whose Dynamo graphs match the others' but whose inductor wrote other code is an
+outlier too, named as such.
 
 Every list of ranks in text is a list of ranges ("0-776, 778-1023"); JSON keeps the full lists.
 """
@@ -17,9 +20,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from fxlens.report.failures import without_rank
 from fxlens.report.rootcause import CAUSES, format_for_guard
 from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.model import RankModel
+from fxlens.trace.sanitize import clip
 
 # outlier groups named one per line in the text report; the rest are counted (JSON has them all)
 TEXT_GROUPS = 8
@@ -59,7 +64,11 @@ class Step:
     shapes: str  # the graph's input and node sizes, as torch logged them
     breaks: tuple[tuple[str, str, int], ...]  # (reason, file, line)
     failed_guards: tuple[str, ...]
-    failure: str
+    failure: str  # torch's failure type and the first line of its text, the rank's number taken out
+    # what the backend generated: inductor's output files (named by a hash of their code) and the
+    # fxlens backend's kernels (name and ops): ranks with the same graphs can still differ here
+    output: tuple[str, ...] = ()
+    kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def rank_steps(model: RankModel) -> tuple[Step, ...]:
@@ -70,15 +79,21 @@ def rank_steps(model: RankModel) -> tuple[Step, ...]:
     breaks: dict[str, list] = {}
     for b in model.graph_breaks:
         breaks.setdefault(b.compile_id, []).append((b.reason, b.file, b.line))
+    kernels: dict[str, list] = {}
+    for k in model.kernels:
+        kernels.setdefault(k.compile_id, []).append((k.name, k.ops))
     steps = []
     for cid, recs in model.by_compile.items():
         g, m, rc = graphs.get(cid), metrics.get(cid), recompiles.get(cid)
         function = (g or m or rc).function if (g or m or rc) else "?"
-        failure = (m.fail_type or "") if m else ""
-        shapes = ""
+        failure = _failure(m, model.rank)
+        shapes, output = "", []
         for rec in recs:
             if rec.kind == "dynamo_output_graph":
                 shapes = str((rec.meta.get("dynamo_output_graph") or {}).get("sizes") or "")
+            elif rec.kind == "inductor_output_code":
+                path = str((rec.meta.get("inductor_output_code") or {}).get("filename") or "?")
+                output.append(path.rsplit("/", 1)[-1])  # the cache folder differs per machine
         kind = "failed" if failure else "recompile" if rc else "compile"
         steps.append(
             Step(
@@ -91,9 +106,25 @@ def rank_steps(model: RankModel) -> tuple[Step, ...]:
                 tuple(breaks.get(cid, ())),
                 tuple(_IDS.sub("<id>", x) for x in rc.failed_guards) if rc else (),
                 failure,
+                tuple(output),
+                tuple(kernels.get(cid, ())),
             )
         )
     return tuple(steps)
+
+
+def _failure(m, rank: int | None) -> str:
+    """A failed compile's type and torch's whole text, as far as it must match across ranks (the
+    rank's own number and object ids taken out)."""
+    if m is None or not m.fail_type:
+        return ""
+    text = _IDS.sub("<id>", without_rank((m.fail_reason or "").strip(), rank))
+    return f"{m.fail_type}: {text}" if text else m.fail_type
+
+
+def _short(failure: str) -> str:
+    """A failure in one line: its type and torch's first lines, clipped."""
+    return clip(" ".join(failure.split()), 140)
 
 
 def _guard_change(guards: tuple[str, ...]) -> str:
@@ -110,7 +141,7 @@ def _guard_change(guards: tuple[str, ...]) -> str:
 def _describe(step: Step) -> str:
     """Why a compile that the normal ranks did not have happened, in one line."""
     if step.failure:
-        return f"compile of {step.function} failed ({step.failure})"
+        return f"compile of {step.function} failed ({_short(step.failure)})"
     if step.kind == "recompile":
         return f"recompile of {step.function}, {_guard_change(step.failed_guards)}"
     if step.breaks:
@@ -125,7 +156,7 @@ def _difference(mine: Step, theirs: Step) -> str:
         return _describe(mine) + f" where the others ran compile {theirs.compile_id} of {theirs.function}"
     parts = []
     if mine.failure != theirs.failure:
-        parts.append(f"failed ({mine.failure})" if mine.failure else "did not fail")
+        parts.append(f"failed ({_short(mine.failure)})" if mine.failure else "did not fail")
     if mine.failed_guards != theirs.failed_guards:
         parts.append(f"recompiled because {_guard_change(mine.failed_guards)}")
     if mine.breaks != theirs.breaks:
@@ -135,7 +166,26 @@ def _difference(mine: Step, theirs: Step) -> str:
         parts.append(f"graph of {mine.nodes} nodes vs {theirs.nodes}")
     elif mine.shapes != theirs.shapes:
         parts.append("graph shapes differ")
+    if mine.output != theirs.output:
+        parts.append(f"inductor's output code differs ({_files(mine.output)} vs {_files(theirs.output)})")
+    if mine.kernels != theirs.kernels:
+        parts.append(f"fxlens kernels differ ({_kernel_change(mine.kernels, theirs.kernels)})")
     return f"compile {mine.compile_id} of {mine.function}: " + "; ".join(parts or ["differs"])
+
+
+def _files(names: tuple[str, ...]) -> str:
+    """Output files by name (a hash of the code), the hash cut to 12 characters."""
+    return ", ".join(n if len(n) <= 20 else f"{n[:12]}…{n[n.rfind('.') :]}" for n in names) or "none"
+
+
+def _kernel_change(mine: tuple, theirs: tuple) -> str:
+    """The first kernel that differs: "kernel_0 ops add, mul vs add" or "3 kernels vs 2"."""
+    for (name, ops), (name2, ops2) in zip(mine, theirs):
+        if (name, ops) != (name2, ops2):
+            if name != name2:
+                return f"{name} vs {name2}"
+            return f"{name}: ops {', '.join(ops)} vs {', '.join(ops2)}"
+    return f"{len(mine)} kernel(s) vs {len(theirs)}"
 
 
 def first_divergence(mine: tuple[Step, ...], normal: tuple[Step, ...]) -> dict | None:

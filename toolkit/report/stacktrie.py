@@ -70,7 +70,7 @@ def stack_trie(session) -> list[dict]:
     return roots
 
 
-def stack_trie_lines(report: dict) -> list[str]:
+def stack_trie_lines(report: dict, limit: int = TEXT_LINES) -> list[str]:
     """Text: the trie indented, each frame's compiles with their outcome (and ranks for a job)."""
     from fxlens.report.ranks import rank_ranges
 
@@ -98,9 +98,7 @@ def stack_trie_lines(report: dict) -> list[str]:
             walk(n["children"], depth + 1)
 
     walk(roots, 0)
-    if len(out) > TEXT_LINES + 1:
-        out = out[: TEXT_LINES + 1] + [
-            f"  ... {len(out) - TEXT_LINES - 1} more line(s) (see --json stack_trie)"
-        ]
+    if len(out) > limit + 1:
+        out = out[: limit + 1] + [f"  ... {len(out) - limit - 1} more line(s) (see --json stack_trie)"]
     out.append("")
     return out

@@ -6,12 +6,12 @@ empty), and `render_text` joins them.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from tabulate import tabulate
 
 from fxlens.report.compiles import compile_lines
+from fxlens.report.failures import failure_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.specializations import specialization_lines
@@ -128,58 +128,6 @@ def _recompile_lines(report: dict) -> list[str]:
                 rows, headers=["function", "where", "limit"] + (["rank"] if ranked else []), tablefmt="simple"
             )
         )
-        out.append("")
-    return out
-
-
-_COMPILER_ERROR = re.compile(r"(?:^|\s|:)(?:fatal )?error\b:?", re.I)
-
-
-def failure_head(lines: list[str], most: int = 6) -> list[str]:
-    """The lines of a failure that say what went wrong: the first, then the compiler's first
-    `error:` line with the generated code and caret it prints after it (a C++ or Triton compile
-    error's 2000 lines are mostly the command and include notes)."""
-    if not lines:
-        return []
-    at = next((i for i, ln in enumerate(lines[1:], 1) if _COMPILER_ERROR.search(ln)), None)
-    if at is None:
-        return lines[:most]
-    return [lines[0], *lines[at : at + 3]]
-
-
-def _failure_lines(report: dict) -> list[str]:
-    """Each failed compile: where (the user's line), and the first lines of torch's own text (the
-    JSON keeps all of it)."""
-    out = []
-    if report["failures"]:
-        out.append("Compile failures:")
-        for f in report["failures"]:
-            text = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
-            where = _loc(f["file"], f["line"])
-            out.append(f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}")
-            if f.get("source"):
-                out.append(f"    {f['source']}")
-            head = failure_head(text)
-            for ln in head:
-                out.append(f"    | {clip(ln, 160)}")
-            if len(text) > len(head):
-                out.append(f"    | ... {len(text) - len(head)} more line(s) of torch's text (see --json)")
-        out.append("")
-    if report.get("eager_frames"):
-        out.append("Frames torch gave up on (they run eagerly from that compile on):")
-        for e in report["eager_frames"]:
-            frame = e.get("frame")
-            name = f"{e['function']} ({_loc(e['file'], e['line'])})"
-            if frame and frame["file"] != e["file"]:  # a library's frame, called from the user's line
-                name = f"{frame['function']} ({frame['file']}:{frame['line']}, called from {_loc(e['file'], e['line'])})"
-            out.append(f"  {e['compile_id']}  {name}  {clip(e['reason'], 100)}")
-            if e.get("source"):
-                out.append(f"    {e['source']}")
-            if e.get("library"):
-                lib = e["library"]
-                out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']})  `{lib['code']}`")
-            if e.get("explanation"):
-                out.append(f"    why: {clip(e['explanation'], 200)}")
         out.append("")
     return out
 
@@ -321,12 +269,12 @@ def render_text(report: dict, limit: int = 20) -> str:
     Every string from the trace is shown with its control characters escaped (before the tables
     are laid out, so columns still line up), and the whole text once more as a backstop.
     """
-    report = clean(report)
+    report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
         *_head_lines(report),
         *_break_lines(report, limit),
         *_recompile_lines(report),
-        *_failure_lines(report),
+        *failure_lines(report),  # folded across ranks (fxlens.report.failures)
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)

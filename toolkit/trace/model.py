@@ -10,7 +10,7 @@ from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.reader import LogScan, Record
+from fxlens.trace.reader import SLIM_KINDS, LogScan, Record
 from fxlens.trace.records import (
     CompileMetrics,
     Fallback,
@@ -138,6 +138,9 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     graph_recs = _read_records(scan, model, frames, bad)
     _add_limit_hits(model)
     _add_graphs(model, graph_recs, frames, bad)
+    for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
+        if rec.kind in SLIM_KINDS:
+            rec.slim()
     return model
 
 
@@ -329,6 +332,22 @@ def _first_lines(items: list[str]) -> list[str]:
 
 
 _CACHES = ("inductor_fx_local", "inductor_fx_remote", "aotautograd_local", "aotautograd_remote")
+# (stage, compilation_metrics key in microseconds): the stages tlparse shows, in pipeline order
+_STAGES = (
+    ("dynamo", "dynamo_cumulative_compile_time_us"),
+    ("aot_autograd", "aot_autograd_cumulative_compile_time_us"),
+    ("inductor", "inductor_cumulative_compile_time_us"),
+    ("code_gen", "inductor_code_gen_cumulative_compile_time_us"),
+    ("triton", "triton_compile_time_us"),
+)
+
+
+def _stages(m: dict, bwd: dict) -> tuple[tuple[str, float], ...]:
+    """torch's per-stage times of a compile, seconds, and its backward graph's compile."""
+    out = [(name, round(v * 1e-6, 4)) for name, key in _STAGES if (v := _float(m.get(key)))]
+    if v := _float(bwd.get("backward_cumulative_compile_time_us")):
+        out.append(("backward", round(v * 1e-6, 4)))
+    return tuple(out)
 
 
 def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
@@ -365,6 +384,7 @@ def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
         fail_user_line=int(m.get("fail_user_frame_lineno") or 0),
         code_file=str(m.get("co_filename") or ""),
         code_line=int(m.get("co_firstlineno") or 0),
+        stages=_stages(m, bwd),
     )
 
 

@@ -33,6 +33,9 @@ _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
 # out of memory, or a 1024-rank job holds 1024 copies; `Record.full_meta()` reads them back
 _ELIDE_KEYS = ("inductor_config", "dynamo_config", "functorch_config", "compiler_config")
+# Record kinds the model reads whole into its own records (CompileMetrics, entry stacks): once read,
+# their metadata is dropped from memory (`Record.slim`) and `full_meta()` reads it back from disk
+SLIM_KINDS = ("compilation_metrics", "bwd_compilation_metrics", "dynamo_start")
 # Metadata keys that are bookkeeping, not the record's kind.
 _META_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
 
@@ -66,7 +69,7 @@ class Record:
     path: Path
     line_no: int
     payload_span: tuple[int, int] | None = None  # byte offsets [start, end) of the payload lines
-    line_span: tuple[int, int] | None = None  # the record's own line, when parts of `meta` were elided
+    line_span: tuple[int, int] | None = None  # the record's own line, when `meta` was elided or dropped
 
     def full_meta(self) -> dict:
         """The metadata as logged, config snapshots included (re-read from disk if they were elided)."""
@@ -81,6 +84,11 @@ class Record:
             return json.loads(line[m.end() :]) if m else self.meta
         except ValueError:
             return self.meta
+
+    def slim(self) -> None:
+        """Drop the metadata from memory, once read into the model; `full_meta()` reads it back."""
+        if self.line_span is not None:
+            self.meta = {}
 
     def payload(self) -> str:
         """The payload text (TAB prefixes stripped), read from disk now."""
@@ -206,6 +214,8 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     rank = meta.get("rank", scan.rank)
     rec = Record(kind, meta, _compile_id(meta), rank, scan.path, line_no)
     body_of_kind = meta.get(kind.split(":")[0])
+    if kind in SLIM_KINDS:
+        rec.line_span = (offset, offset + len(line))
     if len(line) > 4096 and isinstance(body_of_kind, dict):
         for k in _ELIDE_KEYS:
             if isinstance(body_of_kind.get(k), str) and len(body_of_kind[k]) > 256:

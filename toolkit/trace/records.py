@@ -108,6 +108,9 @@ class CompileMetrics:
     # user's place for it, which for a library frame is the user's call line
     code_file: str = ""
     code_line: int = 0
+    # (stage, seconds): torch's cumulative per-stage times (dynamo, aot_autograd, inductor, code_gen,
+    # triton) and the backward graph's compile, in pipeline order; only the stages torch recorded
+    stages: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

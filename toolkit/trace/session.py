@@ -163,6 +163,11 @@ class Session:
             models[0].skipped.extend(errors)
         self.__dict__["ranks"] = sorted(models, key=lambda m: _rank_order(m.rank, m.log))
 
+    def release(self) -> None:
+        """Let the read models go (a report built from them keeps what it needs): memory is then
+        bounded by the report, not by the logs. A later use of `ranks` reads the logs again."""
+        self.__dict__.pop("ranks", None)
+
     def check_not_empty(self) -> None:
         """Raise FxlensError (one line) when no log holds a single readable record: an empty or
         unreadable trace is bad input. Records without graphs are a valid, empty report."""

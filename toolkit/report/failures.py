@@ -1,0 +1,125 @@
+"""Compile failures, and frames torch gave up on, folded across ranks: a thousand ranks that failed
+the same way are one block with their ranks as ranges, not a thousand blocks.
+
+Two failures are the same when they differ only in the rank: the same compile id, function, place,
+type, and torch's text once each rank's own number is replaced ("rank 5: ..." on rank 5 and
+"rank 6: ..." on rank 6 are one failure). The JSON report keeps one entry per rank; text, Markdown
+and HTML show the folded blocks, each with the text of its first rank.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fxlens.trace.sanitize import clip
+from fxlens.trace.userframes import short_path
+
+_COMPILER_ERROR = re.compile(r"(?:^|\s|:)(?:fatal )?error\b:?", re.I)
+
+
+def without_rank(text: str | None, rank: int | None) -> str:
+    """`text` with this rank's number, where the text names it as the rank, spelled `<rank>`."""
+    if not text or rank is None:
+        return text or ""
+    return re.sub(rf"(?i)\b(rank[\s_:=#-]*){rank}\b", r"\1<rank>", text)
+
+
+def fold(rows: list[dict], fields: tuple[str, ...]) -> list[dict]:
+    """Rows equal in `fields` once their rank's number is taken out, merged into one row (the first
+    rank's) with `ranks`: every rank it happened on. Order: the first appearance of each."""
+    merged: dict[tuple, dict] = {}
+    for row in rows:
+        key = tuple(without_rank(str(row.get(f) or ""), row.get("rank")) for f in fields)
+        if key not in merged:
+            merged[key] = {**row, "ranks": []}
+        merged[key]["ranks"].append(row.get("rank"))
+    return list(merged.values())
+
+
+def fold_failures(report: dict) -> list[dict]:
+    """The report's failures folded across ranks (see the module docstring)."""
+    fields = ("compile_id", "function", "file", "line", "fail_type", "fail_reason", "source")
+    return fold(report.get("failures") or [], fields)
+
+
+def fold_eager_frames(report: dict) -> list[dict]:
+    """The frames torch gave up on, folded across ranks the same way."""
+    fields = ("compile_id", "function", "file", "line", "reason", "explanation", "source")
+    return fold(report.get("eager_frames") or [], fields)
+
+
+def eager_frame_name(e: dict, where: str) -> str:
+    """`wrapper (transformers/utils/generic.py:1157, called from train.py:22)` for a library's frame
+    torch gave up on, `f (train.py:11)` for the user's own; `where` is the user's place, formatted."""
+    frame = e.get("frame")
+    if frame and frame["file"] != e["file"]:
+        return f"{frame['function']} ({frame['file']}:{frame['line']}, called from {where})"
+    return f"{e['function']} ({where})"
+
+
+def failure_head(lines: list[str], most: int = 6) -> list[str]:
+    """The lines of a failure that say what went wrong: the first, then the compiler's first
+    `error:` line with the generated code and caret it prints after it (a C++ or Triton compile
+    error's 2000 lines are mostly the command and include notes)."""
+    if not lines:
+        return []
+    at = next((i for i, ln in enumerate(lines[1:], 1) if _COMPILER_ERROR.search(ln)), None)
+    if at is None:
+        return lines[:most]
+    return [lines[0], *lines[at : at + 3]]
+
+
+def on_ranks(ranks: list, ranked: bool) -> str:
+    """ " on ranks 0-999, 1001-1023" (" on rank 5") for a job of several ranks, else ""."""
+    from fxlens.report.ranks import rank_ranges
+
+    if not ranked:
+        return ""
+    return f" on {'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks, limit=6)}"
+
+
+def _loc(file: str, line: int) -> str:
+    return f"{short_path(file)}:{line}" if file else "?"
+
+
+def failure_lines(report: dict) -> list[str]:
+    """Text: each failed compile (once for all the ranks it failed on alike): where (the user's
+    line), and the first lines of torch's own text (the JSON keeps all of it, per rank)."""
+    ranked = len(report.get("ranks") or []) > 1
+    out = []
+    failures = fold_failures(report)
+    if failures:
+        out.append("Compile failures:")
+        for f in failures:
+            text = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
+            where = _loc(f["file"], f["line"])
+            out.append(
+                f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}{on_ranks(f['ranks'], ranked)}"
+            )
+            if f.get("source"):
+                out.append(f"    {f['source']}")
+            head = failure_head(text)
+            if ranked and len(f["ranks"]) > 1:
+                out.append(f"    rank {f['ranks'][0]}'s text (the others differ at most in their rank):")
+            for ln in head:
+                out.append(f"    | {clip(ln, 160)}")
+            if len(text) > len(head):
+                out.append(f"    | ... {len(text) - len(head)} more line(s) of torch's text (see --json)")
+        out.append("")
+    eager = fold_eager_frames(report)
+    if eager:
+        out.append("Frames torch gave up on (they run eagerly from that compile on):")
+        for e in eager:
+            out.append(
+                f"  {e['compile_id']}  {eager_frame_name(e, _loc(e['file'], e['line']))}  {clip(e['reason'], 100)}"
+                + on_ranks(e["ranks"], ranked)
+            )
+            if e.get("source"):
+                out.append(f"    {e['source']}")
+            if e.get("library"):
+                lib = e["library"]
+                out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']})  `{lib['code']}`")
+            if e.get("explanation"):
+                out.append(f"    why: {clip(e['explanation'], 200)}")
+        out.append("")
+    return out

@@ -1,0 +1,319 @@
+"""tlparse's views as document blocks for `fxlens report --format markdown|html`: the per-compile time
+breakdown with caches, failures (folded across ranks) and restarts with torch's whole text, shape
+specialisations with the guards they added and their stacks, the stack trie, and inductor's output
+code with its provenance (kernel <- post-grad nodes <- pre-grad nodes <- the user's line).
+
+The same data as the text report's sections (fxlens.report.compiles, failures, specializations,
+stacktrie, outputcode); every string goes through the renderer's escaping (fxlens.report.document).
+"""
+
+from __future__ import annotations
+
+from fxlens.report.compiles import cache_outcome
+from fxlens.report.document import Bullets, Code, Details, Heading, Para, Pre, Table
+from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures
+from fxlens.report.markup import PathShortener
+from fxlens.report.outputcode import kernel_source
+from fxlens.report.ranks import rank_ranges
+from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.trace.sanitize import clip
+from fxlens.trace.userframes import is_user_file
+
+#: rows of a table before the rest goes into a collapsible section; lines of torch's text kept
+MAX_ROWS = 20
+MAX_TEXT_LINES = 200
+
+
+def _ranked(report: dict) -> bool:
+    return len(report.get("ranks") or []) > 1
+
+
+def _ranks(ranks: list) -> str:
+    return rank_ranges(ranks, limit=6)
+
+
+def _table(headers: list[str], rows: list, what: str) -> list:
+    if len(rows) <= MAX_ROWS:
+        return [Table(headers, rows)]
+    rest = Details(f"{len(rows) - MAX_ROWS} more {what}", [Table(headers, rows[MAX_ROWS:])])
+    return [Table(headers, rows[:MAX_ROWS]), rest]
+
+
+def _whole(text: str) -> str:
+    lines = (text or "").rstrip("\n").split("\n")
+    if len(lines) <= MAX_TEXT_LINES:
+        return "\n".join(lines)
+    return "\n".join(lines[:MAX_TEXT_LINES] + [f"... {len(lines) - MAX_TEXT_LINES} more lines (see --json)"])
+
+
+def _secs(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def compile_time_blocks(report: dict) -> list:
+    """Each compile's time split by stage, its caches and guards (one row per compile id, its
+    slowest rank's figures, with every rank it ran on), slowest first."""
+    ct = report.get("compile_times") or {}
+    per = ct.get("per_compile") or []
+    if not per:
+        return []
+    ranked = _ranked(report)
+    by_id: dict[tuple, tuple[dict, list]] = {}
+    for m in sorted(per, key=lambda m: -(m["total_s"] or 0)):
+        by_id.setdefault((m["compile_id"], m["function"]), (m, []))[1].append(m["rank"])
+    rows = []
+    for m, ranks in by_id.values():
+        cache = cache_outcome(m.get("cache") or {})
+        rows.append(
+            ([_ranks(ranks)] if ranked else [])
+            + [
+                Code(m["compile_id"]),
+                Code(m["function"]),
+                *(_secs(m.get(k)) for k in ("total_s", "dynamo_s", "backend_s", "inductor_s", "backward_s")),
+                ", ".join(f"{k} {v}" for k, v in cache.items()) or "-",
+                "" if m.get("guard_count") is None else str(m["guard_count"]),
+            ]
+        )
+    headers = (["ranks"] if ranked else []) + [
+        "compile id",
+        "function",
+        "total s",
+        "dynamo s",
+        "backend s",
+        "inductor s",
+        "backward s",
+        "cache",
+        "guards",
+    ]
+    bwd = ct.get("backward_s") or 0
+    head = f"{ct.get('total_s') or 0:.2f} s total over {len(per)} compile(s)" + (
+        f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
+    )
+    note = " Figures of the slowest rank of each compile." if ranked else ""
+    return [
+        Heading(3, "Compile time"),
+        Para(head + ", slowest first." + note),
+        *_table(headers, rows, "compiles"),
+    ]
+
+
+def failure_blocks(report: dict, ps: PathShortener) -> list:
+    """Failed compiles, once for all the ranks that failed alike, with torch's whole text folded."""
+    failures = fold_failures(report)
+    out: list = []
+    ranked = _ranked(report)
+    if failures:
+        rows = [
+            ([_ranks(f["ranks"])] if ranked else [])
+            + [
+                Code(f["compile_id"]),
+                Code(f["function"]),
+                Code(f"{ps.path(f['file'])}:{f['line']}" if f["file"] else "?"),
+                f["fail_type"] or "",
+                ps.text(
+                    clip(
+                        "\n".join(
+                            failure_head([x for x in (f["fail_reason"] or "").split("\n") if x.strip()])
+                        ),
+                        600,
+                    )
+                ),
+            ]
+            for f in failures
+        ]
+        headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "type", "reason"]
+        out += [Heading(3, "Compile failures"), *_table(headers, rows, "failures")]
+        for f in failures[:MAX_ROWS]:  # torch's whole text, folded (the first rank's, for a group)
+            whose = f" (rank {f['ranks'][0]}'s; ranks {_ranks(f['ranks'])} differ at most in their rank)"
+            title = f"{f['compile_id']} {f['function']}: torch's full text" + (
+                whose if ranked and len(f["ranks"]) > 1 else ""
+            )
+            out.append(Details(title, [Pre(ps.text(_whole(f["fail_reason"] or "")))]))
+    eager = fold_eager_frames(report)
+    if eager:
+        rows = [
+            ([_ranks(e["ranks"])] if ranked else [])
+            + [
+                Code(e["compile_id"]),
+                # the frame torch gave up on (a library's, at its own file), then the user's line
+                Code(_gave_up_on(e)),
+                Code(f"{ps.path(e['file'])}:{e['line']}" if e["file"] else "?"),
+                ps.text(clip(e["reason"] or "", 200)),
+            ]
+            for e in eager
+        ]
+        headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "reason"]
+        out += [
+            Heading(3, "Frames torch gave up on (they run eagerly from then on)"),
+            *_table(headers, rows, "frames"),
+        ]
+    return out
+
+
+def _gave_up_on(e: dict) -> str:
+    frame = e.get("frame")
+    if frame and frame["file"] != e["file"]:
+        return f"{frame['function']} ({frame['file']}:{frame['line']})"
+    return e["function"]
+
+
+def restart_blocks(report: dict, ps: PathShortener) -> list:
+    """Restarts (Dynamo analysed the frame again), each reason whole, with the ranks it happened on."""
+    events = [e for e in report.get("failures_and_restarts") or [] if e["kind"] == "restart"]
+    if not events:
+        return []
+    ranked = _ranked(report)
+    rows = [
+        ([_ranks(e["ranks"])] if ranked else [])
+        + [Code(e["compile_id"]), Code(e["function"]), ps.text(clip(e["reason"].strip().split("\n")[0], 300))]
+        for e in events
+    ]
+    headers = (["ranks"] if ranked else []) + ["compile id", "function", "reason"]
+    out = [Heading(3, "Restarts (Dynamo analysed the frame again)"), *_table(headers, rows, "restarts")]
+    for e in events[:MAX_ROWS]:
+        out.append(
+            Details(
+                f"{e['compile_id']} {e['function']}: the whole reason", [Pre(ps.text(_whole(e["reason"])))]
+            )
+        )
+    return out
+
+
+def _frame_text(frames: list[dict], ps: PathShortener) -> str:
+    return "\n".join(
+        f"{ps.path(f['file'])}:{f['line']} in {f['function']}"
+        + (f"\n    {f['code'].strip()}" if f["code"] else "")
+        for f in frames
+    )
+
+
+def _user_line(frames: list[dict], ps: PathShortener) -> list:
+    user = [f for f in frames if is_user_file(f["file"])] or frames
+    if not user:
+        return ["?"]
+    f = user[-1]
+    return (
+        [Code(f"{ps.path(f['file'])}:{f['line']}"), " ", Code(f["code"].strip())]
+        if f["code"]
+        else [Code(f"{ps.path(f['file'])}:{f['line']}")]
+    )
+
+
+def specialization_blocks(report: dict, ps: PathShortener) -> list:
+    """Each specialisation: what was fixed to which value and why, the user's line that did it, the
+    guards it added (with theirs), and the whole stacks folded."""
+    specs = report.get("specializations") or []
+    if not specs:
+        return []
+    ranked = _ranked(report)
+    rows = [
+        ([_ranks(s["ranks"])] if ranked else [])
+        + [
+            Code(s["compile_id"]),
+            Code(s["function"]),
+            Code(", ".join(s["sources"]) or s["symbol"]),
+            Code(s["symbol"]),
+            Code(s["value"]),
+            s["reason"],
+            _user_line(s["user_stack"], ps),
+        ]
+        for s in specs
+    ]
+    headers = (["ranks"] if ranked else []) + [
+        "compile id",
+        "function",
+        "source",
+        "symbol",
+        "value",
+        "why",
+        "user line",
+    ]
+    out = [
+        Heading(3, "Shape specialisations (a dynamic dimension fixed to one value)"),
+        *_table(headers, rows, "specialisations"),
+    ]
+    for s in specs[:MAX_ROWS]:
+        guards = [[Code(g["expr"]), " at ", *_user_line(g["user_stack"], ps)] for g in s["guards"]]
+        blocks: list = (
+            [Para("Guards it added:"), Bullets(guards)] if guards else [Para("No guard recorded for it.")]
+        )
+        blocks += [Para("The user's stack:"), Pre(_frame_text(s["user_stack"], ps) or "(none logged)")]
+        blocks += [Para("torch's stack:"), Pre(_frame_text(s["stack"], ps) or "(none logged)")]
+        out.append(
+            Details(
+                f"{s['compile_id']} {s['function']}: {s['symbol']} = {s['value']}, guards and stacks", blocks
+            )
+        )
+    return out
+
+
+def stack_trie_blocks(report: dict, ps: PathShortener) -> list:
+    """The user frames that entered each compile, as an indented tree with each compile's outcome."""
+    lines = stack_trie_lines(report, limit=400)
+    if not lines:
+        return []
+    body = "\n".join(ln[2:] for ln in lines[1:] if ln.strip())
+    return [
+        Heading(3, "Stack trie"),
+        Para("The user frames that entered each compile; each compile's outcome after its id (none: ok)."),
+        Pre(ps.text(body)),
+    ]
+
+
+def _kernel_row(k: dict, ps: PathShortener) -> list:
+    return [
+        Code(k["name"]),
+        k["kind"],
+        Code(", ".join(k["post_grad_nodes"])) if k["post_grad_nodes"] else "-",
+        Code(", ".join(k["pre_grad_nodes"])) if k["pre_grad_nodes"] else "-",
+        ps.text(kernel_source(k["stack"])) or "-",
+    ]
+
+
+def output_code_blocks(report: dict, ps: PathShortener, session=None) -> list:
+    """Inductor's generated files per compile, their kernels with provenance, and (with the session at
+    hand) each file's code folded."""
+    entries = report.get("output_code") or []
+    if not entries:
+        return []
+    ranked = _ranked(report)
+    rows = [
+        ([_ranks(e["ranks"])] if ranked else [])
+        + [
+            Code(e["compile_id"]),
+            Code(e["function"]),
+            Code(e["file"].rsplit("/", 1)[-1]),
+            str(e["lines"]),
+            str(len(e["kernels"])),
+            "yes" if e["provenance"] else "no",
+        ]
+        for e in entries
+    ]
+    headers = (["ranks"] if ranked else []) + [
+        "compile id",
+        "function",
+        "file",
+        "lines",
+        "kernels",
+        "provenance",
+    ]
+    out = [Heading(3, "Inductor output code"), *_table(headers, rows, "output files")]
+    if not any(e["provenance"] for e in entries):
+        out.append(
+            Para("No provenance in this trace: run with INDUCTOR_PROVENANCE=1 to map kernels to graph nodes.")
+        )
+    for e in entries[:MAX_ROWS]:
+        blocks: list = []
+        if e["kernels"]:
+            blocks.append(
+                Table(
+                    ["kernel", "kind", "post-grad nodes", "pre-grad nodes", "user line"],
+                    [_kernel_row(k, ps) for k in e["kernels"]],
+                )
+            )
+        code = session.artifact(e["compile_id"], "inductor_output_code", e["ranks"][0]) if session else None
+        if code:
+            blocks.append(Pre(ps.text(_whole(code)), "python"))
+        if blocks:
+            out.append(Details(f"{e['compile_id']} {e['function']}: {e['file'].rsplit('/', 1)[-1]}", blocks))
+    return out
