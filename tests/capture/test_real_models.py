@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from capture_helpers import SCRIPTS, fxlens
+from schema_check import validate
 
 REAL = SCRIPTS / "real"
 _RECOMPILE = re.compile(r"\[__recompiles\]\s+- (?P<against>\d+/\d+): (?P<guard>.+?)\s*(?:#.*)?$", re.M)
@@ -40,7 +41,9 @@ def _run(tmp_path, script, *args, timeout=900):
         timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc, json.loads(out.read_text())
+    report = json.loads(out.read_text())
+    validate("report", report)  # every real model's report against the published schema
+    return proc, report
 
 
 def _trace_records(session: Path, key: str) -> list[dict]:
