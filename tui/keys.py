@@ -56,6 +56,7 @@ REGISTRY: tuple[KeyAction, ...] = (
     KeyAction("left_square_bracket,alt+left", "back", "back in history", "app", True),
     KeyAction("right_square_bracket,alt+right", "forward", "forward in history", "app"),
     KeyAction("x", "export", "export the current view as text", "app", True),
+    KeyAction("P", "perfetto", "write every rank's compile timeline as one Perfetto trace", "app"),
     KeyAction("t", "focus_tree", "focus the compile-id tree", "app"),
     KeyAction("v", "focus_view", "focus the current view", "app"),
     KeyAction("exclamation_mark", "show_skipped", "what was skipped while reading", "app"),

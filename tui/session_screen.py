@@ -401,6 +401,27 @@ class SessionScreen(Screen):
         self.notify(f"exported {self.current_view} view to {path}")
         return path
 
+    def action_perfetto(self) -> None:
+        """Write torch's Chromium events of every rank as one trace (`fxlens report --perfetto`)
+        to `fxlens-perfetto.json` in the export dir, in a thread: a big job's logs take seconds."""
+        self._write_perfetto(self.app.export_dir / "fxlens-perfetto.json")
+
+    @work(thread=True, exclusive=True, group="perfetto", exit_on_error=False)
+    def _write_perfetto(self, path: Path) -> None:
+        from fxlens.report.perfetto import write_perfetto
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            n = write_perfetto(self.session, str(path))
+        except (OSError, FxlensError) as e:
+            self.app.call_from_thread(self.notify, f"perfetto trace not written: {e}", severity="error")
+            return
+        self.last_export = path
+        self.app.call_from_thread(
+            self.notify,
+            f"wrote {path} ({n} events, {len(self.session.logs)} rank(s)): open it in ui.perfetto.dev",
+        )
+
     # -- search --------------------------------------------------------------------------------
     def action_search(self) -> None:
         tree = self.query_one("#tree", CompileTree)

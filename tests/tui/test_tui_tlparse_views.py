@@ -163,3 +163,32 @@ async def test_help_lists_the_new_views(job_16, tmp_path):
             r"\bc\s+inductor output code view", text
         )
         assert re.search(r"\bo\s+open the frame's first compile in the graph view", text)
+
+
+async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
+    # `P` writes what `fxlens report --perfetto` writes: torch's chromium_event records of every
+    # rank, one process per rank; counted here straight from the logs
+    logs = sorted(job_16.glob("*.log"))
+    per_rank = {}
+    for log in logs:
+        rank = int(re.search(r"rank_(\d+)", log.name)[1])
+        per_rank[rank] = sum(1 for ln in log.read_text(errors="replace").splitlines() if '{"chromium_event"' in ln)
+    assert len(per_rank) == 16 and all(per_rank.values())
+    app = make_app(job_16, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "P")
+        out = tmp_path / "exports" / "fxlens-perfetto.json"
+        for _ in range(200):
+            if app.screen.last_export == out:
+                break
+            await pilot.pause(0.05)
+        assert app.screen.last_export == out, "the perfetto trace was not written"
+    events = json.loads(out.read_text())["traceEvents"]
+    got = {}
+    for ev in events:
+        if ev.get("ph") != "M":
+            got[ev["pid"]] = got.get(ev["pid"], 0) + 1
+    assert got == per_rank
+    names = {ev["pid"]: ev["args"]["name"] for ev in events if ev.get("ph") == "M"}
+    assert names == {r: f"rank {r}" for r in per_rank}
