@@ -101,6 +101,17 @@ def test_stack_trie_in_markdown_and_html(stages_trace):
         ), trie
     assert "graph break" in trie and "failed" in trie
     assert "compile_stages.py:" in _html_text(html_text).split("Stack trie", 1)[1]
+    # HTML colours each compile id by its outcome, as tlparse does: every compile torch recorded as
+    # failed (compilation_metrics fail_type) is in the failed colour, every other never is
+    trie_html = html_text.split("Stack trie", 1)[1]
+    metrics = [r["compilation_metrics"] for r, _ in _records(log) if "compilation_metrics" in r]
+    failed = {m["compile_id"] for m in metrics if m.get("fail_type")}
+    assert failed
+    for m in metrics:
+        cid = m["compile_id"]
+        colour = re.search(rf'<span class="o-([\w-]+)">{re.escape(cid)}(?: [\w ]+)?</span>', trie_html)
+        assert colour, cid
+        assert (colour[1] == "failed") == (cid in failed), (cid, colour[0])
 
 
 def test_specialisations_with_guards_and_stacks(specialize_trace):

@@ -7,6 +7,7 @@ does all the escaping, so no caller can forget it (fxlens.report.markup has the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from fxlens.report.markup import environment_lines, h, md_code, md_details, md_fence, md_table, md_text
@@ -95,7 +96,7 @@ def _md_block(b) -> str:
     if isinstance(b, Table):
         return md_table([md_text(x) for x in b.headers], [[_md_inline(c) for c in r] for r in b.rows])
     if isinstance(b, Pre):
-        return md_fence(b.text, b.lang)
+        return md_fence(b.text, "text" if b.lang == "trie" else b.lang)
     if isinstance(b, Details):
         return md_details(b.summary, "\n\n".join(_md_block(x) for x in b.blocks))
     raise TypeError(f"not a block: {b!r}")
@@ -117,6 +118,8 @@ text-align:left;vertical-align:top}th{background:#f6f8fa}
 code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f6f8fa}
 code{padding:1px 4px;border-radius:4px}pre{padding:8px;overflow:auto;border-radius:6px}
 details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
+.o-ok{color:#1a7f37}.o-recompile{color:#9a6700;font-weight:600}.o-graph-break{color:#bc4c00}
+.o-failed{color:#cf222e;font-weight:600}.o-restart{color:#8250df}
 """.strip()
 
 
@@ -143,11 +146,28 @@ def _html_block(b) -> str:
         body = "".join("<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in r) + "</tr>" for r in b.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(b, Pre):
-        return f"<pre><code>{h(b.text)}</code></pre>"
+        code = _trie_html(b.text) if b.lang == "trie" else h(b.text)
+        return f"<pre><code>{code}</code></pre>"
     if isinstance(b, Details):
         inner = "\n".join(_html_block(x) for x in b.blocks)
         return f"<details><summary>{h(b.summary)}</summary>\n{inner}\n</details>"
     raise TypeError(f"not a block: {b!r}")
+
+
+# a compile id in the stack trie and its outcome (none: ok), as fxlens.report.stacktrie writes them
+_TRIE_ID = re.compile(r"(?<![\w/])(\d+/\d+)( (?:recompile|graph break|failed|restart))?(?=[,( ]|$)", re.M)
+
+
+def _trie_html(text: str) -> str:
+    """The stack trie, each compile id coloured by its outcome, as tlparse colours its trie."""
+    out, at = [], 0
+    for m in _TRIE_ID.finditer(text):
+        outcome = (m.group(2) or " ok").strip().replace(" ", "-")
+        out.append(h(text[at : m.start()]))
+        out.append(f'<span class="o-{outcome}">{h(m.group(0))}</span>')
+        at = m.end()
+    out.append(h(text[at:]))
+    return "".join(out)
 
 
 def to_html(blocks: list, title: str) -> str:

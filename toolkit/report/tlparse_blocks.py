@@ -256,7 +256,7 @@ def stack_trie_blocks(report: dict, ps: PathShortener) -> list:
     return [
         Heading(3, "Stack trie"),
         Para("The user frames that entered each compile; each compile's outcome after its id (none: ok)."),
-        Pre(ps.text(body)),
+        Pre(ps.text(body), "trie"),
     ]
 
 
