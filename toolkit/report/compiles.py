@@ -13,6 +13,9 @@ from fxlens.report.failures import without_rank
 
 TEXT_ROWS = 8
 
+# the per-compile time columns every format shows, after the rank and before cache and guards
+TIME_COLUMNS = ("compile id", "function", "total s", "dynamo s", "backend s", "inductor s", "backward s")
+
 
 def cache_outcome(cache: dict) -> dict[str, str]:
     """{cache: "hit" | "miss" | "hit 2, miss 1"} from a per-compile row's `cache` ({name: {hits, misses}})."""

@@ -10,7 +10,7 @@ from collections import Counter
 
 from tabulate import tabulate
 
-from fxlens.report.compiles import compile_lines
+from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
@@ -202,17 +202,7 @@ def _compile_time_lines(report: dict) -> list[str]:
     head = f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s)"
     head += f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
     shown = f"; slowest {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":"
-    headers = (["rank"] if ranked else []) + [
-        "compile id",
-        "function",
-        "total s",
-        "dynamo s",
-        "backend s",
-        "inductor s",
-        "backward s",
-        "cache hit/miss",
-        "guards",
-    ]
+    headers = (["rank"] if ranked else []) + [*TIME_COLUMNS, "cache hit/miss", "guards"]
     return [head + shown, tabulate(rows, headers=headers, tablefmt="simple"), ""]
 
 

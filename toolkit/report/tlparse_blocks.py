@@ -9,7 +9,7 @@ stacktrie, outputcode); every string goes through the renderer's escaping (fxlen
 
 from __future__ import annotations
 
-from fxlens.report.compiles import cache_outcome
+from fxlens.report.compiles import TIME_COLUMNS, cache_outcome
 from fxlens.report.document import Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures
 from fxlens.report.markup import PathShortener
@@ -74,17 +74,7 @@ def compile_time_blocks(report: dict) -> list:
                 "" if m.get("guard_count") is None else str(m["guard_count"]),
             ]
         )
-    headers = (["ranks"] if ranked else []) + [
-        "compile id",
-        "function",
-        "total s",
-        "dynamo s",
-        "backend s",
-        "inductor s",
-        "backward s",
-        "cache",
-        "guards",
-    ]
+    headers = (["ranks"] if ranked else []) + [*TIME_COLUMNS, "cache", "guards"]
     bwd = ct.get("backward_s") or 0
     head = f"{ct.get('total_s') or 0:.2f} s total over {len(per)} compile(s)" + (
         f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
