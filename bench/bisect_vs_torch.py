@@ -57,6 +57,15 @@ sys.exit(0 if torch.allclose(got, want, atol=1e-4, rtol=1e-4) else 1)
 """
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far: less sensitive than
+    wall time to what else the machine runs."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _count(counter: Path) -> int:
     return len(counter.read_text().splitlines()) if counter.exists() else 0
 
@@ -69,7 +78,7 @@ def bench_torch(case: Path, tmp: Path) -> dict:
         # the CLI deletes its cache dir when it starts and ends: never the user's
         "TORCHINDUCTOR_CACHE_DIR": str(tmp / "torch-cache"),
     }
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     proc = subprocess.run(
         [sys.executable, "-m", "torch._inductor.compiler_bisector", "run", sys.executable, str(case)],
         env=env,
@@ -78,7 +87,8 @@ def bench_torch(case: Path, tmp: Path) -> dict:
     )
     seconds = time.perf_counter() - t0
     verdict = next((ln for ln in proc.stdout.splitlines() if ln.startswith("Bisection complete")), "")
-    return {"runs": _count(counter), "seconds": round(seconds, 1), "verdict": verdict.strip()}
+    cpu = round(_cpu() - cpu0, 1)
+    return {"runs": _count(counter), "seconds": round(seconds, 1), "cpu": cpu, "verdict": verdict.strip()}
 
 
 def bench_fxlens(case: Path, tmp: Path, code: Path | None = None, name: str = "fxlens") -> dict:
@@ -89,7 +99,7 @@ def bench_fxlens(case: Path, tmp: Path, code: Path | None = None, name: str = "f
     env = {**os.environ, "BENCH_COUNTER": str(counter), "FXLENS_SESSIONS_DIR": str(tmp / f"sessions-{name}")}
     if code is not None:
         env["PYTHONPATH"] = str(code)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     proc = subprocess.run(
         [sys.executable, "-m", "fxlens.cli", "bisect", "--json", str(out), str(case)],
         env=env,
@@ -98,6 +108,7 @@ def bench_fxlens(case: Path, tmp: Path, code: Path | None = None, name: str = "f
         cwd=tmp,
     )
     seconds = time.perf_counter() - t0
+    cpu = round(_cpu() - cpu0, 1)
     if not out.exists():
         return {"runs": _count(counter), "seconds": round(seconds, 1), "verdict": f"error: {proc.stderr[-300:]}"}
     r = json.loads(out.read_text())
@@ -114,6 +125,7 @@ def bench_fxlens(case: Path, tmp: Path, code: Path | None = None, name: str = "f
         "handover_runs": cb.get("runs"),
         "handover_seconds": cb.get("seconds"),
         "seconds": round(seconds, 1),
+        "cpu": cpu,
         "verdict": verdict,
         "run_times": r.get("run_times"),
     }
@@ -177,22 +189,30 @@ ROWS = (("torch", "torch CompilerBisector (`run`)"), ("before", "`fxlens bisect`
 
 def table(results: dict) -> str:
     """The Markdown table: runs, wall time, load and verdict per case and tool, and the ratios."""
-    lines = ["| case | tool | runs | wall s | load avg before -> after | verdict |", "|---|---|---|---|---|---|"]
+    lines = ["| case | tool | runs | wall s | CPU s | load avg before -> after | verdict |", "|---|---|---|---|---|---|---|"]
     for bug, sides in results.items():
         first = True
         for key, name in ROWS:
             if key not in sides:
                 continue
             r = sides[key]
-            lines.append(f"| {bug if first else ''} | {name} | {r['runs']} | {r['seconds']:.1f} | {r['load']} | {r['verdict']} |")
+            lines.append(
+                f"| {bug if first else ''} | {name} | {r['runs']} | {r['seconds']:.1f} | {r.get('cpu', 0):.1f} "
+                f"| {r['load']} | {r['verdict']} |"
+            )
             first = False
-        ratio = sides["ratio"]
-        lines.append(f"| | **after / torch** | **{ratio['runs']}** | **{ratio['seconds']:.2f}** | | |")
+        ratio, a, t = sides["ratio"], sides["fxlens"], sides["torch"]
+        cpu = a.get("cpu", 0) / max(t.get("cpu", 0), 1e-9)
+        lines.append(f"| | **after / torch** | **{ratio['runs']}** | **{ratio['seconds']:.2f}** | **{cpu:.2f}** | | |")
         if "before" in sides:
             b = sides["before"]
             lines.append(
-                f"| | after / before | {sides['fxlens']['runs'] / max(b['runs'], 1):.2f} | "
-                f"{sides['fxlens']['seconds'] / max(b['seconds'], 1e-9):.2f} | | |"
+                f"| | before / torch | {b['runs'] / max(t['runs'], 1):.2f} | {b['seconds'] / max(t['seconds'], 1e-9):.2f} "
+                f"| {b.get('cpu', 0) / max(t.get('cpu', 0), 1e-9):.2f} | | |"
+            )
+            lines.append(
+                f"| | after / before | {a['runs'] / max(b['runs'], 1):.2f} | {a['seconds'] / max(b['seconds'], 1e-9):.2f} "
+                f"| {a.get('cpu', 0) / max(b.get('cpu', 0), 1e-9):.2f} | | |"
             )
     return "\n".join(lines) + "\n"
 
