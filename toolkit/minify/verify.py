@@ -9,6 +9,12 @@ its random state is set as a new interpreter's; what it shares with the zygote i
 imported. That is why `repro_writer.verify` still runs
 one of the re-runs as a plain `python FILE` in a new interpreter: a reproducer that forgot an
 import it needs would pass in a fork and fail there.
+
+On a machine without spare cores the worker pool (`fxlens.minify.pool`) starts the zygote idle,
+from the main thread, and has it import torch and the backend's modules once the script names the
+backend; the pool's workers are forked from it too (`Zygote.fork_worker`: their two pipes go over a
+socket), each in its own process group, reaped by the zygote, which says how each ended (`wait`).
+So torch and inductor are imported once for every worker and two of the three re-runs.
 """
 
 from __future__ import annotations
