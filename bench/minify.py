@@ -45,6 +45,14 @@ CASES = {
 }
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def run_fxlens(name: str, work: Path) -> dict:
     script, args, env, _ = CASES[name]
     out = work / f"{name}.json"
@@ -54,7 +62,7 @@ def run_fxlens(name: str, work: Path) -> dict:
         "FXLENS_SESSIONS_DIR": str(work / "sessions"),
         "FXLENS_REPRO_DIR": str(work / "repro"),
     }
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     proc = subprocess.run(
         [sys.executable, "-m", "fxlens.cli", "minify", "--json", str(out), str(SCRIPTS / script), *args],
         env=env,
@@ -66,6 +74,8 @@ def run_fxlens(name: str, work: Path) -> dict:
         raise SystemExit(f"fxlens minify failed on {name}: {proc.stderr[-2000:]}")
     r = json.loads(out.read_text())
     r["wall"] = time.perf_counter() - t0
+    r["cpu"] = _cpu() - cpu0  # every process it started (workers, zygote, re-runs) included
+    out.unlink()
     return r
 
 
@@ -134,7 +144,7 @@ def run_launcher(name: str, work: Path) -> dict:
         "TORCHDYNAMO_REPRO_LEVEL": "2",
         "TORCH_COMPILE_DEBUG_DIR": str(d),
     }
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     subprocess.run(
         [sys.executable, str(SCRIPTS / script), *args], env=env, cwd=d, capture_output=True, text=True
     )
@@ -156,7 +166,8 @@ def run_launcher(name: str, work: Path) -> dict:
     if checkpoints:
         text = checkpoints[-1].read_text()
         final = len(re.findall(r"= torch\.ops\.", text))
-    return {"seconds": seconds, "queries": queries, "final_nodes": final, "exit": proc.returncode}
+    cpu = _cpu() - cpu0
+    return {"seconds": seconds, "cpu": cpu, "queries": queries, "final_nodes": final, "exit": proc.returncode}
 
 
 METHOD = """`python bench/minify.py --cases {cases}{launcher}` (2-core CPU box shared with other
@@ -187,19 +198,31 @@ def phase_table(rows: list[dict]) -> str:
         t = row["fxlens"]["timings"]
         cells = " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in PHASES)
         lines.append(f"| {row['case']} | {cells} | {row['fxlens']['seconds']:.1f} | {row['load']} |")
+        if row.get("fxlens_again"):
+            t = row["fxlens_again"]["timings"]
+            cells = " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in PHASES)
+            lines.append(f"| {row['case']} (after the launcher) | {cells} | {row['fxlens_again']['seconds']:.1f} | |")
     return head + "\n".join(lines) + "\n"
 
 
 def ratio_lines(rows: list[dict]) -> str:
+    """fxlens against the launcher: wall time (fxlens ran before and after the launcher, so a load
+    that changes during the launcher's long run weighs on both), CPU seconds, queries."""
     out = []
     for row in rows:
         ln = row.get("launcher") or {}
         if ln.get("seconds") and ln.get("queries"):
-            r = row["fxlens"]
+            runs = [row["fxlens"], *([row["fxlens_again"]] if row.get("fxlens_again") else [])]
+            walls = " and ".join(f"{r['seconds']:.1f}" for r in runs)
+            wall = sum(r["seconds"] for r in runs) / len(runs)
+            cpu = sum(r["cpu"] for r in runs) / len(runs)
+            q = row["fxlens"]["queries"]
             out.append(
-                f"- {row['case']}: fxlens {r['seconds']:.1f} s / torch launcher {ln['seconds']:.1f} s = "
-                f"**{r['seconds'] / ln['seconds']:.2f}x** wall time; queries {r['queries']} / "
-                f"{ln['queries']} = {r['queries'] / ln['queries']:.2f}x (load average {row['load']})"
+                f"- {row['case']}: fxlens {walls} s (before and after the launcher; mean {wall:.1f} s) / "
+                f"torch launcher {ln['seconds']:.1f} s = **{wall / ln['seconds']:.3f}x** wall time; CPU "
+                f"seconds (all processes) {cpu:.1f} / {ln['cpu']:.1f} = **{cpu / ln['cpu']:.3f}x**; "
+                f"queries {q} / {ln['queries']} = {q / ln['queries']:.2f}x (load average {row['load']}; "
+                f"around the launcher {ln.get('load', '')})"
             )
     return "\n".join(out) + ("\n" if out else "")
 
@@ -252,7 +275,10 @@ def main() -> int:
             t = run_torch_minifier(name, r)
             row = {"case": name, "what": CASES[name][3], "fxlens": r, "torch": t}
             if a.launcher and name == "inductor":
+                before = _load()
                 row["launcher"] = run_launcher(name, work)
+                row["launcher"]["load"] = f"{before} -> {_load()}"
+                row["fxlens_again"] = run_fxlens(name, work)  # the other side of the launcher's run
             row["load"] = f"{load} -> {_load()}"
             rows.append(row)
             print(
@@ -272,6 +298,12 @@ def main() -> int:
                         },
                         "torch": t,
                         "launcher": row.get("launcher"),
+                        "fxlens_cpu": r.get("cpu"),
+                        "fxlens_again": {
+                            k: row["fxlens_again"][k] for k in ("seconds", "cpu", "queries", "timings")
+                        }
+                        if row.get("fxlens_again")
+                        else None,
                     }
                 ),
                 flush=True,

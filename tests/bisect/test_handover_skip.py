@@ -49,8 +49,87 @@ def test_cudagraphs_is_not_run_without_cuda(monkeypatch):
 
 def test_run_times_split_and_add_up():
     out = Outcome(1, "as-asked", None, 1, 78.2, "crash", compile_s=54.7, check_s=0.3)
+    # the parent launched it at t=100; the runner started at 100.4 and torch was imported at 109.8
+    out.launched_at = 100.0
+    out.process = {"runner_at": 100.4, "torch_at": 109.8, "forked": False}
     t = out.times()
-    assert t["compile_s"] + t["check_s"] + t["script_and_start_s"] == pytest.approx(78.2)
-    assert out.time_line() == "78.2s: compile 54.7, checks 0.3, script and start 23.2"
+    assert (t["startup_s"], t["import_s"], t["run_s"]) == pytest.approx((0.4, 9.4, 13.4))
+    assert sum(t[k] for k in ("startup_s", "import_s", "compile_s", "check_s", "run_s")) == pytest.approx(78.2)
+    assert t["compile_s"] + t["check_s"] + t["script_and_start_s"] == pytest.approx(78.2)  # as before
+    assert out.time_line() == "78.2s: start 0.4, import 9.4, compile 54.7, checks 0.3, run 13.4"
     text = render_text({"summary": "s", "runs": 1, "seconds": 80.0, "run_times": [t], "session": "x"})
-    assert "runs     1 in 80.0s: compile 54.7s, checks 0.3s, script and start 23.2s (run 1 as-asked: 78.2s)" in text
+    assert "runs     1 in 80.0s: start 0.4s, import 9.4s, compile 54.7s, checks 0.3s, run 13.4s" in text
+    assert "run  1 as-asked" in text and "78.2s: start 0.4s, import 9.4s" in text
+
+
+def test_forked_run_imports_nothing_but_its_first_waits_for_the_warm_process():
+    out = Outcome(2, "eager", None, 0, 12.0, None, compile_s=1.0, check_s=0.5)
+    out.launched_at, out.waited_s = 100.0, 8.0  # the warm process was still importing torch
+    out.process = {"runner_at": 108.1, "torch_at": 108.1, "forked": True}
+    t = out.times()
+    assert t["forked"] and (t["startup_s"], t["import_s"]) == pytest.approx((0.1, 8.0))
+    assert t["run_s"] == pytest.approx(12.0 - 0.1 - 8.0 - 1.5)
+
+
+def test_a_run_that_compiled_nothing_has_no_start_split():
+    t = Outcome(3, "no torch.compile", None, 0, 5.0, None).times()
+    assert t["startup_s"] is None and t["import_s"] is None and t["run_s"] == 5.0
+    assert "start" not in Outcome(3, "x", None, 0, 5.0, None).time_line()
+
+
+def test_older_verdicts_run_times_still_render():
+    old = {"n": 1, "label": "as-asked", "seconds": 78.2, "compile_s": 54.7, "check_s": 0.3, "script_and_start_s": 23.2}
+    text = render_text({"summary": "s", "runs": 1, "seconds": 80.0, "run_times": [old], "session": "x"})
+    assert "compile 54.7s, checks 0.3s, script and start 23.2s (run 1 as-asked: 78.2s)" in text
+
+
+class ScriptedRuns:
+    """Runs whose outcomes are given in order (kind None: passes), recording each label."""
+
+    def __init__(self, kinds):
+        self.kinds, self.labels = list(kinds), []
+
+    def run(self, label, **kw):
+        self.labels.append(label)
+        return Outcome(len(self.labels), label, None, 0, 0.0, self.kinds.pop(0))
+
+
+SPEC = {"good": "aot_eager", "graph": 2, "kind": "crash", "confirmed": False}
+
+
+def test_graph_from_the_first_runs_record_is_confirmed_by_a_failing_step():
+    runs = ScriptedRuns(["crash", None])
+    fn = inductor._step(FakeBisector("joint_graph_passes"), runs, SPEC, {})
+    assert fn() is False  # the step fails as run 1 did: graph 2 fails alone, no run spent on it
+    assert fn() is True and runs.labels == ["inductor joint_graph_passes test_disable"] * 2
+    fn.confirm()
+    assert len(runs.labels) == 2
+
+
+def test_a_pass_before_any_confirmation_confirms_first():
+    runs = ScriptedRuns([None, "crash"])
+    fn = inductor._step(FakeBisector("lowerings"), runs, SPEC, {})
+    assert fn() is True
+    assert runs.labels == ["inductor lowerings test_disable", "inductor on graph 2 (confirming run 1's record)"]
+
+
+def test_a_record_that_does_not_fail_alone_is_given_back():
+    # ground truth: a flaky failure, or one that needs the other graphs: graph 2 alone passes
+    runs = ScriptedRuns([None, None])
+    fn = inductor._step(FakeBisector("lowerings"), runs, SPEC, {})
+    with pytest.raises(inductor.Unconfirmed):
+        fn()
+
+
+def test_a_different_failure_does_not_confirm():
+    runs = ScriptedRuns(["accuracy", "crash"])
+    fn = inductor._step(FakeBisector("lowerings"), runs, SPEC, {})
+    assert fn() is False
+    fn.confirm()  # the bisector ended without a pass: the graph still gets its own run
+    assert runs.labels[-1] == "inductor on graph 2 (confirming run 1's record)"
+
+
+def test_a_confirmed_graph_needs_no_run():
+    runs = ScriptedRuns([None])
+    fn = inductor._step(FakeBisector("lowerings"), runs, {**SPEC, "confirmed": True}, {})
+    assert fn() is True and len(runs.labels) == 1

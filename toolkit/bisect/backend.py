@@ -21,7 +21,34 @@ import time
 from pathlib import Path
 
 from fxlens import config
+from fxlens.capture.imports import when_imported
 from fxlens.trace.session import EVENTS_FILE, append_event
+
+# where this process's time went before its first compile (`fxlens.bisect.runs.Outcome.times`):
+# the runner imports this module before the script runs; torch comes with the script's imports.
+# A run forked from a warm process (`fxlens.bisect.warm`) resets it with `mark_forked`
+_PROCESS: dict = {"pid": os.getpid(), "runner_at": time.time(), "torch_at": None, "forked": False}
+
+
+def _torch_imported(_module) -> None:
+    _PROCESS["torch_at"] = _PROCESS["torch_at"] or time.time()
+
+
+when_imported("torch", _torch_imported)
+
+
+def mark_forked() -> None:
+    """In a run forked from a process that imported torch already: it starts now, with no imports."""
+    now = time.time()
+    _PROCESS.update(pid=os.getpid(), runner_at=now, torch_at=now, forked=True)
+
+
+def process_times() -> dict | None:
+    """This process's start as the run's first graph event carries it (once per process)."""
+    if _PROCESS.get("said") == os.getpid():
+        return None
+    _PROCESS["said"] = os.getpid()
+    return {k: _PROCESS[k] for k in ("runner_at", "torch_at", "forked")}
 
 if os.environ.get("TORCH_BISECT_BACKEND"):
     # a run driven by torch's CompilerBisector: torch.compile would otherwise replace every
@@ -124,6 +151,8 @@ def wrapper(gm, example_inputs, asked: str | None = None):
 
     def record(phase: str, **data) -> None:
         if cfg.session_dir:
+            if (proc := process_times()) is not None:
+                data["process"] = proc
             append_event(cfg.session_dir, "bisect_graph", {**base, "phase": phase, **data})
 
     checking = bcfg.check in ("accuracy", "auto") and (use == stage or not bcfg.check_tested_only)

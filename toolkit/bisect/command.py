@@ -8,7 +8,8 @@ Steps, each one counted child run of the script (see `fxlens.bisect.runs`):
    failing stage S; the one before, P, is known good. If the bottom (eager) fails, one run with
    Dynamo disabled tells "the script itself fails" from "Dynamo's capture fails".
 3. Inside S: which graph, by runs that compile some graphs with S and the rest with P (the failing
-   run's own per-graph records give a first guess, so it is often one run).
+   run's own per-graph records give a first guess, so it is often one run; none when the graph
+   goes to CompilerBisector, whose steps confirm the failing run's record on the way).
 4. Inside that graph: for fxlens's own stages, which kernel (kernels outside a range run as ATen
    through FXLENS_KERNEL_FALLBACK) and, for the fused stage, which fusion decision
    (FXLENS_FUSION_LIMIT); for inductor, torch's CompilerBisector (`fxlens.bisect.inductor`).
@@ -20,23 +21,19 @@ The verdict is printed, stored as a `bisect` event in the bisect's own session (
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 from fxlens import config
+from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect.runs import Outcome, Runs, cache_dir, cache_env, claim_cache
+from fxlens.bisect.runs import Outcome, Runs, cache_dir, cache_env, claim_cache, count_runs
 from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
 from fxlens.bisect.warm import WarmServer
-from fxlens.capture import children
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
@@ -145,7 +142,7 @@ def bisect_script(
         if runs.warm is not None:
             runs.warm.close()
         shutil.rmtree(cache_dir(sdir), ignore_errors=True)
-    result.update(check=check, runs=_count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
+    result.update(check=check, runs=count_runs(sdir), seconds=round(time.perf_counter() - t0, 2))
     # where each run's time went (the CompilerBisector steps' are under compiler_bisector)
     result["run_times"] = [o.times() for o in runs.outcomes]
     result["session"] = str(sdir)
@@ -184,12 +181,6 @@ def _start_warm(runs: Runs, script: str, env: dict) -> str:
         return f"each run a new interpreter: {who} sets environment variables torch may read at import"
     runs.warm = WarmServer({**cache_env(runs.session_dir), **env})
     return "each run forked from a process that imported torch once"
-
-
-def _count_runs(sdir: Path) -> int:
-    # counted from disk, so runs started by the CompilerBisector driver process count too
-    d = sdir / "runs"
-    return sum(1 for p in d.iterdir() if p.is_dir()) if d.is_dir() else 0
 
 
 def _stage(stage: str, out: Outcome | None, counted: bool = True, note: str = "") -> dict:
@@ -322,6 +313,12 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
         return out.kind == kind
 
     hint = bad_out.failing[0] if bad_out.failing else None
+    handover = stage in TORCH_BISECTABLE and torch_bisector
+    if handover and n > 1 and bad_out.recorded and kind in ("crash", "accuracy", "no_raise"):
+        # the failing run's wrapper saw graph `hint` itself fail: no run to confirm it alone;
+        # the CompilerBisector steps confirm it on the way (or give it back, unconfirmed)
+        if _recorded_graph(runs, base, stage, good, bad_out, good_out, hint):
+            return base
     found = narrow(n, reproduces, hint)
     if found.single is None:
         again = runs.run(f"{stage} again (all graphs)", stage=stage)
@@ -347,12 +344,29 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
             base["fusion"] = find_fusion(
                 runs, confirm, stage, good, ordinal, culprit["compile_id"], kind, graph_kind
             )
-    elif stage in TORCH_BISECTABLE and torch_bisector:
-        # the other graphs run aot_eager, not aot_eager_decomp_partition: torch applies the
-        # bisector's inductor config changes to that backend's functorch config too, and crashes
-        plain = base["ladder"][1] if len(base["ladder"]) > 2 else good
-        base["compiler_bisector"] = _compiler_bisector(runs, stage, plain, ordinal, kind)
+    elif handover:
+        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind)
     return base
+
+
+def _plain(base: dict, good: str) -> str:
+    # the other graphs run aot_eager, not aot_eager_decomp_partition: torch applies the
+    # bisector's inductor config changes to that backend's functorch config too, and crashes
+    return base["ladder"][1] if len(base["ladder"]) > 2 else good
+
+
+def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) -> bool:
+    """The culprit graph as the failing run recorded it, handed to CompilerBisector without a
+    confirming run of its own; False (base untouched) when the steps did not confirm it."""
+    n = max(len(good_out.graphs), len(bad_out.graphs))
+    cb = hand_over(runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False)
+    if cb.get("unconfirmed"):
+        runs.echo(f"  graph {ordinal} did not fail alone ({cb['unconfirmed']}): narrowing by runs instead")
+        return False
+    base.update(outcome="fails", compiler_bisector=cb)
+    base["graph"] = {"ordinal": ordinal, "of": n, "from": f"run {bad_out.n}'s own record"}
+    base["culprit"] = _culprit(bad_out, ordinal, fallback=(good_out,))
+    return True
 
 
 def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
@@ -369,64 +383,3 @@ def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
             culprit.update(function=g.function, file=g.file, line=g.line)
             break
     return culprit
-
-
-def _compiler_bisector(runs: Runs, stage: str, good: str, ordinal: int, kind: str) -> dict:
-    """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor)."""
-    with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
-        spec = {
-            "script": runs.script,
-            "args": runs.script_args,
-            "session_dir": str(runs.session_dir),
-            "check": runs.check,
-            "timeout": runs.timeout,
-            "first_run": _count_runs(runs.session_dir) + 1,
-            "kind": kind,
-            "good": good,
-            "graph": ordinal,
-            "env": runs.extra_env,
-            "fork": not config.load_bisect().fresh_runs,
-            "module": runs.module,
-            "cache_dir": str(Path(tmp) / "inductor-cache"),
-            "out": str(Path(tmp) / "result.json"),
-        }
-        spec_path = Path(tmp) / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
-        runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
-        t0 = time.perf_counter()
-        proc = children.popen(
-            [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        tail: list[str] = []
-        try:
-            for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith(("  run ", "  skip ")):
-                    runs.echo(line.rstrip("\n"))
-                tail = [*tail[-20:], line.rstrip("\n")]
-        except BaseException:
-            # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
-            children.end(proc)
-            raise
-        children.wait(proc)
-        out_path = Path(spec["out"])
-        if not out_path.exists():
-            last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
-            return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {last}"}
-        data = json.loads(out_path.read_text())
-    extra = {"forked": spec["fork"], "seconds": round(time.perf_counter() - t0, 2)}
-    return {
-        **(data.get("result") or {"found": None}),
-        "runs": len(data.get("runs", [])),
-        "skipped": data.get("skipped") or [],
-        "run_times": data.get("runs") or [],
-        **extra,
-        **_err(data),
-    }
-
-
-def _err(data: dict) -> dict:
-    return {"error": data["error"]} if data.get("error") else {}

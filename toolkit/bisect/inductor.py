@@ -19,17 +19,23 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+from fxlens import config
+from fxlens.bisect.runs import Runs, count_runs
+from fxlens.capture import children
 
 
 def run_driver(spec: dict) -> dict:
     """Run CompilerBisector over `spec`'s script; returns {result, runs}."""
     state, fork, step_env = _prepare(spec)
-    from fxlens import config
+    ready_at = time.time()  # the driver's own start and imports end here (`hand_over`)
     from fxlens.backend.torch_compat import CompilerBisector
     from fxlens.backend.torch_compat import inductor_cache_dir as cache_dir
-    from fxlens.bisect.runs import Runs
 
     runs = Runs(
         spec["script"],
@@ -48,7 +54,13 @@ def run_driver(spec: dict) -> dict:
     runs.extra_env[config.ENV_BISECT_CHECK_TESTED_ONLY] = "1"
     # forked steps inherit this; fresh ones compute the same dir from TORCHINDUCTOR_CACHE_DIR
     CompilerBisector.in_process_cache = state if fork else cache_dir()
-    return _result(CompilerBisector.do_bisect(_step(CompilerBisector, runs, spec, step_env)), runs)
+    fn = _step(CompilerBisector, runs, spec, step_env)
+    try:
+        found = CompilerBisector.do_bisect(fn)
+        fn.confirm()  # no step passed and none failed the same way: the graph still needs its run
+    except Unconfirmed as e:
+        return {**_result(None, runs), "unconfirmed": str(e), "ready_at": ready_at}
+    return {**_result(found, runs), "ready_at": ready_at}
 
 
 def _prepare(spec: dict) -> tuple[str, bool, dict]:
@@ -88,6 +100,40 @@ def _prepare(spec: dict) -> tuple[str, bool, dict]:
 # CompilerBisector subsystems that only act on CUDA graphs
 CUDA_ONLY = ("cudagraphs",)
 SKIPPED: list[str] = []
+# a subsystem name no inductor pass has: a step under it disables nothing and changes no
+# bisector state (torch compares the active subsystem's name before it counts or disables)
+NO_SUBSYSTEM = "fxlens-none"
+
+
+class Unconfirmed(Exception):
+    """The culprit graph, compiled alone by inductor, did not fail as the first run recorded."""
+
+
+def _confirmer(runs, spec: dict, step_env: dict):
+    """`confirm(out)`: whether the culprit graph is known to fail alone under inductor.
+
+    `fxlens bisect` took the graph from the first run's own record (it failed there, compiled by
+    inductor beside the others) and skipped its confirming run (`spec["confirmed"]` False). A
+    step that fails the same way confirms it for free; the first step that passes, before that,
+    would rest on an unconfirmed graph: then that run is made, with inductor whole (no
+    subsystem), and Unconfirmed raised when it passes (flaky, or it needs the other graphs)."""
+    state = {"confirmed": spec.get("confirmed", True)}
+
+    def confirm(out=None) -> None:
+        if state["confirmed"]:
+            return
+        if out is not None:  # a step's own run: a failure of the first run's kind confirms
+            state["confirmed"] = out.kind == spec["kind"]
+            return
+        env = {**step_env, "TORCH_COMPILE_BACKEND": "inductor", "TORCH_BISECT_BACKEND": "inductor"}
+        env["TORCH_BISECT_SUBSYSTEM"] = NO_SUBSYSTEM
+        label = f"inductor on graph {spec['graph']} (confirming run 1's record)"
+        again = runs.run(label, stage="inductor", good=spec["good"], graphs=str(spec["graph"]), env=env)
+        if again.kind != spec["kind"]:
+            raise Unconfirmed(f"graph {spec['graph']} alone: {again.kind or 'passes'}")
+        state["confirmed"] = True
+
+    return confirm
 
 
 def _uses_cuda() -> bool:
@@ -100,12 +146,14 @@ def _step(bisector, runs, spec: dict, step_env: dict):
     """CompilerBisector's test function: one run of the script in the step the bisector is at."""
 
     cuda = _uses_cuda()
+    confirm = _confirmer(runs, spec, step_env)
 
     def fn() -> bool:
         backend = bisector.get_backend()
         subsystem = bisector.get_subsystem()
         if backend == "inductor" and not subsystem:
-            # the whole-inductor run is the one fxlens just did for this graph: known to fail
+            # the whole-inductor run on this graph is known to fail: fxlens's confirming run,
+            # or the first run's own record, confirmed by a later step (`_confirmer`)
             return False
         if subsystem in CUDA_ONLY and not cuda:
             # cannot apply without a CUDA device: disabling it cannot fix the failure, so the
@@ -128,10 +176,14 @@ def _step(bisector, runs, spec: dict, step_env: dict):
             graphs=str(spec["graph"]),
             env=env,
         )
+        confirm(out)
+        if not out.failed:
+            confirm()  # a pass is a verdict: only on a graph known to fail alone
         # like torch's own `compiler_bisector run`: any failure is "bad" (a config change that
         # crashes instead of diverging has not fixed the issue)
         return not out.failed
 
+    fn.confirm = confirm
     return fn
 
 
@@ -151,9 +203,73 @@ def _result(result, runs) -> dict:
     }
 
 
-def main() -> None:
-    from fxlens.capture import children
+def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confirmed=True) -> dict:
+    """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor);
+    `confirmed` False: no run has yet shown the graph failing alone (the driver makes sure)."""
+    with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
+        spec = {
+            "script": runs.script,
+            "args": runs.script_args,
+            "session_dir": str(runs.session_dir),
+            "check": runs.check,
+            "timeout": runs.timeout,
+            "first_run": count_runs(runs.session_dir) + 1,
+            "kind": kind,
+            "good": good,
+            "graph": ordinal,
+            "confirmed": confirmed,
+            "env": runs.extra_env,
+            "fork": not config.load_bisect().fresh_runs,
+            "module": runs.module,
+            "cache_dir": str(Path(tmp) / "inductor-cache"),
+            "out": str(Path(tmp) / "result.json"),
+        }
+        spec_path = Path(tmp) / "spec.json"
+        spec_path.write_text(json.dumps(spec))
+        how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
+        runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
+        t0, launched = time.perf_counter(), time.time()
+        proc = children.popen(
+            [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        tail: list[str] = []
+        try:
+            for line in proc.stdout:  # relay the driver's runs as they finish
+                if line.startswith(("  run ", "  skip ")):
+                    runs.echo(line.rstrip("\n"))
+                tail = [*tail[-20:], line.rstrip("\n")]
+        except BaseException:
+            # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
+            children.end(proc)
+            raise
+        children.wait(proc)
+        out_path = Path(spec["out"])
+        if not out_path.exists():
+            last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
+            return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {last}"}
+        data = json.loads(out_path.read_text())
+    extra = {"forked": spec["fork"], "seconds": round(time.perf_counter() - t0, 2)}
+    # the driver's own interpreter start and imports (forked steps skip them; fresh ones do not)
+    extra["driver_start_s"] = round(data["ready_at"] - launched, 2) if data.get("ready_at") else None
+    return {
+        **(data.get("result") or {"found": None}),
+        "runs": len(data.get("runs", [])),
+        "skipped": data.get("skipped") or [],
+        "run_times": data.get("runs") or [],
+        **extra,
+        **_err(data),
+        **({"unconfirmed": data["unconfirmed"]} if data.get("unconfirmed") else {}),
+    }
 
+
+def _err(data: dict) -> dict:
+    return {"error": data["error"]} if data.get("error") else {}
+
+
+def main() -> None:
     # the parent ends this driver's group with SIGTERM; the runs it started are groups of their
     # own, so end them first (else they would outlive both)
     children.install_sigterm()

@@ -7,17 +7,18 @@ and torch's trace in that run's session are read back here. This module never im
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens import config
 from fxlens.backend import stages
+
+# the runs' private inductor cache (`fxlens.bisect.cache`; re-exported: older imports name runs)
+from fxlens.bisect.cache import CACHE_PREFIX, INDUCTOR_CACHE, cache_dir, cache_env, claim_cache  # noqa: F401
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
@@ -27,61 +28,6 @@ from fxlens.trace.userframes import parse_traceback
 WRAPPER = "fxlens.bisect.backend:wrapper"
 TIMEOUT_EXIT = 124
 OUTPUT_FILE = "output.txt"  # the child's stdout and stderr, interleaved
-INDUCTOR_CACHE = "inductor-cache"  # (older sessions held the runs' inductor cache under this name)
-# the runs' private inductor cache lives outside the session, in the temp folder: a bisect killed
-# by SIGKILL left it in the session (hundreds of MB of compiled C++ nobody reads); the next bisect
-# removes such leftovers whose bisect is gone (see claim_cache)
-CACHE_PREFIX = "fxlens-bisect-cache-"
-_OWNER = ".owner"  # the pid of the bisect using a cache dir
-
-
-def cache_dir(session_dir: Path) -> Path:
-    """The inductor cache dir of one bisect: derived from its session's absolute path, so the
-    CompilerBisector driver process (fxlens.bisect.inductor) finds the same one."""
-    key = hashlib.sha1(str(Path(session_dir).absolute()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"{CACHE_PREFIX}{key}"
-
-
-def claim_cache(session_dir: Path) -> Path:
-    """Create this bisect's cache dir (owned by this process), after removing those of bisects
-    that are gone (killed before their cleanup ran)."""
-    for old in Path(tempfile.gettempdir()).glob(CACHE_PREFIX + "*"):
-        try:
-            pid = int((old / _OWNER).read_text().strip() or 0)
-        except (OSError, ValueError):
-            continue  # being created right now, or not ours to judge
-        if pid and not _alive(pid):
-            shutil.rmtree(old, ignore_errors=True)
-    d = cache_dir(session_dir)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / _OWNER).write_text(str(os.getpid()))
-    return d
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-def cache_env(session_dir: Path) -> dict[str, str]:
-    """Inductor's caches for one bisect's runs: no compiled graph is ever served from a cache (a
-    hit would skip the very passes a run tests), but C++ headers and kernels compiled from the same
-    source are (keyed by source and compile command, as torch's own `compiler_bisector run` reuses
-    them): with every cache force-disabled, each inductor run rebuilt them, ~25 s of a 40 s run here.
-    Private to the bisect: nothing from the user's or another job's cache dir."""
-    return {
-        "TORCHINDUCTOR_FORCE_DISABLE_CACHES": "0",
-        "TORCHINDUCTOR_CACHE_DIR": str(cache_dir(session_dir)),
-        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
-        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
-        # Dynamo's profile-guided dynamic shapes would carry one run's recompiles into the next
-        "TORCH_DYNAMO_AUTOMATIC_DYNAMIC_LOCAL_PGO": "0",
-    }
 
 
 @dataclass
@@ -98,6 +44,9 @@ class Outcome:
     error: str = ""  # one line: the exception, or the largest divergence
     graphs: dict[int, str] = field(default_factory=dict)  # ordinal -> compile id
     failing: list[int] = field(default_factory=list)  # ordinals the wrapper saw fail, in order
+    # the first of `failing` is the wrapper's own record of that graph failing (its compile, a
+    # call or a check), not a guess from how the process ended (the graph in flight at a signal)
+    recorded: bool = False
     divergence: dict | None = None  # the first failing check's worst divergence
     asked: list[str] = field(default_factory=list)  # backends the script's torch.compile calls asked for
     compiled: bool = False  # whether any graph was compiled at all
@@ -115,25 +64,51 @@ class Outcome:
     # where the run's time went: the backends' compiles, the checks against eager and fp64
     compile_s: float = 0.0
     check_s: float = 0.0
+    # when the parent started the run (time.time()), how long it waited for the warm process's
+    # imports (its first forked run), and the child's own start as its first graph event says it
+    launched_at: float = 0.0
+    waited_s: float = 0.0
+    process: dict | None = None
+
+    def split(self) -> dict[str, float | None]:
+        """Where the run's wall time went: startup (a new interpreter and fxlens's runner, or a
+        fork), import (torch, with the script's own imports before it; a forked run's is 0, but
+        its first waits for the warm process's), compile (the backends'), checks (against eager
+        and fp64), run (the rest: the script itself, Dynamo's tracing, exit). startup and import
+        are None when no graph was compiled (the child said nothing of its start)."""
+        startup = imports = None
+        p = self.process or {}
+        if self.launched_at and p.get("runner_at") and p.get("torch_at"):
+            startup = max(p["runner_at"] - self.launched_at - self.waited_s, 0.0)
+            imports = max(p["torch_at"] - p["runner_at"], 0.0) + self.waited_s
+        known = sum(x or 0.0 for x in (startup, imports)) + self.compile_s + self.check_s
+        return {
+            "startup_s": startup,
+            "import_s": imports,
+            "compile_s": self.compile_s,
+            "check_s": self.check_s,
+            "run_s": max(self.seconds - known, 0.0),
+        }
 
     def time_line(self) -> str:
-        """`65.8s: compile 40.1, checks 0.3, script and start 25.4` for the progress line."""
-        rest = max(self.seconds - self.compile_s - self.check_s, 0.0)
-        return (
-            f"{self.seconds:.1f}s: compile {self.compile_s:.1f}, checks {self.check_s:.1f}, "
-            f"script and start {rest:.1f}"
-        )
+        """`25.8s: start 0.1, import 9.4, compile 10.1, checks 0.3, run 5.9` for the progress line."""
+        names = {"startup_s": "start", "import_s": "import", "compile_s": "compile", "check_s": "checks"}
+        names["run_s"] = "run"
+        parts = [f"{names[k]} {v:.1f}" for k, v in self.split().items() if v is not None]
+        return f"{self.seconds:.1f}s: " + ", ".join(parts)
 
     def times(self) -> dict:
-        """The run's time, split, for the verdict's `run_times`."""
+        """The run's time, split, for the verdict's `run_times` (`script_and_start_s`: everything
+        but compile and checks, as older verdicts had it)."""
         rest = max(self.seconds - self.compile_s - self.check_s, 0.0)
+        split = {k: None if v is None else round(v, 2) for k, v in self.split().items()}
         return {
             "n": self.n,
             "label": self.label,
             "seconds": round(self.seconds, 2),
-            "compile_s": round(self.compile_s, 2),
-            "check_s": round(self.check_s, 2),
+            **split,
             "script_and_start_s": round(rest, 2),
+            "forked": bool((self.process or {}).get("forked")),
         }
 
     @property
@@ -225,10 +200,12 @@ class Runs:
             **self.extra_env,
             **(env or {}),
         }
-        t0 = time.perf_counter()
+        t0, launched = time.perf_counter(), time.time()
         sdir.mkdir(parents=True, exist_ok=True)
         res = self._start(sdir, child_env, wrap)
         out = read_outcome(n, label, sdir, res.exit_code, time.perf_counter() - t0, self.timeout)
+        out.launched_at = launched
+        out.waited_s = getattr(res, "waited_s", 0.0)
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
         self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.time_line()}]")
@@ -251,6 +228,7 @@ class Runs:
                 return run_forked(self.script, self.script_args, **kw)
             res = self.warm.run(self.script, self.script_args, **kw)
             if res is not None:
+                res.waited_s = self.warm.waited_s
                 return res
             # the server is gone (it failed to start, or was killed): this run again, and every
             # later one, in a new interpreter; nothing of the lost attempt stays in the run's folder
@@ -269,6 +247,12 @@ class Runs:
             stdout=sdir / OUTPUT_FILE,
             stderr=sdir / OUTPUT_FILE,
         )
+
+
+def count_runs(session_dir: Path) -> int:
+    """Runs of a bisect, counted from disk, so runs started by the CompilerBisector driver count too."""
+    d = Path(session_dir) / "runs"
+    return sum(1 for p in d.iterdir() if p.is_dir()) if d.is_dir() else 0
 
 
 def _safe(label: str) -> str:
@@ -316,6 +300,8 @@ def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:
     ordinal = int(ev.get("ordinal", -1))
     out.graphs.setdefault(ordinal, str(ev.get("compile_id", "?")))
     out.graph_asked.setdefault(ordinal, str(ev.get("asked") or ""))
+    if out.process is None and isinstance(ev.get("process"), dict):
+        out.process = ev["process"]
     if ev.get("phase") == "compile":
         out.compile_s += float(ev.get("seconds") or 0)
     elif ev.get("phase") == "check":
@@ -327,6 +313,7 @@ def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:
     if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
         out.closer = _closer_than_eager(ev)
     if ev.get("ok") is False and ordinal not in out.failing:
+        out.recorded = out.recorded or not out.failing
         out.failing.append(ordinal)
         if ev.get("phase") == "check" and out.divergence is None:
             divs = ev.get("divergences") or [{}]

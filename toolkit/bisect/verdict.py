@@ -93,17 +93,45 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+# where a run's time went (`fxlens.bisect.runs.Outcome.times`), in the order it was spent
+SPLIT = (("startup_s", "start"), ("import_s", "import"), ("compile_s", "compile"), ("check_s", "checks"))
+SPLIT += (("run_s", "run"),)
+
+
+def _all_run_times(r: dict) -> list[dict]:
+    return list(r.get("run_times") or []) + list((r.get("compiler_bisector") or {}).get("run_times") or [])
+
+
+def _split_text(t: dict) -> str:
+    """`start 0.1s, import 9.4s, compile 10.1s, checks 0.3s, run 5.9s` (older verdicts: without
+    start, import and run, with `script and start`)."""
+    if "run_s" not in t:
+        rest = t.get("script_and_start_s", 0)
+        return f"compile {t.get('compile_s', 0):.1f}s, checks {t.get('check_s', 0):.1f}s, script and start {rest:.1f}s"
+    return ", ".join(f"{name} {t[k]:.1f}s" for k, name in SPLIT if t.get(k) is not None)
+
+
 def _time_split(r: dict) -> str:
-    """`: compile 52.0s, checks 1.1s, script and start 19.5s (run 1: 65.8s)` over every run."""
-    times = list(r.get("run_times") or []) + list((r.get("compiler_bisector") or {}).get("run_times") or [])
+    """`: start 0.3s, import 9.4s, compile 52.0s, checks 1.1s, run 19.5s (run 1 as-asked: 65.8s)`
+    over every run (start and import only over the runs that said when they started)."""
+    times = _all_run_times(r)
     if not times:
         return ""
-    total = {k: sum(t.get(k, 0) for t in times) for k in ("compile_s", "check_s", "script_and_start_s")}
+    keys = [k for k, _ in SPLIT] + ["script_and_start_s"]
+    total = {k: sum(t.get(k) or 0 for t in times) for k in keys}
+    if not all("run_s" in t for t in times):  # an older verdict's runs: compile, checks, the rest
+        total.pop("run_s")
     first = times[0]
-    return (
-        f": compile {total['compile_s']:.1f}s, checks {total['check_s']:.1f}s, script and start "
-        f"{total['script_and_start_s']:.1f}s (run {first['n']} {first['label']}: {first['seconds']:.1f}s)"
-    )
+    return f": {_split_text(total)} (run {first['n']} {first['label']}: {first['seconds']:.1f}s)"
+
+
+def _run_lines(r: dict) -> list[str]:
+    """One line per run: where its time went."""
+    lines = [f"    run {t['n']:>2} {t['label'][:40]:<40} {t['seconds']:6.1f}s: {_split_text(t)}" for t in _all_run_times(r)]
+    cb = r.get("compiler_bisector") or {}
+    if cb.get("driver_start_s") is not None:
+        lines.append(f"    CompilerBisector driver: start and imports {cb['driver_start_s']:.1f}s (once, before its steps)")
+    return lines
 
 
 def render_text(r: dict) -> str:
@@ -114,6 +142,7 @@ def render_text(r: dict) -> str:
     lines += _location_lines(r)
     lines += _torch_bisector_lines(r.get("compiler_bisector"))
     lines.append(f"  runs     {r.get('runs')} in {r.get('seconds', 0):.1f}s{_time_split(r)}")
+    lines += _run_lines(r)
     if r.get("outcome") == "flaky":
         lines.append("  re-run `fxlens bisect` a few times, or fix the randomness (seeds, fallback_random)")
     if r.get("next"):
@@ -165,7 +194,7 @@ def _location_lines(r: dict) -> list[str]:
         span = f"graphs #{g['ordinal']}-#{g['to']}" if "to" in g else f"graph #{g.get('ordinal')}"
         lines.append(
             f"  graph    {c['compile_id']}  {c.get('function')}  {c.get('file')}:{c.get('line')}  "
-            f"({span} of {g.get('of')} compiled)"
+            f"({span} of {g.get('of')} compiled{'; from ' + g['from'] if g.get('from') else ''})"
         )
     k = r.get("kernel") or {}
     if k.get("name"):

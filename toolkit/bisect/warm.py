@@ -83,6 +83,9 @@ def _child(script: str, args: list[str], env: dict, output: Path, module: str | 
         os.dup2(devnull, 0)
         os.close(devnull)
         _forget_cached_env()
+        from fxlens.bisect.backend import mark_forked
+
+        mark_forked()  # the run's time starts here, with no imports (`Outcome.times`)
         children.fresh_random_state()
         if "TORCH_TRACE" in env:
             _start_trace()
@@ -191,6 +194,7 @@ class WarmServer:
             text=True,
         )
         self.ready = False
+        self.waited_s = 0.0  # how long the latest run waited for this process to be ready
 
     def differs(self, env: dict) -> list[str]:
         """The TORCH* switches `env` sets otherwise than this process had them at import (those
@@ -210,8 +214,11 @@ class WarmServer:
             **{k: str(v) if isinstance(v, Path) else v for k, v in kw.items()},
         }
         try:
+            t0 = time.perf_counter()
             if not self.ready and self.proc.stdout.readline().strip() != READY:
                 return None
+            # the first run waited for the server's own start and imports (`Outcome.times`)
+            self.waited_s = 0.0 if self.ready else time.perf_counter() - t0
             self.ready = True
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()

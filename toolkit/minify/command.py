@@ -128,6 +128,7 @@ def minify_script(
         return run_pipeline(run)
     finally:
         pool.close()
+        pool.close_zygote()
         for close in run.closers:
             close()
 

@@ -58,7 +58,8 @@ def _carried_env() -> tuple[tuple[str, str], ...]:
     return tuple((k, os.environ[k]) for k in CARRIED_ENV if os.environ.get(k))
 
 
-def _usable(sig: str | None) -> bool:
+def usable(sig: str | None) -> bool:
+    """Whether a signature names the failure (not a broken candidate, eager's error or a lost worker)."""
     return bool(sig) and not sig.startswith(("eager:", "candidate error", "worker exited"))
 
 
@@ -80,7 +81,7 @@ def confirm(pool, cand, base, values_path: Path | None, child_sig: str | None):
     for o in options:
         sigs = pool.evaluate([render(cand, o)] * reps)
         seen += sigs
-        hits = [s for s in sigs if _usable(s)]
+        hits = [s for s in sigs if usable(s)]
         if not hits:
             continue
         sig = child_sig if child_sig in hits else max(set(hits), key=hits.count)

@@ -26,7 +26,7 @@ from fxlens.minify.child import (
     last_error_line,
     no_failure_error,
 )
-from fxlens.minify.confirm import base_spec, confirm, load_candidate
+from fxlens.minify.confirm import base_spec, confirm, load_candidate, usable
 from fxlens.report.command import write_json
 from fxlens.trace.session import append_event
 
@@ -52,7 +52,8 @@ class MinifyRun:
 
     def lap(self, name: str) -> None:
         """Seconds since the last lap (since the start for the first), as timings[name]."""
-        self.timings[name] = round(time.perf_counter() - self.t0 - sum(self.timings.values()), 2)
+        lap = time.perf_counter() - self.t0 - sum(self.timings.values())
+        self.timings[name] = round(self.timings.get(name, 0.0) + lap, 2)  # a phase run twice: both
 
     def no_failure(self, cap: _Captured) -> FxlensError:
         return no_failure_error(
@@ -90,6 +91,8 @@ class _Confirmed:
     spec: object  # ReproSpec
     sig: str
     flaky: bool
+    # taken from the capture run's own record, not yet compiled alone (`_from_record`)
+    deferred: bool = False
 
 
 @dataclass
@@ -111,6 +114,14 @@ def run_pipeline(run: MinifyRun) -> dict:
     captured = _capture_phase(run)
     confirmed = _confirm_phase(run, captured)
     reduced = _reduce_phase(run, confirmed)
+    if confirmed.deferred and not reduced.interrupted and reduced.final.num_calls >= confirmed.cand.num_calls:
+        # nothing smaller failed as the capture did: the graph compiled alone is asked after all
+        # (what it fails with, under which inputs; or the one-line reason it does not fail)
+        checked = _confirm_phase(run, captured, trust_record=False)
+        if (checked.spec, checked.sig) != (confirmed.spec, confirmed.sig):
+            reduced = _reduce_phase(run, checked)
+        confirmed = checked
+    run.pool.close()
     return _finish(run, captured, confirmed, reduced)
 
 
@@ -160,13 +171,44 @@ def _capture_phase(run: MinifyRun) -> _Captured:
     return found
 
 
-def _confirm_phase(run: MinifyRun, captured: _Captured) -> _Confirmed:
-    """The first graph to try that fails compiled alone, with the spec and signature it fails under."""
+def _from_record(run: MinifyRun, captured: _Captured) -> _Confirmed | None:
+    """The failing graph as the capture run recorded it, without compiling it alone first, when
+    that record settles what confirming would: the backend's compile of graph k raised, so the
+    same graph with inputs of the same shapes, forward only, compiles the same way. Reduction
+    then starts at once; its candidates and the reproducer's fresh re-runs check the failure, and
+    when no candidate fails (`run_pipeline`), the graph is compiled alone after all.
+
+    Only for a compiler registered under a name (inductor, fxlens's stages, torch's own): a
+    callable the script or a module defines may fail only some of the time, and compiling the
+    graph alone a few times at once is how such a flaky backend shows before reduction."""
+    failed = captured.failed or {}
+    sig = failed.get("signature")
+    crash_only = run.check in ("auto", "crash") and failed.get("kind") == "crash"
+    if not (crash_only and failed.get("phase") == "compile" and usable(sig)):
+        return None
+    k = failed["graph"]
+    meta = json.loads((captured.cap / f"graph_{k}.json").read_text())
+    if ":" in str(meta.get("backend")):  # module:attr or file.py:attr: not one we can vouch for
+        return None
+    meta, _, cand = load_candidate(captured.cap, k)
+    base = base_spec(meta, run.check, captured.failed, captured.baseline, run.session)
+    spec = replace(base, values_path=None, check="crash", signature=sig)
+    # a hung candidate: allowed as long as the script's whole run took (it compiled the graph)
+    run.pool.timeout = max(run.pool.timeout, 2 * run.timings.get("capture", 0))
+    return _Confirmed(k, meta, cand, spec, sig, flaky=False, deferred=True)
+
+
+def _confirm_phase(run: MinifyRun, captured: _Captured, trust_record: bool = True) -> _Confirmed:
+    """The first graph to try that fails compiled alone, with the spec and signature it fails under
+    (or, `trust_record`, the capture run's own record of it: `_from_record`)."""
     cap, pool = captured.cap, run.pool
     child_sig = (captured.failed or {}).get("signature")
     pool.set_backend(
         run.backend or json.loads((cap / f"graph_{captured.todo[0]}.json").read_text())["backend"]
     )
+    if trust_record and (found := _from_record(run, captured)) is not None:
+        run.lap("confirm")
+        return found
     found = None
     for k in captured.todo:
         meta, values_path, cand = load_candidate(cap, k)
@@ -212,8 +254,11 @@ def _reduce_phase(run: MinifyRun, confirmed: _Confirmed) -> _Reduced:
         cand, spec, aot_note = _aot_level(pool, cand, spec, run.session)
         run.lap("aot_capture")
     # the reproducer's re-runs fork from this one: it imports torch while the reduction runs
-    zygote = None if run.cfg.fresh_reruns else Zygote(_preload(spec))
-    if zygote is not None:
+    # the reproducer's re-runs fork from the pool's zygote (workers forked from it) when there is one
+    zygote = None if run.cfg.fresh_reruns else (pool.zygote or Zygote(_preload(spec)))
+    if zygote is not None and zygote is pool.zygote:
+        zygote.start(_preload(spec))  # (already started for the workers, unless none was prepared)
+    elif zygote is not None:
         run.closers.append(zygote.close)
     bar = ProgressBar(original=cand.num_calls) if run.progress else None
     # a flaky failure: a candidate that passes is tried again before it counts as passing
@@ -229,7 +274,6 @@ def _reduce_phase(run: MinifyRun, confirmed: _Confirmed) -> _Reduced:
         final = reducer.best or cand
     if bar:
         bar.done()
-    pool.close()
     # every distinct candidate's signature, for a look at what the reduction saw
     (run.session / "queries.json").write_text(json.dumps(reducer.memo, indent=1))
     run.lap("reduce")
@@ -259,6 +303,9 @@ def _finish(run: MinifyRun, captured: _Captured, confirmed: _Confirmed, reduced:
         dynamo_nodes=reduced.dynamo_nodes,
         dynamic=spec.dynamic,
         flaky_in_reduction=confirmed.flaky,
+        # how the failing graph was known to fail before reduction: compiled alone on the pool, or
+        # the capture run's own record of its compile raising (`_from_record`)
+        confirmed_by="capture_record" if confirmed.deferred else "isolated",
         retries=reducer.retried,
         values_saved=spec.values_path is not None,
         original_input_bytes=cand.input_bytes,
@@ -282,12 +329,9 @@ def _finish(run: MinifyRun, captured: _Captured, confirmed: _Confirmed, reduced:
 
 def _preload(spec) -> list[str]:
     """Modules the reproducer's backend compiles with (imported ahead by the zygote)."""
-    mods = ["torch._dynamo"]
-    if "inductor" in (spec.backend, spec.inner):
-        mods.append("torch._inductor.compile_fx")
-    if spec.backend in ("fxlens", "fxlens_nofusion"):
-        mods.append("fxlens.backend.compile_fx")
-    return mods
+    from fxlens.minify.verify import preload_for
+
+    return preload_for(spec.backend, spec.inner)
 
 
 def _aot_level(pool, cand, spec, session: Path):

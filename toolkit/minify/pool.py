@@ -22,9 +22,49 @@ from pathlib import Path
 
 from fxlens.capture import children
 from fxlens.minify.repro_writer import signal_signature
+from fxlens.minify.verify import Zygote, preload_for
 
 TIMEOUT_SIGNATURE = "timeout"
 STARTUP_TIMEOUT_S = 300.0  # importing torch on a loaded machine, and resolving the backend
+
+
+class Forked:
+    """A worker forked from the pool's zygote (`fxlens.minify.verify.Zygote.fork_worker`): not our
+    child, so the zygote reaps it and says how it ended; it leads its own process group."""
+
+    def __init__(self, pid: int, stdin, zygote: Zygote):
+        self.pid, self.stdin, self.zygote = pid, stdin, zygote
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.wait(0)
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit status once it ended within `timeout` (what it left in its group is ended)."""
+        if self.returncode is None:
+            self.returncode = self.zygote.wait(self.pid, timeout)
+            if self.returncode is not None:
+                children._killpg(self.pid, 9)  # its group id stays ours while stragglers live
+        return self.returncode
+
+    def end(self) -> None:
+        children._killpg(self.pid, 9)
+        self.wait(5)
+        try:
+            self.stdin.close()
+        except OSError:
+            pass
+
+
+def _wait(proc, timeout: float) -> int | None:
+    return proc.wait(timeout) if isinstance(proc, Forked) else children.wait(proc, timeout=timeout)
+
+
+def _end(proc) -> None:
+    if isinstance(proc, Forked):
+        proc.end()
+    else:
+        children.end(proc, grace=0)  # only the group this Worker started
 
 
 class Worker:
@@ -32,13 +72,35 @@ class Worker:
 
     def __init__(self, env: dict, log: Path, cwd: str | None):
         self.backend, self.env, self.log, self.cwd = "", env, log, cwd
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | Forked | None = None
         self.ready = False
         self.warm_time: float | None = None  # time.time() when it had imported torch and warmed up
         self.lines: queue.Queue = queue.Queue()
+        self.zygote: Zygote | None = None  # fork from this process instead of a new interpreter
+
+    def _fork(self) -> bool:
+        """Fork the worker from the zygote (which imported torch and the backend's modules once
+        for every worker and the reproducer's re-runs); False when the zygote is gone."""
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        pid = self.zygote.fork_worker(req_r, res_w, self.log, self.cwd) if self.zygote else None
+        os.close(req_r)
+        os.close(res_w)
+        if pid is None:
+            os.close(req_w)
+            os.close(res_r)
+            self.zygote = None
+            return False
+        self.proc = Forked(pid, os.fdopen(req_w, "w"), self.zygote)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, args=(os.fdopen(res_r, "r"), self.lines), daemon=True).start()
+        self.ready = False
+        return True
 
     def spawn(self) -> None:
         """Start the process (it imports torch while it waits for the backend)."""
+        if self.zygote is not None and self._fork():
+            return
         read_fd, write_fd = os.pipe()
         env = dict(self.env, FXLENS_MINIFY_RESULT_FD=str(write_fd))
         with open(self.log, "a") as log:
@@ -110,7 +172,7 @@ class Worker:
         if answer is None:
             self.stop()
             return TIMEOUT_SIGNATURE
-        code = children.wait(self.proc, timeout=30)
+        code = _wait(self.proc, 30)
         if code is None:  # closed its pipe but lives on: as good as hung
             self.stop()
             return TIMEOUT_SIGNATURE
@@ -119,7 +181,7 @@ class Worker:
 
     def stop(self) -> None:
         if self.proc is not None:
-            children.end(self.proc, grace=0)  # only the group this Worker started
+            _end(self.proc)
         self.proc, self.ready = None, False
 
 
@@ -141,6 +203,10 @@ class Pool:
         for w in self.workers:
             self.free.put(w)
         self.executor = ThreadPoolExecutor(max_workers=self.size)
+        # workers not started up front fork from one process that imports torch and the backend's
+        # modules once (`prepare`); the reproducer's re-runs fork from it too (`close_zygote` ends
+        # it). Started here, idle: a child started from a thread that ends would die with it
+        self.zygote: Zygote | None = None if spawn else Zygote(None)
 
     def set_backend(self, backend: str) -> None:
         """The backend spec every candidate is compiled with (sent to each worker on first use;
@@ -151,7 +217,12 @@ class Pool:
             w.backend = backend
 
     def prepare(self) -> None:
-        """Have every worker resolve the backend (and warm it up) now, in the background."""
+        """Have every worker resolve the backend (and warm it up) now, in the background: forked
+        from the zygote, started here for the backend, when no worker was started up front."""
+        if self.zygote is not None and not self.zygote.started and self.workers[0].backend:
+            self.zygote.start(preload_for(self.workers[0].backend))
+            for w in self.workers:
+                w.zygote = self.zygote
 
         def start_one() -> None:
             w = self.free.get()
@@ -186,15 +257,22 @@ class Pool:
         return round(max(times) - self.started, 2) if times else None
 
     def close(self) -> None:
+        """End the workers (the zygote stays for the reproducer's re-runs)."""
         self.executor.shutdown(wait=False, cancel_futures=True)
         for w in self.workers:
             w.stop()
+
+    def close_zygote(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
 
     def __enter__(self) -> Pool:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+        self.close_zygote()
 
 
 def worker_main() -> int:
