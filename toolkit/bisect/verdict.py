@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import shlex
 
+from fxlens.trace.userframes import short_path
+
 # -- text ----------------------------------------------------------------------------------------
 
 
@@ -193,7 +195,7 @@ def _location_lines(r: dict) -> list[str]:
     if c.get("compile_id"):
         span = f"graphs #{g['ordinal']}-#{g['to']}" if "to" in g else f"graph #{g.get('ordinal')}"
         lines.append(
-            f"  graph    {c['compile_id']}  {c.get('function')}  {c.get('file')}:{c.get('line')}  "
+            f"  graph    {c['compile_id']}  {c.get('function')}  {short_path(c.get('file') or '?')}:{c.get('line')}  "
             f"({span} of {g.get('of')} compiled{'; from ' + g['from'] if g.get('from') else ''})"
         )
     k = r.get("kernel") or {}
