@@ -48,11 +48,18 @@ def fold_eager_frames(report: dict) -> list[dict]:
     return fold(report.get("eager_frames") or [], fields)
 
 
+def library_frame(e: dict) -> dict | None:
+    """The frame torch gave up on (`eager_frames[].frame`) when it is a library's, called from the
+    user's line; None when it is the user's own frame (or the record has none)."""
+    frame = e.get("frame")
+    return frame if frame and frame["file"] != e["file"] else None
+
+
 def eager_frame_name(e: dict, where: str) -> str:
     """`wrapper (transformers/utils/generic.py:1157, called from train.py:22)` for a library's frame
     torch gave up on, `f (train.py:11)` for the user's own; `where` is the user's place, formatted."""
-    frame = e.get("frame")
-    if frame and frame["file"] != e["file"]:
+    frame = library_frame(e)
+    if frame:
         return f"{frame['function']} ({frame['file']}:{frame['line']}, called from {where})"
     return f"{e['function']} ({where})"
 

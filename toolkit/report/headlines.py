@@ -18,6 +18,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from fxlens.report.failures import library_frame
 from fxlens.trace.userframes import short_path
 
 _DDP_FILE = "torch/nn/parallel/distributed.py"
@@ -147,12 +148,11 @@ def _eager_frames(report: dict) -> list[dict]:
     out = []
     for e in report.get("eager_frames", []):
         where = f"{short_path(e['file'])}:{e['line']}" if e["file"] else "?"
-        frame, lib = e.get("frame"), e.get("library")
-        if frame and frame["file"] != e["file"]:
-            # the frame torch gave up on is a library's, called from the user's line
+        frame, lib = library_frame(e), e.get("library")
+        if frame:  # the frame torch gave up on is a library's, called from the user's line
             name = f"`{frame['function']}` ({short_path(frame['file'])}:{frame['line']}, called from {where})"
         else:
-            name = f"`{(frame or e)['function']}` ({where})"
+            name = f"`{(e.get('frame') or e)['function']}` ({where})"
         at = f"{lib['file']}:{lib['line']}" if lib else where
         fix = (
             "move that call out of the compiled function (or out of the with/try block it is in, which "

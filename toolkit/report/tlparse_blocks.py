@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fxlens.report.compiles import TIME_COLUMNS, cache_outcome
 from fxlens.report.document import Bullets, Code, Details, Heading, Para, Pre, Table
-from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures
+from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
 from fxlens.report.markup import PathShortener
 from fxlens.report.outputcode import kernel_source
 from fxlens.report.ranks import rank_ranges
@@ -141,10 +141,8 @@ def failure_blocks(report: dict, ps: PathShortener) -> list:
 
 
 def _gave_up_on(e: dict) -> str:
-    frame = e.get("frame")
-    if frame and frame["file"] != e["file"]:
-        return f"{frame['function']} ({frame['file']}:{frame['line']})"
-    return e["function"]
+    frame = library_frame(e)
+    return f"{frame['function']} ({frame['file']}:{frame['line']})" if frame else e["function"]
 
 
 def restart_blocks(report: dict, ps: PathShortener) -> list:
