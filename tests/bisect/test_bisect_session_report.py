@@ -9,7 +9,7 @@ from pathlib import Path
 
 from schema_check import validate
 
-from fxlens.bisect.runs import CACHE_PREFIX, INDUCTOR_CACHE, cache_dir, claim_cache
+from fxlens.bisect.cache import CACHE_PREFIX, INDUCTOR_CACHE, cache_dir, claim_cache
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

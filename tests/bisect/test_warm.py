@@ -91,7 +91,8 @@ def test_forked_run_past_its_timeout_is_ended_with_its_group(tmp_path):
 def test_bisect_runs_fall_back_to_new_interpreters_when_the_warm_process_is_gone(tmp_path):
     """The warm server killed before a run: that run starts again in a new interpreter (a clean
     folder, no fork's leftovers), says so, and later runs do not try the server again."""
-    from fxlens.bisect.runs import Runs, cache_env
+    from fxlens.bisect.cache import cache_env
+    from fxlens.bisect.runs import Runs
     from fxlens.bisect.warm import WarmServer
 
     script = tmp_path / "script.py"

@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 
 from fxlens import config
+from fxlens.bisect.cache import cache_dir, cache_env, claim_cache
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
-from fxlens.bisect.runs import Outcome, Runs, cache_dir, cache_env, claim_cache, count_runs
+from fxlens.bisect.runs import Outcome, Runs, count_runs
 from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
 from fxlens.bisect.warm import WarmServer
@@ -138,7 +139,7 @@ def bisect_script(
     echo(f"fxlens bisect: {script} (check {check}); runs in {sdir / 'runs'} ({how})")
     try:
         result = _bisect(runs, script, list(args), backend, check, torch_bisector)
-    finally:  # compiled C++ the runs shared (see runs.cache_env): not part of the session
+    finally:  # compiled C++ the runs shared (see cache.cache_env): not part of the session
         if runs.warm is not None:
             runs.warm.close()
         shutil.rmtree(cache_dir(sdir), ignore_errors=True)
@@ -172,7 +173,7 @@ def _open_session(script: str, args, backend: str | None, check: str, session_di
 def _start_warm(runs: Runs, script: str, env: dict) -> str:
     """Start the warm server the runs fork from (`fxlens.bisect.warm`), unless runs must start in
     new interpreters; says which, for the first line. First, before any run: the runs' inductor
-    cache dir, outside the session (see runs.CACHE_PREFIX); a killed bisect's is removed then."""
+    cache dir, outside the session (see cache.CACHE_PREFIX); a killed bisect's is removed then."""
     claim_cache(runs.session_dir)
     if config.load_bisect().fresh_runs:
         return "each run a new interpreter: FXLENS_BISECT_FRESH_RUNS=1"

@@ -73,7 +73,7 @@ def _prepare(spec: dict) -> tuple[str, bool, dict]:
     the bisect's own inductor cache. A fresh-interpreter step finds the state only through its
     cache dir (torch's `run` mode does the same): there, that dir is the state dir.
     """
-    from fxlens.bisect.runs import cache_env
+    from fxlens.bisect.cache import cache_env
 
     state = spec["cache_dir"]
     fork = spec.get("fork", True)

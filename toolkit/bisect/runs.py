@@ -16,9 +16,7 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.backend import stages
-
-# the runs' private inductor cache (`fxlens.bisect.cache`; re-exported: older imports name runs)
-from fxlens.bisect.cache import CACHE_PREFIX, INDUCTOR_CACHE, cache_dir, cache_env, claim_cache  # noqa: F401
+from fxlens.bisect.cache import cache_env  # the runs' private inductor cache
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
