@@ -63,6 +63,12 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "CompilerBisector": ("torch._inductor.compiler_bisector", "CompilerBisector", ()),
     "bisector_get_env_val": ("torch._inductor.compiler_bisector", "get_env_val", ("env_str",)),
     "inductor_cache_dir": ("torch._inductor.runtime.cache_dir_utils", "cache_dir", ()),
+    # what an inductor compile computes once per process (minify's zygote does it before forking)
+    "inductor_torch_key": ("torch._inductor.codecache", "torch_key", ()),
+    "triton_key": ("torch._inductor.codecache", "triton_key", ()),
+    "joint_graph_lazy_init": ("torch._inductor.fx_passes.joint_graph", "lazy_init", ("input_device",)),
+    "post_grad_lazy_init": ("torch._inductor.fx_passes.post_grad", "lazy_init", ("input_device",)),
+    "pick_vec_isa": ("torch._inductor.cpu_vec_isa", "pick_vec_isa", ()),
     # config modules: minify copies their non-default values into the reproducer; bisect sets one
     "dynamo_config": ("torch._dynamo.config", "", ()),
     "inductor_config": ("torch._inductor.config", "", ()),
@@ -135,3 +141,74 @@ def keep_custom_backend_under_bisector() -> None:
 def current_compile_id():
     """Dynamo's compile id for the frame being compiled, or None outside a compile."""
     return resolve("CompileContext").current_compile_id()
+
+
+# Modules inductor's first compile in a process imports lazily (measured on torch 2.13: 223 modules,
+# about 1.4 CPU seconds of a first compile that steady state does in 0.1-0.2 s).
+INDUCTOR_LAZY_MODULES = (
+    "torch._inductor.codegen.cpp",
+    "torch._inductor.codegen.cpp_wrapper_cpu",
+    "torch._inductor.codegen.wrapper",
+    "torch._inductor.codegen.simd",
+    "torch._inductor.codegen.triton",
+    "torch._inductor.codegen.memory_planning",
+    "torch._inductor.scheduler",
+    "torch._inductor.graph",
+    "torch._inductor.lowering",
+    "torch._inductor.decomposition",
+    "torch._inductor.fx_passes.pre_grad",
+    "torch._inductor.cpp_builder",
+    "torch._inductor.codecache",
+    "torch._inductor.select_algorithm",
+    "torch._inductor.choices",
+    "torch._inductor.bounds",
+    "torch._inductor.hooks",
+    "torch._inductor.extern_node_serializer",
+    "torch._inductor.runtime.triton_heuristics",
+    "torch._inductor.runtime.caching",
+    "torch._functorch._aot_autograd.autograd_cache",
+    "torch._functorch._aot_autograd.subclass_codegen",
+    "torch._dynamo.backends.inductor",
+    "torch._subclasses.schema_check_mode",
+    "torch.fx.experimental.validator",
+    "torch.export._trace",
+    "torch.utils.cpp_extension",
+    "torch.utils._cpp_embed_headers",
+    "torch.utils.serialization",
+    "torch._inductor.kernel.mm",
+    "torch._inductor.codegen.cpp_wrapper_cpu_array_ref",
+    "torch._inductor.codegen.cpp_wrapper_gpu",
+    "torch._inductor.codegen.cuda_combined_scheduling",
+    "torch._inductor.codegen.halide",
+    "torch._inductor.codegen.wrapper_fxir",
+    "torch._dynamo.dce_extra_outputs",
+    "torch._dynamo.repro.after_dynamo",
+    "torch._export.passes._node_metadata_hook",
+    "torch._higher_order_ops.passes.inline_invoke_subgraph",
+    "torch.distributed.tensor.experimental",
+    "sympy.combinatorics",
+    "sympy.physics.units",
+)
+
+
+def warm_inductor_process() -> None:
+    """Do, in this process, what every process's first inductor compile does once and keeps: import
+    the modules it loads lazily, hash torch's sources (the cache key's `torch_key`), register the
+    pattern-matcher passes and probe the CPU's vector ISA (a compile and a child process each time).
+    Nothing is compiled, so a process forked from this one starts with Dynamo's and inductor's
+    compile state untouched; it only skips those seconds. Each step is best effort: one that fails
+    here fails (or not) in the compile itself, as it would have."""
+    for name in INDUCTOR_LAZY_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - an optional backend's module (triton, sympy) may be absent
+            pass
+    try:
+        resolve("list_backends")(exclude_tags=())  # imports every registered backend's module
+    except Exception:  # noqa: BLE001 - see above
+        pass
+    for name in ("inductor_torch_key", "triton_key", "joint_graph_lazy_init", "post_grad_lazy_init", "pick_vec_isa"):
+        try:
+            resolve(name)()
+        except Exception:  # noqa: BLE001 - see above
+            pass

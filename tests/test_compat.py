@@ -137,3 +137,12 @@ def test_private_torch_imports_only_in_the_compat_module():
 
 # imported only to pay their import cost early (bisect's warm process); no symbol is taken from them
 WARMING_IMPORTS = {"torch._inductor.compile_fx"}
+
+
+def test_inductor_warm_up_modules_exist():
+    # minify's zygote imports them once for every worker and re-run it forks; a module torch moved
+    # would silently cost each of them its first compile's imports again
+    import importlib.util
+
+    missing = [m for m in torch_compat.INDUCTOR_LAZY_MODULES if importlib.util.find_spec(m) is None]
+    assert missing == []

@@ -1,5 +1,6 @@
 """doctor's intervals, verdicts and the findings that rest on them (synthetic numbers, no child process)."""
 
+import math
 import random
 
 from test_doctor_units import _rec, _report, _run
@@ -54,6 +55,44 @@ def test_pairing_keeps_a_shared_load_swing_out_of_the_interval():
     paired = paired_interval(pairs)
     unpaired = unpaired_interval([e for e, _ in pairs], [c for _, c in pairs])
     assert paired[1] - paired[0] < unpaired[1] - unpaired[0]
+
+
+def _draw(rng, n, speedup, kind):
+    """n (eager, compiled) pairs of one noise model, whose true speedup (ratio of the population
+    medians) is `speedup`: per-call lognormal noise (25%), per-call stalls (15% of calls 2-6x
+    slower), or a slowly moving load (AR(1) over the calls in the order doctor makes them)."""
+    pairs, level = [], 0.0
+
+    def call() -> float:
+        nonlocal level
+        if kind == "drift":
+            level = 0.9 * level + rng.gauss(0, 0.3)
+            return math.exp(level)
+        stall = rng.uniform(2, 6) if kind == "stalls" and rng.random() < 0.15 else 1.0
+        return math.exp(rng.gauss(0, 0.25)) * stall
+
+    for _ in range(n):
+        pairs.append((10.0 * call(), 10.0 / speedup * call()))
+    return pairs
+
+
+def test_intervals_cover_the_true_speedup_at_the_fewest_pairs_doctor_accepts():
+    # ground truth by construction: 200 draws per noise model at MIN_PAIRS, where a percentile
+    # bootstrap of a median would under-cover first; a 95% interval should hold the true speedup in
+    # about 95% of them (measured: paired 0.94-1.00, unpaired 0.965-1.00, at 12 and at 30 pairs).
+    # 0.9 leaves room for the 200 draws' own spread (sd ~0.015)
+    for kind in ("lognormal", "stalls", "drift"):
+        for n in (MIN_PAIRS,):
+            rng = random.Random(7)
+            hits_paired = hits_unpaired = 0
+            for t in range(200):
+                pairs = _draw(rng, n, 1.5, kind)
+                low, high = paired_interval(pairs, resamples=400, seed=t)
+                hits_paired += low <= 1.5 <= high
+                low, high = unpaired_interval([e for e, _ in pairs], [c for _, c in pairs], resamples=400, seed=t)
+                hits_unpaired += low <= 1.5 <= high
+            assert hits_paired / 200 >= 0.9, (kind, n, hits_paired)
+            assert hits_unpaired / 200 >= 0.9, (kind, n, hits_unpaired)
 
 
 def test_combined_interval_spans_the_box():

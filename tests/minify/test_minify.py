@@ -67,6 +67,7 @@ def test_single_op_crash_shrinks_to_a_reproducer_that_fails_the_same_way(
     code, sig = run_fresh(r["repro"])
     assert (code, sig) == (1, signature)
     assert len(list(Path(r["session"]).rglob("*.run*.stderr"))) == 2  # two re-runs forked from the zygote
+    assert not (Path(r["session"]) / "children" / "capture" / "trace").exists()  # nothing reads one
     # the session holds the result (what the TUI shows)
     events = [e for e in Session.open(r["session"]).events if e["event"] == "minify"]
     assert events and events[-1]["repro"] == r["repro"] and events[-1]["summary"]

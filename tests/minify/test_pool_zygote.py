@@ -54,3 +54,71 @@ def test_workers_fork_from_the_zygote_crash_restart_and_end(tmp_path):
     assert _alive(zygote)  # the zygote stays for the reproducer's re-runs
     pool.close_zygote()
     assert not _alive(zygote)
+
+
+# what a reproducer forked from the zygote sees: inductor's compile threads, and how many modules
+# its first inductor compile still has to import (the zygote did the first compile's once-per-
+# process work: `torch_compat.warm_inductor_process`)
+PROBE = """
+import sys
+import torch
+import torch._inductor.compile_fx
+import torch._inductor.config as config
+before = set(sys.modules)
+torch.compile(lambda x: x * 2 + 1, backend="inductor")(torch.ones(8))
+new = [m for m in set(sys.modules) - before if not m.endswith(".kernel")]  # the compiled kernels
+sys.stderr.write(f"{config.compile_threads} {len(new)}")
+"""
+
+
+def _probe(tmp_path, name, env):
+    from fxlens.minify.verify import Zygote, preload_for
+
+    script = tmp_path / f"{name}.py"
+    script.write_text(PROBE)
+    z = Zygote(preload_for("inductor"), env=env)
+    try:
+        [(code, err)] = z.run(script, 1, timeout=300)
+    finally:
+        z.close()
+    assert code == 0, err
+    threads, new = err.split()[-2:]
+    return int(threads), int(new)
+
+
+def test_reruns_forked_from_the_zygote_compile_in_process_with_the_first_compile_done(tmp_path):
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_COMPILE_THREADS"}
+    # ground truth: the same probe in a new interpreter, as `python FILE` runs it
+    (tmp_path / "fresh.py").write_text(PROBE)
+    fresh = subprocess.run([sys.executable, str(tmp_path / "fresh.py")], capture_output=True, text=True, env=env)
+    assert fresh.returncode == 0, fresh.stderr
+    fresh_new = int(fresh.stderr.split()[-1])
+    assert fresh_new > 50  # inductor's first compile imports hundreds of modules lazily (223 on 2.13)
+
+    threads, new = _probe(tmp_path, "forked", env)
+    assert threads == 1  # no compile subprocess pool in the zygote's forks
+    assert new * 10 <= fresh_new, (new, fresh_new)  # the zygote imported them once for every fork
+    # a user's own setting is theirs
+    threads, _ = _probe(tmp_path, "users", {**env, "TORCHINDUCTOR_COMPILE_THREADS": "3"})
+    assert threads == 3
+
+
+def test_pool_baseline_is_the_probe_a_new_interpreter_makes(tmp_path):
+    import json
+    import subprocess
+
+    # ground truth: baseline_config_lines in a new interpreter with this environment
+    code = "import json; from fxlens.minify.capture import baseline_config_lines as b; print(json.dumps(sorted(b())))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    pool = Pool(size=1, timeout=120, log_dir=tmp_path / "workers", spawn=False)
+    try:
+        pool.set_backend("eager")
+        pool.prepare()
+        got = pool.baseline()
+    finally:
+        pool.close()
+        pool.close_zygote()
+    assert got == set(json.loads(out))

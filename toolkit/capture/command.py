@@ -124,6 +124,7 @@ def run_captured(
     stdout: str | os.PathLike | None = None,
     stderr: str | os.PathLike | None = None,
     fresh: bool = False,
+    trace: bool = True,
 ) -> RunResult:
     """Run SCRIPT under capture into a (new) session directory; returns its exit status.
 
@@ -131,6 +132,8 @@ def run_captured(
     so bisect and minify keep a child's traceback without it cluttering their own output.
     `fresh` (`fxlens run --session DIR`): refuse a DIR that already holds a run, which would
     otherwise be merged with this one (doubled counts, a phantom second rank).
+    `trace=False`: no torch structured trace (minify's capture run reads only its own records, and
+    the trace costs the script about a CPU second on a small inductor compile).
     """
     check_script(script)
     if session_dir:
@@ -145,7 +148,7 @@ def run_captured(
     with _session_lock(sdir):
         if fresh:  # under the lock: a run still writing DIR is refused as such, not as "used"
             refuse_used(sdir)
-        return _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr)
+        return _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace)
 
 
 @contextlib.contextmanager
@@ -188,7 +191,7 @@ def refuse_used(sdir: Path) -> None:
         )
 
 
-def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr) -> RunResult:
+def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True) -> RunResult:
     info = {
         "script": os.path.abspath(script),
         "argv": script_args,
@@ -205,6 +208,8 @@ def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout,
     # absolute: a script that changes directory before compiling (Hydra's job.chdir, launchers)
     # would otherwise write its trace and events relative to its new directory, not into the session
     child_env["TORCH_TRACE"] = str(sdir.absolute() / TRACE_DIR)
+    if not trace:
+        del child_env["TORCH_TRACE"]  # nor the user's own: this run is not theirs to record
     child_env[config.ENV_SESSION] = str(sdir.absolute())
     if backend:
         child_env[config.ENV_BACKEND_OVERRIDE] = backend

@@ -10,8 +10,10 @@ The speedup is a ratio of medians, eager over compiled. Its interval is a percen
 - over two independent samples (`unpaired_interval`): the fallback for runs doctor cannot re-call
   (distributed scripts): the eager and compiled per-call times come from different processes.
 
-A percentile bootstrap under-covers for small samples; MIN_PAIRS keeps it out of that range, and
-below it there is no interval (and so no verdict) at all.
+A percentile bootstrap can under-cover for small samples; below MIN_PAIRS there is no interval (and
+so no verdict) at all. At MIN_PAIRS and at 30 pairs the 95% intervals held a known speedup in 94-100%
+of 200 simulated runs (per-call lognormal noise, stalls, a drifting load; paired and unpaired):
+tests/doctor/test_doctor_interval.py checks it.
 """
 
 from __future__ import annotations

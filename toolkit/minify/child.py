@@ -24,7 +24,8 @@ def last_error_line(text: str) -> str:
 
 
 def _run_child(script, script_args, backend, folder: Path, env: dict | None = None, timeout=None):
-    """run_captured into `folder`; (exit code, the child's stderr text)."""
+    """run_captured into `folder`, without torch's structured trace (nothing here reads it);
+    (exit code, the child's stderr text)."""
     (folder / "output").mkdir(parents=True, exist_ok=True)
     result = run_captured(
         script,
@@ -35,6 +36,7 @@ def _run_child(script, script_args, backend, folder: Path, env: dict | None = No
         stdout=folder / "output" / "stdout.txt",
         stderr=folder / "output" / "stderr.txt",
         timeout=timeout,
+        trace=False,
     )
     if result.exit_code == REFUSED and (msg := refused_message(Session.open(folder))):
         raise FxlensError(msg)

@@ -129,16 +129,14 @@ def _capture_phase(run: MinifyRun) -> _Captured:
     """Run the script once under the capturing backend; the graphs to confirm, failing one first."""
     from fxlens.minify.capture import baseline_config_lines, captured_graphs, failing_graph
 
-    # the parent idles while the script runs: import torch and probe the config baseline meanwhile,
-    # and have the workers resolve and warm up the backend as soon as the script names it. Without
-    # spare cores (the pool did not spawn up front) all that waits until the script compiles: it
-    # would only slow the script's own run, and be wasted when there is nothing to minify
-    warm: dict = {}
+    # the parent idles while the script runs: have the workers resolve and warm up the backend as
+    # soon as the script names it (each probes the config baseline as it warms up). Without spare
+    # cores (the pool did not spawn up front) that waits until the script compiles: it would only
+    # slow the script's own run, and be wasted when there is nothing to minify
     captured = threading.Event()
 
     def meanwhile() -> None:
         if run.pool.spawned:
-            warm.update(baseline=baseline_config_lines())
             spec = run.backend or first_backend(run.session / "capture", captured)
         else:
             first = first_backend(run.session / "capture", captured)
@@ -146,8 +144,6 @@ def _capture_phase(run: MinifyRun) -> _Captured:
         if spec:
             run.pool.set_backend(spec)
             run.pool.prepare()
-            if "baseline" not in warm:
-                warm.update(baseline=baseline_config_lines())
 
     warmer = threading.Thread(target=meanwhile, daemon=True)
     warmer.start()
@@ -167,7 +163,8 @@ def _capture_phase(run: MinifyRun) -> _Captured:
     found = _Captured(cap, exit_code, stderr_text, graphs, failed, todo, [])
     if not todo:
         raise run.no_failure(found)
-    found.baseline = warm.get("baseline") or baseline_config_lines()
+    # from a worker's probe; in this process only when no worker could start (it imports Dynamo)
+    found.baseline = run.pool.baseline() or baseline_config_lines()
     return found
 
 

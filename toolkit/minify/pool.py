@@ -75,6 +75,7 @@ class Worker:
         self.proc: subprocess.Popen | Forked | None = None
         self.ready = False
         self.warm_time: float | None = None  # time.time() when it had imported torch and warmed up
+        self.baseline: list[str] | None = None  # the config lines its probe compile showed
         self.lines: queue.Queue = queue.Queue()
         self.zygote: Zygote | None = None  # fork from this process instead of a new interpreter
 
@@ -133,6 +134,7 @@ class Worker:
         ready = self._next(STARTUP_TIMEOUT_S)
         if ready is not None and "warm" in ready:  # sent before the backend: torch imported
             self.warm_time = self.warm_time or ready["warm"]
+            self.baseline = self.baseline if self.baseline is not None else ready.get("baseline")
             ready = self._next(STARTUP_TIMEOUT_S)
         if ready is None or ready.get("ready") is not True:  # no answer, EOF or an error
             err = (ready or {}).get("error") or ("the process exited" if ready else "no answer")
@@ -251,6 +253,21 @@ class Pool:
         """Signatures of `sources`, in order (evaluated concurrently)."""
         return list(self.executor.map(self._one, sources))
 
+    def baseline(self) -> set[str] | None:
+        """The torch config lines a plain compile shows in a worker (`capture.baseline_config_lines`,
+        probed as it warms up), waiting for one worker to start; None when none could."""
+        if not self.workers[0].backend:
+            return None
+        w = self.free.get()
+        try:
+            w._start()
+        except RuntimeError:  # the first candidate's ask retries and reports it
+            pass
+        finally:
+            self.free.put(w)
+        found = next((w.baseline for w in self.workers if w.baseline is not None), None)
+        return set(found) if found is not None else None
+
     def warm_at(self) -> float | None:
         """Seconds after the pool started when the last worker had imported torch and warmed up."""
         times = [w.warm_time for w in self.workers if w.warm_time is not None]
@@ -288,11 +305,13 @@ def worker_main() -> int:
         import torch
 
         from fxlens.capture.backends import resolve
+        from fxlens.minify.capture import baseline_config_lines
 
-        # warm Dynamo up while the parent still captures: the first candidate then compiles faster
-        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
-        torch.compiler.reset()
-        answer({"warm": time.time()})
+        # warm Dynamo up while the parent still captures (the first candidate then compiles faster)
+        # with the probe compile that reads the config lines a plain compile shows, which the
+        # parent subtracts from the script's: the parent then never imports Dynamo and inductor
+        baseline = sorted(baseline_config_lines())
+        answer({"warm": time.time(), "baseline": baseline})
         backend_spec = json.loads(sys.stdin.readline() or "{}").get("backend", "")
         backend = resolve(backend_spec)
         _warm_backend(torch, backend_spec)

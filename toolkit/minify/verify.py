@@ -6,7 +6,10 @@ forks N children; each runs the file as `__main__` (like `python FILE`: own fold
 sys.path, stdout discarded, stderr to a file) and exits with the script's status. Nothing was ever
 compiled in the zygote, so each child starts with Dynamo's and the backend's state untouched, and
 its random state is set as a new interpreter's; what it shares with the zygote is modules already
-imported. That is why `repro_writer.verify` still runs
+imported and, for inductor, what a first compile computes once per process (the lazily imported
+modules, torch's source hash, the pattern passes, the CPU's vector ISA:
+`torch_compat.warm_inductor_process`), and in-process compiles (TORCHINDUCTOR_COMPILE_THREADS=1
+unless the user set it). That is why `repro_writer.verify` still runs
 one of the re-runs as a plain `python FILE` in a new interpreter: a reproducer that forgot an
 import it needs would pass in a fork and fail there.
 
@@ -264,6 +267,12 @@ def zygote_main(preload: list[str]) -> int:
             return 0
         preload = json.loads(line)
 
+    # inductor compiles in this process tree in-process, unless the user chose otherwise: the compile
+    # subprocess pool each worker and forked re-run would start costs 1.7 CPU seconds apiece (it
+    # imports torch again), and generates the same code. torch itself compiles in-process until its
+    # pool is ready, so no failure can depend on the pool; the one re-run in a new interpreter keeps
+    # the user's setting
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     import torch  # noqa: F401
 
     for name in preload:
@@ -271,6 +280,10 @@ def zygote_main(preload: list[str]) -> int:
             importlib.import_module(name)
         except Exception:  # a preload that fails is imported (and fails) in the run itself
             pass
+    if any(name.startswith("torch._inductor") for name in preload):
+        from fxlens.backend.torch_compat import warm_inductor_process
+
+        warm_inductor_process()  # once here, not in every worker and re-run forked from here
     fd = os.environ.pop(ENV_CONTROL_FD, None)
     control = socket.socket(fileno=int(fd)) if fd else None
     workers: set[int] = set()  # minify workers forked from here (reaped when asked)
