@@ -84,14 +84,16 @@ def test_older_verdicts_run_times_still_render():
 
 
 class ScriptedRuns:
-    """Runs whose outcomes are given in order (kind None: passes), recording each label."""
+    """Runs whose outcomes are given in order (kind None: passes; or (kind, error)), recording each label."""
 
     def __init__(self, kinds):
         self.kinds, self.labels = list(kinds), []
 
     def run(self, label, **kw):
         self.labels.append(label)
-        return Outcome(len(self.labels), label, None, 0, 0.0, self.kinds.pop(0))
+        kind = self.kinds.pop(0)
+        kind, error = kind if isinstance(kind, tuple) else (kind, "")
+        return Outcome(len(self.labels), label, None, 0, 0.0, kind, error=error)
 
 
 SPEC = {"good": "aot_eager", "graph": 2, "kind": "crash", "confirmed": False}
@@ -133,3 +135,35 @@ def test_a_confirmed_graph_needs_no_run():
     runs = ScriptedRuns([None])
     fn = inductor._step(FakeBisector("lowerings"), runs, {**SPEC, "confirmed": True}, {})
     assert fn() is True and len(runs.labels) == 1
+
+
+# run 1's own error, as the wrapper recorded it (a real CppCompileError line: path and kernel name)
+CPP = "CppCompileError: C++ compile error at /tmp/torchinductor_root/ab/cabc123.cpp: cpp_fused_relu_3"
+
+
+def test_a_crash_with_another_message_does_not_confirm():
+    spec = {**SPEC, "error": CPP}
+    # ground truth: with a pass disabled the graph fails, but with another exception than run 1's
+    other = ("crash", "LoweringException: AssertionError: size mismatch 16 != 8")
+    runs = ScriptedRuns([other, None, ("crash", CPP)])
+    fn = inductor._step(FakeBisector("lowerings"), runs, spec, {})
+    assert fn() is False  # "still fails" for the bisector, but graph 2 is not confirmed by it
+    assert fn() is True  # a pass: graph 2 gets its own run first, which fails as run 1 did
+    assert runs.labels[-1] == "inductor on graph 2 (confirming run 1's record)"
+
+
+def test_the_same_crash_in_other_temp_files_and_kernels_confirms():
+    spec = {**SPEC, "error": CPP}
+    same = ("crash", CPP.replace("ab/cabc123", "zz/cq9").replace("relu_3", "relu_add_7"))
+    runs = ScriptedRuns([same, None])
+    fn = inductor._step(FakeBisector("lowerings"), runs, spec, {})
+    assert fn() is False and fn() is True
+    assert len(runs.labels) == 2  # confirmed by the first step: no confirming run
+
+
+def test_a_confirming_run_that_fails_otherwise_gives_the_graph_back_with_its_error():
+    spec = {**SPEC, "error": CPP}
+    runs = ScriptedRuns([None, ("crash", "RuntimeError: out of memory")])
+    fn = inductor._step(FakeBisector("lowerings"), runs, spec, {})
+    with pytest.raises(inductor.Unconfirmed, match="graph 2 alone: crash: RuntimeError: out of memory"):
+        fn()

@@ -19,10 +19,18 @@ def minify_env(tmp_path, monkeypatch):
     return tmp_path / "repro"
 
 
-def run_fresh(path, env=None):
-    """Run a script in a fresh interpreter: (exit status, the signature line it printed)."""
+# `python FILE` where fxlens cannot be imported (a torch developer's machine, given a bug report)
+WITHOUT_FXLENS = (
+    "import os, runpy, sys; sys.modules['fxlens'] = None; p = sys.argv[1]; sys.argv = [p]; "
+    "sys.path[0] = os.path.dirname(os.path.abspath(p)); runpy.run_path(p, run_name='__main__')"
+)
+
+
+def run_fresh(path, env=None, without_fxlens=False):
+    """Run a script in a fresh interpreter: (exit status, the signature line it printed).
+    `without_fxlens`: any import of fxlens in it fails, as where only torch is installed."""
     proc = subprocess.run(
-        [sys.executable, str(path)],
+        [sys.executable, *(["-c", WITHOUT_FXLENS] if without_fxlens else []), str(path)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -170,3 +170,20 @@ def test_flaky_failure_candidates_that_pass_are_retried():
     assert r.queries == 3 and r.retried == 2
     plain = Reducer(lambda srcs: [None for _ in srcs], lambda c: c.key(), "E: x", 1)
     assert plain.test([cand]) == [False] and plain.queries == 1
+
+
+def test_embedded_check_runs_where_only_torch_is_installed(tmp_path):
+    # the check every reproducer embeds once imported fxlens.capture.accuracy (whose body it also
+    # embeds): it ran here, where fxlens is installed, and failed on a torch developer's machine
+    import subprocess
+    import sys
+
+    from fxlens.minify.repro_writer import FXLENS_IMPORT, check_source
+
+    src = check_source()
+    assert not [ln for ln in src.splitlines() if FXLENS_IMPORT.match(ln)]
+    f = tmp_path / "check.py"
+    f.write_text(src + "\nassert accuracy_failure and normalise_message('a 0x1f') == 'a <addr>'\n")
+    code = f"import sys; sys.modules['fxlens'] = None; exec(open({str(f)!r}).read())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]

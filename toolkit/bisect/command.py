@@ -360,7 +360,7 @@ def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) ->
     """The culprit graph as the failing run recorded it, handed to CompilerBisector without a
     confirming run of its own; False (base untouched) when the steps did not confirm it."""
     n = max(len(good_out.graphs), len(bad_out.graphs))
-    cb = hand_over(runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False)
+    cb = hand_over(runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False, error=bad_out.error)
     if cb.get("unconfirmed"):
         runs.echo(f"  graph {ordinal} did not fail alone ({cb['unconfirmed']}): narrowing by runs instead")
         return False

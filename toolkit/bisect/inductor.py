@@ -122,18 +122,32 @@ def _confirmer(runs, spec: dict, step_env: dict):
     def confirm(out=None) -> None:
         if state["confirmed"]:
             return
-        if out is not None:  # a step's own run: a failure of the first run's kind confirms
-            state["confirmed"] = out.kind == spec["kind"]
+        if out is not None:  # a step's own run: a failure like the first run's confirms
+            state["confirmed"] = same_failure(out, spec)
             return
         env = {**step_env, "TORCH_COMPILE_BACKEND": "inductor", "TORCH_BISECT_BACKEND": "inductor"}
         env["TORCH_BISECT_SUBSYSTEM"] = NO_SUBSYSTEM
         label = f"inductor on graph {spec['graph']} (confirming run 1's record)"
         again = runs.run(label, stage="inductor", good=spec["good"], graphs=str(spec["graph"]), env=env)
-        if again.kind != spec["kind"]:
-            raise Unconfirmed(f"graph {spec['graph']} alone: {again.kind or 'passes'}")
+        if not same_failure(again, spec):
+            got = f"{again.kind}: {again.error}" if again.kind else "passes"
+            raise Unconfirmed(f"graph {spec['graph']} alone: {got}")
         state["confirmed"] = True
 
     return confirm
+
+
+def same_failure(out, spec: dict) -> bool:
+    """Whether a run failed as the first run did: the same kind and, for a crash, the same
+    message once sizes, addresses, paths, kernel and node names are set aside (minify's signature
+    rules). An accuracy failure's numbers move with every pass disabled: its kind is the test."""
+    if out.kind != spec["kind"]:
+        return False
+    if out.kind != "crash" or not spec.get("error"):
+        return True
+    from fxlens.capture.accuracy import normalise_message
+
+    return normalise_message(out.error) == normalise_message(spec["error"])
 
 
 def _uses_cuda() -> bool:
@@ -203,9 +217,9 @@ def _result(result, runs) -> dict:
     }
 
 
-def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confirmed=True) -> dict:
+def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confirmed=True, error="") -> dict:
     """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor);
-    `confirmed` False: no run has yet shown the graph failing alone (the driver makes sure)."""
+    `confirmed` False: the driver checks the graph fails alone as recorded (`kind`; a crash's `error`)."""
     with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
         spec = {
             "script": runs.script,
@@ -214,7 +228,7 @@ def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confir
             "check": runs.check,
             "timeout": runs.timeout,
             "first_run": count_runs(runs.session_dir) + 1,
-            "kind": kind,
+            "kind": kind, "error": error,  # how the recording run failed (`same_failure`)
             "good": good,
             "graph": ordinal,
             "confirmed": confirmed,

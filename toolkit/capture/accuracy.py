@@ -8,11 +8,16 @@ minify's check will see the divergence it found (`fxlens.bisect.backend`), witho
 Every minify reproducer embeds this module's body (all below the `from __future__` line, which
 needs only math and torch) before `fxlens.minify.check`'s part, so minify, its reproducers and
 bisect apply one rule. torch is imported when the rule runs, never when this module is imported.
+
+It also holds the rules that make a failure's message a signature (`normalise_message`): minify
+compares every candidate's failure with them, and bisect whether a CompilerBisector step failed as
+the script's own run did.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 #: torch's `same()` with an fp64 reference: the compiled result fails when its RMSE against an fp64
 #: eager run exceeds ACCURACY_MULTIPLIER x the RMSE of the eager run in the original dtype, plus
@@ -69,3 +74,23 @@ def accuracy_failure(ref64, eager, compiled) -> str | None:
         if not math.isfinite(res_err) or res_err > ACCURACY_MULTIPLIER * ref_err + floor:
             return "AccuracyError: compiled output diverges from the fp64 reference"
     return None
+
+
+# (pattern, replacement): one rule a line, applied in order to the first line of a message
+SIGNATURE_RULES = (
+    (r"0x[0-9a-fA-F]+", "<addr>"),  # object addresses
+    (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-+@~]+){2,}", "<path>"),  # temp dirs, cache files, source paths
+    # generated kernel names list the ops fused into them, which reduction changes
+    (r"\b(?:fxk|triton_(?:poi|red|per|tem)|cpp_fused)_\w+", "<kernel>"),
+    (r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b", r"\1"),  # fx node names: add_3 -> add
+    (r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "N"),  # ids, sizes, counts: shapes shrink during reduction
+    (r"\s+", " "),  # whitespace runs
+)
+
+
+def normalise_message(msg):
+    """The first non-empty line of an error message, normalised by SIGNATURE_RULES."""
+    line = next((ln.strip() for ln in str(msg).splitlines() if ln.strip()), "")
+    for pattern, repl in SIGNATURE_RULES:
+        line = re.sub(pattern, repl, line)
+    return line.strip()[:200]

@@ -23,42 +23,30 @@ dtype: what a script comparing with eager checks, when no fp64 rule would call i
 
 # --- embedded in reproducers from here on ---
 import math
-import re
 import sys
 
 import torch
 
-from fxlens.capture.accuracy import ACCURACY_MULTIPLIER, ACCURACY_TOL, accuracy_failure, flat_tensors  # noqa: F401, E402
-
-# (pattern, replacement): one rule a line, applied in order to the first line of a message
-SIGNATURE_RULES = (
-    (r"0x[0-9a-fA-F]+", "<addr>"),  # object addresses
-    (r"(?:[A-Za-z]:)?(?:[\\/][\w.\-+@~]+){2,}", "<path>"),  # temp dirs, cache files, source paths
-    # generated kernel names list the ops fused into them, which reduction changes
-    (r"\b(?:fxk|triton_(?:poi|red|per|tem)|cpp_fused)_\w+", "<kernel>"),
-    (r"\b([A-Za-z_][A-Za-z0-9_]*?)_\d+\b", r"\1"),  # fx node names: add_3 -> add
-    (r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "N"),  # ids, sizes, counts: shapes shrink during reduction
-    (r"\s+", " "),  # whitespace runs
+from fxlens.capture.accuracy import (  # noqa: F401, E402
+    ACCURACY_MULTIPLIER,
+    ACCURACY_TOL,
+    SIGNATURE_RULES,
+    accuracy_failure,
+    flat_tensors,
+    normalise_message,
 )
 
 # Dynamo wrappers whose cause is the real error (the backend's own exception)
 WRAPPER_TYPES = ("BackendCompilerFailed", "InternalTorchDynamoError", "TorchRuntimeError")
 
-# ACCURACY_MULTIPLIER, ACCURACY_TOL, flat_tensors and accuracy_failure: fxlens.capture.accuracy,
-# whose body the reproducer writer embeds just before this part
+# ACCURACY_MULTIPLIER, ACCURACY_TOL, flat_tensors, accuracy_failure, SIGNATURE_RULES and
+# normalise_message: fxlens.capture.accuracy, whose body the reproducer writer embeds just before
+# this part (bisect compares failures with the same rules)
 
 
 # lines main() prints before the signature: what eager did, what the compiled call did, the
 # largest error (filled by run_check; the reduction's workers ignore them)
 REPORT = []
-
-
-def normalise_message(msg):
-    """The first non-empty line of an error message, normalised by SIGNATURE_RULES."""
-    line = next((ln.strip() for ln in str(msg).splitlines() if ln.strip()), "")
-    for pattern, repl in SIGNATURE_RULES:
-        line = re.sub(pattern, repl, line)
-    return line.strip()[:200]
 
 
 def signature_of(exc):

@@ -25,6 +25,8 @@ from fxlens.minify.graph import Candidate, InputSpec
 
 EMBED_MARKER = "# --- embedded in reproducers from here on ---"
 SIGNATURE_PREFIX = "fxlens-signature: "
+# an import of fxlens at the top level of a line: none may reach a reproducer
+FXLENS_IMPORT = re.compile(r"^\s*(?:from|import)\s+fxlens\b")
 
 # environment switches that change what a backend does; carried into the reproducer when set
 CARRIED_ENV = ("FXLENS_INJECT", "FXLENS_FUSION_LIMIT", "FXLENS_INTERPRET")
@@ -95,7 +97,23 @@ def check_source() -> str:
     embedded part of fxlens.minify.check (both import only torch and the stdlib)."""
     acc = inspect.getsource(capture_accuracy).split("from __future__ import annotations\n", 1)[1]
     src = inspect.getsource(minify_check)
-    return acc.strip("\n") + "\n\n\n" + src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n")
+    part = _without_fxlens_imports(src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n"))
+    return acc.strip("\n") + "\n\n\n" + part
+
+
+def _without_fxlens_imports(src: str) -> str:
+    """`src` without its top-level imports of fxlens: check.py imports the accuracy rule and the
+    signature rules from fxlens.capture.accuracy, whose body a reproducer embeds just above it, and
+    a reproducer must run where only torch is installed."""
+    import ast
+
+    drop: set[int] = set()
+    for node in ast.parse(src).body:
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if any(n == "fxlens" or n.startswith("fxlens.") for n in names):
+            drop.update(range(node.lineno, node.end_lineno + 1))
+    return "\n".join(ln for i, ln in enumerate(src.splitlines(), 1) if i not in drop)
 
 
 def backend_loader(spec: str) -> str:
