@@ -11,6 +11,18 @@ import pytest
 from filelock import FileLock  # a dependency of torch's
 
 
+def pytest_configure(config):
+    """Tests of Ctrl-C send SIGINT to fxlens and to the scripts it runs. A test run started in the
+    background of a shell without job control (`.ci/run &`) inherits SIGINT ignored, and every
+    child it starts then ignores it too, as Python does: those tests would measure the launcher,
+    not fxlens. Handled here, SIGINT is back to its default in every child (exec resets handlers,
+    never an ignore)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(scope="session")
 def build_once(tmp_path_factory) -> Callable[[str, Callable[[Path], None]], Path]:
     """`build_once(name, build)`: a folder that `build(folder)` filled once per test run.
