@@ -270,8 +270,8 @@ def zygote_main(preload: list[str]) -> int:
     # inductor compiles in this process tree in-process, unless the user chose otherwise: the compile
     # subprocess pool each worker and forked re-run would start costs 1.7 CPU seconds apiece (it
     # imports torch again), and generates the same code. torch itself compiles in-process until its
-    # pool is ready, so no failure can depend on the pool; the one re-run in a new interpreter keeps
-    # the user's setting
+    # pool is ready, so a failure that needs the pool shows only some of the time in the user's own
+    # runs too; the one re-run in a new interpreter keeps the user's setting and would show it
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     import torch  # noqa: F401
 
