@@ -13,6 +13,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from fxlens.capture import children
+
 INDUCTOR_CACHE = "inductor-cache"  # (older sessions held the runs' inductor cache under this name)
 CACHE_PREFIX = "fxlens-bisect-cache-"
 _OWNER = ".owner"  # the pid of the bisect using a cache dir
@@ -33,22 +35,12 @@ def claim_cache(session_dir: Path) -> Path:
             pid = int((old / _OWNER).read_text().strip() or 0)
         except (OSError, ValueError):
             continue  # being created right now, or not ours to judge
-        if pid and not _alive(pid):
+        if pid and not children.alive(pid):
             shutil.rmtree(old, ignore_errors=True)
     d = cache_dir(session_dir)
     d.mkdir(parents=True, exist_ok=True)
     (d / _OWNER).write_text(str(os.getpid()))
     return d
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def cache_env(session_dir: Path) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from fxlens import config
 from fxlens.backend import stages
 from fxlens.bisect.cache import cache_env  # the runs' private inductor cache
+from fxlens.bisect.verdict import SPLIT  # the names of a run's time split
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
@@ -90,9 +91,8 @@ class Outcome:
 
     def time_line(self) -> str:
         """`25.8s: start 0.1, import 9.4, compile 10.1, checks 0.3, run 5.9` for the progress line."""
-        names = {"startup_s": "start", "import_s": "import", "compile_s": "compile", "check_s": "checks"}
-        names["run_s"] = "run"
-        parts = [f"{names[k]} {v:.1f}" for k, v in self.split().items() if v is not None]
+        split = self.split()
+        parts = [f"{name} {split[k]:.1f}" for k, name in SPLIT if split[k] is not None]
         return f"{self.seconds:.1f}s: " + ", ".join(parts)
 
     def times(self) -> dict:

@@ -96,8 +96,13 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
 
 
 # where a run's time went (`fxlens.bisect.runs.Outcome.times`), in the order it was spent
-SPLIT = (("startup_s", "start"), ("import_s", "import"), ("compile_s", "compile"), ("check_s", "checks"))
-SPLIT += (("run_s", "run"),)
+SPLIT = (
+    ("startup_s", "start"),
+    ("import_s", "import"),
+    ("compile_s", "compile"),
+    ("check_s", "checks"),
+    ("run_s", "run"),
+)
 
 
 def _all_run_times(r: dict) -> list[dict]:

@@ -113,7 +113,7 @@ def _wait(pid: int, timeout: float | None) -> int:
     while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         if deadline is not None and time.monotonic() >= deadline:
             timed_out = True
-            children._killpg(pid, signal.SIGTERM)
+            children.killpg(pid, signal.SIGTERM)
             end = time.monotonic() + children.GRACE_S
             while time.monotonic() < end:
                 if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
@@ -122,7 +122,7 @@ def _wait(pid: int, timeout: float | None) -> int:
             break
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
-    children._killpg(pid, signal.SIGKILL)  # stragglers in its group (and it, after a timeout)
+    children.killpg(pid, signal.SIGKILL)  # stragglers in its group (and it, after a timeout)
     _, status = os.waitpid(pid, 0)
     return TIMEOUT_EXIT if timed_out else os.waitstatus_to_exitcode(status)
 
@@ -168,7 +168,7 @@ def run_forked(
     try:
         code = _wait(pid, timeout)
     except BaseException:  # interrupted: end the run's group before the exception goes on
-        children._killpg(pid, signal.SIGKILL)
+        children.killpg(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         raise
     seconds = time.perf_counter() - t0

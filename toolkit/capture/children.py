@@ -40,7 +40,8 @@ def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     return proc
 
 
-def _killpg(pgid: int, sig: int) -> bool:
+def killpg(pgid: int, sig: int) -> bool:
+    """Signal process group `pgid`; False when it is gone (or not ours)."""
     try:
         os.killpg(pgid, sig)
         return True
@@ -63,11 +64,11 @@ def end(proc: subprocess.Popen, grace: float = GRACE_S) -> int:
     """End PROC's whole process group (SIGTERM, then SIGKILL after `grace` s); its exit status."""
     pgid = proc.pid
     if proc.returncode is None:
-        _killpg(pgid, signal.SIGTERM)
+        killpg(pgid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and not _exited(proc):
             time.sleep(0.02)
-        _killpg(pgid, signal.SIGKILL)  # what it forked, if still there (the group id is still its own)
+        killpg(pgid, signal.SIGKILL)  # what it forked, if still there (the group id is still its own)
     code = proc.wait()
     with _lock:
         _live.pop(proc.pid, None)
@@ -85,7 +86,7 @@ def wait(proc: subprocess.Popen, timeout: float | None = None) -> int | None:
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
     # the child is gone but not reaped: its group id is still its own; end stragglers it forked
-    _killpg(proc.pid, signal.SIGKILL)
+    killpg(proc.pid, signal.SIGKILL)
     code = proc.wait()
     with _lock:
         _live.pop(proc.pid, None)
@@ -112,7 +113,7 @@ def end_all() -> None:
     with _lock:
         procs = list(_live.values())
     for proc in procs:
-        _killpg(proc.pid, signal.SIGTERM)
+        killpg(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
     for proc in procs:
         while time.monotonic() < deadline and not _exited(proc):
@@ -130,7 +131,8 @@ def install_sigterm() -> None:
         signal.signal(signal.SIGTERM, raise_terminated)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (someone else's counts: it cannot be signalled, but it lives)."""
     try:
         os.kill(pid, 0)
         return True
@@ -161,7 +163,7 @@ def die_with_parent(take_group: bool = False) -> None:
     if str(os.getppid()) != parent:
         # started through a launcher (torchrun under --nproc): the launcher is our parent, not
         # fxlens; unless fxlens is already gone, leave it to the launcher and the group
-        if _alive(int(parent)):
+        if alive(int(parent)):
             return
         os.kill(os.getpid(), signal.SIGKILL)
     sig = signal.SIGTERM if take_group else signal.SIGKILL

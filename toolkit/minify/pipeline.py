@@ -250,8 +250,8 @@ def _reduce_phase(run: MinifyRun, confirmed: _Confirmed) -> _Reduced:
     if spec.backward:  # the failure needs backward: find the ATen graph it lives in
         cand, spec, aot_note = _aot_level(pool, cand, spec, run.session)
         run.lap("aot_capture")
-    # the reproducer's re-runs fork from this one: it imports torch while the reduction runs
-    # the reproducer's re-runs fork from the pool's zygote (workers forked from it) when there is one
+    # the reproducer's re-runs fork from a zygote that imports torch while the reduction runs: the
+    # pool's (its workers were forked from it) when there is one
     zygote = None if run.cfg.fresh_reruns else (pool.zygote or Zygote(_preload(spec)))
     if zygote is not None and zygote is pool.zygote:
         zygote.start(_preload(spec))  # (already started for the workers, unless none was prepared)

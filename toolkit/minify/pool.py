@@ -44,11 +44,11 @@ class Forked:
         if self.returncode is None:
             self.returncode = self.zygote.wait(self.pid, timeout)
             if self.returncode is not None:
-                children._killpg(self.pid, 9)  # its group id stays ours while stragglers live
+                children.killpg(self.pid, 9)  # its group id stays ours while stragglers live
         return self.returncode
 
     def end(self) -> None:
-        children._killpg(self.pid, 9)
+        children.killpg(self.pid, 9)
         self.wait(5)
         try:
             self.stdin.close()
@@ -226,17 +226,18 @@ class Pool:
             for w in self.workers:
                 w.zygote = self.zygote
 
-        def start_one() -> None:
-            w = self.free.get()
-            try:
-                w._start()
-            except RuntimeError:  # the first candidate's ask retries and reports it
-                pass
-            finally:
-                self.free.put(w)
-
         for _ in self.workers:
-            self.executor.submit(start_one)
+            self.executor.submit(self._start_one)
+
+    def _start_one(self) -> None:
+        """Start the next free worker (a no-op for one already started)."""
+        w = self.free.get()
+        try:
+            w._start()
+        except RuntimeError:  # the first candidate's ask retries and reports it
+            pass
+        finally:
+            self.free.put(w)
 
     def _one(self, src: str, call: str | None = None) -> str | None:
         w = self.free.get()
@@ -258,13 +259,7 @@ class Pool:
         probed as it warms up), waiting for one worker to start; None when none could."""
         if not self.workers[0].backend:
             return None
-        w = self.free.get()
-        try:
-            w._start()
-        except RuntimeError:  # the first candidate's ask retries and reports it
-            pass
-        finally:
-            self.free.put(w)
+        self._start_one()
         found = next((w.baseline for w in self.workers if w.baseline is not None), None)
         return set(found) if found is not None else None
 
