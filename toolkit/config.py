@@ -161,3 +161,16 @@ def read_jobs() -> int:
         return max(0, int(_env_str(ENV_READ_JOBS, "0") or 0))
     except ValueError:
         return 0
+
+
+# -- fxlens run's live status line (fxlens.live.terminal) --
+ENV_LIVE_INTERVAL = "FXLENS_LIVE_INTERVAL"
+
+
+def live_interval() -> float:
+    """Seconds between two reads of a running job's trace for the live view (default 0.5; at
+    least 0.05)."""
+    try:
+        return max(0.05, float(_env_str(ENV_LIVE_INTERVAL, "0.5") or 0.5))
+    except ValueError:
+        return 0.5

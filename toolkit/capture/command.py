@@ -22,6 +22,7 @@ from fxlens import __version__, config
 from fxlens.capture import children
 from fxlens.capture.runner import REFUSED, module_file
 from fxlens.errors import FxlensError
+from fxlens.live.terminal import wanted as live_wanted
 from fxlens.trace.session import TRACE_DIR, Session, new_session_dir, write_info
 
 LOCK_FILE = ".lock"  # held (flock) by the fxlens process writing the session
@@ -46,7 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
     )
     parser.add_argument(
-        "--quiet", action="store_true", help="print nothing but errors (the session is written all the same)"
+        "--quiet",
+        action="store_true",
+        help="print nothing but errors (the session is written all the same); no live status line",
+    )
+    parser.add_argument(
+        "--no-live",
+        action="store_true",
+        help="no live status line while the script runs (it is shown only when stderr is a terminal)",
     )
 
 
@@ -125,6 +133,7 @@ def run_captured(
     stderr: str | os.PathLike | None = None,
     fresh: bool = False,
     trace: bool = True,
+    live: bool = False,
 ) -> RunResult:
     """Run SCRIPT under capture into a (new) session directory; returns its exit status.
 
@@ -134,6 +143,8 @@ def run_captured(
     otherwise be merged with this one (doubled counts, a phantom second rank).
     `trace=False`: no torch structured trace (minify's capture run reads only its own records, and
     the trace costs the script about a CPU second on a small inductor compile).
+    `live`: show what torch.compile is doing on a status line below the script's output
+    (`fxlens.live.terminal`; the caller checks that stderr is a terminal).
     """
     check_script(script)
     if session_dir:
@@ -148,7 +159,9 @@ def run_captured(
     with _session_lock(sdir):
         if fresh:  # under the lock: a run still writing DIR is refused as such, not as "used"
             refuse_used(sdir)
-        return _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace)
+        return _run_locked(
+            script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace, live and trace
+        )
 
 
 @contextlib.contextmanager
@@ -191,7 +204,9 @@ def refuse_used(sdir: Path) -> None:
         )
 
 
-def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True) -> RunResult:
+def _run_locked(
+    script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True, live=False
+) -> RunResult:
     info = {
         "script": os.path.abspath(script),
         "argv": script_args,
@@ -221,6 +236,11 @@ def _run_locked(script, script_args, sdir, backend, nproc, env, timeout, stdout,
         err = out if stderr and stdout and Path(stderr) == Path(stdout) else None
         if stderr and err is None:
             err = files.enter_context(open(stderr, "wb"))
+        if live and out is None and err is None:  # the script's output through fxlens, a status line below
+            from fxlens.live.terminal import LiveRelay
+
+            relay = files.enter_context(LiveRelay(child_env["TORCH_TRACE"], config.live_interval()))
+            out, err = relay.stdout, relay.stderr
         code = None
         try:
             # its own process group: a timeout, Ctrl-C or SIGTERM ends it with all it forked
@@ -292,6 +312,7 @@ def main(args: argparse.Namespace) -> int:
             session_dir=sdir,
             nproc=args.nproc,
             fresh=True,
+            live=not args.no_live and live_wanted(args.quiet),
         )
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what was captured so far is in the session
         if (Path(sdir) / "session.json").exists():
