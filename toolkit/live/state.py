@@ -56,7 +56,7 @@ class Compile:
     compile_id: str  # "0/3"
     rank: int | None
     started: float  # epoch seconds (torch's event time when it logged one)
-    function: str = "?"
+    function: str = ""
     file: str = ""
     line: int = 0
     open: list[str] = field(default_factory=list)  # open Perfetto events, outermost first
@@ -350,5 +350,12 @@ def _has_events(log: _Log, key: str) -> bool:
     return bool(c and c.open)
 
 
+def short_file(file: str) -> str:
+    """A file as the status line names it: relative to the working directory when inside it, else
+    its name alone (a line has no room for another machine's /home/...)."""
+    p = short_path(file)
+    return Path(p).name if p.startswith("/") else p
+
+
 def _at(file: str, line: int) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
+    return f"{short_file(file)}:{line}" if file else "?"

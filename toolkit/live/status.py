@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import time
 
-from fxlens.live.state import Event, LiveState
+from fxlens.live.state import Event, LiveState, short_file
 from fxlens.trace.sanitize import for_terminal
-from fxlens.trace.userframes import short_path
 
 
 def ranks_text(ranks: list) -> str:
@@ -39,7 +38,9 @@ def status_line(state: LiveState, now: float | None = None, width: int = 0) -> s
     active = state.compiling()
     if active:
         c = active[0]  # the longest-running compile
-        where = f"{c.compile_id} {c.function}" + (f" ({short_path(c.file)}:{c.line})" if c.file else "")
+        where = f"{c.compile_id} {c.function}".strip() + (
+            f" ({short_file(c.file)}:{c.line})" if c.file else ""
+        )
         ranks = [r for r in state.ranks if r is not None]
         if len(ranks) > 1:
             busy = state.compiling_ranks()

@@ -25,6 +25,7 @@ import os
 import pty
 import select
 import signal
+import struct
 import sys
 import termios
 import threading
@@ -168,8 +169,11 @@ class LiveRelay:
             if not data:
                 del open_fds[master]
                 continue
-            self._clear()
-            _write(open_fds[master], data)
+            try:
+                self._clear()
+                _write(open_fds[master], data)
+            except OSError:  # our terminal is gone (a closed ssh): keep draining, or the script blocks
+                pass
             self._at_line_start = data.endswith(b"\n")
         if ready:
             self._draw()
@@ -203,19 +207,33 @@ class LiveRelay:
     def _draw(self) -> None:
         if not self._at_line_start:
             return
-        self._flush_events()
-        if self.broken is not None:
-            return
-        width = os.get_terminal_size(self.err_fd).columns if _winsize(self.err_fd) else 80
-        text = status_line(self.state, width=max(10, width - 1))
-        if text != self._shown:
-            _write(self.err_fd, _CLEAR + text.encode("utf-8", "replace"))
-            self._shown = text
+        try:
+            self._flush_events()
+            if self.broken is not None:
+                return
+            text = status_line(self.state, width=max(10, _columns(self.err_fd) - 1))
+            if text != self._shown:
+                _write(self.err_fd, _CLEAR + text.encode("utf-8", "replace"))
+                self._shown = text
+        except Exception as e:  # noqa: BLE001 - as in _poll: the script's output keeps flowing
+            self.broken = e
 
     def _clear(self) -> None:
         if self._shown:
             _write(self.err_fd, _CLEAR)
             self._shown = ""
+
+
+def _columns(fd: int) -> int:
+    """The terminal's width (a terminal that reports none: $COLUMNS, else 80)."""
+    size = _winsize(fd)
+    cols = struct.unpack("HHHH", size)[1] if size else 0
+    if not cols:
+        try:
+            cols = int(os.environ.get("COLUMNS", "") or 80)
+        except ValueError:
+            cols = 80
+    return cols
 
 
 def _write(fd: int, data: bytes) -> None:
