@@ -157,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     from fxlens.capture import children
+    from fxlens.live import progress
 
     children.install_sigterm()  # SIGTERM cleans up like Ctrl-C (exit 143), not a bare death
+    progress.enable(argv[:1] != ["tui"])  # long waits show progress on a terminal; Textual owns the TUI's
     try:
         args = parse(argv)
         if not getattr(args, "command", None):
@@ -166,12 +168,14 @@ def _main(argv: list[str]) -> int:
             return 0
         return int(_load(args._module, "main")(args) or 0)
     except FxlensError as e:
+        progress.clear()
         print(f"fxlens {argv[0] if argv else ''}: error: {e}".replace("  ", " "), file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (children.Terminated)
         from fxlens.capture import children
 
         children.end_all()  # every child process group, with whatever it forked
+        progress.clear()
         terminated = isinstance(e, children.Terminated)
         print(f"fxlens: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
         return 143 if terminated else 130

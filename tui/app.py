@@ -19,6 +19,7 @@ from textual.screen import Screen
 
 from fxlens import config
 from fxlens.errors import FxlensError
+from fxlens.live.follow import Follow, run_in_progress
 from fxlens.trace.session import Session, latest_session
 from fxlens.tui import command_for
 from fxlens.tui.session_screen import SessionScreen
@@ -40,9 +41,12 @@ class FxlensApp(App):
         export_dir: str | Path | None = None,
         cursor_blink: bool = True,
         diff_with: Session | None = None,
+        follow: Follow | None = None,
     ) -> None:
         super().__init__()
         self.session = session
+        #: a job still writing the session's trace (see SessionScreen.follow)
+        self.follow = follow
         #: `fxlens tui A --diff B`: B; the Diff page opens at start and with `D`
         self.diff_with = diff_with
         self.export_dir = Path(export_dir) if export_dir else Path.cwd()
@@ -53,7 +57,7 @@ class FxlensApp(App):
             self.animation_level = "none"
 
     def get_default_screen(self) -> Screen:
-        return SessionScreen(self.session)
+        return SessionScreen(self.session, follow=self.follow)
 
     # -- garbage collection at idle time ---------------------------------------------------------
     # A full (generation 2) collection scans every object that survived since the last one: the
@@ -145,28 +149,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "FXLENS_SESSIONS_DIR, .fxlens/sessions)",
     )
     parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="PATH is still being written (a running job's session or TORCH_TRACE dir): show what "
+        "compiles now and refresh as the trace grows (automatic for a running `fxlens run` session)",
+    )
+    parser.add_argument(
         "--diff",
         metavar="B",
         help="open the Diff page: PATH (A) against B, a session or TORCH_TRACE dir/log (as `fxlens diff A B`)",
     )
 
 
-def resolve(path: str | None) -> Session:
-    """The Session `fxlens tui [PATH]` opens; FxlensError (one line) when there is none."""
+def resolve(path: str | None, follow: bool = False) -> Session:
+    """The Session `fxlens tui [PATH]` opens; FxlensError (one line) when there is none. Followed,
+    a directory may have no log yet (the job has not compiled anything so far)."""
     if path is None:
         root = config.load().sessions_dir
         latest = latest_session(root) if root.is_dir() else None
         if latest is None:
             raise FxlensError(f"no session under {root}: run `fxlens run SCRIPT` first, or pass a PATH")
         path = str(latest)
-    return Session.open(path)
+    try:
+        return Session.open(path)
+    except FxlensError:
+        p = Path(path)
+        if follow and p.is_dir() and not any(p.glob("*.log")):
+            return Session(p, "trace_dir", [], {})
+        raise
 
 
 def main(args: argparse.Namespace) -> int:
     """Validate PATH before anything is drawn, then run the app."""
-    session = resolve(getattr(args, "path", None))
+    follow = bool(getattr(args, "follow", False))
+    session = resolve(getattr(args, "path", None), follow)
     other = Session.open(args.diff) if getattr(args, "diff", None) else None
-    FxlensApp(session, diff_with=other).run()
+    live = Follow(session.path) if follow or run_in_progress(session.path) else None
+    FxlensApp(session, diff_with=other, follow=live).run()
     return 0
 
 

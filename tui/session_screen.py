@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Header, Input, Tab, Tabs, Tree
 
 from fxlens.errors import FxlensError
+from fxlens.live.follow import Follow
 from fxlens.trace.session import Session
 from fxlens.tui import keys
 from fxlens.tui import tree as tree_mod
@@ -53,6 +54,7 @@ VIEW_CLASSES: tuple[type[View], ...] = (
 )
 VIEW_ORDER = tuple(v.view_id for v in VIEW_CLASSES)
 # which view opens an artifact record of a compile id
+FOLLOW_INTERVAL_S = 0.5  # how often a followed trace is polled (a poll reads only what was appended)
 _ARTIFACT_VIEW = {
     "dynamo_cpp_guards_str": "guards",
     "artifact:dynamo_graph_break_reason": "breaks",
@@ -85,10 +87,18 @@ class SessionScreen(Screen):
     # | q              | quit                              |
 
     def __init__(
-        self, session: Session, parent: SessionScreen | None = None, at: tuple[str, dict] | None = None
+        self,
+        session: Session,
+        parent: SessionScreen | None = None,
+        at: tuple[str, dict] | None = None,
+        follow: Follow | None = None,
     ) -> None:
         super().__init__()
         self.session = session
+        #: a job still writing this trace (`fxlens tui --follow`, or a running `fxlens run` session):
+        #: a worker polls it, shows what compiles now, and re-reads the trace as it grows
+        self.follow = follow
+        self._follow_busy = False
         self.parent_screen = parent
         self.open_at = at  # (view, params) to go to once the logs are read
         self.data = AppData(session)
@@ -112,6 +122,7 @@ class SessionScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header(icon="◉")
         yield Info("", id="notice")
+        yield Info("", id="live")
         with Horizontal(id="main"):
             yield CompileTree("session", id="tree")
             with Vertical(id="right"):
@@ -168,7 +179,7 @@ class SessionScreen(Screen):
         self.sub_title = f"{self._path_label()} · read {i + 1}/{len(self.session.logs)} log(s)…"
         self.timings.setdefault("first_rank", time.perf_counter())
 
-    def _loaded(self, summary, error: str | None) -> None:
+    def _loaded(self, summary, error: str | None, keep: tuple[str, dict] | None = None) -> None:
         self.data.summary = summary
         for node in self._placeholders.values():  # logs that could not be read at all
             node.set_label(
@@ -213,13 +224,71 @@ class SessionScreen(Screen):
         self.sub_title = f"{self._path_label()} · {len(ranks)} rank(s) · {n} compile(s)"
         self.ready = True
         self.timings["loaded"] = time.perf_counter()
+        if self.follow is not None:
+            self.sub_title += " · following" if not self.follow.ended else " · run ended"
+            if not self.follow.ended and not hasattr(self, "_follow_timer"):
+                self._follow_timer = self.set_interval(FOLLOW_INTERVAL_S, self._follow_tick)
         first = next((c for r in self.data.ranks for f in r.frames for c in f.compiles), None)
-        if first is not None and summary is not None:
+        if keep is not None and summary is not None:  # a re-read while following: stay where the user is
+            self._show(*keep)
+        elif first is not None and summary is not None:
             self._show("graph", {"rank": first.rank, "compile_id": first.compile_id})
         elif summary is not None and (summary.events or self.view("results").runs):
             self._show("results", {})
         if self.open_at is not None and summary is not None:
             self.goto(self.open_at[0], **self.open_at[1])  # `[` goes back to where it opened
+
+    # -- following a job still writing its trace ---------------------------------------------------
+    def _follow_tick(self) -> None:
+        if not self._follow_busy and self.ready:
+            self._follow_busy = True
+            self._follow_poll()
+
+    @work(thread=True, group="follow", exit_on_error=False)
+    def _follow_poll(self) -> None:
+        """Off the event loop: read what the job appended; re-read the trace whole when it grew."""
+        follow = self.follow
+        try:
+            reload = follow.poll()
+            self.app.call_from_thread(self._show_live, follow.status())
+            if not reload:
+                return
+            t0 = time.perf_counter()
+            before = follow.tail.bytes_read
+            try:
+                session = Session.open(self.session.path)
+            except FxlensError:  # a trace directory with no log yet
+                return
+            gc.disable()
+            try:
+                entries = list(load_ranks(session))
+                summary = summarise(session)
+            finally:
+                gc.enable()
+            follow.loaded(time.perf_counter() - t0, before)
+            self.app.call_from_thread(self._reloaded, session, entries, summary)
+        finally:
+            self._follow_busy = False
+
+    def _show_live(self, text: str) -> None:
+        live = self.query_one("#live", Info)
+        live.set(escape(text))
+        live.add_class("shown")
+
+    def _reloaded(self, session: Session, entries: list, summary) -> None:
+        """The trace re-read: the tree and views on the new data, the user's place kept."""
+        keep = self.location() if self.ready else None
+        self.app.release_frozen()  # the previous read's objects can go
+        self.session = session
+        self.data = AppData(session)
+        tree = self.query_one("#tree", CompileTree)
+        tree.clear()
+        for i, entry in enumerate(entries):
+            self._add_rank(entry, i)
+        if self.follow is not None and self.follow.ended and hasattr(self, "_follow_timer"):
+            self._follow_timer.stop()
+        self._loaded(summary, None, keep=keep)
+        self._show_live(self.follow.status() if self.follow else "")
 
     # -- navigation ----------------------------------------------------------------------------
     def location(self) -> tuple[str, dict]:

@@ -120,3 +120,27 @@ def test_status_line_says_what_compiles(tmp_path):
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_a_running_session_is_told_from_a_finished_or_killed_one(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from fxlens.live.follow import run_in_progress
+
+    s = tmp_path / "s"
+    s.mkdir()
+    (s / "session.json").write_text(json.dumps({"exit_code": None, "started": 1}))
+    (s / ".lock").write_text(str(os.getpid()))  # this process holds it: alive
+    assert run_in_progress(s)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    (s / ".lock").write_text(gone.stdout.strip())  # a run killed by SIGKILL: no exit code, no process
+    assert not run_in_progress(s)
+    (s / ".lock").write_text(str(os.getpid()))
+    (s / "session.json").write_text(json.dumps({"exit_code": 0, "finished": 2}))
+    assert not run_in_progress(s)
+    assert not run_in_progress(tmp_path)  # not a session

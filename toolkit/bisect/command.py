@@ -38,6 +38,7 @@ from fxlens.bisect.warm import WarmServer
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
+from fxlens.live import progress
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
 from fxlens.trace.userframes import short_path
@@ -88,6 +89,7 @@ def main(args: argparse.Namespace) -> int:
         timeout=timeout,
         torch_bisector=not args.no_compiler_bisector,
     )
+    progress.clear()
     print()
     print(render_text(result))
     if args.json:
@@ -129,7 +131,7 @@ def bisect_script(
         line, kernel, ops}, and outcome, stages, kernel, fusion, compiler_bisector, summary, next.
     """
     check_script(script)
-    echo = echo or (lambda line: print(line, flush=True))
+    echo = echo or progress.echo  # above the progress line on a terminal
     sdir, info = _open_session(script, args, backend, check, session_dir)
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)

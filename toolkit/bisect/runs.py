@@ -21,6 +21,7 @@ from fxlens.bisect.verdict import SPLIT  # the names of a run's time split
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
+from fxlens.live.progress import Progress
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import parse_traceback
 
@@ -162,6 +163,7 @@ class Runs:
         self.check = check
         self.timeout = timeout
         self.echo = echo or (lambda line: None)
+        self.tick = Progress("bisect", "run")  # the run in progress, on a terminal (fxlens.live.progress)
         self.outcomes: list[Outcome] = []
         self.extra_env: dict[str, str] = {}  # added to every later run (e.g. FXLENS_CHECK_KERNELS)
         self.first = first  # number of the first run (a driver process continues the parent's count)
@@ -207,6 +209,7 @@ class Runs:
         self.outcomes.append(out)
         verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
         self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.time_line()}]")
+        self.tick.step(label)
         return out
 
     def _start(self, sdir: Path, child_env: dict, wrap: bool):

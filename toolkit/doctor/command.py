@@ -38,6 +38,7 @@ from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
 from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.errors import FxlensError
+from fxlens.live.progress import Progress
 from fxlens.report.build import build_report
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
@@ -139,6 +140,7 @@ def _run_rounds(
 ) -> _Rounds:
     """Eager, then compiled, `rounds` times (alternating, so drift hits both alike)."""
     done = _Rounds()
+    tick = Progress("doctor", "run", total=2 * rounds)  # one line on a terminal (fxlens.live.progress)
     for k in range(1, rounds + 1):
         for mode in ("eager", "compiled"):
             run_dir = _run_dir(sdir, mode, k)
@@ -152,6 +154,8 @@ def _run_rounds(
             if (mode, k, result.exit_code) == ("eager", 1, 0) and not _called_compile(session):
                 # the same script compiled would compile nothing either: say so now, not a run later
                 raise _compiles_nothing(script, sdir)
+            tick.step(f"{mode}, round {k}")
+    tick.close()
     return done
 
 

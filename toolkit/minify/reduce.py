@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from fxlens.backend.torch_compat import OpOverload
+from fxlens.live.progress import Progress
 from fxlens.minify.graph import Candidate, contiguous_stride, halve, rebuild, tensor_spec, with_inputs
 
 #: how many more times a candidate that passes is tried when the failure being minified is flaky
@@ -285,6 +286,7 @@ class ProgressBar:
         self.t0 = time.perf_counter()
         self.tty = hasattr(stream, "isatty") and stream.isatty()
         self.last_stage = None
+        self.tick = Progress("minify", "step", stream=stream)  # the CLI's shared progress line
 
     def __call__(self, r: Reducer) -> None:
         best = r.best.num_calls if r.best is not None else self.original
@@ -295,7 +297,9 @@ class ProgressBar:
             f"minify [{bar}] {r.queries} queries, best {best}/{self.original} nodes, "
             f"{r.stage}, {time.perf_counter() - self.t0:.1f}s"
         )
-        if self.tty:
+        if self.tick.tty:  # under the CLI on a terminal: drawn as every command's long waits are
+            self.tick.step(f"{r.stage}, {r.queries} queries, best {best}/{self.original} nodes")
+        elif self.tty:
             self.stream.write("\r" + line.ljust(100))
         elif r.stage != self.last_stage:
             self.stream.write(line + "\n")
@@ -303,5 +307,6 @@ class ProgressBar:
         self.stream.flush()
 
     def done(self) -> None:
-        if self.tty:
+        self.tick.close()
+        if self.tty and not self.tick.tty:
             self.stream.write("\n")

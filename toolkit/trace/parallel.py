@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fxlens.config import read_jobs
+from fxlens.live.progress import steps
 from fxlens.trace.model import RankModel, build_rank_model
 from fxlens.trace.reader import scan_log
 from fxlens.trace.sources import SourceSnapshot, using
@@ -85,6 +86,12 @@ def read_models(
     logs: list[Path], sources: SourceSnapshot | None = None
 ) -> Iterator[tuple[Path, RankModel | None, str]]:
     """(log, model or None, why not) for each log, in the order given, as soon as each is read."""
+    yield from steps(_read_models(logs, sources), "", "reading log", len(logs), lambda x: x[0].name)
+
+
+def _read_models(
+    logs: list[Path], sources: SourceSnapshot | None = None
+) -> Iterator[tuple[Path, RankModel | None, str]]:
     jobs = jobs_for(logs)
     done = 0
     if jobs > 1:

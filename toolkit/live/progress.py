@@ -1,0 +1,144 @@
+"""Progress of fxlens's own long waits, one way for every command: reading many ranks' logs,
+doctor's runs, bisect's runs, minify's queries.
+
+    fxlens doctor: run 3/6 (compiled, round 2) · 41.2s · last step 12.9s
+
+On a terminal the line is redrawn in place at the bottom of stderr, and lines a command prints
+meanwhile (`echo`) go above it; it appears only once a wait has lasted `after_s` (a quick command
+shows nothing). Off a terminal (CI logs, pipes, tests) it draws nothing. Only the CLI turns it on
+(`enable()`), so a library caller, a test or the TUI (which owns the terminal) never gets it.
+Each step's time is kept (`Progress.steps`), drawn or not.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
+from fxlens.trace.sanitize import for_terminal
+
+T = TypeVar("T")
+_CLEAR = "\r\x1b[K"
+_enabled = False
+AFTER_S = 0.5  # seconds of waiting before a progress line is first drawn
+_shown: list[Progress] = []  # the progress whose line is on screen now (at most one)
+
+
+def enable(on: bool = True) -> None:
+    """Let progress lines be drawn (the CLI calls this; drawn only when stderr is a terminal)."""
+    global _enabled
+    _enabled = on
+
+
+def _terminal(stream) -> bool:
+    try:
+        return _enabled and stream.isatty() and os.environ.get("TERM", "") not in ("", "dumb")
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class Progress:
+    """Steps of one long wait; `step()` after each, `close()` (or `with`) at the end.
+
+    Args:
+        command: the command waiting ("doctor"; "" for a wait of any command, like reading logs).
+        what: what a step is ("run", "log", "query").
+        total: how many steps there will be, when known.
+        after_s: seconds of waiting before the line is first drawn (default AFTER_S).
+    """
+
+    def __init__(
+        self, command: str, what: str, total: int | None = None, stream=None, after_s: float | None = None
+    ):
+        self.head = f"fxlens {command}:" if command else "fxlens:"
+        self.what, self.total = what, total
+        self.stream = stream if stream is not None else sys.stderr
+        self.after_s = AFTER_S if after_s is None else after_s
+        self.t0 = self._last = time.perf_counter()
+        self.steps: list[tuple[str, float]] = []  # (label, seconds) of each step done
+        self.tty = _terminal(self.stream)
+
+    def step(self, label: str = "") -> float:
+        """One step done (LABEL says which); the seconds it took."""
+        now = time.perf_counter()
+        took, self._last = now - self._last, now
+        self.steps.append((label, took))
+        if self.tty and now - self.t0 >= self.after_s:
+            self._draw(self.line(now))
+        return took
+
+    def line(self, now: float | None = None) -> str:
+        """`fxlens doctor: run 3/6 (compiled 2) · 41.2s · last step 12.9s`."""
+        now = time.perf_counter() if now is None else now
+        n = len(self.steps)
+        count = f"{n}/{self.total}" if self.total else str(n)
+        label = self.steps[-1][0] if self.steps else ""
+        last = f" · last step {self.steps[-1][1]:.1f}s" if self.steps else ""
+        return f"{self.head} {self.what} {count}{f' ({label})' if label else ''} · {now - self.t0:.1f}s{last}"
+
+    def _draw(self, text: str) -> None:
+        cols = _columns(self.stream)
+        text = for_terminal(text)[: max(10, cols - 1)]
+        try:
+            self.stream.write(_CLEAR + text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.tty = False
+            return
+        if self not in _shown:
+            _shown.append(self)
+
+    def close(self) -> None:
+        """Take the line off the screen (what the command prints next starts on a clean line)."""
+        if self in _shown:
+            _shown.remove(self)
+            try:
+                self.stream.write(_CLEAR)
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def steps(
+    items: Iterable[T], command: str, what: str, total: int | None = None, label: Callable[[T], str] = str
+) -> Iterator[T]:
+    """Yield ITEMS, each counted as a step once the caller is done with it (the line says how long
+    each took); the line goes when the iteration ends."""
+    with Progress(command, what, total) as p:
+        for item in items:
+            yield item
+            p.step(label(item))
+
+
+def echo(line: str, stream=None) -> None:
+    """Print LINE for good, above the progress line on screen (redrawn after it)."""
+    stream = stream if stream is not None else sys.stdout
+    shown = _shown[-1] if _shown else None
+    if shown is not None:
+        shown.stream.write(_CLEAR)
+        shown.stream.flush()
+    print(line, file=stream, flush=True)
+    if shown is not None:
+        shown._draw(shown.line())
+
+
+def clear() -> None:
+    """Take any progress line off the screen (before an error message, on Ctrl-C)."""
+    for p in list(_shown):
+        p.close()
+
+
+def _columns(stream) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
