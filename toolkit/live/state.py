@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fxlens.live.tail import RawRecord
 from fxlens.trace.breaks import graph_break
-from fxlens.trace.entry import user_entry
+from fxlens.trace.entry import module_class, user_entry
 from fxlens.trace.guards import FailedGuard, parse_failed_guard
 from fxlens.trace.reader import CompileId, Record
 from fxlens.trace.records import Frame
@@ -63,8 +63,12 @@ class Compile:
 
     @property
     def stage(self) -> str:
-        """The innermost stage torch is in ("" when its events name none)."""
-        return next((STAGES[n] for n in reversed(self.open) if n in STAGES), "")
+        """The innermost stage torch is in ("" when its events name none); "backward: ..." while
+        torch compiles the backward graph (at the first backward call, after the forward's compile)."""
+        stage = next((STAGES[n] for n in reversed(self.open) if n in STAGES), "")
+        if self.open[:1] == ["entire_backward_compile"] and stage != "backward":
+            return f"backward: {stage}"
+        return stage
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class _Log:
     code: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # id -> (co_name, file, line)
     active: dict[str, Compile] = field(default_factory=dict)
     skipped: set[str] = field(default_factory=set)  # compiles torch gave up on after a break
+    modules: dict[str, str] = field(default_factory=dict)  # frame id -> module class its guards name
 
 
 @dataclass
@@ -153,6 +158,10 @@ class LiveState:
             self._place(c, log)
         elif "dynamo_output_graph" in meta and cid:
             self.graphs.add(cid)
+        elif "dynamo_cpp_guards_str" in meta and cid:
+            cls = module_class(rec.payload)
+            if cls:
+                log.modules[cid.split("/")[0]] = cls
         elif "compilation_metrics" in meta:
             self._metrics(rec, log, meta["compilation_metrics"] or {}, cid)
         elif "bwd_compilation_metrics" in meta:
@@ -180,12 +189,16 @@ class LiveState:
 
     def _entry(self, log: _Log, cid: str) -> tuple[str, str, int] | None:
         """(user function, file, line) of a compile id, in the user's terms (fxlens.trace.entry)."""
-        code = log.code.get(cid) or next(
-            (v for k, v in log.code.items() if k.split("/")[0] == cid.split("/")[0]), None
-        )
+        fid = cid.split("/")[0]
+        code = log.code.get(cid) or next((v for k, v in log.code.items() if k.split("/")[0] == fid), None)
         if code is None:
             return None
-        e = user_entry(code[0], code[1], code[2], log.stacks.get(cid, []))
+        # a recompile's reasons come before its own dynamo_start: an earlier compile's stack then
+        stack = log.stacks.get(cid) or next((v for k, v in log.stacks.items() if k.split("/")[0] == fid), [])
+        cls = log.modules.get(fid, "")
+        # module_class reads the class from guard text; this line is what it looks for
+        guards = f"source=L['fn'], guard, type=<class '{cls}'>" if cls else ""
+        e = user_entry(code[0], code[1], code[2], stack, guards)
         return e.function, e.file, e.line
 
     def _perfetto(self, rec: RawRecord, log: _Log) -> None:

@@ -28,6 +28,9 @@ _WANTED: tuple[tuple[bytes, bool], ...] = (
     (b'{"bwd_compilation_metrics"', False),
     (b'{"artifact": {"name": "dynamo_graph_break_reason"', True),
     (b'{"artifact": {"name": "recompile_reasons"', True),
+    # the guard tree names the module behind a library wrapper (HF's `wrapped_func`): read once per
+    # compile, only its payload's first lines are kept (see _MAX_KEPT_PAYLOAD)
+    (b'{"dynamo_cpp_guards_str"', True),
 )
 # a payload we keep in memory to check and parse is never larger than this (a break's text is a few
 # KB); a larger one is handed on at the next record line, its payload read from disk by span
