@@ -164,6 +164,9 @@ def read_jobs() -> int:
 
 
 # -- fxlens run's live status line (fxlens.live.terminal) --
+
+# seconds between two reads of a running job's trace by `fxlens run`'s live status line (default 0.5, at
+# least 0.05); each read takes only the bytes appended since the last one
 ENV_LIVE_INTERVAL = "FXLENS_LIVE_INTERVAL"
 
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from fxlens.trace.sanitize import for_terminal
+from fxlens.trace.sanitize import SafeStream, for_terminal
 
 T = TypeVar("T")
 _CLEAR = "\r\x1b[K"
@@ -28,9 +28,17 @@ _shown: list[Progress] = []  # the progress whose line is on screen now (at most
 
 
 def enable(on: bool = True) -> None:
-    """Let progress lines be drawn (the CLI calls this; drawn only when stderr is a terminal)."""
+    """Let progress lines be drawn (the CLI calls this; drawn only when stderr is a terminal), and
+    report the reading of a job's logs (fxlens.trace.parallel, which sits below this layer)."""
     global _enabled
     _enabled = on
+    from fxlens.trace import parallel
+
+    parallel.progress_hook = _reading_logs if on else None
+
+
+def _reading_logs(items: Iterator, total: int) -> Iterator:
+    return steps(items, "", "reading log", total, lambda item: item[0].name)
 
 
 def _terminal(stream) -> bool:
@@ -55,7 +63,9 @@ class Progress:
     ):
         self.head = f"fxlens {command}:" if command else "fxlens:"
         self.what, self.total = what, total
-        self.stream = stream if stream is not None else sys.stderr
+        stream = stream if stream is not None else sys.stderr
+        # the CLI's SafeStream would show our escape sequences as text: the line is sanitised here
+        self.stream = stream._stream if isinstance(stream, SafeStream) else stream
         self.after_s = AFTER_S if after_s is None else after_s
         self.t0 = self._last = time.perf_counter()
         self.steps: list[tuple[str, float]] = []  # (label, seconds) of each step done
@@ -76,7 +86,7 @@ class Progress:
         n = len(self.steps)
         count = f"{n}/{self.total}" if self.total else str(n)
         label = self.steps[-1][0] if self.steps else ""
-        last = f" · last step {self.steps[-1][1]:.1f}s" if self.steps else ""
+        last = f" · last step {_secs(self.steps[-1][1])}" if self.steps else ""
         return f"{self.head} {self.what} {count}{f' ({label})' if label else ''} · {now - self.t0:.1f}s{last}"
 
     def _draw(self, text: str) -> None:
@@ -129,6 +139,11 @@ def echo(line: str, stream=None) -> None:
     print(line, file=stream, flush=True)
     if shown is not None:
         shown._draw(shown.line())
+
+
+def _secs(s: float) -> str:
+    """`12.9s`, or `35ms` under a second (reading a rank's log takes milliseconds)."""
+    return f"{s:.1f}s" if s >= 1 else f"{s * 1000:.0f}ms"
 
 
 def clear() -> None:
