@@ -102,14 +102,14 @@ def main(argv=None) -> int:
         ("fxlens run wall time", med(base, "fxlens_s"), med(live, "fxlens_s")),
         ("CPU time, fxlens and its children", med(base, "cpu_s"), med(live, "cpu_s")),
     ]
-    table = ["| measure (median of %d alternated pairs) | `--no-live` | live | ratio | target |" % a.pairs]
+    table = [f"| measure (median of {a.pairs} alternated pairs) | `--no-live` | live | ratio | target |"]
     table.append("|---|---|---|---|---|")
     for name, b, lv in rows:
         target = "<= 1.02" if name.startswith("script") else ""
         table.append(f"| {name} | {b:.2f} s | {lv:.2f} s | {lv / b:.3f} | {target} |")
     text = "\n".join(table)
     notes = (
-        f"\nMedian of the per-pair ratios (script wall time, live / --no-live): {statistics.median(ratios):.3f} "
+        f"\n\nMedian of the per-pair ratios (script wall time, live / --no-live): {statistics.median(ratios):.3f} "
         f"(each pair: {', '.join(f'{x:.3f}' for x in ratios)}).\n"
         f"1-minute load average over the runs: min {min(loads):.1f}, median {statistics.median(loads):.1f}, "
         f"max {max(loads):.1f} ({os.cpu_count()} cores; other engineers' work was running on the machine).\n"
