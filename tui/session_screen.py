@@ -196,12 +196,17 @@ class SessionScreen(Screen):
             skipped.insert(0, error)
         self.skipped = skipped
         notice = self.query_one("#notice", Info)
+        # a re-read while following: the notice says what this read found, nothing from the last one
+        notice.set("")
+        notice.remove_class("shown")
+        # a job still writing: verdicts on a partial trace ("no graph" mid-compile) would mislead
+        partial = self.follow is not None and not self.follow.ended
         if skipped:
             more = f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
             notice.set(f"⚠ skipped while reading: {escape(skipped[0])}{more} — press ! for details")
             notice.add_class("shown")
         heads = summary.headlines if summary else []
-        if heads and not skipped:  # the verdict the tables would hide (no graph, frames run eagerly)
+        if heads and not skipped and not partial:  # the verdict the tables would hide (no graph, ...)
             more = f" (+{len(heads) - 1} more)" if len(heads) > 1 else ""
             notice.set(f"!! {escape(heads[0]['message'])}{more} fix: {escape(heads[0]['fix'])}")
             notice.add_class("shown")
@@ -213,6 +218,8 @@ class SessionScreen(Screen):
                 notice.set(
                     "⚠ results only: each run kept its own trace — enter on a run in the tree opens it"
                 )
+            elif partial:
+                notice.set("waiting for the job's first trace records")
             else:
                 notice.set("⚠ this session has no TORCH_TRACE logs: the script compiled nothing")
             notice.add_class("shown")
@@ -277,7 +284,8 @@ class SessionScreen(Screen):
 
     def _reloaded(self, session: Session, entries: list, summary) -> None:
         """The trace re-read: the tree and views on the new data, the user's place kept."""
-        keep = self.location() if self.ready else None
+        had = any(f.compiles for r in self.data.ranks for f in r.frames)
+        keep = self.location() if self.ready and had else None  # else: open the first compile
         self.app.release_frozen()  # the previous read's objects can go
         self.session = session
         self.data = AppData(session)

@@ -51,6 +51,7 @@ async def test_follow_refreshes_as_the_trace_grows(tmp_path, monkeypatch):
         assert app.data.ranks == [] and "following" in app.main.sub_title  # no log yet
         tree = app.query_one("#tree", CompileTree)
         live = app.query_one("#live", Info)
+        assert app.query_one("#notice", Info).plain == "waiting for the job's first trace records"
 
         dest[0].write_bytes(logs[0][: len(logs[0]) // 2])
         await _until(pilot, lambda: len(tree.root.children) == 1, "rank 0")
@@ -58,6 +59,7 @@ async def test_follow_refreshes_as_the_trace_grows(tmp_path, monkeypatch):
         dest[1].write_bytes(logs[1][:mid])
         await _until(pilot, lambda: len(tree.root.children) == 2, "rank 1 joining")
         await _until(pilot, lambda: "rank 1 of 2 compiling: 0/1 forward" in live.plain, "rank 1 compiling")
+        assert not app.query_one("#notice", Info).has_class("shown")  # no verdict on a partial trace
 
         with open(dest[1], "ab") as f:
             f.write(logs[1][mid:])
