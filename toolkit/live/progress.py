@@ -32,9 +32,9 @@ def enable(on: bool = True) -> None:
     report the reading of a job's logs (fxlens.trace.parallel, which sits below this layer)."""
     global _enabled
     _enabled = on
-    from fxlens.trace import parallel
+    import fxlens.trace  # the package only: the readers are not imported for this
 
-    parallel.progress_hook = _reading_logs if on else None
+    fxlens.trace.progress_hook = _reading_logs if on else None
 
 
 def _reading_logs(items: Iterator, total: int) -> Iterator:

@@ -11,17 +11,14 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+import fxlens.trace
 from fxlens.config import read_jobs
 from fxlens.trace.model import RankModel, build_rank_model
 from fxlens.trace.reader import scan_log
 from fxlens.trace.sources import SourceSnapshot, using
-
-# `hook(items, total) -> items`, wrapping the (log, model, why) stream to report progress: installed by
-# the CLI (fxlens.live.progress, a layer above this one); None: nothing reported
-progress_hook: Callable[[Iterator, int], Iterator] | None = None
 
 # below this many bytes of logs in all, a pool's start-up costs more than it saves
 PARALLEL_MIN_BYTES = 8 << 20
@@ -90,7 +87,8 @@ def read_models(
 ) -> Iterator[tuple[Path, RankModel | None, str]]:
     """(log, model or None, why not) for each log, in the order given, as soon as each is read."""
     items = _read_models(logs, sources)
-    yield from progress_hook(items, len(logs)) if progress_hook else items
+    hook = fxlens.trace.progress_hook  # the CLI's progress line (see fxlens/trace/__init__.py)
+    yield from hook(items, len(logs)) if hook else items
 
 
 def _read_models(
