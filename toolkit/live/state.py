@@ -14,6 +14,7 @@ ranks together: a compile every rank made counts once (by compile id), as a brea
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -202,8 +203,6 @@ class LiveState:
         return e.function, e.file, e.line
 
     def _perfetto(self, rec: RawRecord, log: _Log) -> None:
-        import json
-
         ev = json.loads(rec.payload) if rec.payload else {}
         name, ph = ev.get("name"), ev.get("ph")
         m = _CID.match(str((ev.get("args") or {}).get("compile_id") or ""))
@@ -305,8 +304,6 @@ class LiveState:
 
         self.recompiles.add(cid)
         fn, file, line = self._entry(log, cid) or ("?", "", 0)
-        import json
-
         try:
             data = json.loads(rec.payload)
         except ValueError:
