@@ -36,6 +36,9 @@ from fxlens.live.status import event_line, status_line
 from fxlens.live.tail import TraceTail
 
 _CLEAR = b"\r\x1b[K"
+# the status line is redrawn once the script's output pauses this long: a script printing fast
+# gets its lines through without a clear and redraw of the status line around each chunk
+_REDRAW_S = 0.05
 
 
 def wanted(quiet: bool = False) -> bool:
@@ -84,6 +87,7 @@ class LiveRelay:
         self._pairs.append((master, self.err_fd))
         self._shown = ""  # the status text on screen now ("" when none)
         self._at_line_start = True
+        self._hidden = False  # the script wrote since the status line was last drawn
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="fxlens-live", daemon=True)
         self._old_winch = None
@@ -143,7 +147,10 @@ class LiveRelay:
         try:
             while open_fds and not self._stop.is_set():
                 timeout = max(0.0, next_poll - time.monotonic())
-                self._relay(open_fds, timeout)
+                if self._relay(open_fds, min(timeout, _REDRAW_S) if self._hidden else timeout):
+                    continue  # more output may follow at once: redraw once it pauses
+                if self._hidden:
+                    self._draw()
                 if time.monotonic() >= next_poll:
                     self._poll()
                     next_poll = time.monotonic() + self.interval
@@ -175,8 +182,7 @@ class LiveRelay:
             except OSError:  # our terminal is gone (a closed ssh): keep draining, or the script blocks
                 pass
             self._at_line_start = data.endswith(b"\n")
-        if ready:
-            self._draw()
+            self._hidden = True
         return bool(ready)
 
     def _poll(self, final: bool = False) -> None:
@@ -215,6 +221,7 @@ class LiveRelay:
             if text != self._shown:
                 _write(self.err_fd, _CLEAR + text.encode("utf-8", "replace"))
                 self._shown = text
+            self._hidden = False
         except Exception as e:  # noqa: BLE001 - as in _poll: the script's output keeps flowing
             self.broken = e
 
