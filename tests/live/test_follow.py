@@ -9,6 +9,8 @@ import random
 import re
 from pathlib import Path
 
+import pytest
+
 from fxlens.live.state import LiveState
 from fxlens.live.status import status_line
 from fxlens.live.tail import LogTail, TraceTail
@@ -144,3 +146,41 @@ def test_a_running_session_is_told_from_a_finished_or_killed_one(tmp_path):
     (s / "session.json").write_text(json.dumps({"exit_code": 0, "finished": 2}))
     assert not run_in_progress(s)
     assert not run_in_progress(tmp_path)  # not a session
+
+
+FIXTURES = [
+    *(DATA / "traces" / v / "dedicated_log_torch_trace.log" for v in ("2.13.0", "2.14.1", "2.15.0")),
+    DATA / "live" / "failures.log.gz",  # a backend failure and a recompile-limit hit (record_failures.py)
+]
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.parent.name if p.suffix == ".log" else p.stem)
+def test_events_once_per_cause_as_the_report_says(fixture, tmp_path):
+    """Read in steps, every fixture gives the report's counts, and one event per break site,
+    failure and limit hit, at the report's user line."""
+    data = gzip.decompress(fixture.read_bytes()) if fixture.suffix == ".gz" else fixture.read_bytes()
+    log = tmp_path / "dedicated_log_torch_trace.log"
+    log.write_bytes(b"")
+    tail, state = LogTail(log), LiveState()
+    for i in range(0, len(data), 4096):
+        with open(log, "ab") as f:
+            f.write(data[i : i + 4096])
+        state.update(tail.poll())
+    report = build_report(Session.open(log))
+    assert state.counts() == _ground_truth(log)
+    where = {
+        kind: sorted((Path(e.file).name, e.line) for e in state.events if e.kind == kind)
+        for kind in ("break", "failure", "limit")
+    }
+    assert where["break"] == sorted({(Path(b["file"]).name, b["line"]) for b in report["graph_breaks"]})
+    assert where["failure"] == sorted((Path(f["file"]).name, f["line"]) for f in report.get("failures") or [])
+    assert where["limit"] == sorted((Path(h["file"]).name, h["line"]) for h in report["recompile_limit_hits"])
+    recompiled = {r["function"] for r in report["recompiles"]}
+    assert {
+        e.text.split(" (")[0].removeprefix("recompile of ") for e in state.events if e.kind == "recompile"
+    } == recompiled
+    if fixture.suffix == ".gz":  # the failure and the limit hit, in words
+        (failure,) = [e.text for e in state.events if e.kind == "failure"]
+        assert "BackendCompilerFailed" in failure and "this backend cannot compile anything" in failure
+        (limit,) = [e.text for e in state.events if e.kind == "limit"]
+        assert limit.startswith("sizes (") and "hit the recompile limit" in limit

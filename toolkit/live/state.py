@@ -259,7 +259,9 @@ class LiveState:
         self.failures.add((key, fail))
         file = str(m.get("fail_user_frame_filename") or where[1])
         line = int(m.get("fail_user_frame_lineno") or where[2] or 0)
-        first = reason.strip().split("\n")[0][:160]
+        lines = [ln.strip() for ln in reason.strip().split("\n") if ln.strip()]
+        # "backend='x' raised:" says nothing alone: the exception it names is on the next line
+        first = " ".join(lines[:2] if len(lines) > 1 and lines[0].endswith(":") else lines[:1])[:160]
         self._event(
             ("failure", fail, file, line, first),
             Event(
