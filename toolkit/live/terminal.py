@@ -74,7 +74,10 @@ class LiveRelay:
         self.state = LiveState()
         self.interval = interval
         self.err_fd = sys.stderr.fileno()
-        out_fd = sys.stdout.fileno()
+        try:
+            out_fd = sys.stdout.fileno()
+        except (AttributeError, ValueError, OSError):  # a stdout with no file (captured): left alone
+            out_fd, relay_stdout = -1, False
         if relay_stdout is None:
             relay_stdout = os.isatty(out_fd)
         # (master we read, fd we write to); the slaves are what the child gets
