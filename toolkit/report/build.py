@@ -165,7 +165,10 @@ def _source(session: Session) -> dict:
         "kind": session.kind,
         "logs": [str(p) for p in session.logs],
         **(
-            {k: session.info.get(k) for k in ("script", "argv", "backend", "exit_code")}
+            {
+                k: session.info.get(k)
+                for k in ("script", "argv", "module", "backend", "exit_code", "interrupted", "timed_out")
+            }
             if session.info
             else {}
         ),
