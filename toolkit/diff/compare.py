@@ -21,6 +21,7 @@ from fxlens.diff.summaries import (  # file_key, normalise_guard: public here be
     normalise_guard,  # noqa: F401
     per_function,
 )
+from fxlens.report.counts import report_counts
 
 DIFF_VERSION = 1
 
@@ -29,6 +30,7 @@ GATED = (
     "graphs",
     "graph_breaks",
     "graph_break_sites",
+    "eager_frames",
     "recompiles",
     "recompile_limit_hits",
     "compile_failures",
@@ -76,15 +78,17 @@ def side_failure(r: dict) -> str | None:
 
 def _counts(r: dict) -> dict[str, int]:
     guards = sum(m.get("guard_count") or 0 for m in (r.get("compile_times") or {}).get("per_compile", []))
+    n = report_counts(r)  # as the report and the budgets count
     return {
-        "graphs": len(r["graphs"]),
-        "graph_breaks": sum(b["count"] for b in r["graph_breaks"]),
+        "graphs": n["graphs"],
+        "graph_breaks": n["graph_breaks"],
         "graph_break_sites": len(r["graph_breaks"]),
-        "recompiles": len(r["recompiles"]),
+        "eager_frames": n["eager_frames"],
+        "recompiles": n["recompiles"],
         "recompile_limit_hits": len(r["recompile_limit_hits"]),
         "compile_failures": len(r.get("failures") or []),
-        "kernels": len(r.get("kernels") or []),
-        "fallbacks": sum(f["count"] for f in r.get("fallbacks") or []),
+        "kernels": n["kernels"],
+        "fallbacks": n["fallbacks"],
         "graph_nodes": sum(g["num_nodes"] or 0 for g in r["graphs"]),
         "guards": guards,
     }
