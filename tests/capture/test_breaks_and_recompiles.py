@@ -1,5 +1,9 @@
 """`fxlens run` on real scripts: graph breaks and recompiles at their exact user lines."""
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from capture_helpers import SCRIPTS
@@ -145,3 +149,21 @@ def test_old_optimize_api_is_captured_without_importing_dynamo_early(run_report,
     assert [(g["function"], g["line"]) for g in report["graphs"]] == [("f", 11)]
     calls = [e for e in report["events"] if e["event"] == "compile_call"]
     assert [(c["api"], c["backend"], c["line"]) for c in calls] == [("torch._dynamo.optimize", "eager", 15)]
+
+
+def test_a_stack_value_from_a_call_is_not_a_tensor_read(run_report):
+    # issue 34: every `___stackN == v` read as "a Python number read from a tensor" with an .item() fix
+    script = SCRIPTS / "forked_pid.py"
+    torch_says = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TORCH_LOGS": "recompiles"},
+    ).stderr
+    assert re.search(r"___stack\d+ == \d+ ", torch_says)  # ground truth: torch guarded a stack value
+    proc, report = run_report("forked_pid")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (cause,) = report["recompile_causes"]
+    assert cause["kind"] == "stack_value" and cause["line"] == 12
+    assert "os.getpid()" in cause["message"] and "read from a tensor" not in cause["message"]
+    assert "outside the compiled function" in cause["fix"] and ".item()" not in cause["fix"]

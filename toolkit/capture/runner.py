@@ -199,6 +199,10 @@ def main() -> None:
     if len(sys.argv) < 2 or (sys.argv[1] == "-m" and len(sys.argv) < 3):
         print("usage: python -m fxlens.capture.runner (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         sys.exit(2)
+    if session := config.load().session_dir:
+        # this process is the script's (a rank's, under torchrun): the reader tells its trace log
+        # from those of worker processes it forks or spawns, which are not ranks (fxlens.trace.session)
+        _append_quietly(session, "process", {"pid": os.getpid(), "rank": os.environ.get("RANK")})
     if sys.argv[1] == "-m":
         module = sys.argv[2]
         path = module_file(module)

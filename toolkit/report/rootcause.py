@@ -110,6 +110,13 @@ CAUSES: dict[str, tuple[str, str]] = {
         "a Python number from `.item()`/`float()` was specialised: keep it a tensor, or set "
         "`torch._dynamo.config.capture_scalar_outputs = True`",
     ),
+    # ___stackN == v where the graph broke on a call that reads no tensor (os.getpid(), time.time())
+    "stack_value": (
+        "a value returned by a call that broke the graph (`{code}`)",
+        "`{code}` breaks the graph and its result is a constant of the resumed graph: each new "
+        "value recompiles; compute it outside the compiled function and pass it in (as a tensor if it "
+        "keeps changing)",
+    ),
     "module_attr": (
         "module attribute {name}",
         "integer attributes of an nn.Module are static: keep it fixed, store it as a tensor or buffer, "

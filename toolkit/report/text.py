@@ -38,7 +38,14 @@ def _head_lines(report: dict) -> list[str]:
         head += f", {n['eager_frames']} frame(s) run eagerly"
     if _rank_col(report):
         head += f", {len(report['ranks'])} ranks"
-    out = [head, ""]
+    if workers := report.get("workers"):  # processes the script started: compiled, but not ranks
+        head += f", {len(workers)} worker process(es) (not ranks)"
+    out = [head]
+    if backend := (report.get("source") or {}).get("backend"):  # markdown/html say it too
+        out.append(
+            f"backend override: {backend} (every torch.compile call ran with it: fxlens run --backend)"
+        )
+    out.append("")
     if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
         out += rank_lines(report)
     else:

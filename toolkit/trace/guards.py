@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from fxlens.trace.records import Frame
-from fxlens.trace.userframes import innermost_user_frame, parse_traceback
+from fxlens.trace.userframes import innermost_user_frame, parse_traceback, source_line
 
 _DTYPES = {
     "Float": "float32",
@@ -275,6 +275,8 @@ def parse_failed_guard(reason: str) -> FailedGuard:
         hint = extra
     file, line = (user.file, user.line) if user else (cfile, cline)
     code = (user.code if user and user.code else code) if user else code
+    if kind == "item_value":
+        kind, code = _stack_value(text, file, code)
     return FailedGuard(
         text=guard,
         kind=kind,
@@ -289,6 +291,24 @@ def parse_failed_guard(reason: str) -> FailedGuard:
         line=line,
         hint=hint,
     )
+
+
+# `___stackN == v` guards a value Dynamo carried across a graph break into the resumed code: the
+# result of whatever broke the graph on the line the resume function is named after
+_RESUME_AT = re.compile(r"torch_dynamo_resume_in_\w+?_at_(?P<line>\d+)")
+# ... read from a tensor when that line does so (`.item()`, `float(t)`); else a call's result
+_TENSOR_READ = re.compile(r"\.(?:item|tolist)\(\)|\b(?:float|int|bool|complex)\(")
+
+
+def _stack_value(text: str, file: str, code: str) -> tuple[str, str]:
+    """("item_value", code) when the value was read from a tensor at the break, or the break's line
+    cannot be read (torch's own `.item()` case); ("stack_value", the break's line) when that line
+    reads no tensor (`os.getpid()`, `time.time()`: a call's result, specialised)."""
+    m = _RESUME_AT.search(text)
+    broke = source_line(file, int(m["line"])) if m and file else ""
+    if not broke or _TENSOR_READ.search(broke):
+        return "item_value", code
+    return "stack_value", broke
 
 
 def user_frame_of(reason: str) -> Frame | None:

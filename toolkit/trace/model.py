@@ -59,6 +59,11 @@ class RankModel:
     records: int = 0  # records read (file-name entries included): 0 means an empty trace
     # compile id -> the stack that entered it (dynamo_start, file names resolved), for the stack trie
     entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
+    pid: int | None = None  # the process that wrote the log
+    # a process the script forked or spawned (a DataLoader worker, a multiprocessing pool): not a
+    # rank; `worker_of` is the rank it belongs to (None: the job's one process, or not known)
+    worker: bool = False
+    worker_of: int | None = None
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -132,7 +137,7 @@ class _Frames:
 
 
 def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
-    model = RankModel(rank=scan.rank, log=str(scan.path))
+    model = RankModel(rank=scan.rank, log=str(scan.path), pid=scan.pid)
     frames = _index_frames(scan, model, bad)
     model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)

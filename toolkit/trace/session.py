@@ -161,7 +161,29 @@ class Session:
             if not models:
                 models.append(RankModel(rank=None, log=""))
             models[0].skipped.extend(errors)
+        mark_workers(models, self._script_pids())
         self.__dict__["ranks"] = sorted(models, key=lambda m: _rank_order(m.rank, m.log))
+
+    @property
+    def rank_models(self) -> list[RankModel]:
+        """The logs that are ranks (or the job's one process): not those of worker processes the
+        script forked or spawned. Ranks are compared with each other; workers never are."""
+        return [r for r in self.ranks if not r.worker]
+
+    @property
+    def workers(self) -> list[RankModel]:
+        """The logs of worker processes (see `mark_workers`)."""
+        return [r for r in self.ranks if r.worker]
+
+    def _script_pids(self) -> dict[int, int | None]:
+        """pid -> rank of each process `fxlens run` started the script in (its runner's `process`
+        events; one per rank under torchrun); empty for a bare TORCH_TRACE."""
+        out = {}
+        for ev in self.events:
+            if ev.get("event") == "process" and isinstance(ev.get("pid"), int):
+                rank = ev.get("rank")
+                out[ev["pid"]] = int(rank) if isinstance(rank, str) and rank.isdigit() else None
+        return out
 
     def release(self) -> None:
         """Let the read models go (a report built from them keeps what it needs): memory is then
@@ -274,6 +296,37 @@ class Session:
         return [r.rank for r in self.ranks]
 
 
+def mark_workers(models: list[RankModel], script_pids: dict[int, int | None]) -> None:
+    """Mark the logs of worker processes (`worker`, `worker_of`): a rank is a process of a process
+    group (torch logs its rank) or a rank-named log; a process the script forked or spawned without
+    one (a DataLoader worker, a multiprocessing pool) writes its own log, but it is not a rank, and
+    must never be compared with the ranks as one ("RANK DIVERGENCE" in a job with no collectives).
+
+    With the pids of the processes fxlens started the script in (`script_pids`), every other log is
+    a worker's. Without (a bare TORCH_TRACE), per rank the log of the lowest pid is the rank (a
+    parent starts before its children) and the others its workers; logs without a rank are workers
+    of the job when some log has a rank, else all but the lowest pid's.
+    """
+    if len(models) < 2:
+        return
+    if script_pids and any(m.pid in script_pids for m in models):
+        ranks_of_scripts = {r for r in script_pids.values() if r is not None}
+        only = next(iter(ranks_of_scripts)) if len(ranks_of_scripts) == 1 else None
+        for m in models:
+            if m.pid not in script_pids:
+                m.worker, m.worker_of = True, m.rank if m.rank is not None else only
+        return
+    by_rank: dict[int | None, list[RankModel]] = {}
+    for m in models:
+        by_rank.setdefault(m.rank, []).append(m)
+    ranked = any(r is not None for r in by_rank)
+    for rank, ms in by_rank.items():
+        ms = sorted(ms, key=lambda m: (m.pid is None, m.pid or 0))
+        workers = ms if rank is None and ranked else ms[1:]
+        for m in workers:
+            m.worker, m.worker_of = True, rank
+
+
 def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
     """Each graph break's source line as the session kept it (the model read it from disk, which
     may have been edited since)."""
@@ -286,7 +339,8 @@ def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
 
 
 def _read_info(path: Path) -> dict:
-    """session.json as a dict; anything else (hostile, torn, not JSON) reads as no info."""
+    """session.json as a dict; anything else (hostile, torn, not JSON) reads as no info. A field
+    every reader trusts with the wrong type is a one-line FxlensError naming it (`check_info`)."""
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:  # a FIFO would block the reader
@@ -294,7 +348,65 @@ def _read_info(path: Path) -> dict:
         info = json.loads(path.read_text(errors="replace"))
     except (OSError, ValueError, RecursionError):
         return {}
-    return info if isinstance(info, dict) else {}
+    return check_info(info, path) if isinstance(info, dict) else {}
+
+
+_STR, _NUM, _NONE = (str,), (int, float), (type(None),)
+# session.json field -> the types a reader may find there (sanitised once, here: DESIGN style 16)
+INFO_FIELDS: dict[str, tuple] = {
+    "script": _STR + _NONE,
+    "module": _STR + _NONE,
+    "backend": _STR + _NONE,
+    "command": _STR + _NONE,
+    "check": _STR + _NONE,
+    "cwd": _STR + _NONE,
+    "fxlens_version": _STR + _NONE,
+    "exit_code": (int,) + _NONE,
+    "nproc": (int,) + _NONE,
+    "interrupted": (bool,) + _NONE,
+    "timed_out": _NUM + _NONE,
+    "started": _NUM + _NONE,
+    "finished": _NUM + _NONE,
+    "seconds": _NUM + _NONE,
+    "argv": (list,),
+    "env": (dict,) + _NONE,
+}
+
+
+def _what(value) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def check_info(info: dict, path: Path) -> dict:
+    """INFO when each known field has a type readers expect; else FxlensError, one line naming it."""
+    for name, types in INFO_FIELDS.items():
+        if name not in info:
+            continue
+        value = info[name]
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
+        if ok and name == "argv":
+            ok = all(isinstance(a, str) for a in value)
+        if ok and name == "env" and value:
+            ok = all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        if not ok:
+            want = {"argv": "a list of strings", "env": "an object of strings"}.get(name) or " or ".join(
+                {
+                    str: "a string",
+                    int: "an integer",
+                    float: "a number",
+                    bool: "true/false",
+                    type(None): "null",
+                }[t]
+                for t in types
+            )
+            raise FxlensError(f"{path}: field {name!r}: expected {want}, got {_what(value)}")
+    return info
 
 
 def read_events(path: Path) -> tuple[list[dict], list[str]]:
@@ -351,10 +463,7 @@ def new_session_dir(
     try:
         path.mkdir(parents=True)
     except OSError as e:  # a read-only working directory, a full disk: one line saying what to do
-        raise FxlensError(
-            f"{path}: cannot create the session directory ({e.strerror or e}); "
-            f"{how}"
-        ) from None
+        raise FxlensError(f"{path}: cannot create the session directory ({e.strerror or e}); {how}") from None
     return path
 
 
