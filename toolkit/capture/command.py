@@ -247,6 +247,12 @@ def _run_locked(
         staged = Path(tempfile.mkdtemp(prefix="fxlens-run-"))
         where = staged
     child_env["TORCH_TRACE"] = str(where / TRACE_DIR)
+    # the user's own TORCH_TRACE is honoured: torch writes there, and fxlens copies the logs of this
+    # run into the session afterwards (a script that sets TORCH_TRACE itself is found by the runner)
+    user_trace = (env or {}).get("TORCH_TRACE") or os.environ.get("TORCH_TRACE")
+    if user_trace and trace:
+        child_env["TORCH_TRACE"] = os.path.abspath(user_trace)
+        info["torch_trace"] = child_env["TORCH_TRACE"]
     if not trace:
         del child_env["TORCH_TRACE"]  # nor the user's own: this run is not theirs to record
     child_env[config.ENV_SESSION] = str(where)
@@ -255,6 +261,7 @@ def _run_locked(
     else:
         child_env.pop(config.ENV_BACKEND_OVERRIDE, None)
     t0 = time.perf_counter()
+    started = time.time()
     with contextlib.ExitStack() as files:
         out = files.enter_context(open(stdout, "wb")) if stdout else None
         err = out if stderr and stdout and Path(stderr) == Path(stdout) else None
@@ -273,6 +280,8 @@ def _run_locked(
         finally:
             if staged is not None:
                 _move_into(staged, sdir)
+            if trace:
+                _collect_own_trace(sdir, info, started)
             seconds = time.perf_counter() - t0
             info.update(exit_code=code, finished=time.time(), seconds=round(seconds, 3))
             if code is None:  # interrupted: say so, so nobody reads the session as a finished run
@@ -310,6 +319,37 @@ def _move_into(staged: Path, sdir: Path) -> None:
         except OSError:
             continue  # a full disk: the rest still moves; what stayed is said nowhere, but the run is kept
     shutil.rmtree(staged, ignore_errors=True)
+
+
+def _collect_own_trace(sdir: Path, info: dict, since: float) -> None:
+    """Honour a TORCH_TRACE of the user's. Set before fxlens ran (`info["torch_trace"]`): torch
+    wrote there, and this run's logs are copied into the session for fxlens to read. Set by the
+    script itself (the runner's `torch_trace` event): torch was imported before the script ran and
+    wrote into the session, so the logs are copied to the script's folder. Why not, when a copy
+    fails, goes into `info["torch_trace_note"]` (the report says it)."""
+    from fxlens.trace.session import EVENTS_FILE, read_events
+
+    own = sdir / TRACE_DIR
+    events, _ = read_events(sdir / EVENTS_FILE)
+    wanted = [
+        str(e["dir"]) for e in events if e.get("event") == "torch_trace" and isinstance(e.get("dir"), str)
+    ]
+    moves = [(Path(info["torch_trace"]), own)] if info.get("torch_trace") else []
+    moves += [(own, Path(d)) for d in dict.fromkeys(wanted)]
+    for src, dest in moves:
+        if src.absolute() == dest.absolute():
+            continue
+        try:
+            logs = [p for p in src.glob("*.log") if p.is_file() and p.stat().st_mtime >= since - 1]
+            dest.mkdir(parents=True, exist_ok=True)
+            for p in logs:
+                shutil.copy2(p, dest / p.name)
+        except OSError as e:
+            info["torch_trace_note"] = (
+                f"the run's TORCH_TRACE logs could not be copied from {src} to {dest}: {e.strerror or e}"
+            )
+    if wanted:
+        info["torch_trace"] = wanted[-1]
 
 
 TIMEOUT_EXIT = 124  # run_captured's status for a run ended at its timeout (as timeout(1) says)

@@ -192,6 +192,18 @@ def _record_environment() -> None:
         pass
 
 
+def _record_own_trace() -> None:
+    """When the script pointed TORCH_TRACE elsewhere itself, say where: fxlens copies that run's
+    logs into the session (else its report would say nothing compiled)."""
+    cfg = config.load()
+    mine = os.environ.get("TORCH_TRACE")
+    if cfg.session_dir and mine and os.path.abspath(mine) != _TRACE_AT_START:
+        _append_quietly(cfg.session_dir, "torch_trace", {"dir": os.path.abspath(mine)})
+
+
+_TRACE_AT_START = os.path.abspath(os.environ["TORCH_TRACE"]) if os.environ.get("TORCH_TRACE") else None
+
+
 def main() -> None:
     from fxlens.capture import children
 
@@ -213,6 +225,7 @@ def main() -> None:
     else:
         code = run_script(sys.argv[1], sys.argv[2:])
     _record_environment()
+    _record_own_trace()
     sys.stdout.flush()
     sys.stderr.flush()
     if code == INTERRUPTED and _interrupted:

@@ -179,6 +179,7 @@ def _source(session: Session) -> dict:
                     "exit_code",
                     "interrupted",
                     "timed_out",
+                    "torch_trace",
                 )
             }
             if session.info

@@ -236,7 +236,8 @@ class Session:
 
     @property
     def skipped(self) -> list[str]:
-        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes
+        trace_note = [str(self.info["torch_trace_note"])] if self.info.get("torch_trace_note") else []
+        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes + trace_note
 
     # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
     @cached_property
@@ -361,6 +362,8 @@ INFO_FIELDS: dict[str, tuple] = {
     "check": _STR + _NONE,
     "cwd": _STR + _NONE,
     "fxlens_version": _STR + _NONE,
+    "torch_trace": _STR + _NONE,
+    "torch_trace_note": _STR + _NONE,
     "exit_code": (int,) + _NONE,
     "nproc": (int,) + _NONE,
     "interrupted": (bool,) + _NONE,
