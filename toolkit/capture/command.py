@@ -218,25 +218,9 @@ def refuse_used(sdir: Path) -> None:
         )
 
 
-def _run_locked(
-    script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True
-) -> RunResult:
-    info = {
-        "script": os.path.abspath(script),
-        "argv": script_args,
-        "module": module_of(script),  # `-m MODULE`: the command a report shows says so
-        # the switches it ran under, for the command a bug report shows (config.reproducing_env)
-        "env": config.reproducing_env({**os.environ, **(env or {})}),
-        "backend": backend,
-        "nproc": nproc,
-        "cwd": os.getcwd(),
-        "started": time.time(),
-        "fxlens_version": __version__,
-        "exit_code": None,
-    }
-    write_info(sdir, info)
-    child_env = dict(os.environ)
-    child_env.update(env or {})
+def _point_trace(child_env: dict, sdir: Path, env: dict | None, info: dict, trace: bool) -> Path | None:
+    """Set the child's TORCH_TRACE and session folder; the short temporary folder they point into
+    when the session's own absolute path is too long (None otherwise)."""
     # absolute: a script that changes directory before compiling (Hydra's job.chdir, launchers)
     # would otherwise write its trace and events relative to its new directory, not into the session;
     # too long an absolute path (a deep working directory) would make torch's trace logging fail
@@ -256,6 +240,29 @@ def _run_locked(
     if not trace:
         del child_env["TORCH_TRACE"]  # nor the user's own: this run is not theirs to record
     child_env[config.ENV_SESSION] = str(where)
+    return staged
+
+
+def _run_locked(
+    script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True
+) -> RunResult:
+    info = {
+        "script": os.path.abspath(script),
+        "argv": script_args,
+        "module": module_of(script),  # `-m MODULE`: the command a report shows says so
+        # the switches it ran under, for the command a bug report shows (config.reproducing_env)
+        "env": config.reproducing_env({**os.environ, **(env or {})}),
+        "backend": backend,
+        "nproc": nproc,
+        "cwd": os.getcwd(),
+        "started": time.time(),
+        "fxlens_version": __version__,
+        "exit_code": None,
+    }
+    write_info(sdir, info)
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    staged = _point_trace(child_env, sdir, env, info, trace)
     if backend:
         child_env[config.ENV_BACKEND_OVERRIDE] = backend
     else:

@@ -33,7 +33,23 @@ def patch_compile(override, script: str, session: str) -> None:
     """Record the backend each torch.compile / torch._dynamo.optimize call asks for, and where, and
     apply the override (through the one hook, fxlens.capture.compile_hook). Calls asking for a
     backend in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference)."""
-    observe("capture", route=_router(override, script, session))
+    observe("capture", route=_router(override, script, session), wrap=_note_generators(session))
+
+
+def _note_generators(session: str):
+    """`wrap` that records a compiled generator function (Dynamo refuses to trace one and logs
+    nothing a report could read: "Attempt to trace generator"), so the report says that, not
+    "never called". Returns what torch returned, untouched."""
+    import inspect
+
+    def wrap(model, compiled, options, frame):
+        fn = getattr(model, "forward", model) if not inspect.isfunction(model) else model
+        if session and (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+            where = {"file": frame.f_code.co_filename, "line": frame.f_lineno}
+            _append_quietly(session, "compile_generator", {"name": getattr(fn, "__qualname__", "?"), **where})
+        return compiled
+
+    return wrap
 
 
 def _router(override, script: str, session: str):

@@ -114,8 +114,7 @@ def minify_script(
     t0 = time.perf_counter()
     session = new_session_dir(config.load().sessions_dir, script)
     info = {"script": os.path.abspath(script), "argv": script_args, "command": "minify", "backend": backend}
-    # the whole command, for a bug report (fxlens.report.markup.command_line)
-    info.update(module=module_of(script), env=config.reproducing_env())
+    info.update(module=module_of(script), env=config.reproducing_env())  # for a bug report's command
     write_info(session, {**info, "check": check, "started": time.time()})
     # workers import torch while the script runs (from the start only with cores to spare for them
     # beside the script and this process); told the backend once it is known

@@ -17,8 +17,10 @@ from functools import cached_property
 from pathlib import Path
 
 from fxlens.errors import FxlensError
+from fxlens.trace.info import check_info
 from fxlens.trace.model import RankModel
 from fxlens.trace.parallel import read_models
+from fxlens.trace.processes import mark_workers
 from fxlens.trace.reader import Record, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
 from fxlens.trace.userframes import short_path, source_line
@@ -297,37 +299,6 @@ class Session:
         return [r.rank for r in self.ranks]
 
 
-def mark_workers(models: list[RankModel], script_pids: dict[int, int | None]) -> None:
-    """Mark the logs of worker processes (`worker`, `worker_of`): a rank is a process of a process
-    group (torch logs its rank) or a rank-named log; a process the script forked or spawned without
-    one (a DataLoader worker, a multiprocessing pool) writes its own log, but it is not a rank, and
-    must never be compared with the ranks as one ("RANK DIVERGENCE" in a job with no collectives).
-
-    With the pids of the processes fxlens started the script in (`script_pids`), every other log is
-    a worker's. Without (a bare TORCH_TRACE), per rank the log of the lowest pid is the rank (a
-    parent starts before its children) and the others its workers; logs without a rank are workers
-    of the job when some log has a rank, else all but the lowest pid's.
-    """
-    if len(models) < 2:
-        return
-    if script_pids and any(m.pid in script_pids for m in models):
-        ranks_of_scripts = {r for r in script_pids.values() if r is not None}
-        only = next(iter(ranks_of_scripts)) if len(ranks_of_scripts) == 1 else None
-        for m in models:
-            if m.pid not in script_pids:
-                m.worker, m.worker_of = True, m.rank if m.rank is not None else only
-        return
-    by_rank: dict[int | None, list[RankModel]] = {}
-    for m in models:
-        by_rank.setdefault(m.rank, []).append(m)
-    ranked = any(r is not None for r in by_rank)
-    for rank, ms in by_rank.items():
-        ms = sorted(ms, key=lambda m: (m.pid is None, m.pid or 0))
-        workers = ms if rank is None and ranked else ms[1:]
-        for m in workers:
-            m.worker, m.worker_of = True, rank
-
-
 def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
     """Each graph break's source line as the session kept it (the model read it from disk, which
     may have been edited since)."""
@@ -350,66 +321,6 @@ def _read_info(path: Path) -> dict:
     except (OSError, ValueError, RecursionError):
         return {}
     return check_info(info, path) if isinstance(info, dict) else {}
-
-
-_STR, _NUM, _NONE = (str,), (int, float), (type(None),)
-# session.json field -> the types a reader may find there (sanitised once, here: DESIGN style 16)
-INFO_FIELDS: dict[str, tuple] = {
-    "script": _STR + _NONE,
-    "module": _STR + _NONE,
-    "backend": _STR + _NONE,
-    "command": _STR + _NONE,
-    "check": _STR + _NONE,
-    "cwd": _STR + _NONE,
-    "fxlens_version": _STR + _NONE,
-    "torch_trace": _STR + _NONE,
-    "torch_trace_note": _STR + _NONE,
-    "exit_code": (int,) + _NONE,
-    "nproc": (int,) + _NONE,
-    "interrupted": (bool,) + _NONE,
-    "timed_out": _NUM + _NONE,
-    "started": _NUM + _NONE,
-    "finished": _NUM + _NONE,
-    "seconds": _NUM + _NONE,
-    "argv": (list,),
-    "env": (dict,) + _NONE,
-}
-
-
-def _what(value) -> str:
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {value[:40]!r}"
-    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
-
-
-def check_info(info: dict, path: Path) -> dict:
-    """INFO when each known field has a type readers expect; else FxlensError, one line naming it."""
-    for name, types in INFO_FIELDS.items():
-        if name not in info:
-            continue
-        value = info[name]
-        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-        if ok and name == "argv":
-            ok = all(isinstance(a, str) for a in value)
-        if ok and name == "env" and value:
-            ok = all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-        if not ok:
-            want = {"argv": "a list of strings", "env": "an object of strings"}.get(name) or " or ".join(
-                {
-                    str: "a string",
-                    int: "an integer",
-                    float: "a number",
-                    bool: "true/false",
-                    type(None): "null",
-                }[t]
-                for t in types
-            )
-            raise FxlensError(f"{path}: field {name!r}: expected {want}, got {_what(value)}")
-    return info
 
 
 def read_events(path: Path) -> tuple[list[dict], list[str]]:
