@@ -123,3 +123,19 @@ def test_a_compile_without_graph_has_its_own_place():
         "a": None,
         "b": "it compiled nothing: no torch.compile call, compile or graph was recorded",
     }
+
+
+@pytest.mark.slow  # two 2-process gloo jobs (torchrun)
+def test_the_ddp_fix_passes_the_gate(tmp_path, fxlens):
+    # issue 34: torch.compile(DDP(m)) captured no graph; DDP(torch.compile(m)) compiles: "graphs +3 WORSE"
+    scripts = Path(__file__).parents[1] / "doctor" / "scripts"
+    for name in ("ddp_wrong_order", "ddp_right_order"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "fxlens.cli", "run", "--quiet", "--nproc", "2", "--session", str(tmp_path / name),
+             str(scripts / f"{name}.py")],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = fxlens("diff", tmp_path / "ddp_wrong_order", tmp_path / "ddp_right_order")
+    assert proc.returncode == 0, proc.stdout
+    assert "verdict: B is better than A: A captured no graph" in proc.stdout and "WORSE" not in proc.stdout
