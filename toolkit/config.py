@@ -177,3 +177,21 @@ def live_interval() -> float:
         return max(0.05, float(_env_str(ENV_LIVE_INTERVAL, "0.5") or 0.5))
     except ValueError:
         return 0.5
+
+
+# -- what a bug report's command line carries besides the command itself --------------------------
+# switches that change what the script or its compile does, so a pasted command reproduces the same
+# run: fxlens's fault injection and the user's torch switches (prefixes), never the paths and
+# bookkeeping fxlens sets for its own children (session dirs, bisect stages, minify capture)
+REPRODUCING_ENV = ("FXLENS_INJECT", "FXLENS_OVERRIDE_KEEP")
+REPRODUCING_ENV_PREFIXES = ("TORCH_COMPILE_", "TORCHDYNAMO_", "TORCHINDUCTOR_", "TORCH_LOGS", "PYTORCH_")
+
+
+def reproducing_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The switches of ENV (default: this process's environment) a pasted command needs, sorted."""
+    env = os.environ if env is None else env
+    return {
+        k: v
+        for k, v in sorted(env.items())
+        if k in REPRODUCING_ENV or (k.startswith(REPRODUCING_ENV_PREFIXES) and k != "TORCHINDUCTOR_CACHE_DIR")
+    }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 _LOCAL = re.compile(r"L\['([^']+)'\]")
 _TREE_PREFIX = re.compile(r"^[|+\- ]*")
-_TENSOR_REASON = re.compile(r"tensor '(?P<var>[^']+)' (?P<what>\w+) mismatch")
+_TENSOR_REASON = re.compile(r"tensor '(?P<var>.+?)' (?P<what>\w+) mismatch")  # var: kwargs['input_ids'] too
 _COMMENT = re.compile(r"\s{2,}#.*$")
 _ADDRESS = re.compile(r"\b\d{9,}\b")  # object ids: differ between compiles and processes
 # names Dynamo numbers per compile (`G['__builtins_dict___7']`): the same object in every compile

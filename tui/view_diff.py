@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from fxlens.diff.compare import compare
-from fxlens.diff.render import render_text, sections, verdict
+from fxlens.diff.render import failures, render_text, sections, verdict
 from fxlens.report.build import build_report
 from fxlens.report.markup import visible
 from fxlens.trace.session import Session
@@ -79,7 +79,9 @@ class DiffScreen(Screen):
         self.diff = diff
         self.sub_title = f"diff {self.a.path.name} → {self.b.path.name}"
         style = "bold red" if diff["worse"] else "bold green"
-        self.query_one("#diff-verdict", Static).update(Text(verdict(diff), style=style))
+        # a side that failed or compiled nothing is said first, as `fxlens diff` says it
+        said = "\n".join([*failures(diff), verdict(diff)])
+        self.query_one("#diff-verdict", Static).update(Text(said, style=style))
         parts: list = []
         for title, headers, rows in sections(diff, clip=None):
             table = Table(title=Text(title, style="bold"), title_justify="left", expand=False)

@@ -3,6 +3,7 @@ trace"); the runs' inductor cache never lands in the session, and a killed bisec
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,14 @@ def _fxlens(*args, cwd=None):
 
 
 def test_report_on_a_bisect_session(bisect, tmp_path):
-    proc, verdict = bisect(SCRIPTS / "own_backend.py", opts=("--check", "crash"))
+    # the script's own arguments and a torch switch: the bug report's command carries both (issue 34)
+    proc, verdict = bisect(
+        SCRIPTS / "own_backend.py",
+        "--steps",
+        "3 4",
+        opts=("--check", "crash"),
+        env={"TORCHDYNAMO_VERBOSE": "0"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     session = Path(verdict["session"])
     assert not (session / INDUCTOR_CACHE).exists() and not cache_dir(session).exists()
@@ -40,6 +48,11 @@ def test_report_on_a_bisect_session(bisect, tmp_path):
     assert len(report["runs"]) == verdict["runs"] and report["runs"][0]["logs"] >= 1
     md = _fxlens("report", "--format", "markdown", session)
     assert md.returncode == 0 and "fxlens bisect: own\\_backend.py" in md.stdout, md.stderr
+    typed = "fxlens bisect --check crash own_backend.py --steps '3 4'"  # after the switches it ran under
+    for shown in (re.search(r"command: `([^`]*)`", md.stdout)[1], re.search(r"command: (.*)", rep.stdout)[1]):
+        assert shown.endswith(typed) and "TORCHDYNAMO_VERBOSE=0 " in shown, shown
+    info = json.loads((session / "session.json").read_text())
+    assert info["exit_code"] == 0 and not info.get("interrupted")
 
 
 def test_a_killed_bisects_cache_is_removed_by_the_next(tmp_path):

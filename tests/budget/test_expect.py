@@ -1,5 +1,6 @@
 """`fxlens.expect` on its own: outside pytest, counting rules, nesting, errors."""
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,8 @@ import torch
 import fxlens
 from fxlens.budget.check import Limits, counts_of, evaluate, failure_message, full_report, quick_counts
 from fxlens.budget.collect import Capture, write_session
+from fxlens.report.build import build_report, render_text
+from fxlens.report.counts import report_counts
 from fxlens.trace.session import Session
 
 
@@ -66,7 +69,14 @@ def test_counts_after_exit_and_reset():
     f = torch.compile(branchy, backend="eager")
     with fxlens.expect(reset=True) as got:
         f(torch.ones(8))
-    assert got.counts == {"graphs": 2, "graph_breaks": 1, "recompiles": 0, "kernels": 0, "fallbacks": 0}
+    assert got.counts == {
+        "graphs": 2,
+        "graph_breaks": 1,
+        "eager_frames": 0,
+        "recompiles": 0,
+        "kernels": 0,
+        "fallbacks": 0,
+    }
     with fxlens.expect(graphs=0) as again:  # compiled already: nothing new
         f(torch.ones(8))
     assert again.counts["graphs"] == 0
@@ -125,7 +135,14 @@ def test_quick_counts_agree_with_the_reader(tmp_path):
         cap.stop()
     counts, report = full_report(cap)
     assert quick_counts(cap.records) == counts
-    assert counts == {"graphs": 4, "graph_breaks": 2, "recompiles": 2, "kernels": 0, "fallbacks": 0}
+    assert counts == {
+        "graphs": 4,
+        "graph_breaks": 2,
+        "eager_frames": 0,
+        "recompiles": 2,
+        "kernels": 0,
+        "fallbacks": 0,
+    }
     assert report["graph_breaks"][0]["line"] == BRANCH_LINE
     # a graphs budget alone still says why there are more graphs: the breaks and recompiles behind them
     msg = failure_message(evaluate(cap, Limits(graphs=1)), Limits(graphs=1))
@@ -174,3 +191,47 @@ def test_logging_reconfigured_midway_is_an_error_not_a_pass():
     with fxlens.expect(reset=True) as got:  # and the next block counts again
         torch.compile(lambda x: x * 6, backend="eager")(torch.ones(2))
     assert got.counts["graphs"] == 1
+
+
+@contextlib.contextmanager
+def _tag():
+    yield
+
+
+class _Wrapper(torch.nn.Module):
+    """Breaks inside a generator context manager's `with`: torch cannot resume, gives up on the frame."""
+
+    def forward(self, x):
+        with _tag():
+            print("wrapper")
+            return x.sin()
+
+
+def _printy(x):
+    y = x.cos()
+    print("step")  # a break torch resumes after
+    return y + 1
+
+
+def test_budgets_count_as_the_report_counts(tmp_path):
+    # issue 34: the plugin said "graph_breaks 2" where the report counts 1 break + 1 frame run eagerly
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    with fxlens.expect(reset=True) as got:
+        torch.compile(_printy, backend="eager")(torch.ones(3))
+        torch.compile(_Wrapper(), backend="eager")(torch.ones(3))
+    # ground truth without fxlens: torch's own graph-break counter (it does not count the frame it gave up on)
+    assert got.counts["graph_breaks"] == sum(counters["graph_break"].values()) == 1
+    assert got.counts["eager_frames"] == 1
+    session = Session.open(write_session(got.capture, tmp_path / "s", {"script": "x"}))
+    report = build_report(session)
+    assert report_counts(report) == counts_of(session) == got.counts  # the one shared count
+    assert "1 graph break(s), 0 recompile(s), 1 frame(s) run eagerly" in render_text(report)
+    # a break budget still refuses the eager frame (held to 0 unless eager_frames is given)
+    with pytest.raises(fxlens.BudgetExceeded, match=r"eager_frames 1 > 0") as e:
+        with fxlens.expect(graph_breaks=1, reset=True):
+            torch.compile(_Wrapper(), backend="eager")(torch.ones(3))
+    assert "runs eagerly from here on" in str(e.value) and "graph_breaks" not in str(e.value).split(":")[1]
+    with fxlens.expect(graph_breaks=1, eager_frames=1, reset=True):
+        torch.compile(_Wrapper(), backend="eager")(torch.ones(3))

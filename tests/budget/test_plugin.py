@@ -129,7 +129,7 @@ def test_counts(compile_budget):
     f = torch.compile(branchy, backend="eager")
     f(torch.ones(8))
     assert compile_budget.counts == {
-        "graphs": 2, "graph_breaks": 1, "recompiles": 0, "kernels": 0, "fallbacks": 0
+        "graphs": 2, "graph_breaks": 1, "eager_frames": 0, "recompiles": 0, "kernels": 0, "fallbacks": 0
     }
 """
     res = _run(pytester, src)

@@ -1,5 +1,9 @@
 """`fxlens run` on real scripts: graph breaks and recompiles at their exact user lines."""
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from capture_helpers import SCRIPTS
@@ -145,3 +149,54 @@ def test_old_optimize_api_is_captured_without_importing_dynamo_early(run_report,
     assert [(g["function"], g["line"]) for g in report["graphs"]] == [("f", 11)]
     calls = [e for e in report["events"] if e["event"] == "compile_call"]
     assert [(c["api"], c["backend"], c["line"]) for c in calls] == [("torch._dynamo.optimize", "eager", 15)]
+
+
+def test_a_stack_value_from_a_call_is_not_a_tensor_read(run_report):
+    # issue 34: every `___stackN == v` read as "a Python number read from a tensor" with an .item() fix
+    script = SCRIPTS / "forked_pid.py"
+    torch_says = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TORCH_LOGS": "recompiles"},
+    ).stderr
+    assert re.search(r"___stack\d+ == \d+ ", torch_says)  # ground truth: torch guarded a stack value
+    proc, report = run_report("forked_pid")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (cause,) = report["recompile_causes"]
+    assert cause["kind"] == "stack_value" and cause["line"] == 12
+    assert "os.getpid()" in cause["message"] and "read from a tensor" not in cause["message"]
+    assert "outside the compiled function" in cause["fix"] and ".item()" not in cause["fix"]
+
+
+def test_module_int_attribute_through_a_global_and_a_torch_func_graph(run_report):
+    # issue 34: the recompile read as "global `m`" (pass it as an argument), the torch.func graph
+    # was placed at torch's own wrapper, not the user's line
+    proc, report = run_report("module_int_and_func")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (cause,) = report["recompile_causes"]
+    # ground truth: torch's own HINT on the failed guard (kept in the JSON)
+    assert "integer attributes of the nn.Module" in cause["hint"] and cause["guard"].startswith("G['m'].k")
+    assert cause["kind"] == "module_attr" and "`m.k`" in cause["subject"] and "global" not in cause["subject"]
+    assert "buffer" in cause["fix"] and "argument" not in cause["fix"]
+    src = (SCRIPTS / "module_int_and_func.py").read_text().splitlines()
+    func = [g for g in report["graphs"] if g["function"] == "loss"]
+    assert len(func) == 1 and "torch" not in func[0]["file"]
+    assert src[func[0]["line"] - 1].strip().startswith("return (x @ w).sin().sum()")
+
+
+def test_a_compiled_generator_is_refused_not_never_called(run_report):
+    script = SCRIPTS / "compiled_generator.py"
+    # ground truth: torch's own log says it refused to trace the generator
+    torch_says = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TORCH_LOGS": "dynamo"},
+    ).stderr
+    assert "Attempt to trace generator" in torch_says
+    proc, report = run_report("compiled_generator")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (head,) = [h for h in report["headlines"] if h["kind"] == "no_graph"]
+    assert "`steps` is a generator function" in head["message"] and "never called" not in head["message"]
+    assert "non-generator function" in head["fix"]

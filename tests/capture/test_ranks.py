@@ -1,6 +1,12 @@
 """Several ranks: a real 2-process gloo job through `fxlens run --nproc 2`."""
 
-from capture_helpers import SCRIPTS
+import json
+from pathlib import Path
+
+import pytest
+from capture_helpers import SCRIPTS, fxlens
+
+POOL = Path(__file__).resolve().parents[2] / "repro_cases" / "fixed_run_pool_workers_not_ranks.py"
 
 
 def test_two_ranks_reported_and_divergence_flagged(run_report):
@@ -21,3 +27,33 @@ def test_two_ranks_reported_and_divergence_flagged(run_report):
     assert what["graphs"]["per_rank"] == {"0": 2, "1": 4}
     assert what["graph breaks"]["functions"] == ["step"]
     assert "RANK DIVERGENCE" in proc.stdout
+
+
+def _workers_check(proc, report):
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # ground truth from the script itself: no process group anywhere; count the processes that compiled
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("process groups:"))
+    assert line.startswith("process groups: 0 ")
+    processes = int(line.rsplit(" ", 1)[1])
+    assert report["ranks"] == [None]  # the one process of a job without ranks
+    assert len(report["workers"]) == processes - 1 >= 1  # the pool's workers: children, not ranks
+    assert {w["rank"] for w in report["workers"]} == {None}
+    assert not report["divergence"] and "RANK DIVERGENCE" not in proc.stdout
+    assert "worker process(es) (not ranks)" in proc.stdout
+
+
+def _run_workers(tmp_path, *args):
+    out = tmp_path / "r.json"
+    proc = fxlens("run", "--json", out, POOL, *args)
+    return proc, json.loads(out.read_text()) if out.exists() else None
+
+
+def test_pool_workers_are_not_ranks(tmp_path):
+    # issue 34: forked workers became "ranks" with a RANK DIVERGENCE in a script with no process
+    # group, and one of them, ended by the pool, killed the script's whole process group
+    _workers_check(*_run_workers(tmp_path))
+
+
+@pytest.mark.slow  # spawned workers each import torch (a few CPU seconds apiece)
+def test_spawned_workers_are_not_ranks(tmp_path):
+    _workers_check(*_run_workers(tmp_path, "spawn"))

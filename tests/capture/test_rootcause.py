@@ -12,14 +12,24 @@ from fxlens.trace.records import Recompile, RecompileLimitHit
         ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 5", "size", "x", ("8", "5")),
         ("1/0: tensor 'x' stride mismatch at index 1. expected 1, actual 4", "stride", "x", ("1", "4")),
         ("0/0: tensor 'x' rank mismatch. expected 2, actual 3", "ndim", "x", ("2", "3")),
-        ("1/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "x", ("float32", "float64")),
+        (
+            "1/0: tensor 'x' dtype mismatch. expected Float, actual Double",
+            "dtype",
+            "x",
+            ("float32", "float64"),
+        ),
         (
             "1/0: tensor 'x' requires_grad mismatch. expected requires_grad=0",
             "requires_grad",
             "x",
             ("False", "True"),
         ),
-        ("0/0: self._modules['drop'].training == True", "training", "self._modules['drop']", ("train", "eval")),
+        (
+            "0/0: self._modules['drop'].training == True",
+            "training",
+            "self._modules['drop']",
+            ("train", "eval"),
+        ),
         ("0/2: G['USE_BIAS'] == True", "global", "USE_BIAS", ("True", "")),
         ("3/0: ___stack1 == 1.7260961532592773", "item_value", "___stack1", ("1.7260961532592773", "")),
         ("0/0: L['k'] == 0", "value", "L['k']", ("0", "")),
@@ -96,9 +106,27 @@ def test_size_fix_fits_the_tensor_that_changed():
 def test_a_guard_in_library_code_is_not_the_users_to_change():
     # torch's comment names where the guard came from: transformers' code (a path under
     # site-packages), or the user's own file (torch shortens it: `mp/g/kinds.py`)
-    lib = "0/0: len(args) == 1  # func_name = f(args)  # transformers/utils/deprecation.py:131 in wrapped_func"
+    lib = (
+        "0/0: len(args) == 1  # func_name = f(args)  # transformers/utils/deprecation.py:131 in wrapped_func"
+    )
     user = "0/0: len(xs) == 2  # def lst(xs): return sum(xs)  # mp/g/kinds.py:26 in lst"
     (c_lib,) = root_causes([_rc("0/1", lib)])
     (c_user,) = root_causes([_rc("0/1", user)])
     assert "the guard is in transformers/utils/deprecation.py:131, a library's code" in c_lib.fix
     assert "pad it to a fixed length" in c_user.fix and "library" not in c_user.fix
+
+
+def test_cache_note_is_not_blamed_beside_a_guard():
+    # torch's wording (torch/_dynamo/guards.py): "Cache line invalidated because {obj} got deallocated"
+    note = "0/0: Cache line invalidated because L['m'] got deallocated"
+    typ = "0/0: ___check_type_id(L['x'], 94066752)"
+    (c,) = root_causes([_rc("0/1", note, typ)])
+    assert c.kind == "type"
+    (alone,) = root_causes([_rc("0/1", note)])
+    assert alone.kind == "cache_note" and "Cache line invalidated" in alone.subject and "alive" in alone.fix
+
+
+def test_torchs_hint_is_the_fix_where_no_rule_matches():
+    guard = "0/0: ___some_new_check(L['x'])  # y = f(x)  # m.py:3 in f (HINT: do the thing torch says)"
+    (c,) = root_causes([_rc("0/1", guard)])
+    assert c.kind == "other" and c.fix == "torch's hint: do the thing torch says"

@@ -156,3 +156,24 @@ def test_default_session_in_a_read_only_directory(tmp_path):
     last = _one_line_error(proc, ".fxlens/sessions/", "cannot create the session directory", "--session DIR")
     assert re.search(r"Read-only file system|Permission denied", last), last
     assert proc.returncode == 2
+
+
+def test_the_users_own_torch_trace_is_honoured(tmp_path):
+    # issue 34: a script's own TORCH_TRACE was silently not written under `fxlens run`
+    script = Path(__file__).parent / "scripts" / "own_trace.py"
+    mine = tmp_path / "mine"
+    proc = fxlens("run", "--json", tmp_path / "r.json", "--session", tmp_path / "s", script, mine)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    torch_count = int(proc.stdout.split("unique_graphs:")[1].split()[0])  # torch's own count
+    assert list(mine.glob("*.log"))  # the script's trace folder holds this run's log
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report["graphs"]) == torch_count == 1 and report["source"]["torch_trace"] == str(mine)
+    # TORCH_TRACE set before fxlens runs: torch writes there, fxlens reads the same run
+    small = tmp_path / "small.py"
+    small.write_text("import torch\ntorch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))\n")
+    theirs = tmp_path / "theirs"
+    proc = fxlens("run", "--session", tmp_path / "s2", small, env={"TORCH_TRACE": str(theirs)})
+    assert proc.returncode == 0 and "1 graph(s)" in proc.stdout, proc.stderr[-2000:]
+    assert [p.name for p in theirs.glob("*.log")] == [
+        p.name for p in (tmp_path / "s2" / "trace").glob("*.log")
+    ]

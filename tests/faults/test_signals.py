@@ -72,6 +72,9 @@ def test_bisect(tmp_path, sig):
     assert proc.returncode == EXIT[sig], err
     assert "Traceback" not in err
     (sdir,) = (tmp_path / "sessions").iterdir()
+    # issue 34: an interrupted bisect says so (it left `exit_code: null` and no flag)
+    info = json.loads((sdir / "session.json").read_text())
+    assert info["interrupted"] is True and info["exit_code"] == EXIT[sig]
     for run in (sdir / "runs").iterdir():  # each child run's session opens and reads
         assert isinstance(Session.open(run).ranks, list)
 

@@ -132,7 +132,32 @@ def bisect_script(
     """
     check_script(script)
     echo = echo or progress.echo  # above the progress line on a terminal
-    sdir, info = _open_session(script, args, backend, check, session_dir)
+    sdir, info = _open_session(script, args, backend, check, session_dir, env)
+    try:
+        return _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env)
+    except BaseException as e:  # interrupted or failed: said in session.json, never `exit_code: null`
+        _mark_ended(sdir, info, e)
+        raise
+
+
+def _mark_ended(sdir: Path, info: dict, e: BaseException) -> None:
+    """session.json of a bisect that did not finish: its exit status as the CLI returns it, and
+    `interrupted` for Ctrl-C / SIGTERM (so no reader takes it for a bisect still running)."""
+    from fxlens.capture import children
+
+    if isinstance(e, KeyboardInterrupt):
+        terminated = isinstance(e, children.Terminated)
+        info.update(exit_code=143 if terminated else 130, interrupted=True)
+    else:
+        info.update(exit_code=getattr(e, "exit_code", 70) if isinstance(e, FxlensError) else 70)
+    info["finished"] = time.time()
+    try:
+        write_info(sdir, info)
+    except FxlensError:  # a vanished session folder: the interrupt or error is the news
+        pass
+
+
+def _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env) -> dict:
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
     runs.extra_env.update(env or {})
@@ -151,13 +176,16 @@ def bisect_script(
     result["session"] = str(sdir)
     result["summary"] = summary_line(result)
     result["next"] = next_command(result, script, list(args))
+    result["invocation"] = {k: info.get(k) for k in ("script", "module", "argv", "backend", "check", "env")}
     append_event(sdir, "bisect", result)
     info.update(exit_code=0, finished=time.time(), backend=result.get("backend"))
     write_info(sdir, info)
     return result
 
 
-def _open_session(script: str, args, backend: str | None, check: str, session_dir) -> tuple[Path, dict]:
+def _open_session(
+    script: str, args, backend: str | None, check: str, session_dir, env: dict | None = None
+) -> tuple[Path, dict]:
     """Validate --check and --backend, then create the bisect's session folder and its info file
     (before any run, so a refused argument leaves nothing behind)."""
     if check not in CHECKS:
@@ -167,6 +195,10 @@ def _open_session(script: str, args, backend: str | None, check: str, session_di
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     sdir.mkdir(parents=True, exist_ok=True)
     info = {"script": os.path.abspath(script), "argv": list(args), "backend": backend, "command": "bisect"}
+    # the whole command, for the bug report: `-m`, the script's arguments, the switches it ran under
+    info.update(
+        module=module_of(script), check=check, env=config.reproducing_env({**os.environ, **(env or {})})
+    )
     info.update(started=time.time(), exit_code=None)
     write_info(sdir, info)
     return sdir, info
@@ -362,7 +394,9 @@ def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) ->
     """The culprit graph as the failing run recorded it, handed to CompilerBisector without a
     confirming run of its own; False (base untouched) when the steps did not confirm it."""
     n = max(len(good_out.graphs), len(bad_out.graphs))
-    cb = hand_over(runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False, error=bad_out.error)
+    cb = hand_over(
+        runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False, error=bad_out.error
+    )
     if cb.get("unconfirmed"):
         runs.echo(f"  graph {ordinal} did not fail alone ({cb['unconfirmed']}): narrowing by runs instead")
         return False

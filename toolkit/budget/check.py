@@ -15,11 +15,14 @@ from pathlib import Path
 
 from fxlens.budget.collect import Capture, scratch_dir
 from fxlens.report.build import build_report
+from fxlens.report.counts import COUNTED, report_counts
+from fxlens.trace.breaks import is_eager_frame
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import short_path
 
-# The budgets, in the order a failure lists them. Each is an upper bound ("at most N").
-KINDS = ("graphs", "graph_breaks", "recompiles", "kernels", "fallbacks")
+# The budgets, in the order a failure lists them. Each is an upper bound ("at most N"). Counted as
+# the report counts (fxlens.report.counts): a break torch could not resume is an eager frame.
+KINDS = COUNTED
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class Limits:
     recompiles: int | None = None
     kernels: int | None = None
     fallbacks: int | None = None
+    eager_frames: int | None = None
     exact: bool = False
 
     def __post_init__(self) -> None:
@@ -42,6 +46,15 @@ class Limits:
     def given(self) -> dict[str, int]:
         """The bounds that were set, by kind."""
         return {k: getattr(self, k) for k in KINDS if getattr(self, k) is not None}
+
+    def bounds(self) -> dict[str, int]:
+        """The bounds checked: those given, and with a `graph_breaks` budget, no frame run eagerly
+        unless `eager_frames` is given (a break torch gave up on is at least as bad as a break:
+        counting it apart, as the report does, must not let it pass a break budget)."""
+        out = self.given()
+        if self.graph_breaks is not None and self.eager_frames is None:
+            out["eager_frames"] = 0
+        return out
 
     def describe(self) -> str:
         op = "==" if self.exact else "<="
@@ -63,14 +76,8 @@ class Outcome:
 
 
 def counts_of(session: Session) -> dict[str, int]:
-    """Counts per kind, as the report counts them (breaks and recompiles: one per compile that hit them)."""
-    return {
-        "graphs": len(session.graphs),
-        "graph_breaks": len(session.graph_breaks),
-        "recompiles": len(session.recompiles),
-        "kernels": len(session.kernels),
-        "fallbacks": sum(f.count for f in session.fallbacks),
-    }
+    """Counts per kind, as the report counts them: `report_counts` of the session's report."""
+    return report_counts(build_report(session, with_guards=False))
 
 
 def quick_counts(records: list) -> dict[str, int]:
@@ -93,7 +100,9 @@ def quick_counts(records: list) -> dict[str, int]:
             graphs.add((meta.get("rank"), meta["frame_id"], meta.get("frame_compile_id")))
         elif "artifact" in meta:
             name = (meta["artifact"] or {}).get("name")
-            if name in artifact_kind:
+            if name == "dynamo_graph_break_reason" and is_eager_frame(_text(getattr(rec, "payload", None))):
+                counts["eager_frames"] += 1  # torch gave up on the frame: the report's eager frame
+            elif name in artifact_kind:
                 counts[artifact_kind[name]] += 1
             elif name == "fxlens_kernel":
                 counts["kernels"] += 1
@@ -101,6 +110,14 @@ def quick_counts(records: list) -> dict[str, int]:
                 counts["fallbacks"] += _fallback_total(getattr(rec, "payload", None))
     counts["graphs"] = len(graphs)
     return counts
+
+
+def _text(payload) -> str:
+    # torch passes a break's payload as a string, or a callable that makes it (lazy payloads)
+    try:
+        return str(payload() if callable(payload) else payload or "")
+    except Exception:  # noqa: BLE001 -- a payload that cannot be built is no eager frame
+        return ""
 
 
 def _fallback_total(payload) -> int:
@@ -114,7 +131,7 @@ def _fallback_total(payload) -> int:
 def _broken(counts: dict[str, int], limits: Limits) -> list[str]:
     return [
         k
-        for k, bound in limits.given().items()
+        for k, bound in limits.bounds().items()
         if (counts[k] != bound if limits.exact else counts[k] > bound)
     ]
 
@@ -124,7 +141,8 @@ def full_report(cap: Capture) -> tuple[dict[str, int], dict]:
     tmp = scratch_dir()
     try:
         session = Session.open(cap.write_log(tmp, complete=False))
-        return counts_of(session), build_report(session, with_guards=False)  # payloads read now
+        report = build_report(session, with_guards=False)  # payloads read now
+        return report_counts(report), report
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -247,9 +265,27 @@ def _fallbacks(report: dict) -> list[str]:
     return out
 
 
+def _eager_frames(report: dict) -> list[str]:
+    """Each frame torch gave up on, worded as the report's eager-frame headline."""
+    out = []
+    for e in report.get("eager_frames") or []:
+        out.append(
+            f"  {_loc(e['file'], e['line'])}  in {e['function']} [{e['compile_id']}]: runs eagerly from here on: "
+            f"torch could not resume after `{e['reason']}`"
+        )
+        if e.get("source"):
+            out.append(f"      {e['source']}")
+    out.append(
+        "      fix: move that call out of the compiled function (or out of the with/try block it is in, "
+        "which torch cannot resume a graph across)"
+    )
+    return out
+
+
 _DESCRIBE = {
     "graphs": _graphs,
     "graph_breaks": _breaks,
+    "eager_frames": _eager_frames,
     "recompiles": _recompiles,
     "kernels": _kernels,
     "fallbacks": _fallbacks,
@@ -259,12 +295,15 @@ _DESCRIBE = {
 def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
     """One block per broken budget: the count against its bound, then each item with file:line, reason, fix."""
     op = "!=" if limits.exact else ">"
-    head = ", ".join(f"{k} {outcome.counts[k]} {op} {getattr(limits, k)}" for k in outcome.broken)
+    bounds = limits.bounds()
+    head = ", ".join(f"{k} {outcome.counts[k]} {op} {bounds[k]}" for k in outcome.broken)
     lines = [f"compile budget exceeded{(' in ' + where) if where else ''}: {head}"]
     for kind in outcome.broken:
-        bound = getattr(limits, kind)
+        bound = bounds[kind]
         n = outcome.counts[kind]
         want = f"exactly {bound}" if limits.exact else f"at most {bound}"
+        if kind == "eager_frames" and limits.eager_frames is None:
+            want += ", as the graph_breaks budget is given: pass eager_frames=N to allow some"
         lines.append(f"{kind}: {n} (budget: {want})")
         if n == 0:
             lines.append(

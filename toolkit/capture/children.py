@@ -168,9 +168,13 @@ def die_with_parent(take_group: bool = False) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     sig = signal.SIGTERM if take_group else signal.SIGKILL
     if take_group and threading.current_thread() is threading.main_thread():
+        me = os.getpid()
 
         def on_term(signum, frame):
-            if str(os.getppid()) != parent:  # fxlens is gone: take everything this run forked
+            # a process the script forked inherits this handler (a multiprocessing pool's workers,
+            # ended by SIGTERM when the pool closes): its parent is the script, not fxlens, and it
+            # must die as it would without fxlens, never take the script's whole group with it
+            if os.getpid() == me and str(os.getppid()) != parent:  # fxlens is gone: take everything
                 os.killpg(os.getpgrp(), signal.SIGKILL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)  # else: the usual SIGTERM death
             os.kill(os.getpid(), signal.SIGTERM)

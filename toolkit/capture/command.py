@@ -12,8 +12,10 @@ import contextlib
 import fcntl
 import os
 import shlex
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,9 +73,32 @@ def add_timeout_argument(parser: argparse.ArgumentParser, what: str = "one run o
 
 
 def check_script(script: str) -> str:
+    """SCRIPT if Python can run it; else a one-line FxlensError, before anything runs."""
     if not os.path.isfile(script):
         raise FxlensError(f"{script}: no such script")
+    _check_decodable(script)
     return script
+
+
+def _check_decodable(script: str) -> None:
+    """Refuse a script Python cannot decode (non-UTF-8 bytes and no coding cookie), as `python
+    SCRIPT` would, rather than run it and report the SyntaxError as a compile failure."""
+    import tokenize
+
+    try:
+        with open(script, "rb") as f:
+            encoding, _ = tokenize.detect_encoding(f.readline)
+            f.seek(0)
+            f.read().decode(encoding)
+    except OSError as e:
+        raise FxlensError(f"{script}: cannot read it ({e.strerror or e})") from None
+    except (SyntaxError, UnicodeDecodeError, LookupError) as e:
+        where = f" at byte {e.start}" if isinstance(e, UnicodeDecodeError) else ""
+        raise FxlensError(
+            f"{script}: Python cannot decode it{where} ({type(e).__name__}: "
+            f"{getattr(e, 'reason', None) or getattr(e, 'msg', None) or e}); save it as UTF-8, or "
+            "declare its encoding on line 1 or 2 (`# -*- coding: latin-1 -*-`)"
+        ) from None
 
 
 # SCRIPT paths that stand for `-m MODULE` (file -> module), filled by the CLI for the one command
@@ -151,7 +176,9 @@ def run_captured(
         sdir = Path(session_dir)
     else:
         how = "set FXLENS_SESSIONS_DIR to a writable folder"
-        sdir = new_session_dir(config.load().sessions_dir, script, f"pass --session DIR or {how}" if fresh else how)
+        sdir = new_session_dir(
+            config.load().sessions_dir, script, f"pass --session DIR or {how}" if fresh else how
+        )
     try:
         sdir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -204,12 +231,40 @@ def refuse_used(sdir: Path) -> None:
         )
 
 
+def _point_trace(child_env: dict, sdir: Path, env: dict | None, info: dict, trace: bool) -> Path | None:
+    """Set the child's TORCH_TRACE and session folder; the short temporary folder they point into
+    when the session's own absolute path is too long (None otherwise)."""
+    # absolute: a script that changes directory before compiling (Hydra's job.chdir, launchers)
+    # would otherwise write its trace and events relative to its new directory, not into the session;
+    # too long an absolute path (a deep working directory) would make torch's trace logging fail
+    # inside the script: the child then writes into a short temporary folder, moved in afterwards
+    where = sdir.absolute()
+    staged = None
+    if len(os.fsencode(str(where))) + _LONGEST_ENTRY > _PATH_MAX:
+        staged = Path(tempfile.mkdtemp(prefix="fxlens-run-"))
+        where = staged
+    child_env["TORCH_TRACE"] = str(where / TRACE_DIR)
+    # the user's own TORCH_TRACE is honoured: torch writes there, and fxlens copies the logs of this
+    # run into the session afterwards (a script that sets TORCH_TRACE itself is found by the runner)
+    user_trace = (env or {}).get("TORCH_TRACE") or os.environ.get("TORCH_TRACE")
+    if user_trace and trace:
+        child_env["TORCH_TRACE"] = os.path.abspath(user_trace)
+        info["torch_trace"] = child_env["TORCH_TRACE"]
+    if not trace:
+        del child_env["TORCH_TRACE"]  # nor the user's own: this run is not theirs to record
+    child_env[config.ENV_SESSION] = str(where)
+    return staged
+
+
 def _run_locked(
     script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True, live=False
 ) -> RunResult:
     info = {
         "script": os.path.abspath(script),
         "argv": script_args,
+        "module": module_of(script),  # `-m MODULE`: the command a report shows says so
+        # the switches it ran under, for the command a bug report shows (config.reproducing_env)
+        "env": config.reproducing_env({**os.environ, **(env or {})}),
         "backend": backend,
         "nproc": nproc,
         "cwd": os.getcwd(),
@@ -220,17 +275,13 @@ def _run_locked(
     write_info(sdir, info)
     child_env = dict(os.environ)
     child_env.update(env or {})
-    # absolute: a script that changes directory before compiling (Hydra's job.chdir, launchers)
-    # would otherwise write its trace and events relative to its new directory, not into the session
-    child_env["TORCH_TRACE"] = str(sdir.absolute() / TRACE_DIR)
-    if not trace:
-        del child_env["TORCH_TRACE"]  # nor the user's own: this run is not theirs to record
-    child_env[config.ENV_SESSION] = str(sdir.absolute())
+    staged = _point_trace(child_env, sdir, env, info, trace)
     if backend:
         child_env[config.ENV_BACKEND_OVERRIDE] = backend
     else:
         child_env.pop(config.ENV_BACKEND_OVERRIDE, None)
     t0 = time.perf_counter()
+    started = time.time()
     with contextlib.ExitStack() as files:
         out = files.enter_context(open(stdout, "wb")) if stdout else None
         err = out if stderr and stdout and Path(stderr) == Path(stdout) else None
@@ -252,6 +303,10 @@ def _run_locked(
                 stderr=err,
             )
         finally:
+            if staged is not None:
+                _move_into(staged, sdir)
+            if trace:
+                _collect_own_trace(sdir, info, started)
             seconds = time.perf_counter() - t0
             info.update(exit_code=code, finished=time.time(), seconds=round(seconds, 3))
             if code is None:  # interrupted: say so, so nobody reads the session as a finished run
@@ -264,6 +319,62 @@ def _run_locked(
                 if code is not None:  # (interrupted: the interrupt is the news; don't replace it)
                     raise
     return RunResult(sdir, code, seconds)
+
+
+# the longest path the kernel opens, and room for what torch and fxlens add below a session folder
+# (trace/dedicated_log_torch_trace_rank_0_<random>.log, children/<n>/...)
+_PATH_MAX = 4096
+_LONGEST_ENTRY = 256
+
+
+def _move_into(staged: Path, sdir: Path) -> None:
+    """Move what a run wrote into its short temporary folder into the session (merged, relative to
+    our own working directory, where the session's path is short enough), then remove the folder."""
+    for src in sorted(staged.rglob("*")):
+        if src.is_dir():
+            continue
+        dest = sdir / src.relative_to(staged)
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.exists() and src.name == "events.jsonl":  # events written on both sides: appended
+                with open(dest, "ab") as out, open(src, "rb") as inp:
+                    shutil.copyfileobj(inp, out)
+            else:
+                shutil.move(str(src), str(dest))
+        except OSError:
+            continue  # a full disk: the rest still moves; what stayed is said nowhere, but the run is kept
+    shutil.rmtree(staged, ignore_errors=True)
+
+
+def _collect_own_trace(sdir: Path, info: dict, since: float) -> None:
+    """Honour a TORCH_TRACE of the user's. Set before fxlens ran (`info["torch_trace"]`): torch
+    wrote there, and this run's logs are copied into the session for fxlens to read. Set by the
+    script itself (the runner's `torch_trace` event): torch was imported before the script ran and
+    wrote into the session, so the logs are copied to the script's folder. Why not, when a copy
+    fails, goes into `info["torch_trace_note"]` (the report says it)."""
+    from fxlens.trace.session import EVENTS_FILE, read_events
+
+    own = sdir / TRACE_DIR
+    events, _ = read_events(sdir / EVENTS_FILE)
+    wanted = [
+        str(e["dir"]) for e in events if e.get("event") == "torch_trace" and isinstance(e.get("dir"), str)
+    ]
+    moves = [(Path(info["torch_trace"]), own)] if info.get("torch_trace") else []
+    moves += [(own, Path(d)) for d in dict.fromkeys(wanted)]
+    for src, dest in moves:
+        if src.absolute() == dest.absolute():
+            continue
+        try:
+            logs = [p for p in src.glob("*.log") if p.is_file() and p.stat().st_mtime >= since - 1]
+            dest.mkdir(parents=True, exist_ok=True)
+            for p in logs:
+                shutil.copy2(p, dest / p.name)
+        except OSError as e:
+            info["torch_trace_note"] = (
+                f"the run's TORCH_TRACE logs could not be copied from {src} to {dest}: {e.strerror or e}"
+            )
+    if wanted:
+        info["torch_trace"] = wanted[-1]
 
 
 TIMEOUT_EXIT = 124  # run_captured's status for a run ended at its timeout (as timeout(1) says)

@@ -33,7 +33,23 @@ def patch_compile(override, script: str, session: str) -> None:
     """Record the backend each torch.compile / torch._dynamo.optimize call asks for, and where, and
     apply the override (through the one hook, fxlens.capture.compile_hook). Calls asking for a
     backend in FXLENS_OVERRIDE_KEEP keep it (a comparing script's reference)."""
-    observe("capture", route=_router(override, script, session))
+    observe("capture", route=_router(override, script, session), wrap=_note_generators(session))
+
+
+def _note_generators(session: str):
+    """`wrap` that records a compiled generator function (Dynamo refuses to trace one and logs
+    nothing a report could read: "Attempt to trace generator"), so the report says that, not
+    "never called". Returns what torch returned, untouched."""
+    import inspect
+
+    def wrap(model, compiled, options, frame):
+        fn = getattr(model, "forward", model) if not inspect.isfunction(model) else model
+        if session and (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+            where = {"file": frame.f_code.co_filename, "line": frame.f_lineno}
+            _append_quietly(session, "compile_generator", {"name": getattr(fn, "__qualname__", "?"), **where})
+        return compiled
+
+    return wrap
 
 
 def _router(override, script: str, session: str):
@@ -192,6 +208,18 @@ def _record_environment() -> None:
         pass
 
 
+def _record_own_trace() -> None:
+    """When the script pointed TORCH_TRACE elsewhere itself, say where: fxlens copies that run's
+    logs into the session (else its report would say nothing compiled)."""
+    cfg = config.load()
+    mine = os.environ.get("TORCH_TRACE")
+    if cfg.session_dir and mine and os.path.abspath(mine) != _TRACE_AT_START:
+        _append_quietly(cfg.session_dir, "torch_trace", {"dir": os.path.abspath(mine)})
+
+
+_TRACE_AT_START = os.path.abspath(os.environ["TORCH_TRACE"]) if os.environ.get("TORCH_TRACE") else None
+
+
 def main() -> None:
     from fxlens.capture import children
 
@@ -199,6 +227,10 @@ def main() -> None:
     if len(sys.argv) < 2 or (sys.argv[1] == "-m" and len(sys.argv) < 3):
         print("usage: python -m fxlens.capture.runner (SCRIPT | -m MODULE) [ARGS...]", file=sys.stderr)
         sys.exit(2)
+    if session := config.load().session_dir:
+        # this process is the script's (a rank's, under torchrun): the reader tells its trace log
+        # from those of worker processes it forks or spawns, which are not ranks (fxlens.trace.session)
+        _append_quietly(session, "process", {"pid": os.getpid(), "rank": os.environ.get("RANK")})
     if sys.argv[1] == "-m":
         module = sys.argv[2]
         path = module_file(module)
@@ -209,6 +241,7 @@ def main() -> None:
     else:
         code = run_script(sys.argv[1], sys.argv[2:])
     _record_environment()
+    _record_own_trace()
     sys.stdout.flush()
     sys.stderr.flush()
     if code == INTERRUPTED and _interrupted:

@@ -2,7 +2,8 @@
 
 A and B are sessions, TORCH_TRACE directories or logs, or reports saved with `fxlens report --json`
 (a baseline kept for CI). Exit status: 0 when B is no worse than A, 1 when B is worse on any gated
-count (fxlens.diff.compare.GATED), 2 on bad input (one line).
+count (fxlens.diff.compare.GATED) or a side's script failed or compiled nothing (unless
+--allow-failed), 2 on bad input (one line).
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", metavar="FILE", help="write the formatted diff to FILE instead of stdout")
     parser.add_argument("--all", action="store_true", help="also list what is the same in both")
+    parser.add_argument(
+        "--allow-failed",
+        action="store_true",
+        help="compare the counts even when a side's script failed (non-zero exit, interrupted) or "
+        "compiled nothing; without it such a diff says so first and exits 1",
+    )
 
 
 def load_report(path: str) -> dict:
@@ -50,13 +57,13 @@ def load_report(path: str) -> dict:
     return build_report(Session.open(p))
 
 
-def diff_paths(a: str, b: str) -> dict:
+def diff_paths(a: str, b: str, allow_failed: bool = False) -> dict:
     """The diff dict of two paths (see `load_report`)."""
-    return compare(load_report(a), load_report(b))
+    return compare(load_report(a), load_report(b), allow_failed)
 
 
 def main(args: argparse.Namespace) -> int:
-    diff = diff_paths(args.a, args.b)
+    diff = diff_paths(args.a, args.b, args.allow_failed)
     if args.json:
         write_json(diff, args.json)
     if args.format == "text":

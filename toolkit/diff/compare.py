@@ -9,6 +9,7 @@ with the same function, file and reason on another line reads as "moved", not as
 from __future__ import annotations
 
 import os
+import signal
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from fxlens.diff.summaries import (  # file_key, normalise_guard: public here be
     normalise_guard,  # noqa: F401
     per_function,
 )
+from fxlens.report.counts import report_counts
 
 DIFF_VERSION = 1
 
@@ -29,6 +31,7 @@ GATED = (
     "graphs",
     "graph_breaks",
     "graph_break_sites",
+    "eager_frames",
     "recompiles",
     "recompile_limit_hits",
     "compile_failures",
@@ -37,23 +40,67 @@ GATED = (
 )
 #: counts shown beside them, not gated (more nodes or guards is not a regression by itself)
 INFO = ("graph_nodes", "guards")
+#: counts that rise because B compiles at all when A captured no graph (everything in A ran
+#: eagerly): more of these is the fix working (`DDP(torch.compile(m))` for `torch.compile(DDP(m))`)
+FROM_NOTHING = ("graphs", "graph_breaks", "graph_break_sites", "recompiles", "kernels", "fallbacks")
 
 
 def _script(report: dict) -> str | None:
     return (report.get("source") or {}).get("script")
 
 
+def _never_compiled(r: dict) -> bool:
+    """Nothing of torch.compile in R: no graph, no compile attempt, no torch.compile call seen."""
+    return not (
+        r["graphs"]
+        or (r.get("compile_times") or {}).get("per_compile")
+        or r.get("failures")
+        or any(isinstance(e, dict) and e.get("event") == "compile_call" for e in r.get("events") or [])
+    )
+
+
+def side_failure(r: dict) -> str | None:
+    """Why one side cannot be judged by its counts (its script failed, was interrupted, or never
+    compiled anything), in words; None when its counts mean what they say."""
+    src = r.get("source") or {}
+    never = _never_compiled(r)
+    before = " before compiling anything" if never else ""
+    code = src.get("exit_code")
+    if src.get("interrupted"):
+        return f"its run was interrupted{before}"
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return f"its script {_ended(code, src.get('timed_out'))}{before}"
+    if never:
+        return "it compiled nothing: no torch.compile call, compile or graph was recorded"
+    return None
+
+
+def _ended(code: int, timed_out) -> str:
+    """How a run ended, in the words `fxlens run` prints (fxlens.capture.command.how_it_ended; the
+    diff reads reports, never the capture layer)."""
+    if code == 124 and timed_out:
+        return f"did not finish within {timed_out:g} s (--timeout)"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
 def _counts(r: dict) -> dict[str, int]:
     guards = sum(m.get("guard_count") or 0 for m in (r.get("compile_times") or {}).get("per_compile", []))
+    n = report_counts(r)  # as the report and the budgets count
     return {
-        "graphs": len(r["graphs"]),
-        "graph_breaks": sum(b["count"] for b in r["graph_breaks"]),
+        "graphs": n["graphs"],
+        "graph_breaks": n["graph_breaks"],
         "graph_break_sites": len(r["graph_breaks"]),
-        "recompiles": len(r["recompiles"]),
+        "eager_frames": n["eager_frames"],
+        "recompiles": n["recompiles"],
         "recompile_limit_hits": len(r["recompile_limit_hits"]),
         "compile_failures": len(r.get("failures") or []),
-        "kernels": len(r.get("kernels") or []),
-        "fallbacks": sum(f["count"] for f in r.get("fallbacks") or []),
+        "kernels": n["kernels"],
+        "fallbacks": n["fallbacks"],
         "graph_nodes": sum(g["num_nodes"] or 0 for g in r["graphs"]),
         "guards": guards,
     }
@@ -98,20 +145,33 @@ def _status(a: dict | None, b: dict | None, moved: bool, fields: Iterable[str]) 
 
 
 def _items(pairs, fields: tuple[str, ...], ident: tuple[str, ...]) -> list[dict]:
-    """One diff item per pair: identity from B (or A when gone), then A's and B's values."""
+    """One diff item per pair: identity from B (or A when gone), then A's and B's values, each with
+    its own side's file and line (a gone item is at A's place in A's file, never B's)."""
     out = []
     for a, b, moved in pairs:
         src = b if b is not None else a
         item = {"status": _status(a, b, moved, fields), **{k: src.get(k) for k in ident}}
-        item["a"] = None if a is None else {k: a.get(k) for k in ("line", *fields)}
-        item["b"] = None if b is None else {k: b.get(k) for k in ("line", *fields)}
+        for side, x in (("a", a), ("b", b)):
+            item[side] = (
+                None
+                if x is None
+                else {
+                    "file": x.get("own_file", x.get("file")),
+                    **{k: x.get(k) for k in ("line", *fields)},
+                }
+            )
         out.append(item)
     order = {"new": 0, "gone": 1, "changed": 2, "moved": 3, "same": 4}
     return sorted(out, key=lambda i: (order[i["status"]], i.get("file") or "", i.get("line") or 0))
 
 
 def _keyed(items: list[dict], script: str | None, alias: str | None = None) -> list[dict]:
-    return [{**x, "file": file_key(x.get("file"), script, alias)} for x in items]
+    """Items with `file` as matched across runs (A's script under B's name) and `own_file` as the
+    side's own name for it (where a row of that side is shown)."""
+    return [
+        {**x, "file": file_key(x.get("file"), script, alias), "own_file": file_key(x.get("file"), script)}
+        for x in items
+    ]
 
 
 @dataclass(frozen=True)
@@ -134,10 +194,18 @@ class _Sides:
         return _keyed(self.a.get(key) or [], self.sa, self.alias), _keyed(self.b.get(key) or [], self.sb)
 
 
-def _count_rows(a: dict, b: dict) -> list[dict]:
+def _count_rows(a: dict, b: dict, from_nothing: bool = False) -> list[dict]:
     ca, cb = _counts(a), _counts(b)
     return [
-        {"name": n, "a": ca[n], "b": cb[n], "delta": cb[n] - ca[n], "gated": n in GATED}
+        {
+            "name": n,
+            "a": ca[n],
+            "b": cb[n],
+            "delta": cb[n] - ca[n],
+            "gated": n in GATED,
+            # a rise that is B compiling at all, where A ran everything eagerly: not worse
+            **({"from_nothing": True} if from_nothing and n in FROM_NOTHING and cb[n] > ca[n] else {}),
+        }
         for n in (*GATED, *INFO)
     ]
 
@@ -222,10 +290,15 @@ def _function_items(s: _Sides) -> list[dict]:
 def _guard_changes(s: _Sides) -> list[dict]:
     """Per function, the guards B has and A had not, and those gone; functions without change left out."""
     ga, gb = guard_sets(s.a, s.sa, s.alias), guard_sets(s.b, s.sb)
+    own_a = os.path.basename(s.sa) if s.sa else None  # A's script under its own name
+
+    def where(k: tuple[str, str]) -> str:  # guards only A had: at A's file, not B's name for it
+        return own_a if k not in gb and s.alias and k[1] == s.alias and own_a else k[1]
+
     guards = [
         {
             "function": k[0],
-            "file": k[1],
+            "file": where(k),
             "new": sorted(gb.get(k, set()) - ga.get(k, set())),
             "gone": sorted(ga.get(k, set()) - gb.get(k, set())),
         }
@@ -251,26 +324,51 @@ def _fallback_changes(a: dict, b: dict) -> list[dict]:
     ]
 
 
-def compare(a: dict, b: dict) -> dict:
+def compare(a: dict, b: dict, allow_failed: bool = False) -> dict:
     """The diff of two reports (the dicts of `build_report`; `fxlens report --json` output too).
 
+    A side whose script failed (non-zero exit, interrupted) or that compiled nothing at all cannot
+    be judged by its counts (a script that dies before compiling has fewer graphs than any): it is
+    `failed`, and the diff is `worse` unless `allow_failed`. When A captured no graph and B did,
+    the counts that rose because B compiles at all are better, not worse (`compiled_from_nothing`).
+
     Returns:
-        `{version, a, b, counts, worse, worse_on, better_on, graph_breaks, recompile_causes,
-        recompile_limit_hits, failures, functions, guards, fallbacks, compile_time, doctor}`;
-        each item list holds `{status: new|gone|changed|moved|same, function, file, line, ..., a, b}`.
+        `{version, a, b, counts, worse, worse_on, better_on, failed, allow_failed,
+        compiled_from_nothing, graph_breaks, recompile_causes, recompile_limit_hits, failures,
+        functions, guards, fallbacks, compile_time, doctor}`; each item list holds
+        `{status: new|gone|changed|moved|same, function, file, line, ..., a, b}`.
     """
     s = _Sides.of(a, b)
-    counts = _count_rows(a, b)
-    worse_on = [c["name"] for c in counts if c["gated"] and c["delta"] > 0]
-    better_on = [c["name"] for c in counts if c["gated"] and c["delta"] < 0]
+    failed = {"a": side_failure(a), "b": side_failure(b)}
+    from_nothing = not a["graphs"] and bool(b["graphs"]) and failed["a"] is None and failed["b"] is None
+    # and the other way round: B captured no graph where A did (its fewer graphs are no gain)
+    to_nothing = bool(a["graphs"]) and not b["graphs"] and failed["b"] is None
+    counts = _count_rows(a, b, from_nothing)
+    if to_nothing:
+        next(c for c in counts if c["name"] == "graphs")["to_nothing"] = True
+    worse_on = [
+        c["name"]
+        for c in counts
+        if c["gated"] and (c["delta"] > 0 or c.get("to_nothing")) and not c.get("from_nothing")
+    ]
+    better_on = [
+        c["name"]
+        for c in counts
+        if c["gated"] and (c["delta"] < 0 or c.get("from_nothing")) and not c.get("to_nothing")
+    ]
+    gate_failed = bool(failed["a"] or failed["b"]) and not allow_failed
     return {
         "version": DIFF_VERSION,
         "a": _side(a),
         "b": _side(b),
         "counts": counts,
-        "worse": bool(worse_on),
+        "worse": bool(worse_on) or gate_failed,
         "worse_on": worse_on,
         "better_on": better_on,
+        "failed": failed,
+        "allow_failed": allow_failed,
+        "compiled_from_nothing": from_nothing,
+        "compiled_to_nothing": to_nothing,
         "graph_breaks": _break_items(s),
         "recompile_causes": _cause_items(s),
         "recompile_limit_hits": _limit_items(s),
@@ -322,4 +420,6 @@ def _side(r: dict) -> dict:
         "script": src.get("script"),
         "backend": src.get("backend"),
         "ranks": r.get("ranks"),
+        "exit_code": src.get("exit_code"),
+        "interrupted": bool(src.get("interrupted")),
     }

@@ -14,11 +14,35 @@ def _side_name(side: dict) -> str:
     return PathShortener().path(side.get("path") or "?")
 
 
+def _loc(file: str | None, line: int | None) -> str:
+    """FILE:LINE, or as much of it as is known (never `?:None`)."""
+    if not file or file == "?":
+        return f"line {line}" if line else "(no source location)"
+    return f"{file}:{line}" if line else file
+
+
 def _where(item: dict) -> str:
+    """Where a row is: a gone item at A's own file and line, a new one at B's, a moved one at both."""
     a, b = item.get("a") or {}, item.get("b") or {}
-    if item["status"] == "moved" and a.get("line") != b.get("line"):
-        return f"{item['file']}:{a.get('line')} -> {b.get('line')}"
-    return f"{item['file']}:{item.get('line')}"
+    fa, fb = a.get("file") or item.get("file"), b.get("file") or item.get("file")
+    if item["status"] == "gone":
+        return _loc(fa, a.get("line", item.get("line")))
+    if item["status"] == "moved" and (a.get("line"), fa) != (b.get("line"), fb):
+        if fa == fb:
+            return f"{_loc(fa, a.get('line'))} -> {b.get('line')}"
+        return f"{_loc(fa, a.get('line'))} -> {_loc(fb, b.get('line'))}"
+    return _loc(fb, b.get("line", item.get("line")))
+
+
+def clip_text(text: str, width: int | None) -> str:
+    """TEXT cut to WIDTH at a word boundary, the cut said by an ellipsis (never mid-word, never silent)."""
+    text = text or ""
+    if width is None or len(text) <= width:
+        return text
+    head = text[: width - 3]
+    if " " in head[width // 2 :]:
+        head = head[: head.rindex(" ")]
+    return head.rstrip(" ,;:") + "..."
 
 
 def _ab(item: dict, field: str) -> str:
@@ -28,9 +52,34 @@ def _ab(item: dict, field: str) -> str:
     return f"{va}" if va == vb else f"{va} -> {vb}"
 
 
+def failures(diff: dict) -> list[str]:
+    """The lines said before anything else: a side whose script failed or compiled nothing."""
+    return [
+        f"{side.upper()} FAILED: {why} ({_side_name(diff[side])})"
+        for side in ("a", "b")
+        if (why := (diff.get("failed") or {}).get(side))
+    ]
+
+
 def verdict(diff: dict) -> str:
-    """One line: is B worse than A, and on which counts."""
+    """One line: is B worse than A, and on which counts (a failed side first: its counts mean nothing)."""
     deltas = {c["name"]: c["delta"] for c in diff["counts"]}
+    failed = [s.upper() for s in ("a", "b") if (diff.get("failed") or {}).get(s)]
+    if failed and not diff.get("allow_failed"):
+        return (
+            f"{' and '.join(failed)} FAILED: {'their' if len(failed) > 1 else 'its'} counts cannot be "
+            "compared (--allow-failed compares them anyway)"
+        )
+    if diff.get("compiled_from_nothing") and not diff["worse"]:
+        return (
+            "B is better than A: A captured no graph (everything ran eagerly), B compiles "
+            f"{next(c['b'] for c in diff['counts'] if c['name'] == 'graphs')} graph(s)"
+        )
+    if diff.get("compiled_to_nothing"):
+        return (
+            "B is WORSE than A: B captured no graph (everything ran eagerly), A compiled "
+            f"{next(c['a'] for c in diff['counts'] if c['name'] == 'graphs')} graph(s)"
+        )
     if diff["worse"]:
         return "B is WORSE than A: " + ", ".join(f"{n} {deltas[n]:+d}" for n in diff["worse_on"])
     if diff["better_on"]:
@@ -56,7 +105,13 @@ def _counts_section(diff: dict, show_same: bool, cut) -> Section:
             c["a"],
             c["b"],
             f"{c['delta']:+d}" if c["delta"] else "",
-            "WORSE" if c["gated"] and c["delta"] > 0 else ("" if c["gated"] else "(not gated)"),
+            "better (A compiled nothing)"
+            if c.get("from_nothing")
+            else "WORSE (B compiled nothing)"
+            if c.get("to_nothing")
+            else "WORSE"
+            if c["gated"] and c["delta"] > 0
+            else ("" if c["gated"] else "(not gated)"),
         ]
         for c in diff["counts"]
     ]
@@ -87,11 +142,20 @@ def _cause_section(diff: dict, show_same: bool, cut) -> Section | None:
                 _where(i),
                 i["function"],
                 _ab(i, "count"),
-                cut((i.get("b") or i.get("a"))["message"]),
+                _cause_text(i, cut),
             ]
             for i in c
         ],
     )
+
+
+def _cause_text(item: dict, cut) -> str:
+    """The cause as each side words it: both when it changed (A's, then B's), else the one there is."""
+    a, b = item.get("a") or {}, item.get("b") or {}
+    ma, mb = a.get("message"), b.get("message")
+    if ma and mb and ma != mb:
+        return f"A: {cut(ma)} -> B: {cut(mb)}"
+    return cut(mb or ma or "")
 
 
 def _limit_section(diff: dict, show_same: bool, cut) -> Section | None:
@@ -123,7 +187,7 @@ def _function_section(diff: dict, show_same: bool, cut) -> Section | None:
     rows = [
         [
             MARK[i["status"]],
-            f"{i['file']}:{i.get('line')}",
+            _where(i),
             i["function"],
             _ab(i, "graphs"),
             _ab(i, "graph_nodes"),
@@ -193,7 +257,10 @@ def sections(diff: dict, show_same: bool = False, clip: int | None = 90) -> list
         show_same: also list items that are the same in both.
         clip: longest reason / cause shown (a terminal's width); None: whole (Markdown, HTML, TUI).
     """
-    cut = (lambda t: t) if clip is None else (lambda t: t[:clip])  # noqa: E731
+
+    def cut(text: str) -> str:
+        return clip_text(text, clip)
+
     return [s for make in SECTIONS if (s := make(diff, show_same, cut)) is not None]
 
 
@@ -214,6 +281,8 @@ def _middle(text: str, width: int = 150) -> str:
 def render_text(diff: dict, show_same: bool = False) -> str:
     """The diff as terminal text: counts, then what is new, gone, changed or moved, then the verdict."""
     out = [f"fxlens diff: A = {_side_name(diff['a'])}", f"             B = {_side_name(diff['b'])}", ""]
+    if lines := failures(diff):  # said first: a failed side's counts read as "better" otherwise
+        out += [*lines, ""]
     for title, headers, rows in sections(diff, show_same):
         out += [f"{title}:", tabulate(rows, headers=headers, tablefmt="simple"), ""]
     for g in diff["guards"][:MAX_GUARD_FUNCTIONS]:
@@ -240,6 +309,7 @@ def diff_blocks(diff: dict) -> list:
     out: list = [
         Heading(2, "fxlens diff"),
         Bullets([["A: ", Code(_side_name(diff["a"]))], ["B: ", Code(_side_name(diff["b"]))]]),
+        *[Para(Bold(line)) for line in failures(diff)],
         Para(Bold(verdict(diff))),
     ]
     for title, headers, rows in sections(diff, clip=None):
@@ -257,5 +327,7 @@ def diff_blocks(diff: dict) -> list:
             )
         )
     if len(diff["guards"]) > MAX_GUARD_FUNCTIONS:
-        out.append(Para(f"Guards of {len(diff['guards']) - MAX_GUARD_FUNCTIONS} more function(s): see --json."))
+        out.append(
+            Para(f"Guards of {len(diff['guards']) - MAX_GUARD_FUNCTIONS} more function(s): see --json.")
+        )
     return out

@@ -33,10 +33,14 @@ def per_function(r: dict, script: str | None, alias: str | None = None) -> dict[
     cid_fn: dict[tuple, tuple[str, str]] = {}
     out: dict[tuple[str, str], dict] = {}
 
-    def slot(fn: str, fk: str, line: int | None = None) -> dict:
+    def slot(fn: str, fk: str, line: int | None = None, path: str | None = None) -> dict:
         s = out.setdefault(
             (fn, fk), {"function": fn, "file": fk, "line": line, "graphs": 0, "graph_nodes": 0}
         )
+        if s["line"] is None:
+            s["line"] = line
+        if path and "own_file" not in s:  # the side's own name for the file (A's script unaliased)
+            s["own_file"] = file_key(path, script)
         s.update(guards=s.get("guards", 0), compile_s=s.get("compile_s", 0.0), kernels=s.get("kernels", 0))
         s.update(bytes_read=s.get("bytes_read", 0), bytes_written=s.get("bytes_written", 0))
         s.setdefault("ops", set())
@@ -46,13 +50,15 @@ def per_function(r: dict, script: str | None, alias: str | None = None) -> dict[
     for g in r["graphs"]:
         fk = file_key(g["file"], script, alias)
         cid_fn[(g["compile_id"], g["rank"])] = (g["function"], fk)
-        s = slot(g["function"], fk, g["line"])
+        s = slot(g["function"], fk, g["line"], g["file"])
         s["graphs"] += 1
         s["graph_nodes"] += g["num_nodes"] or 0
         s["ops"].update(o.split(".")[-1] if o.startswith("aten.") else o for o in g["ops"])
     for m in (r.get("compile_times") or {}).get("per_compile", []):
-        fn, fk = cid_fn.get((m["compile_id"], m["rank"]), (m["function"], "?"))
-        s = slot(fn, fk)
+        # a compile with no graph (it failed, or captured nothing) is placed at its own frame
+        own = (m["function"], file_key(m.get("file"), script, alias))
+        fn, fk = cid_fn.get((m["compile_id"], m["rank"]), own)
+        s = slot(fn, fk, m.get("line"), m.get("file"))
         s["guards"] += m.get("guard_count") or 0
         s["compile_s"] += m.get("total_s") or 0.0
     for k in r.get("kernels") or []:

@@ -84,6 +84,8 @@ SCHEMA: dict[str, tuple[bool, dict[str, tuple]]] = {
 }
 _PER_COMPILE = {
     "!compile_id": (_STR, _INT),
+    "file": (_STR, _NONE),
+    "line": (_INT, _NONE),
     "!rank": (_INT, _NONE),
     "!function": (_STR, _NONE),
     "total_s": (*_NUM, _NONE),
@@ -171,9 +173,10 @@ def check_report(data, path: str) -> dict:
         for key in ("source",):
             if data.get(key) is not None and not isinstance(data[key], dict):
                 raise _Bad(f"{key}: expected an object, got {_type_name(data[key])}")
-        script = (data.get("source") or {}).get("script")
-        if script is not None and not isinstance(script, str):
-            raise _Bad(f"source.script: expected a string, got {_type_name(script)}")
+        src = data.get("source") or {}
+        for key, types in (("script", (_STR, _NONE)), ("exit_code", (_INT, _NONE))):
+            if not _ok(src.get(key), types):
+                raise _Bad(f"source.{key}: expected {_expected(types)}, got {_type_name(src[key])}")
         for i, ev in enumerate(data.get("events") or []):
             if isinstance(ev, dict) and ev.get("event") == "doctor" and ev.get("functions"):
                 _check_items(ev["functions"], f"events[{i}].functions", _DOCTOR_FUNCTION)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.capture.backends import check_spec
-from fxlens.capture.command import add_timeout_argument, check_script
+from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
 from fxlens.minify.pipeline import MinifyRun, run_pipeline, summary_line  # noqa: F401  (summary_line: `fxlens demo`)
 from fxlens.report.command import add_format_arguments, write_formatted
@@ -114,6 +114,7 @@ def minify_script(
     t0 = time.perf_counter()
     session = new_session_dir(config.load().sessions_dir, script)
     info = {"script": os.path.abspath(script), "argv": script_args, "command": "minify", "backend": backend}
+    info.update(module=module_of(script), env=config.reproducing_env())  # for a bug report's command
     write_info(session, {**info, "check": check, "started": time.time()})
     # workers import torch while the script runs (from the start only with cores to spare for them
     # beside the script and this process); told the backend once it is known
@@ -153,7 +154,11 @@ def main(args: argparse.Namespace) -> int:
     if args.format != "text":
         from fxlens.report.verdicts import minify_blocks, render
 
-        write_formatted(render(minify_blocks(result, args.script), args.format, "fxlens minify"), args.report)
+        invocation = {"script": os.path.abspath(args.script), "module": module_of(args.script)}
+        invocation.update(argv=args.script_args, backend=args.backend, check=args.check)
+        invocation["env"] = config.reproducing_env()
+        blocks = minify_blocks({**result, "invocation": invocation}, args.script)
+        write_formatted(render(blocks, args.format, "fxlens minify"), args.report)
     if result["interrupted"]:  # the best so far was written as NAME.partial.py
         return result["interrupted_exit"]
     if result["reproduced"].startswith("0/"):

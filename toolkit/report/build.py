@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import asdict
+from pathlib import Path
 
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.headlines import gb_doc, headlines
@@ -62,8 +63,10 @@ def _dedup_breaks(session: Session) -> list[dict]:
 
 
 def divergence(session: Session) -> list[dict]:
-    """Where ranks differ in graphs, breaks, recompiles: a known cause of collective hangs."""
-    if len(session.ranks) < 2:
+    """Where ranks differ in graphs, breaks, recompiles: a known cause of collective hangs (worker
+    processes are not ranks: never compared)."""
+    ranks = session.rank_models
+    if len(ranks) < 2:
         return []
     out = []
     for what, attr in (
@@ -72,15 +75,13 @@ def divergence(session: Session) -> list[dict]:
         ("recompiles", "recompiles"),
         ("recompile limit hits", "limit_hits"),
     ):
-        per_rank = {str(r.rank): len(getattr(r, attr)) for r in session.ranks}
+        per_rank = {str(r.rank): len(getattr(r, attr)) for r in ranks}
         if len(set(per_rank.values())) > 1:
             by_fn = defaultdict(dict)
-            for r in session.ranks:
+            for r in ranks:
                 for fn, n in Counter(x.function for x in getattr(r, attr)).items():
                     by_fn[fn][str(r.rank)] = n
-            fns = sorted(
-                fn for fn, d in by_fn.items() if len(set(d.values())) > 1 or len(d) < len(session.ranks)
-            )
+            fns = sorted(fn for fn, d in by_fn.items() if len(set(d.values())) > 1 or len(d) < len(ranks))
             out.append(
                 {
                     "what": what,
@@ -165,7 +166,22 @@ def _source(session: Session) -> dict:
         "kind": session.kind,
         "logs": [str(p) for p in session.logs],
         **(
-            {k: session.info.get(k) for k in ("script", "argv", "backend", "exit_code")}
+            {
+                k: session.info.get(k)
+                for k in (
+                    "script",
+                    "argv",
+                    "module",
+                    "env",
+                    "nproc",
+                    "backend",
+                    "check",
+                    "exit_code",
+                    "interrupted",
+                    "timed_out",
+                    "torch_trace",
+                )
+            }
             if session.info
             else {}
         ),
@@ -222,7 +238,11 @@ def _guards(session: Session) -> list[dict]:
         if m.guard_count:
             lines = session.guards(m.compile_id, m.rank)
             out.append(
-                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
+                {
+                    "compile_id": m.compile_id,
+                    "rank": m.rank,
+                    "guards": same.setdefault("\n".join(lines), lines),
+                }
             )
     return out
 
@@ -234,7 +254,9 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     report = {
         "version": REPORT_VERSION,
         "source": _source(session),
-        "ranks": [r.rank for r in session.ranks],
+        "ranks": [r.rank for r in session.rank_models],
+        # worker processes the script forked or spawned (not ranks), each with the rank it belongs to
+        "workers": [{"log": Path(w.log).name, "pid": w.pid, "rank": w.worker_of} for w in session.workers],
         "graphs": _graphs(session),
         "graph_breaks": _dedup_breaks(session),
         "recompiles": _recompiles(session),

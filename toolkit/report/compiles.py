@@ -40,6 +40,8 @@ def _row(m) -> dict:
         "compile_id": m.compile_id,
         "rank": m.rank,
         "function": m.function,
+        "file": m.file,  # where the frame is (a compile with no graph has no other location)
+        "line": m.line,
         "co_name": m.co_name,
         "total_s": _round(total),
         "forward_s": m.total_s,

@@ -23,7 +23,7 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
-from fxlens.report.markup import PathShortener, environment
+from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
@@ -84,10 +84,10 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
     name = Path(src.get("script") or src.get("path") or "trace").name
     out: list = [Heading(2, f"fxlens report: {name}"), Para(Bold(headline(report)))]
     facts = []
-    if src.get("script"):
-        facts.append(["script: ", Code(" ".join([ps.path(src["script"]), *(src.get("argv") or [])]))])
+    if src.get("script"):  # the whole command: script arguments, -m, switches (issue 34)
+        facts.append(["command: ", Code(command_line("run", src, ps))])
     if src.get("backend"):
-        facts.append(["backend: ", Code(str(src["backend"]))])
+        facts.append(["backend override: ", Code(str(src["backend"]))])
     if src.get("exit_code") is not None:
         facts.append(["exit status: ", Code(str(src["exit_code"]))])
     if facts:
@@ -95,9 +95,10 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
     groups = rank_lines(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
     if groups:
         out += [Para(Bold(groups[0])), Bullets([[ps.text(ln.strip())] for ln in groups[1:] if ln.strip()])]
-        return out
-    for d in report.get("divergence") or []:
-        out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+    else:
+        for d in report.get("divergence") or []:
+            out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
+    # every headline, whatever the ranks (a multi-rank job's "captured no graph" was dropped)
     for h in report.get("headlines") or []:
         out.append(Para([Bold(ps.text(h["message"])), " Fix: ", ps.text(h["fix"])]))
     return out

@@ -77,6 +77,17 @@ def _no_graph(report: dict, session) -> dict | None:
         c = calls[0]
         where = f" (torch.compile at {short_path(c.get('file') or '?')}:{c.get('line')})"
     n = len(attempts)
+    generators = [e for e in report.get("events", []) if e.get("event") == "compile_generator"]
+    if generators and not n:  # Dynamo refused them before any compile was logged
+        g = generators[0]
+        return {
+            "kind": "no_graph",
+            "message": f"torch.compile captured no graph: everything ran eagerly{where}. "
+            f"`{g.get('name')}` is a generator function, which Dynamo refuses to trace (torch: "
+            '"Attempt to trace generator: Generators cannot be compiled directly with `torch.compile`")',
+            "fix": "torch's hint: call the generator from inside a non-generator function and compile that "
+            "function instead (or compile what each step of the generator computes)",
+        }
     if n:
         why = f"Dynamo started on {n} frame(s) and every one ended without a graph"
     else:

@@ -234,3 +234,27 @@ def environment_lines(env: dict) -> list[tuple[str, str]]:
         )
         rows.append(("note", note))
     return rows
+
+
+def command_line(tool: str, info: dict, ps: PathShortener | None = None) -> str:
+    """The whole command a run was started with, to paste into a shell: the environment switches it
+    ran under (`FXLENS_INJECT=...`, torch's), `fxlens TOOL`, its options, then the script (or
+    `-m MODULE`) and every argument of the script's own.
+
+    INFO holds what the session recorded (session.json, or the `invocation` of a bisect / minify
+    result): `script`, `module`, `argv`, `env`, and the options `backend`, `check`, `nproc`.
+    """
+    import shlex
+
+    ps = ps or PathShortener(info.get("script"))
+    words = [f"{k}={v}" for k, v in (info.get("env") or {}).items()]
+    words += ["fxlens", tool]
+    if info.get("backend"):
+        words += ["--backend", str(info["backend"])]
+    if info.get("check") and tool in ("bisect", "minify"):
+        words += ["--check", str(info["check"])]
+    if info.get("nproc") and tool in ("run", "doctor"):
+        words += ["--nproc", str(info["nproc"])]
+    words += ["-m", str(info["module"])] if info.get("module") else [ps.path(info.get("script") or "SCRIPT")]
+    words += [str(a) for a in info.get("argv") or []]
+    return " ".join(shlex.quote(w) for w in words)

@@ -218,7 +218,7 @@ def first_divergence(mine: tuple[Step, ...], normal: tuple[Step, ...]) -> dict |
 def rank_groups(session) -> dict:
     """`{groups, per_rank}`: the groups, largest first (the first is the job's normal behaviour), each
     with its ranks and, for the others, the first divergence from the normal group; one row per rank."""
-    models = session.ranks
+    models = session.rank_models  # worker processes are not ranks (fxlens.trace.session.mark_workers)
     by_steps: dict[tuple[Step, ...], list[RankModel]] = {}
     for m in models:
         by_steps.setdefault(rank_steps(m), []).append(m)

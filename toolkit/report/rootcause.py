@@ -110,10 +110,24 @@ CAUSES: dict[str, tuple[str, str]] = {
         "a Python number from `.item()`/`float()` was specialised: keep it a tensor, or set "
         "`torch._dynamo.config.capture_scalar_outputs = True`",
     ),
+    # ___stackN == v where the graph broke on a call that reads no tensor (os.getpid(), time.time())
+    # torch's "Cache line invalidated because X got deallocated": a note, never blamed beside a guard
+    "cache_note": (
+        "a compile dropped by torch ({text})",
+        "torch dropped a cached compile because an object it was keyed on ({name}) was freed: keep that "
+        "object (a module, a function) alive and reuse it across calls",
+    ),
+    "stack_value": (
+        "a value returned by a call that broke the graph (`{code}`)",
+        "`{code}` breaks the graph and its result is a constant of the resumed graph: each new "
+        "value recompiles; compute it outside the compiled function and pass it in (as a tensor if it "
+        "keeps changing)",
+    ),
     "module_attr": (
         "module attribute {name}",
-        "integer attributes of an nn.Module are static: keep it fixed, store it as a tensor or buffer, "
-        "or set `torch._dynamo.config.allow_unspec_int_on_nn_module = True`",
+        "integer attributes of an nn.Module are static (torch's HINT): every value compiles anew; "
+        "register it as a buffer (`self.register_buffer(...)`, a tensor the graph reads) or set "
+        "`torch._dynamo.config.allow_unspec_int_on_nn_module = True`",
     ),
     "value": (
         "Python value {name}",
@@ -164,6 +178,7 @@ _STATE_KINDS = {
     "matmul_precision",
     "torch_function_mode",
     "global_state",
+    "cache_note",
     "size_branch",
     "shape_relation",
     "identity",
@@ -191,7 +206,9 @@ def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
     for rc in recompiles:
         fkey = (rc.function, rc.file)
         seen = seen_kinds.setdefault(fkey, set())
-        parsed = _guards_of(rc)
+        # torch's cache note is blamed only when it is all the recompile says (issue 34: one recompile
+        # of a type-id storm blamed on "Cache line invalidated")
+        parsed = [p for p in _guards_of(rc) if p.kind != "cache_note"] or _guards_of(rc)
         cause = next((p for p in parsed if _identity(p) not in seen), parsed[0] if parsed else None)
         counted = False
         for g in parsed:
@@ -253,6 +270,8 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         if others:
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
     fix = format_for_guard(fix_t, guard)
+    if kind == "other" and guard.hint:  # no rule of ours: torch's own HINT is the best fix there is
+        fix = f"torch's hint: {guard.hint}"
     if kind == "size":
         fix = _size_fix(guard, fix, third=len(g["values"]) > 2)
     elif kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
@@ -296,7 +315,7 @@ def _size_fix(guard: FailedGuard, automatic: str, third: bool) -> str:
             "the KV cache grows by one token at every decoding step: "
             + ("" if third else "one recompile is expected, then torch compiles that dim as dynamic; ")
             + "to compile one graph for every step, give generation a static cache (HF: "
-            "`model.generate(..., cache_implementation=\"static\")`)"
+            '`model.generate(..., cache_implementation="static")`)'
         )
     todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
     todo += (

@@ -11,6 +11,7 @@ from collections import Counter
 from tabulate import tabulate
 
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
+from fxlens.report.counts import report_counts
 from fxlens.report.failures import failure_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
@@ -31,10 +32,20 @@ def _rank_col(report: dict) -> bool:
 def _head_lines(report: dict) -> list[str]:
     g = report["graphs"]
     fns = sorted({x["function"] for x in g})
-    head = f"fxlens report: {len(g)} graph(s) in {len(fns)} function(s), {sum(b['count'] for b in report['graph_breaks'])} graph break(s), {len(report['recompiles'])} recompile(s)"
+    n = report_counts(report)  # the one count budgets and diff use too
+    head = f"fxlens report: {n['graphs']} graph(s) in {len(fns)} function(s), {n['graph_breaks']} graph break(s), {n['recompiles']} recompile(s)"
+    if n["eager_frames"]:
+        head += f", {n['eager_frames']} frame(s) run eagerly"
     if _rank_col(report):
         head += f", {len(report['ranks'])} ranks"
-    out = [head, ""]
+    if workers := report.get("workers"):  # processes the script started: compiled, but not ranks
+        head += f", {len(workers)} worker process(es) (not ranks)"
+    out = [head]
+    if backend := (report.get("source") or {}).get("backend"):  # markdown/html say it too
+        out.append(
+            f"backend override: {backend} (every torch.compile call ran with it: fxlens run --backend)"
+        )
+    out.append("")
     if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
         out += rank_lines(report)
     else:

@@ -32,7 +32,7 @@ MAX_RUN_ROWS = 50  # runs listed in text (all of them in --json)
 
 
 def tool_of(session: Session) -> str | None:
-    """"bisect" or "minify" when SESSION is one of theirs (and has no trace of its own), else None."""
+    """ "bisect" or "minify" when SESSION is one of theirs (and has no trace of its own), else None."""
     if session.kind != "session" or session.logs:
         return None
     command = session.info.get("command")
@@ -122,7 +122,9 @@ def _bisect_lines(r: dict) -> list[str]:
     lines = [f"verdict: {r['summary']}"]
     stages = [s for s in r.get("stages") or [] if s.get("stage") != "no_compile"]
     if stages:
-        lines.append("  stages   " + " -> ".join(f"{s['stage']} {'ok' if s.get('ok') else 'FAILS'}" for s in stages))
+        lines.append(
+            "  stages   " + " -> ".join(f"{s['stage']} {'ok' if s.get('ok') else 'FAILS'}" for s in stages)
+        )
     if r.get("failure"):
         lines.append(f"  failure  {r['failure'].get('kind')}: {r['failure'].get('error')}")
     c = r.get("culprit") or {}
@@ -146,7 +148,10 @@ def render_tool_text(report: dict) -> str:
     report = clean(report)
     tool, verdict, runs = report["command"], report["verdict"], report["runs"]
     script = (report.get("source") or {}).get("script") or "?"
-    out = [f"fxlens report: a {tool} session of {script}, {len(runs)} run(s)", ""]
+    out = [f"fxlens report: a {tool} session of {script}, {len(runs)} run(s)"]
+    if cmd := tool_command(report):
+        out.append(f"command: {cmd}")
+    out.append("")
     if verdict is None:
         out.append(f"verdict: none recorded: the {tool} did not finish (interrupted or killed)")
     else:
@@ -165,6 +170,20 @@ def render_tool_text(report: dict) -> str:
             out.append(f"  each run is a session: fxlens report {shlex.quote(_rel(traced['path']))}")
     out += [f"note: {s}" for s in report.get("skipped") or []]
     return for_terminal("\n".join(out).rstrip() + "\n")
+
+
+def tool_command(report: dict) -> str | None:
+    """The bisect / minify command as it was typed (its verdict's `invocation`, else session.json)."""
+    from fxlens.report.markup import command_line
+
+    inv = (report.get("verdict") or {}).get("invocation") if isinstance(report.get("verdict"), dict) else None
+    src = report.get("source") or {}
+    if not isinstance(inv, dict):
+        inv = src if src.get("script") else None
+    try:
+        return command_line(report["command"], inv) if inv else None
+    except (TypeError, AttributeError, ValueError):  # an edited session.json: no command, no traceback
+        return None
 
 
 def _rel(path: str) -> str:
@@ -186,6 +205,9 @@ def render_tool_blocks(report: dict) -> list:
     if verdict is None:
         out = [Heading(2, f"fxlens {tool}"), Para(f"No verdict recorded: the {tool} did not finish.")]
     else:
+        src = report.get("source") or {}
+        if not verdict.get("invocation") and src.get("script"):  # recorded before invocation was
+            verdict = {**verdict, "invocation": src}
         try:
             out = (bisect_blocks if tool == "bisect" else minify_blocks)(verdict, script)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):

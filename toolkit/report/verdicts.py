@@ -7,7 +7,6 @@ bisect or minify session shows the same thing as the command's own `--format`.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from fxlens.report.document import (
@@ -22,7 +21,7 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
-from fxlens.report.markup import PathShortener, environment
+from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.trace.session import EVENTS_FILE, read_events
 
 #: reproducer / kernel source longer than this is clipped in the report (the file has it all)
@@ -68,9 +67,9 @@ def bisect_blocks(
         Para(Bold(f"verdict: {ps.text(r.get('summary') or '')}")),
     ]
     facts: list = []
-    if script:
-        cmd = ["fxlens", "bisect", "--check", str(r.get("check")), ps.path(script)]
-        facts.append(["command: ", Code(" ".join(shlex.quote(c) for c in cmd))])
+    if r.get("invocation") or script:  # the whole command: script arguments, -m, switches
+        inv = r.get("invocation") or {"script": script, "check": r.get("check")}
+        facts.append(["command: ", Code(command_line("bisect", inv, ps))])
     stages = " -> ".join(
         f"{s['stage']} {'ok' if s['ok'] else 'FAILS'}"
         for s in r.get("stages") or []
@@ -136,6 +135,8 @@ def minify_blocks(
         ],
         ["backend: ", Code(str(r.get("backend")))],
     ]
+    if r.get("invocation"):
+        facts.insert(0, ["command: ", Code(command_line("minify", r["invocation"], ps))])
     if r.get("level"):
         facts.append(["graph reduced: ", Code(str(r["level"]))])
     if repro:

@@ -95,5 +95,11 @@ def graph_break(rec: Record, cid: str, where_: tuple, entry: list[Frame]) -> Gra
         path,
         library,
         gb.group(1).upper() if gb else "",
-        _SKIPPED in text.split("User code traceback:", 1)[0],
+        is_eager_frame(text),
     )
+
+
+def is_eager_frame(text: str) -> bool:
+    """Whether a graph-break record's text says torch gave up on the frame (it then runs eagerly):
+    one rule for the reader and the budgets' quick count (fxlens.budget.check.quick_counts)."""
+    return _SKIPPED in text.split("User code traceback:", 1)[0]

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from fxlens.trace.records import Frame
-from fxlens.trace.userframes import innermost_user_frame, parse_traceback
+from fxlens.trace.userframes import innermost_user_frame, parse_traceback, source_line
 
 _DTYPES = {
     "Float": "float32",
@@ -186,8 +186,12 @@ RULES: list[Rule] = [
     Rule("shape_relation", re.compile(r"(?P<src>[\w\[\]'\.]+)\.size\(\)\[(?P<dim>\d+)\]")),
     # s._modules['drop'].training == True / L['self'].training == True
     Rule("training", re.compile(rf"^{_SRC}\.training == (?P<exp>True|False)$")),
+    # torch's note that a cache entry was dropped (an object it was keyed on was freed): not a guard
+    Rule("cache_note", re.compile(r"^Cache line invalidated because (?P<src>.+?) got deallocated")),
     # G['USE_BIAS'] == True
-    Rule("global", re.compile(r"^G\['(?P<src>[^']+)'\]\S* == (?P<exp>.+)$")),
+    Rule("global", re.compile(r"^G\['(?P<src>[^']+)'\] == (?P<exp>.+)$")),
+    # G['cfg'].depth == 3: an attribute of a global, named whole (`cfg.depth`, not `cfg`)
+    Rule("global", re.compile(r"^(?P<src>G\['[^']+'\](?:\.\w+|\[[^\]]+\])+) == (?P<exp>.+)$")),
     # ___stack0 == 4.0 (a Python number from .item() / float() specialised)
     Rule("item_value", re.compile(r"^(?P<src>___stack\d+) == (?P<exp>.+)$")),
     # s.k == 3 / L['self'].k == 3: a Python attribute of an nn.Module
@@ -209,6 +213,12 @@ RULES: list[Rule] = [
     Rule("identity", re.compile(r"___check_obj_id\((?P<src>[^,]+),")),
     # ___check_type_id(x, ...), TYPE_MATCH: an object of another type
     Rule("type", re.compile(r"___check_type_id\((?P<src>[^,]+),")),
+]
+
+# torch's HINT on a failed guard names the cause better than the guard's shape (a module's int
+# attribute reached through a global, `G['m'].k == 2`, reads as a global otherwise): (pattern, kind)
+HINT_KINDS = [
+    (re.compile(r"integer attributes of the nn\.Module"), "module_attr"),
 ]
 
 # GLOBAL_STATE fields, torch's names -> kind
@@ -273,8 +283,11 @@ def parse_failed_guard(reason: str) -> FailedGuard:
     hint = extra[len("HINT:") :].strip() if extra.startswith("HINT:") else ""
     if "0/1 specialization" in extra:
         hint = extra
+    kind = next((k for pattern, k in HINT_KINDS if pattern.search(hint)), kind) if hint else kind
     file, line = (user.file, user.line) if user else (cfile, cline)
     code = (user.code if user and user.code else code) if user else code
+    if kind == "item_value":
+        kind, code = _stack_value(text, file, code)
     return FailedGuard(
         text=guard,
         kind=kind,
@@ -289,6 +302,24 @@ def parse_failed_guard(reason: str) -> FailedGuard:
         line=line,
         hint=hint,
     )
+
+
+# `___stackN == v` guards a value Dynamo carried across a graph break into the resumed code: the
+# result of whatever broke the graph on the line the resume function is named after
+_RESUME_AT = re.compile(r"torch_dynamo_resume_in_\w+?_at_(?P<line>\d+)")
+# ... read from a tensor when that line does so (`.item()`, `float(t)`); else a call's result
+_TENSOR_READ = re.compile(r"\.(?:item|tolist)\(\)|\b(?:float|int|bool|complex)\(")
+
+
+def _stack_value(text: str, file: str, code: str) -> tuple[str, str]:
+    """("item_value", code) when the value was read from a tensor at the break, or the break's line
+    cannot be read (torch's own `.item()` case); ("stack_value", the break's line) when that line
+    reads no tensor (`os.getpid()`, `time.time()`: a call's result, specialised)."""
+    m = _RESUME_AT.search(text)
+    broke = source_line(file, int(m["line"])) if m and file else ""
+    if not broke or _TENSOR_READ.search(broke):
+        return "item_value", code
+    return "stack_value", broke
 
 
 def user_frame_of(reason: str) -> Frame | None:

@@ -59,6 +59,11 @@ class RankModel:
     records: int = 0  # records read (file-name entries included): 0 means an empty trace
     # compile id -> the stack that entered it (dynamo_start, file names resolved), for the stack trie
     entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
+    pid: int | None = None  # the process that wrote the log
+    # a process the script forked or spawned (a DataLoader worker, a multiprocessing pool): not a
+    # rank; `worker_of` is the rank it belongs to (None: the job's one process, or not known)
+    worker: bool = False
+    worker_of: int | None = None
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -132,7 +137,7 @@ class _Frames:
 
 
 def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
-    model = RankModel(rank=scan.rank, log=str(scan.path))
+    model = RankModel(rank=scan.rank, log=str(scan.path), pid=scan.pid)
     frames = _index_frames(scan, model, bad)
     model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)
@@ -283,7 +288,11 @@ def _add_graphs(
         try:
             fn, file, line, co = frames.where(cid)
             m = metrics.get(cid)
-            ops = _graph_ops(rec.payload())
+            code = rec.payload()
+            if file and not is_user_file(file):  # torch's own wrapper (torch.func.grad, vmap) with
+                # no user frame on the stack: placed at the first user line the graph traced
+                fn, file, line = _first_user_line(code) or (fn, file, line)
+            ops = _graph_ops(code)
             sizes = (rec.meta.get("dynamo_output_graph") or {}).get("sizes") or {}
             num_nodes = m.graph_node_count if m and m.graph_node_count is not None else len(sizes) + 1
             model.graphs.append(
@@ -302,6 +311,18 @@ def _add_graphs(
             )
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
+
+
+# the source comments torch prints in a graph's code: `# File: /path/x.py:3 in loss, code: ...`
+_GRAPH_FILE = re.compile(r"# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,\s]+)")
+
+
+def _first_user_line(code: str) -> tuple[str, str, int] | None:
+    """(function, file, line) of the first line of the user's own code a graph traced, if any."""
+    for m in _GRAPH_FILE.finditer(code):
+        if is_user_file(m["file"]):
+            return m["fn"], m["file"], int(m["line"])
+    return None
 
 
 def _graph_ops(code: str) -> list[str]:

@@ -28,7 +28,7 @@ _SKIP_PREFIXES = (
     b'{"link"',
     b'{"dump_file"',
 )
-GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] ")
+GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
 # out of memory, or a 1024-rank job holds 1024 copies; `Record.full_meta()` reads them back
@@ -120,6 +120,7 @@ class LogScan:
     strings: dict[int, str] = field(default_factory=dict)
     bad: list[tuple[int, str]] = field(default_factory=list)  # (line number, why) of skipped records
     lines: int = 0
+    pid: int | None = None  # the process that wrote the log (its first record's prefix)
 
     @property
     def skipped(self) -> list[str]:
@@ -183,6 +184,8 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     if not m:
         scan.bad.append((line_no, "no trace record prefix"))
         return None
+    if scan.pid is None:
+        scan.pid = int(m.group(1))
     body = line[m.end() :]
     if body.startswith(_SKIP_PREFIXES):
         return None

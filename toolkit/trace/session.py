@@ -17,8 +17,10 @@ from functools import cached_property
 from pathlib import Path
 
 from fxlens.errors import FxlensError
+from fxlens.trace.info import check_info
 from fxlens.trace.model import RankModel
 from fxlens.trace.parallel import read_models
+from fxlens.trace.processes import mark_workers
 from fxlens.trace.reader import Record, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
 from fxlens.trace.userframes import short_path, source_line
@@ -161,7 +163,29 @@ class Session:
             if not models:
                 models.append(RankModel(rank=None, log=""))
             models[0].skipped.extend(errors)
+        mark_workers(models, self._script_pids())
         self.__dict__["ranks"] = sorted(models, key=lambda m: _rank_order(m.rank, m.log))
+
+    @property
+    def rank_models(self) -> list[RankModel]:
+        """The logs that are ranks (or the job's one process): not those of worker processes the
+        script forked or spawned. Ranks are compared with each other; workers never are."""
+        return [r for r in self.ranks if not r.worker]
+
+    @property
+    def workers(self) -> list[RankModel]:
+        """The logs of worker processes (see `mark_workers`)."""
+        return [r for r in self.ranks if r.worker]
+
+    def _script_pids(self) -> dict[int, int | None]:
+        """pid -> rank of each process `fxlens run` started the script in (its runner's `process`
+        events; one per rank under torchrun); empty for a bare TORCH_TRACE."""
+        out = {}
+        for ev in self.events:
+            if ev.get("event") == "process" and isinstance(ev.get("pid"), int):
+                rank = ev.get("rank")
+                out[ev["pid"]] = int(rank) if isinstance(rank, str) and rank.isdigit() else None
+        return out
 
     def release(self) -> None:
         """Let the read models go (a report built from them keeps what it needs): memory is then
@@ -214,7 +238,8 @@ class Session:
 
     @property
     def skipped(self) -> list[str]:
-        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes
+        trace_note = [str(self.info["torch_trace_note"])] if self.info.get("torch_trace_note") else []
+        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes + trace_note
 
     # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
     @cached_property
@@ -286,7 +311,8 @@ def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
 
 
 def _read_info(path: Path) -> dict:
-    """session.json as a dict; anything else (hostile, torn, not JSON) reads as no info."""
+    """session.json as a dict; anything else (hostile, torn, not JSON) reads as no info. A field
+    every reader trusts with the wrong type is a one-line FxlensError naming it (`check_info`)."""
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:  # a FIFO would block the reader
@@ -294,7 +320,7 @@ def _read_info(path: Path) -> dict:
         info = json.loads(path.read_text(errors="replace"))
     except (OSError, ValueError, RecursionError):
         return {}
-    return info if isinstance(info, dict) else {}
+    return check_info(info, path) if isinstance(info, dict) else {}
 
 
 def read_events(path: Path) -> tuple[list[dict], list[str]]:
@@ -351,10 +377,7 @@ def new_session_dir(
     try:
         path.mkdir(parents=True)
     except OSError as e:  # a read-only working directory, a full disk: one line saying what to do
-        raise FxlensError(
-            f"{path}: cannot create the session directory ({e.strerror or e}); "
-            f"{how}"
-        ) from None
+        raise FxlensError(f"{path}: cannot create the session directory ({e.strerror or e}); {how}") from None
     return path
 
 

@@ -1,0 +1,30 @@
+"""The fix of no_graph.py: the inner module compiled, then wrapped (as `DDP(torch.compile(model))`)."""
+
+import contextlib
+
+import torch
+
+
+@contextlib.contextmanager
+def tag():
+    yield
+
+
+class Wrapper(torch.nn.Module):
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        with tag():
+            print("in wrapper")  # line 22: the break torch cannot resume inside the with block
+            return self.m(x)
+
+
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+f = Wrapper(torch.compile(model, backend="eager"))  # the fix: compile the inner module
+for _ in range(2):
+    f(torch.randn(2, 4))
+from torch._dynamo.utils import counters  # noqa: E402
+
+print("unique_graphs:", counters["stats"]["unique_graphs"])
