@@ -1,0 +1,96 @@
+"""`fxlens minify --kernel`: the failing kernel as a standalone script with the real inputs of its
+failing launch, run where fxlens cannot be imported.
+
+Ground truth is established outside fxlens's verdict: the reproducer's own fresh run (exit status
+and what it prints), the same script with the injected fault taken out of its kernel source (it
+must then pass), and the fault's definition (FXLENS_INJECT=accuracy adds 1.0 before each store of
+the kernel holding the op).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fxlens.minify.kernel import run_without_fxlens
+from fxlens.minify.repro_writer import FXLENS_IMPORT
+
+DEMO = Path(__file__).resolve().parents[2] / "toolkit" / "examples" / "demo_failing.py"
+# the injected fault, as fxlens's codegen writes it (kernel_ctx.store): `tN = tM + 1.0`, then stored
+INJECTED = re.compile(r"^(\s*)(t\d+) = (t\d+) \+ 1\.0$", re.M)
+
+
+def _minify_kernel(dest: Path, *extra: str) -> dict:
+    env = {**os.environ, "FXLENS_INJECT": "accuracy:aten.erf", "FXLENS_SESSIONS_DIR": str(dest / "sessions")}
+    js = dest / "r.json"
+    cmd = [sys.executable, "-m", "fxlens.cli", "minify", "--kernel", *extra, "--json", str(js)]
+    proc = subprocess.run(
+        [*cmd, "--out", str(dest / "repro") + "/", str(DEMO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=dest,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "fxlens minify --kernel: kernel fxk_forward_0_erf" in proc.stdout
+    return json.loads(js.read_text())
+
+
+@pytest.fixture(scope="module")
+def demo_kernel(build_once):
+    def build(dest: Path) -> None:
+        (dest / "repro").mkdir()
+        r = _minify_kernel(dest)
+        (dest / "result.json").write_text(json.dumps(r))
+
+    dest = build_once("kernel-repro-demo", build)
+    return json.loads((dest / "result.json").read_text())
+
+
+def test_without_fxlens_really_has_no_fxlens(tmp_path):
+    # the interpreter the reproducers are checked in: torch and triton import, fxlens does not
+    probe = tmp_path / "probe.py"
+    probe.write_text("import torch, triton\nprint('torch', torch.__version__)\nimport fxlens\n")
+    code, out = run_without_fxlens(probe)
+    assert code == 1 and "torch 2." in out and "ModuleNotFoundError" in out
+    assert "fxlens" in out.splitlines()[-1]
+
+
+def test_demo_erf_kernel_fails_without_fxlens_and_passes_without_the_fault(demo_kernel, tmp_path):
+    r = demo_kernel
+    repro = Path(r["repro"])
+    assert repro.name == "kernel_fxk_forward_0_erf_relu_add.py" and repro.with_suffix(".pt").exists()
+    assert r["kernel"] == "fxk_forward_0_erf_relu_add" and "aten.erf.default" in r["ops"]
+    assert (r["graph"], r["compile_id"], r["reproduced"]) == ("forward", "0/0", "1/1")
+    assert r["user_line"].startswith(f'File "{DEMO}", line 20') and "torch.erf" in r["user_line"]
+    # the fault adds 1.0 before the store: the error of the original launch is 1 (fp32 rounding)
+    assert r["failure"]["op"] == "aten.add.Tensor" and abs(r["failure"]["max_abs_err"] - 1) < 1e-5
+    # the smallest launch that still fails: every input cut to one element
+    assert r["launch"]["inputs"] == [[8, 16], [8, 16]] and r["shrunk"]["inputs"] == [[1, 1], [1, 1]]
+    text = repro.read_text()
+    assert not any(FXLENS_IMPORT.match(ln) for ln in text.splitlines())  # torch and triton only
+    assert "weights_only=True" in text and "compile 0/0" in text and "torch 2." in text
+
+    # a fresh interpreter where fxlens cannot be imported: the reproducer's own verdict
+    copy = tmp_path / repro.name
+    copy.write_text(text)
+    copy.with_suffix(".pt").write_bytes(repro.with_suffix(".pt").read_bytes())
+    code, err = run_without_fxlens(copy)
+    assert code == 1, err
+    assert "fxlens-signature: accuracy: fxk_forward_0_erf_relu_add output 0 (aten.add.Tensor)" in err
+    assert re.search(r"FAIL: .* max abs err 1 at element \(0, 0\)", err)
+
+    # the same script with the injected `+ 1.0` taken out of its kernel: it passes
+    fixed, n = INJECTED.subn(r"\1\2 = \3", text)
+    assert n == 1
+    copy.write_text(fixed)
+    code, out = run_without_fxlens(copy)
+    assert code == 0, out
+    assert "ok: fxk_forward_0_erf_relu_add agrees with eager in float64" in out
