@@ -55,13 +55,12 @@ def run_without_fxlens(path: str | os.PathLike, timeout: float = 300) -> tuple[i
 
 def same_failure(code: int, stderr: str, status: dict) -> bool:
     """Whether a reproducer's run failed as the launch did: the accuracy signature at the same op,
-    or the same exception type (the last line of its traceback)."""
+    or the same exception type (the signature line the script prints before re-raising)."""
     if code == 0:
         return False
-    if status.get("error"):
-        last = next((ln for ln in reversed(stderr.splitlines()) if ln.strip()), "")
-        return last.split(":", 1)[0].split(".")[-1] == status["error"].split(":", 1)[0].split(".")[-1]
     sig = next((ln for ln in reversed(stderr.splitlines()) if ln.startswith(SIGNATURE_PREFIX)), "")
+    if status.get("error"):
+        return sig == f"{SIGNATURE_PREFIX}raise: {status['error'].split(':', 1)[0].split('.')[-1]}"
     op = (status.get("failure") or {}).get("op") or ""
     return sig.startswith(SIGNATURE_PREFIX + "accuracy:") and (not op or sig.endswith(f"({op})"))
 
@@ -124,6 +123,9 @@ def minify_kernel(
         kernel_capture.ENV_KERNEL_BACKEND: backend or "",
         kernel_capture.ENV_KERNEL_COMMAND: command,
         "FXLENS_CHECK_KERNELS": "1",  # the wrapper hands its size symbols to the kernels' replays
+        # inductor's kernels are caught where it generates them: a cached graph would skip that
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
     }
     log = session / "script.log"
     res = run_captured(

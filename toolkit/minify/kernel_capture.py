@@ -1,4 +1,5 @@
-"""The child side of `fxlens minify --kernel` for fxlens's own backend: catch the failing launch.
+"""The child side of `fxlens minify --kernel`: catch the failing launch (fxlens's own backend here,
+inductor's C++ kernels in `fxlens.minify.kernel_inductor`).
 
 Installed by the runner child (FXLENS_RUNNER_HOOK=fxlens.minify.kernel_capture:install) before the
 user's script runs. It observes every launch of an fxlens kernel (`CompiledKernel.__call__`): its
@@ -126,6 +127,94 @@ class Catcher:
         except Exception as e:  # the user's run goes on; the parent reports why no reproducer
             self.status(found=False, write_error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
 
+    # -- inductor (fxlens.minify.kernel_inductor calls these) ------------------------------------
+    def write_cpp(self, info, path: str, snap: list, failure: dict) -> None:
+        """Write the reproducer of a failing launch of inductor C++ kernel `info`."""
+        from fxlens.minify.kernel_inductor import cpp_sources, reference_parts
+
+        self.done = True
+        try:
+            block, line = cpp_sources(info, path)
+            reference, outputs, consts = reference_parts(info, snap)
+            what = (
+                f"accuracy: output {failure['output']} ({failure['op']}) max abs err {failure['max_abs_err']:.3g} "
+                f"at element {tuple(failure['element'])}: kernel {failure['kernel']!r}, eager fp64 {failure['eager']!r}"
+            )
+            shapes = [list(t.shape) for t in snap if isinstance(t, torch.Tensor)]
+            notes = [
+                "not shrunk: inductor compiles a kernel for the launch's sizes, so a smaller launch is another "
+                "inductor compile; run `fxlens minify` first and this on its reproducer for small inputs"
+            ]
+            header_info = self._inductor_header(info, f"in the script's run: {what}", line, shapes, notes)
+            (self.out / "kernel.py").write_text(
+                kernel_writer.cpp_script(header_info, block, reference, outputs, line, info.name)
+            )
+            torch.save({"params": list(snap), "consts": consts}, self.out / "kernel.pt")
+            self._found_inductor(info, header_info, failure=failure, launch={"inputs": shapes}, notes=notes)
+        except Exception as e:
+            self.status(found=False, write_error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
+
+    def write_cpp_compile_error(self, info, block: str, error: Exception) -> None:
+        """Write the reproducer of an inductor C++ kernel that does not compile."""
+        self.done = True
+        try:
+            err = (
+                f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+            )
+            notes = ["the kernel never compiled, so it never ran: no launch, no inputs"]
+            header_info = self._inductor_header(
+                info, f"in the script's run: raises {err}", "(none)", [], notes
+            )
+            (self.out / "kernel.py").write_text(kernel_writer.cpp_compile_error_script(header_info, block))
+            torch.save({"params": [], "consts": []}, self.out / "kernel.pt")
+            self._found_inductor(info, header_info, error=err, notes=notes)
+        except Exception as e:
+            self.status(found=False, write_error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
+
+    def _inductor_header(self, info, failure: str, line: str, shapes: list, notes: list) -> dict:
+        import platform as _platform
+
+        return {
+            "kernel": info.name,
+            "ops": info.ops,
+            "what": f"inductor C++ kernel of {len(info.nodes)} post-grad node(s)",
+            "graph": info.graph,
+            "compile_id": info.compile_id,
+            "backend": os.environ.get(ENV_KERNEL_BACKEND) or "inductor",
+            "user_line": _user_line_of(info.nodes),
+            "failure": failure,
+            "launch_text": f"{line}  (tensors: {', '.join(str(s) for s in shapes) or 'none'})",
+            "inputs_name": "the .pt file of the same name",
+            "versions": f"{versions()}, C++ compiled by inductor (torch._inductor.async_compile) on "
+            f"{_platform.machine()}",
+            "command": os.environ.get(ENV_KERNEL_COMMAND) or "fxlens minify --kernel",
+            "notes": notes,
+        }
+
+    def _found_inductor(self, info, header_info, failure=None, error=None, launch=None, notes=()) -> None:
+        self.status(
+            found=True,
+            kernel=info.name,
+            graph=info.graph,
+            ops=info.ops,
+            compile_id=info.compile_id,
+            user_line=header_info["user_line"],
+            failure=failure,
+            error=error,
+            launch=launch,
+            shrunk=None,
+            notes=list(notes),
+            backend="inductor",
+        )
+
+
+def _user_line_of(nodes) -> str:
+    from types import SimpleNamespace
+
+    from fxlens.minify.kernel_shrink import user_line
+
+    return user_line(SimpleNamespace(replay_nodes=list(nodes)))
+
 
 def kernel_writer_snap(t):
     return kernel_writer.helpers_cache()["_snap"](t)
@@ -190,5 +279,8 @@ def install(script: str, session_dir: str):
     catcher = Catcher(out, os.environ.get(ENV_KERNEL_NAME, ""))
     runtime.CompiledKernel.__call__ = catcher.wrap(runtime.CompiledKernel.__call__)
     _record_compile_ids(compile_fx)
+    from fxlens.minify.kernel_inductor import InductorCatcher
+
+    InductorCatcher(catcher).install()  # patches inductor once the script imports it
     catcher.status(found=False)
     return None

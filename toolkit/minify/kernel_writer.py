@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 import textwrap
 
 import torch
@@ -197,6 +198,48 @@ def _docstring(info: dict) -> str:
     return f'"""{body}\n"""\n'
 
 
+_MAIN = """
+def main():
+    saved = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)
+    params = [_on(t, DEV) for t in saved["params"]]
+    consts = [_on(t, DEV) for t in saved["consts"]]
+    ref = reference([_snap(t) if isinstance(t, torch.Tensor) else t for t in params], consts)
+    try:
+        launch(params)
+    except Exception as e:  # the failing run's own exception, said in one line too
+        print(f"SIGNATURE_PREFIXraise: {type(e).__name__}", file=sys.stderr)
+        raise
+    worst = None
+    for i, ((pi, shape, stride, off, op), r) in enumerate(zip(OUTPUTS, ref)):
+        got = params[pi].as_strided(shape, stride, params[pi].storage_offset() + off)
+        ok, err, at, g, rv, tol = compare(got, r)
+        print(f"output {i} ({op}, {got.dtype} {list(got.shape)}): max abs err {err:.3g}"
+              f"{'' if ok else ' at element ' + str(at) + f': kernel {g!r}, eager fp64 {rv!r}'}")
+        if not ok and worst is None:
+            worst = (i, op, err, at, g, rv, tol)
+    if worst is None:
+        print(f"ok: {KERNEL_NAME} agrees with eager in float64")
+        return 0
+    i, op, err, at, g, rv, tol = worst
+    print(f"FAIL: {KERNEL_NAME} output {i} ({op}): max abs err {err:.3g} at element {at}: "
+          f"kernel {g!r}, eager fp64 {rv!r} (tolerance {tol:g} + {tol:g}*|eager|)", file=sys.stderr)
+    print(f"SIGNATURE_PREFIXaccuracy: {KERNEL_NAME} output {i} ({op})", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+""".replace("SIGNATURE_PREFIX", SIGNATURE_PREFIX)
+
+
+def _tail(name: str, reference: str, outputs: list, launch_code: str) -> str:
+    consts = (
+        f"KERNEL_NAME = {name!r}\n"
+        f"OUTPUTS = {outputs!r}  # (parameter, shape, stride, offset, op) of each value it writes\n"
+    )
+    return "\n".join([HELPERS.strip() + "\n", reference, consts, launch_code, _MAIN])
+
+
 def triton_script(info: dict, kernel_source: str, reference: str, outputs: list, launch: dict) -> str:
     """The whole reproducer for an fxlens Triton kernel.
 
@@ -225,47 +268,84 @@ def triton_script(info: dict, kernel_source: str, reference: str, outputs: list,
         """
     )
     kernel = "# ---- the kernel, as fxlens generated it " + "-" * 56 + "\n" + kernel_source.strip() + "\n"
-    main = textwrap.dedent(
+    dims = dict(
+        xnumel=launch["xnumel"], rnumel=launch["rnumel"], XBLOCK=launch["XBLOCK"], RBLOCK=launch["RBLOCK"]
+    )
+    code = textwrap.dedent(
         f"""
-        KERNEL = {launch["name"]}
-        OUTPUTS = {outputs!r}  # (parameter, shape, stride, offset, op) of each value it writes
-        LAUNCH = {dict(xnumel=launch["xnumel"], rnumel=launch["rnumel"], XBLOCK=launch["XBLOCK"], RBLOCK=launch["RBLOCK"])!r}
+        LAUNCH = {dims!r}
         SIZES = {list(launch.get("sizes") or [])!r}  # size arguments (symbolic sizes at this launch)
 
 
-        def main():
-            saved = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)
-            params = [_on(t, DEV) for t in saved["params"]]
-            consts = [_on(t, DEV) for t in saved["consts"]]
-            ref = reference([_snap(t) for t in params], consts)
+        def launch(params):
+            \"\"\"One launch, as fxlens's wrapper does it: the buffers, the size arguments, the numels.\"\"\"
             xblock, rblock = LAUNCH["XBLOCK"], LAUNCH["RBLOCK"]
             if DEV == "cuda":  # the CPU interpreter's blocks can be too big for a GPU: any size is correct
                 xblock = max(1, min(xblock, 4096 // rblock))
             grid = ((LAUNCH["xnumel"] + xblock - 1) // xblock,)
-            KERNEL[grid](*params, *SIZES, LAUNCH["xnumel"], LAUNCH["rnumel"], XBLOCK=xblock, RBLOCK=rblock)
-            worst = None
-            for i, ((pi, shape, stride, off, op), r) in enumerate(zip(OUTPUTS, ref)):
-                got = params[pi].as_strided(shape, stride, params[pi].storage_offset() + off)
-                ok, err, at, g, rv, tol = compare(got, r)
-                print(f"output {{i}} ({{op}}, {{got.dtype}} {{list(got.shape)}}): max abs err {{err:.3g}}"
-                      f"{{'' if ok else ' at element ' + str(at) + f': kernel {{g!r}}, eager fp64 {{rv!r}}'}}")
-                if not ok and worst is None:
-                    worst = (i, op, err, at, g, rv, tol)
-            if worst is None:
-                print(f"ok: {{KERNEL.__name__}} agrees with eager in float64")
-                return 0
-            i, op, err, at, g, rv, tol = worst
-            print(f"FAIL: {{KERNEL.__name__}} output {{i}} ({{op}}): max abs err {{err:.3g}} at element {{at}}: "
-                  f"kernel {{g!r}}, eager fp64 {{rv!r}} (tolerance {{tol:g}} + {{tol:g}}*|eager|)", file=sys.stderr)
-            print(f"{SIGNATURE_PREFIX}accuracy: {{KERNEL.__name__}} output {{i}} ({{op}})", file=sys.stderr)
-            return 1
-
-
-        if __name__ == "__main__":
-            sys.exit(main())
+            {launch["name"]}[grid](*params, *SIZES, LAUNCH["xnumel"], LAUNCH["rnumel"], XBLOCK=xblock, RBLOCK=rblock)
         """
     )
-    return "\n".join([_docstring(info), head, kernel, HELPERS.strip() + "\n", reference, main.lstrip("\n")])
+    return "\n".join([_docstring(info), head, kernel, _tail(launch["name"], reference, outputs, code)])
+
+
+def cpp_script(info: dict, block: str, reference: str, outputs: list, line: str, name: str) -> str:
+    """The whole reproducer for an inductor C++ kernel: its definition as the output code has it,
+    loaded by inductor's own loader, and the wrapper line that launches it."""
+    head = textwrap.dedent(
+        """
+        import operator
+        import sys
+        from pathlib import Path
+
+        import torch
+        from torch._inductor.async_compile import AsyncCompile  # inductor's loader, as its output code uses
+
+        DEV = "cpu"  # a C++ kernel: CPU tensors
+        """
+    )
+    kernel = (
+        "# ---- the kernel, as inductor's output code defines it " + "-" * 42 + "\n"
+        "async_compile = AsyncCompile()\n"
+        + block.strip()
+        + "\nasync_compile.wait(globals())\ndel async_compile\n"
+    )
+    args = re.fullmatch(rf"{re.escape(name)}\((.*)\)", line.strip())
+    names = [a.strip() for a in args.group(1).split(",") if a.strip()] if args else []
+    if names and all(n.isidentifier() for n in names):
+        body = f"    {', '.join(names)}, = args\n    {line.strip()}\n"
+    else:
+        body = f"    {name}(*args)\n"
+    code = (
+        "def launch(args):\n"
+        '    """The line of inductor\'s wrapper (its output code\'s `call`) that launches the kernel."""\n'
+        + body
+    )
+    return "\n".join([_docstring(info), head, kernel, _tail(name, reference, outputs, code)])
+
+
+def cpp_compile_error_script(info: dict, block: str) -> str:
+    """A reproducer for an inductor C++ kernel that does not compile: its definition, loaded."""
+    head = textwrap.dedent(
+        """
+        import sys
+
+        from torch._inductor.async_compile import AsyncCompile  # inductor's loader, as its output code uses
+
+        """
+    )
+    kernel = (
+        "# ---- the kernel, as inductor's output code defines it " + "-" * 42 + "\n"
+        "try:\n"
+        + textwrap.indent(
+            "async_compile = AsyncCompile()\n" + block.strip() + "\nasync_compile.wait(globals())\n", "    "
+        )
+        + "except Exception as e:  # the failing run's own exception, said in one line too\n"
+        f'    print(f"{SIGNATURE_PREFIX}raise: {{type(e).__name__}}", file=sys.stderr)\n'
+        "    raise\n"
+        'print("ok: the kernel compiles")\n'
+    )
+    return "\n".join([_docstring(info), head, kernel])
 
 
 _HELPERS_NS: dict = {}
