@@ -21,7 +21,6 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.errors import FxlensError
-from fxlens.minify import kernel_capture
 from fxlens.minify.kernel_writer import SIGNATURE_PREFIX
 
 # `python FILE` where fxlens cannot be imported, as on a kernel author's machine: any import of it
@@ -118,10 +117,10 @@ def minify_kernel(
     )  # fmt: skip
     env = {
         config.ENV_RUNNER_HOOK: HOOKS,
-        kernel_capture.ENV_KERNEL_OUT: str(catch.absolute()),
-        kernel_capture.ENV_KERNEL_NAME: kernel or "",
-        kernel_capture.ENV_KERNEL_BACKEND: backend or "",
-        kernel_capture.ENV_KERNEL_COMMAND: command,
+        config.ENV_KERNEL_OUT: str(catch.absolute()),
+        config.ENV_KERNEL_NAME: kernel or "",
+        config.ENV_KERNEL_BACKEND: backend or "",
+        config.ENV_KERNEL_COMMAND: command,
         "FXLENS_CHECK_KERNELS": "1",  # the wrapper hands its size symbols to the kernels' replays
         # inductor's kernels are caught where it generates them: a cached graph would skip that
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
@@ -151,8 +150,11 @@ def minify_kernel(
     reproduced = None
     if verify:
         code, stderr = run_without_fxlens(path)
-        reproduced = f"{int(same_failure(code, stderr, status))}/1"
+        ok = same_failure(code, stderr, status)
+        reproduced = f"{int(ok)}/1"
         (session / "repro_run.log").write_text(stderr)
+        if ok:  # the outcome it showed, as the corpus test reads it (tests/minify/test_corpus.py)
+            _promise(path, code, stderr, slow=status.get("backend") == "inductor")
     result = {
         "repro": str(path),
         "inputs": str(path.with_suffix(".pt")),
@@ -178,6 +180,16 @@ def minify_kernel(
 
         write_json(result, json_path)
     return result
+
+
+def _promise(path: Path, code: int, stderr: str, slow: bool) -> None:
+    """Head the reproducer with the outcome its fresh run showed (`# expect:`), as minify's
+    reproducers are: a copy in repro_cases/ is then checked by the corpus test as it is."""
+    sig = next((ln for ln in reversed(stderr.splitlines()) if ln.startswith(SIGNATURE_PREFIX)), None)
+    lines = [f"# expect: exit {code}" + (f", {sig}" if sig else "")]
+    if slow:
+        lines.append("# corpus: slow (an inductor C++ compile)")
+    path.write_text("\n".join(lines) + "\n" + path.read_text())
 
 
 def summary_line(r: dict) -> str:

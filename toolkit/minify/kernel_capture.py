@@ -20,12 +20,8 @@ from pathlib import Path
 
 import torch
 
+from fxlens.config import ENV_KERNEL_BACKEND, ENV_KERNEL_COMMAND, ENV_KERNEL_NAME, ENV_KERNEL_OUT
 from fxlens.minify import kernel_writer
-
-ENV_KERNEL_NAME = "FXLENS_KERNEL_NAME"  # the kernel to catch; empty: the first failing one
-ENV_KERNEL_OUT = "FXLENS_KERNEL_OUT"  # folder for kernel.py, kernel.pt, kernel.json
-ENV_KERNEL_BACKEND = "FXLENS_KERNEL_BACKEND"  # the backend's name, for the header
-ENV_KERNEL_COMMAND = "FXLENS_KERNEL_COMMAND"  # the command that made it, for the header
 
 
 def versions() -> str:

@@ -24,8 +24,6 @@ import torch
 
 from fxlens.minify import kernel_writer
 
-ENV_KERNEL_NAME = "FXLENS_KERNEL_NAME"
-
 
 @dataclass
 class CppKernel:
