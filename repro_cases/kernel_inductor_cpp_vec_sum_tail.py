@@ -1,5 +1,7 @@
 # expect: exit 1, fxlens-signature: accuracy: cpp_fused_add_div_mul_rsqrt_sum_0 output 0 (aten.rsqrt.default)
 # corpus: slow (an inductor C++ compile)
+# injected: the masked-tail lane count is one short because tests/minify/scripts/inductor_vec_sum.py
+# (run with BUG=1) edits the C++ source inductor generated; inductor itself emits 4L there
 """fxlens kernel reproducer: cpp_fused_add_div_mul_rsqrt_sum_0 (aten.mul.Tensor, aten.sum.dim_IntList, aten.div.Tensor, aten.add.Tensor, aten.rsqrt.default)
 
 kernel    cpp_fused_add_div_mul_rsqrt_sum_0: inductor C++ kernel of 5 post-grad node(s)

@@ -111,7 +111,8 @@ def minify_kernel(
     t0 = time.perf_counter()
     session = new_session_dir(config.load().sessions_dir, script)
     catch = session / "kernel"
-    command = shlex.join(
+    carried = [f"{k}={os.environ[k]}" for k in ("FXLENS_INJECT",) if os.environ.get(k)]
+    command = shlex.join(carried) + (" " if carried else "") + shlex.join(
         ["fxlens", "minify", "--kernel", *(["--kernel-name", kernel] if kernel else []),
          *(["--backend", backend] if backend else []), script, *script_args]
     )  # fmt: skip
