@@ -8,7 +8,7 @@ failure   in the script's run: accuracy: output 0 (aten.add.Tensor) max abs err 
 launch    grid (1,), XBLOCK 1, RBLOCK 1, xnumel 1, rnumel 1; values read: [1, 1], [1, 1]
 inputs    the .pt file of the same name beside this script (torch.load(weights_only=True))
 versions  torch 2.13.0+cpu, triton 3.9.0, python 3.11.7, fxlens 0.1.0
-made by   fxlens minify --kernel toolkit/examples/demo_failing.py
+made by   FXLENS_INJECT=accuracy:aten.erf fxlens minify --kernel toolkit/examples/demo_failing.py
 
 Run: python THIS_FILE (CPU: Triton's interpreter; CUDA when present: compiled). Exit 1 with the
 largest error against eager in float64, its element and the op; or the launch's own exception;

@@ -11,7 +11,7 @@ failure   in the script's run: accuracy: output 0 (aten.rsqrt.default) max abs e
 launch    cpp_fused_add_div_mul_rsqrt_sum_0(buf1, arg0_1)  (tensors: [32], [32, 20])
 inputs    the .pt file of the same name beside this script (torch.load(weights_only=True))
 versions  torch 2.13.0+cpu, triton 3.9.0, python 3.11.7, fxlens 0.1.0, C++ compiled by inductor (torch._inductor.async_compile) on x86_64
-made by   fxlens minify --kernel tests/minify/scripts/inductor_vec_sum.py
+made by   BUG=1 fxlens minify --kernel tests/minify/scripts/inductor_vec_sum.py
 
 Run: python THIS_FILE (CPU: Triton's interpreter; CUDA when present: compiled). Exit 1 with the
 largest error against eager in float64, its element and the op; or the launch's own exception;
