@@ -97,3 +97,19 @@ def test_demo_erf_kernel_fails_without_fxlens_and_passes_without_the_fault(demo_
     code, out = run_without_fxlens(copy)
     assert code == 0, out
     assert "ok: fxk_forward_0_erf_relu_add agrees with eager in float64" in out
+
+
+def test_no_failing_launch_is_a_one_line_error(tmp_path):
+    # the demo without its fault: every launch agrees with eager, nothing to write
+    env = {k: v for k, v in os.environ.items() if k != "FXLENS_INJECT"}
+    env["FXLENS_SESSIONS_DIR"] = str(tmp_path / "sessions")
+    cmd = [sys.executable, "-m", "fxlens.cli", "minify", "--kernel", "--out", str(tmp_path / "r.py")]
+    proc = subprocess.run(
+        [*cmd, str(DEMO)], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("fxlens minify: error: no kernel failed: ") and "agree with eager" in line
+    assert not (tmp_path / "r.py").exists()
+    proc = subprocess.run([*cmd, str(tmp_path / "missing.py")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1

@@ -101,15 +101,52 @@ def minify_kernel(
     Raises:
         FxlensError: bad input, or no launch fails (one line, with the reason).
     """
-    from fxlens.capture.command import run_captured
-    from fxlens.minify.command import _check_request
-    from fxlens.minify.repro_writer import claim, release
+    script_args = list(script_args or [])
+    _check(script, out, backend, json_path)
+    t0 = time.perf_counter()
     from fxlens.trace.session import new_session_dir
 
-    script_args = list(script_args or [])
-    _check_request(script, out, "auto", backend, json_path)
-    t0 = time.perf_counter()
     session = new_session_dir(config.load().sessions_dir, script)
+    status, code = _catch(script, script_args, backend, kernel, session, timeout)
+    if not status.get("found"):
+        raise FxlensError(_why_none(status, kernel, code, session / "script.log"))
+    path = _place(session / "kernel", status["kernel"], out, out_dir)
+    reproduced = None
+    if verify:
+        code, stderr = run_without_fxlens(path)
+        ok = same_failure(code, stderr, status)
+        reproduced = f"{int(ok)}/1"
+        (session / "repro_run.log").write_text(stderr)
+        if ok:  # the outcome it showed, as the corpus test reads it (tests/minify/test_corpus.py)
+            _promise(path, code, stderr, slow=status.get("backend") == "inductor")
+    result = _result(status, path, backend, reproduced, time.perf_counter() - t0, session)
+    if json_path:
+        from fxlens.report.command import write_json
+
+        write_json(result, json_path)
+    return result
+
+
+def _check(script: str, out: str | None, backend: str | None, json_path: str | None) -> None:
+    """Refuse bad input before anything runs (one line each), as `fxlens minify` does."""
+    from fxlens.capture.backends import check_spec
+    from fxlens.capture.command import check_script
+    from fxlens.report.command import check_writable
+
+    check_script(script)
+    check_writable(json_path)
+    if out:
+        if os.path.lexists(out):
+            raise FxlensError(f"--out {out}: already exists; remove it or choose another name")
+        check_writable(out, "--out")
+    if backend:
+        check_spec(backend)
+
+
+def _catch(script, script_args, backend, kernel, session: Path, timeout) -> tuple[dict, int | None]:
+    """Run SCRIPT with the launch catcher: (its status, the script's exit code)."""
+    from fxlens.capture.command import run_captured
+
     catch = session / "kernel"
     carried = [f"{k}={os.environ[k]}" for k in ("FXLENS_INJECT",) if os.environ.get(k)]
     command = shlex.join(carried) + (" " if carried else "") + shlex.join(
@@ -132,34 +169,32 @@ def minify_kernel(
         script, script_args, backend=backend, session_dir=str(session), env=env, timeout=timeout,
         stdout=log, stderr=log, trace=False,
     )  # fmt: skip
-    status = _read_status(catch)
-    if not status.get("found"):
-        raise FxlensError(_why_none(status, kernel, res.code, log))
-    name = status["kernel"]
+    return _read_status(catch), res.exit_code
+
+
+def _place(catch: Path, name: str, out: str | None, out_dir: str | None) -> Path:
+    """Copy the child's reproducer and tensors to their place (a name claimed atomically)."""
+    from fxlens.minify.repro_writer import claim, release
+
     repro_dir = Path(out_dir) if out_dir else config.load_minify().repro_dir
-    path = (
-        claim(out, numbered=False, also=(".pt",))
-        if out
-        else claim(_default_out(repro_dir, name), also=(".pt",))
-    )
+    if out:
+        path = claim(out, numbered=False, also=(".pt",))
+    else:
+        path = claim(_default_out(repro_dir, name), also=(".pt",))
     try:
         shutil.copyfile(catch / "kernel.py", path)
         shutil.copyfile(catch / "kernel.pt", path.with_suffix(".pt"))
     except BaseException:
         release(path, also=(".pt",))
         raise
-    reproduced = None
-    if verify:
-        code, stderr = run_without_fxlens(path)
-        ok = same_failure(code, stderr, status)
-        reproduced = f"{int(ok)}/1"
-        (session / "repro_run.log").write_text(stderr)
-        if ok:  # the outcome it showed, as the corpus test reads it (tests/minify/test_corpus.py)
-            _promise(path, code, stderr, slow=status.get("backend") == "inductor")
+    return path
+
+
+def _result(status: dict, path: Path, backend, reproduced, seconds: float, session: Path) -> dict:
     result = {
         "repro": str(path),
         "inputs": str(path.with_suffix(".pt")),
-        "kernel": name,
+        "kernel": status["kernel"],
         "backend": backend or status.get("backend") or "(the script's own)",
         "graph": status.get("graph"),
         "compile_id": status.get("compile_id"),
@@ -172,14 +207,10 @@ def minify_kernel(
         "shrunk": status.get("shrunk"),
         "notes": status.get("notes") or [],
         "reproduced": reproduced,
-        "seconds": round(time.perf_counter() - t0, 2),
+        "seconds": round(seconds, 2),
         "session": str(session),
     }
     result["summary"] = summary_line(result)
-    if json_path:
-        from fxlens.report.command import write_json
-
-        write_json(result, json_path)
     return result
 
 

@@ -191,6 +191,24 @@ def _cut(t: torch.Tensor, how: str) -> torch.Tensor:
     return t[tuple(slice(0, (d + 1) // 2) for d in t.shape)].clone()
 
 
+def _metas(gm, inputs) -> dict:
+    """Each node's value on fake copies of `inputs` (the cut sizes), as compile_aten reads them."""
+    from fxlens.backend.torch_compat import FakeTensorMode
+
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    fakes = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in inputs]
+    metas: dict = {}
+
+    class _Record(torch.fx.Interpreter):
+        def run_node(self, n):
+            metas[n] = super().run_node(n)
+            return metas[n]
+
+    with mode:
+        _Record(gm).run(*fakes)
+    return metas
+
+
 class _Probe:
     """Compile a cut kernel graph with fxlens and launch it: its failing launch, if any."""
 
@@ -199,12 +217,12 @@ class _Probe:
         self.tries = 0
 
     def __call__(self, gm, inputs) -> Launch | None:
-        from fxlens.backend.compile_fx import _concrete_metas, compile_aten
+        from fxlens.backend.compile_fx import compile_aten
 
         self.tries += 1
         try:
             gm(*[x.double() if x.is_floating_point() else x for x in inputs])  # the cut must make sense
-            call = compile_aten(gm, list(inputs), self.ck.graph, self.fusion, _concrete_metas(gm, inputs))
+            call = compile_aten(gm, list(inputs), self.ck.graph, self.fusion, _metas(gm, inputs))
         except Exception:
             return None
         found: list = []
