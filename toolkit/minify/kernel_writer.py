@@ -169,7 +169,7 @@ def reference_source(nodes, boundary, outputs, consts: list, ints, missing) -> s
         if node.target is operator.getitem:
             call = f"operator.getitem(*{args})"
         names[node] = f"v_{node.name}"
-        lines.append(f"    v_{node.name} = {call}  # {node.format_node()[:100]}")
+        lines.append(f"    v_{node.name} = {call}  # FX node {node.name}")
     outs = [names[n] if item is None else f"{names[n]}[{item}]" for n, item in outputs]
     lines.append(f"    return [{', '.join(outs)}]")
     return "\n".join(lines) + "\n"
@@ -267,7 +267,10 @@ def triton_script(info: dict, kernel_source: str, reference: str, outputs: list,
         import triton.language as tl  # noqa: E402, F401
         """
     )
-    kernel = "# ---- the kernel, as fxlens generated it " + "-" * 56 + "\n" + kernel_source.strip() + "\n"
+    # its own `import triton` lines are the head's (triton must load after TRITON_INTERPRET is set)
+    own = {"import triton", "import triton.language as tl"}
+    body = "\n".join(ln for ln in kernel_source.strip().splitlines() if ln.strip() not in own).strip()
+    kernel = "# ---- the kernel, as fxlens generated it " + "-" * 56 + "\n" + body + "\n"
     dims = dict(
         xnumel=launch["xnumel"], rnumel=launch["rnumel"], XBLOCK=launch["XBLOCK"], RBLOCK=launch["RBLOCK"]
     )
