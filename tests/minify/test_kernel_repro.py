@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,49 @@ def test_no_failing_launch_is_a_one_line_error(tmp_path):
     assert not (tmp_path / "r.py").exists()
     proc = subprocess.run([*cmd, str(tmp_path / "missing.py")], capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_bisect_next_line_runs_as_is(tmp_path):
+    # bisect names the kernel; the command its `next:` line prints writes that kernel's reproducer
+    env = {**os.environ, "FXLENS_INJECT": "accuracy:aten.erf", "FXLENS_SESSIONS_DIR": str(tmp_path / "s")}
+    js = tmp_path / "b.json"
+    cli = [sys.executable, "-m", "fxlens.cli"]
+    proc = subprocess.run(
+        [*cli, "bisect", "--json", str(js), str(DEMO)], capture_output=True, text=True, timeout=900, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    words = shlex.split(json.loads(js.read_text())["next"])
+    assert words[:5] == ["fxlens", "minify", "--kernel", "--kernel-name", "fxk_forward_0_erf"]
+    proc = subprocess.run(
+        [*cli, *words[1:]], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "kernel fxk_forward_0_erf [aten.erf.default]" in proc.stdout and "reproduced 1/1" in proc.stdout
+
+
+@pytest.mark.slow
+def test_a_fault_in_fxlens_launcher_is_not_written_as_a_kernel(tmp_path):
+    # FXLENS_INJECT=runtime_error raises in fxlens's launcher before the kernel runs: the kernel
+    # itself is fine, so no reproducer of it could fail; one line says so
+    env = {
+        **os.environ,
+        "FXLENS_INJECT": "runtime_error:aten.erf",
+        "FXLENS_SESSIONS_DIR": str(tmp_path / "s"),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "fxlens.cli",
+        "minify",
+        "--kernel",
+        "--out",
+        str(tmp_path / "r.py"),
+        str(DEMO),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "fxlens minify: error: fxk_forward_0_erf_relu_add raises in fxlens's launcher "
+        "(FXLENS_INJECT=runtime_error), before the kernel runs: no kernel to reproduce"
+    ]
+    assert not (tmp_path / "r.py").exists()

@@ -246,6 +246,8 @@ def _read_status(folder: Path) -> dict:
 
 
 def _why_none(status: dict, kernel: str | None, code: int | None, log: Path) -> str:
+    if status.get("write_error", "").endswith("no kernel to reproduce"):
+        return status["write_error"]
     if status.get("write_error"):
         return f"the failing launch was caught but could not be written: {status['write_error']}"
     launches = status.get("launches")

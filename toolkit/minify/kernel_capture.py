@@ -42,22 +42,31 @@ class Catcher:
         self.out, self.name = out, name
         self.done = False
         self.launches: dict[str, int] = {}
+        self.seen: set[str] = set()  # every kernel launched (named in the error when NAME never ran)
         self.h = kernel_writer.helpers_cache()
 
     def status(self, **data) -> None:
         tmp = self.out / "kernel.json.tmp"
-        tmp.write_text(json.dumps({"launches": self.launches, **data}, default=str))
+        tmp.write_text(
+            json.dumps({"launches": self.launches, "seen": sorted(self.seen), **data}, default=str)
+        )
         os.replace(tmp, self.out / "kernel.json")
 
     def wrap(self, original):
         catcher = self
 
         def observed(ck, *args, xnumel: int, rnumel: int):
+            catcher.seen.add(ck.name)
             if catcher.done or ck.fallback or (catcher.name and ck.name != catcher.name):
+                return original(ck, *args, xnumel=xnumel, rnumel=rnumel)
+            if ck.runtime_error:  # FXLENS_INJECT=runtime_error raises in fxlens's launcher, not the kernel
+                catcher.status(found=False, write_error=f"{ck.name} raises in fxlens's launcher "
+                               "(FXLENS_INJECT=runtime_error), before the kernel runs: no kernel to reproduce")  # fmt: skip
+                catcher.done = True
                 return original(ck, *args, xnumel=xnumel, rnumel=rnumel)
             catcher.launches[ck.name] = catcher.launches.get(ck.name, 0) + 1
             n = len(args) - len(ck.size_args)
-            snap = [kernel_writer_snap(a) for a in args[:n]]
+            snap = [catcher.h["_snap"](a) for a in args[:n]]
             try:
                 original(ck, *args, xnumel=xnumel, rnumel=rnumel)
             except Exception as e:
@@ -210,10 +219,6 @@ def _user_line_of(nodes) -> str:
     from fxlens.minify.kernel_shrink import user_line
 
     return user_line(SimpleNamespace(replay_nodes=list(nodes)))
-
-
-def kernel_writer_snap(t):
-    return kernel_writer.helpers_cache()["_snap"](t)
 
 
 def header(ck, launch, failure, error) -> dict:

@@ -170,6 +170,7 @@ class InductorCatcher:
         catcher, parent = self, self.parent
 
         def launch(*args):
+            parent.seen.add(info.name)
             if parent.done or (parent.name and info.name != parent.name):
                 return kernel(*args)
             parent.launches[info.name] = parent.launches.get(info.name, 0) + 1
