@@ -22,6 +22,7 @@ from schema_check import validate
 
 from fxlens.minify.kernel import run_without_fxlens
 from fxlens.minify.repro_writer import FXLENS_IMPORT
+from fxlens.trace.session import Session
 
 DEMO = Path(__file__).resolve().parents[2] / "toolkit" / "examples" / "demo_failing.py"
 # the injected fault, as fxlens's codegen writes it (kernel_ctx.store): `tN = tM + 1.0`, then stored
@@ -78,6 +79,9 @@ def test_demo_erf_kernel_fails_without_fxlens_and_passes_without_the_fault(demo_
     assert r["failure"]["op"] == "aten.add.Tensor" and abs(r["failure"]["max_abs_err"] - 1) < 1e-5
     # the smallest launch that still fails: every input cut to one element
     assert r["launch"]["inputs"] == [[8, 16], [8, 16]] and r["shrunk"]["inputs"] == [[1, 1], [1, 1]]
+    # the session keeps the verdict, as `fxlens report SESSION` shows minify's
+    events = [e for e in Session.open(r["session"]).events if e.get("event") == "minify"]
+    assert events and events[-1]["summary"] == r["summary"] and events[-1]["repro"] == r["repro"]
     text = repro.read_text()
     assert not any(FXLENS_IMPORT.match(ln) for ln in text.splitlines())  # torch and triton only
     assert "weights_only=True" in text and "compile 0/0" in text and "torch 2." in text

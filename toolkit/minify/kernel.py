@@ -120,6 +120,9 @@ def minify_kernel(
         if ok:  # the outcome it showed, as the corpus test reads it (tests/minify/test_corpus.py)
             _promise(path, code, stderr, slow=status.get("backend") == "inductor")
     result = _result(status, path, backend, reproduced, time.perf_counter() - t0, session)
+    from fxlens.trace.session import append_event
+
+    append_event(session, "minify", result)  # `fxlens report SESSION` shows it as minify's verdict
     if json_path:
         from fxlens.report.command import write_json
 
