@@ -115,7 +115,7 @@ class InductorCatcher:
 
     def __init__(self, parent):
         self.parent = parent
-        self.pending: dict[str, CppKernel] = {}
+        self.pending: dict[str, CppKernel | None] = {}  # None: seen, but not watchable
 
     def install(self) -> None:
         from fxlens.capture.imports import when_imported
@@ -133,11 +133,14 @@ class InductorCatcher:
 
         def define_kernel(sched, src_code, nodes, kernel_args=None):
             name = original(sched, src_code, nodes, kernel_args)
+            if name in catcher.pending:  # the same source twice (inductor reuses the kernel): its
+                catcher.pending[name] = None  # arguments differ per call site; not watched
+                return name
             try:  # a diagnostic: never in the way of the compile
                 args = sched.kernel_group.args if kernel_args is None else kernel_args
                 catcher.pending[name] = describe(name, nodes, args)
             except Exception:
-                pass
+                catcher.pending[name] = None
             return name
 
         cls.define_kernel = define_kernel
@@ -159,7 +162,7 @@ class InductorCatcher:
                 raise
             for name, info in pending.items():
                 k = mod.__dict__.get(name)
-                if callable(k):
+                if info is not None and callable(k):
                     mod.__dict__[name] = catcher.watch(info, k, path)
             return mod
 
@@ -214,7 +217,7 @@ class InductorCatcher:
             return
         for name, info in pending.items():
             block = kernel_block(source, name)
-            if block is None:
+            if block is None or info is None:
                 continue
             ns: dict = {}
             try:
