@@ -104,6 +104,14 @@ def test_demo_erf_kernel_fails_without_fxlens_and_passes_without_the_fault(demo_
     assert "ok: fxk_forward_0_erf_relu_add agrees with eager in float64" in out
 
 
+def test_bad_input_is_a_one_line_error(tmp_path):
+    cmd = [sys.executable, "-m", "fxlens.cli", "minify", "--kernel", str(tmp_path / "missing.py")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "missing.py" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow  # a whole run of the demo (~6 s of CPU) for an error line
 def test_no_failing_launch_is_a_one_line_error(tmp_path):
     # the demo without its fault: every launch agrees with eager, nothing to write
     env = {k: v for k, v in os.environ.items() if k != "FXLENS_INJECT"}
@@ -116,8 +124,6 @@ def test_no_failing_launch_is_a_one_line_error(tmp_path):
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("fxlens minify: error: no kernel failed: ") and "agree with eager" in line
     assert not (tmp_path / "r.py").exists()
-    proc = subprocess.run([*cmd, str(tmp_path / "missing.py")], capture_output=True, text=True, env=env)
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.slow

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.errors import FxlensError
-from fxlens.minify.kernel_writer import SIGNATURE_PREFIX
+
+SIGNATURE_PREFIX = "fxlens-signature: "  # kernel_writer's (imported lazily: it imports torch)
 
 # `python FILE` where fxlens cannot be imported, as on a kernel author's machine: any import of it
 # raises ImportError (sys.modules[...] = None), and -I drops PYTHONPATH, the user site and the
