@@ -253,7 +253,7 @@ def triton_script(info: dict, kernel_source: str, reference: str, outputs: list,
     head = textwrap.dedent(
         """
         import os
-        import operator
+        import operator  # noqa: F401 - reference() may call operator.getitem
         import sys
         from pathlib import Path
 
@@ -297,7 +297,7 @@ def cpp_script(info: dict, block: str, reference: str, outputs: list, line: str,
     loaded by inductor's own loader, and the wrapper line that launches it."""
     head = textwrap.dedent(
         """
-        import operator
+        import operator  # noqa: F401 - reference() may call operator.getitem
         import sys
         from pathlib import Path
 
