@@ -18,7 +18,7 @@ note: shrunk from a launch over 128 x 1 elements (values read: [8, 16], [8, 16])
 
 
 import os
-import operator
+import operator  # noqa: F401 - reference() may call operator.getitem
 import sys
 from pathlib import Path
 
@@ -32,10 +32,6 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402, F401
 
 # ---- the kernel, as fxlens generated it --------------------------------------------------------
-import triton
-import triton.language as tl
-
-
 @triton.jit
 def fxk_forward_0_erf_relu_add(p_arg0, p_arg1, p_buf0, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
     xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)
@@ -100,9 +96,9 @@ def reference(p, C):
     """Eager's computation of the kernel's ATen nodes, in float64."""
     in0 = _f64(p[0].as_strided((1, 1), (16, 1), p[0].storage_offset() + 0))
     in1 = _f64(p[1].as_strided((1, 1), (16, 1), p[1].storage_offset() + 0))
-    v_erf = torch.ops.aten.erf.default(*_f64((in0,)), **_f64({}))  # %erf : [num_users=1] = call_function[target=torch.ops.aten.erf.default](args = (%addmm,), kwargs = {
-    v_relu = torch.ops.aten.relu.default(*_f64((v_erf,)), **_f64({}))  # %relu : [num_users=1] = call_function[target=torch.ops.aten.relu.default](args = (%erf,), kwargs = {
-    v_add = torch.ops.aten.add.Tensor(*_f64((v_relu, in1)), **_f64({}))  # %add : [num_users=1] = call_function[target=torch.ops.aten.add.Tensor](args = (%relu, %primals_3), k
+    v_erf = torch.ops.aten.erf.default(*_f64((in0,)), **_f64({}))  # FX node erf
+    v_relu = torch.ops.aten.relu.default(*_f64((v_erf,)), **_f64({}))  # FX node relu
+    v_add = torch.ops.aten.add.Tensor(*_f64((v_relu, in1)), **_f64({}))  # FX node add
     return [v_add]
 
 KERNEL_NAME = 'fxk_forward_0_erf_relu_add'
