@@ -69,6 +69,21 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "joint_graph_lazy_init": ("torch._inductor.fx_passes.joint_graph", "lazy_init", ("input_device",)),
     "post_grad_lazy_init": ("torch._inductor.fx_passes.post_grad", "lazy_init", ("input_device",)),
     "pick_vec_isa": ("torch._inductor.cpu_vec_isa", "pick_vec_isa", ()),
+    # `fxlens minify --kernel` on inductor: where a C++ kernel is named (its arguments and nodes
+    # known), where the output code is loaded, and the graph being lowered
+    "CppScheduling": ("torch._inductor.codegen.cpp", "CppScheduling", ()),
+    "cpp_define_kernel": (
+        "torch._inductor.codegen.cpp",
+        "CppScheduling.define_kernel",
+        ("src_code", "nodes", "kernel_args"),
+    ),
+    "PyCodeCache": ("torch._inductor.codecache", "PyCodeCache", ()),
+    "pycodecache_load_by_key_path": (
+        "torch._inductor.codecache",
+        "PyCodeCache.load_by_key_path",
+        ("key", "path"),
+    ),
+    "inductor_V": ("torch._inductor.virtualized", "V", ()),
     # config modules: minify copies their non-default values into the reproducer; bisect sets one
     "dynamo_config": ("torch._dynamo.config", "", ()),
     "inductor_config": ("torch._inductor.config", "", ()),

@@ -39,4 +39,5 @@ def test_full_demo(tmp_path):
     out = proc.stdout
     assert "verdict: accuracy first at stage fxlens_nofusion" in out and "fxk_forward_0_erf" in out
     assert "reproduced 3/3 fresh runs" in out
-    assert "Findings, by estimated cost" in out
+    assert "fxlens minify --kernel: kernel fxk_forward_0_erf" in out and "(exit 1)" in out
+    assert "Findings, by measured or structural impact" in out  # doctor's heading (was stale)

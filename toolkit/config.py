@@ -65,6 +65,11 @@ ENV_MINIFY_CAPTURE_DIR = "FXLENS_MINIFY_CAPTURE_DIR"  # where the child saves gr
 ENV_MINIFY_BACKEND = "FXLENS_MINIFY_BACKEND"  # the real backend spec; empty: the script's own
 ENV_MINIFY_CHECK = "FXLENS_MINIFY_CHECK"  # crash, accuracy or auto
 ENV_REPRO_DIR = "FXLENS_REPRO_DIR"
+# -- fxlens minify --kernel: the parent sets these for its child (fxlens.minify.kernel_capture) --
+ENV_KERNEL_NAME = "FXLENS_KERNEL_NAME"  # the kernel to catch; empty: the first failing one
+ENV_KERNEL_OUT = "FXLENS_KERNEL_OUT"  # folder for kernel.py, kernel.pt, kernel.json
+ENV_KERNEL_BACKEND = "FXLENS_KERNEL_BACKEND"  # the backend's name, for the reproducer's header
+ENV_KERNEL_COMMAND = "FXLENS_KERNEL_COMMAND"  # the command that made it, for the header
 
 
 @dataclass(frozen=True)

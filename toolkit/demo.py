@@ -2,7 +2,8 @@
 
 Steps: capture and report (graph breaks, recompiles) of a small training loop compiled with the
 fxlens backend (its Triton kernels included); bisect and minify a model whose compiled output is
-wrong; doctor's eager-vs-compiled verdict; then the command that opens the session in the TUI.
+wrong, and write its failing kernel as a standalone script with the real inputs of its launch;
+doctor's eager-vs-compiled verdict; then the command that opens the session in the TUI.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["run", "bisect", "minify", "doctor"],
+        choices=["run", "bisect", "minify", "kernel", "doctor"],
         action="append",
         help="run only these steps (repeatable)",
     )
@@ -93,6 +94,29 @@ def step_minify() -> None:
         print(f"\n--- {repro} (head) ---\n{text}\n...")
 
 
+def step_kernel() -> None:
+    from fxlens.minify.kernel import minify_kernel, run_without_fxlens
+
+    out_dir = Path(config.load().sessions_dir) / "repros"
+    print(
+        f"$ FXLENS_INJECT={DEMO_FAULT} fxlens minify --kernel --out {out_dir}/ {DEMO_FAILING.name}",
+        flush=True,
+    )
+    r = minify_kernel(str(DEMO_FAILING), [], backend="fxlens", out_dir=str(out_dir))
+    print(f"fxlens minify --kernel: {r['summary']}")
+    repro = Path(r["repro"])
+    text = repro.read_text()
+    # the header and the kernel, then eager's fp64 computation of its nodes (the helpers between
+    # them are the same in every kernel reproducer)
+    head = text.split("\ndef _snap(")[0].rstrip()
+    ref = "def reference(" + text.split("\ndef reference(")[1].split("\nKERNEL_NAME = ")[0].rstrip()
+    print(f"\n--- {repro} (head) ---\n{head}\n...\n{ref}\n...")
+    print(f"\n$ python {repro}   # a fresh interpreter where fxlens cannot be imported", flush=True)
+    code, out = run_without_fxlens(repro)
+    print(out.rstrip())
+    print(f"(exit {code})")
+
+
 def step_doctor() -> None:
     from fxlens.doctor.command import doctor_script, render_text
 
@@ -102,7 +126,7 @@ def step_doctor() -> None:
 
 def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    only = set(args.only or ["run", "bisect", "minify", "doctor"])
+    only = set(args.only or ["run", "bisect", "minify", "kernel", "doctor"])
     session = None
     n = 0
     if "run" in only:
@@ -119,6 +143,11 @@ def main(args: argparse.Namespace) -> int:
         _title(n, "A reproducer for the bug report: minify the failing graph")
         with _injected(DEMO_FAULT):
             step_minify()
+    if "kernel" in only:
+        n += 1
+        _title(n, "A reproducer for the kernel author: the failing kernel alone, with its real inputs")
+        with _injected(DEMO_FAULT):
+            step_kernel()
     if "doctor" in only:
         n += 1
         _title(n, "Does compiling help at all? Eager vs compiled, side by side")

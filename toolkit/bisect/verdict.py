@@ -92,6 +92,9 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
         check = "eager-diff"
     # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
     parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
+    kernel = (r.get("kernel") or {}).get("name")
+    if kernel and check in ("accuracy", "crash"):  # one kernel named: its launch, as a script
+        parts = ["fxlens", "minify", "--kernel", "--kernel-name", kernel, "--backend", stage, script, *args]
     return " ".join(shlex.quote(p) for p in parts)
 
 

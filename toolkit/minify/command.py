@@ -51,6 +51,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="reproducer path, or an existing folder (or one ending in /) for a fresh name in it "
         "(default repro_cases/minify_*.py); an existing file is never overwritten",
     )
+    parser.add_argument(
+        "--kernel",
+        action="store_true",
+        help="write the failing kernel (not the graph) as a standalone script with the real inputs "
+        "of its failing launch, compared with eager in float64 (fxlens and inductor kernels)",
+    )
+    parser.add_argument(
+        "--kernel-name",
+        metavar="NAME",
+        help="with --kernel: the kernel to catch, as bisect names it (default: the first that fails)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the result as JSON to FILE")
     add_format_arguments(parser)
     add_timeout_argument(parser, "the script's own run (each candidate: FXLENS_MINIFY_TIMEOUT, 120)")
@@ -135,6 +146,10 @@ def minify_script(
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.kernel or args.kernel_name:  # the kernel reproducer: its own pipeline
+        from fxlens.minify import kernel
+
+        return kernel.main(args)
     out, out_dir = args.out, None
     if out and (out.endswith(os.sep) or os.path.isdir(out)):  # a folder: a fresh name inside it
         out, out_dir = None, out
