@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard, tensor_hint
+from fxlens.fix.table import action, config_action
+from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard, source_name, tensor_hint
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
 from fxlens.trace.userframes import is_library_code, short_path
 
@@ -28,9 +29,10 @@ CAUSES: dict[str, tuple[str, str]] = {
     ),
     "size_one": (
         "size 1 of {name}, dim {dim}",
-        "torch compiled that dim for sizes >= 2 and specialises size 1 (a batch or sequence of one): "
-        "expected once; to avoid it use `torch._dynamo.decorators.mark_unbacked({t}, {dim})` or avoid "
-        "size-1 inputs (`drop_last=True`)",
+        "torch compiles a dynamic dim for sizes >= 2 and always specialises size 1 (a batch or "
+        "sequence of one, prefill then one-token decode steps): expected once, and neither automatic "
+        "dynamic shapes nor `mark_dynamic` can cover it; for one graph for every size, mark it "
+        "unbacked before the call: `torch._dynamo.decorators.mark_unbacked({t}, {dim})`",
     ),
     "size_branch": (
         "a branch on the size of {name}, dim {dim}",
@@ -141,10 +143,25 @@ def _guards_of(rc: Recompile) -> list[FailedGuard]:
     return list(rc.guards) if rc.guards else [parse_failed_guard(t) for t in rc.failed_guards]
 
 
+def shorten(text: str, limit: int) -> str:
+    """TEXT cut to about LIMIT characters, never inside one of torch's quotes (a cut quote reads as
+    a different guard): the cut backs off to before the open quote, and says it with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    for q in ("'", '"'):
+        if cut.count(q) % 2:
+            cut = cut[: cut.rindex(q)]
+    cut = cut.rstrip(" ,.:;(")
+    return (cut + " …") if cut else text
+
+
 def format_for_guard(template: str, g: FailedGuard) -> str:
     name = describe_source(g.source) if g.source else "the input"
     t = tensor_hint(g.source) or "x"
-    out = template.format(name=name, t=t, dim=g.dim or 0, text=g.text[:120], code=g.code[:80] or g.text)
+    out = template.format(
+        name=name, t=t, dim=g.dim or 0, text=shorten(g.text, 160), code=shorten(g.code, 80) or g.text
+    )
     if t == "t" and "{t}" in template:  # a wrapper's *args: the record has no variable name
         out += " (`t`: the tensor your code passes in that position)"
     return out
@@ -196,7 +213,10 @@ def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
         counted = False
         for g in parsed:
             key = (*fkey, *_identity(g))
-            grp = groups.setdefault(key, {"rc": rc, "guard": g, "values": [], "count": 0, "ids": []})
+            grp = groups.setdefault(
+                key, {"rc": rc, "guard": g, "values": [], "count": 0, "ids": [], "co_names": set()}
+            )
+            grp["co_names"].add(rc.co_name or rc.function)
             # the first (newest) failure carries the value this call had; older entries repeat history
             for v in _values(g):
                 if v not in grp["values"]:
@@ -228,13 +248,18 @@ def _merge_across_names(groups: dict[tuple, dict]) -> dict[tuple, dict]:
             m["count"] += g["count"]
             m["ids"] += g["ids"]
             m["guards"].append(g["guard"])
+            m["co_names"] = m["co_names"] | g["co_names"]
     return merged
 
 
-def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause:
+def _cause(
+    function: str, file: str, g: dict, hit_limit: bool, entry_ids: set | None = None
+) -> RecompileCause:
     """One merged group as a cause: what changed, in words, torch's own guard, and the fix."""
     guard: FailedGuard = g["guards"][0]
     kind = guard.kind
+    if kind == "size" and "1" in g["values"]:
+        kind = "size_one"  # a dim that became (or was) 1: torch specialises that size, always
     subject_t, fix_t = CAUSES.get(kind, CAUSES["other"])
     subject = format_for_guard(subject_t, guard)
     vals = ", ".join(g["values"])
@@ -246,21 +271,21 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         message = f"{subject} was specialised to {vals}, then changed"
     else:
         message = f"{subject} took values {vals}" if vals else f"{subject} changed"
-    if guard.code and guard.line and kind not in ("size", "dtype", "requires_grad", "stride", "ndim"):
-        message += f" (guarded at {short_path(guard.file)}:{guard.line}: `{guard.code[:60]}`)"
+    if (
+        guard.code
+        and guard.line
+        and kind not in ("size", "size_one", "dtype", "requires_grad", "stride", "ndim")
+    ):
+        message += f" (guarded at {short_path(guard.file)}:{guard.line}: `{shorten(guard.code, 60)}`)"
     if len(g["guards"]) > 1:
         others = ", ".join(describe_source(x.source) for x in g["guards"][1:] if x.source)
-        if others:
+        resumed = any(c.startswith(_RESUME) for c in g["co_names"])
+        if others and resumed:  # only a graph break makes resume functions
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
-    fix = format_for_guard(fix_t, guard)
-    if kind == "size":
-        fix = _size_fix(guard, fix, third=len(g["values"]) > 2)
-    elif kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
-        fix = (
-            f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
-            "one compile per distinct way the library calls that frame is expected; only if the frame "
-            "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
-        )
+        elif others:
+            message += f" (the same change is also guarded as {others})"
+    held = _held(guard, g, entry_ids)
+    fix, actions = _fix(kind, fix_t, guard, g, held, hit_limit)
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
     return RecompileCause(
@@ -276,7 +301,100 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         tuple(g["ids"]),
         guard=guard.text,
         hint=guard.hint,
+        actions=tuple(actions),
     )
+
+
+_RESUME = "torch_dynamo_resume_in_"
+# a learning rate in an optimizer's param_groups, as torch names the guard's source
+_LR = re.compile(r"param_groups\b.*\['lr'\]")
+# a setting the user sets on a library model: its config (`self.config.problem_type`), or a keyword
+# argument of the call (`use_cache`, `return_dict`, `loss_type`)
+_SETTING = re.compile(r"(^|\.)config\.|^kwargs\[|^(use_cache|return_dict|loss_type|output_\w+)$")
+
+
+def _held(guard: FailedGuard, g: dict, entry_ids: set | None) -> bool:
+    """Whether the guarded tensor is an argument the user passes to the compiled call: a plain name
+    (not an attribute, not a resume function's local) of a frame the user's compiled call entered
+    (not an inner frame torch compiled after a graph break, whose arguments the user never holds)."""
+    name = source_name(guard.source) if guard.source else ""
+    if not name.isidentifier() or name.startswith("___"):
+        return False
+    if any(c.startswith(_RESUME) for c in g["co_names"]) and len(g["co_names"]) == 1:
+        return False
+    return entry_ids is None or any(i in entry_ids for i in g["ids"])
+
+
+def _frame_of(g: dict) -> dict:
+    """The compiled frame an action applies to: its code name and file."""
+    rc = g["rc"]
+    return {"function": rc.co_name or rc.function, "file": rc.file}
+
+
+def _fix(kind: str, fix_t: str, guard: FailedGuard, g: dict, held: bool, hit_limit: bool) -> tuple[str, list]:
+    """The fix for one cause, in words and as actions (fxlens.fix.table) `fxlens fix` can try."""
+    name = source_name(guard.source) if guard.source else ""
+    values = g["values"]
+    if kind in ("module_attr", "value") and _LR.search(guard.source or ""):
+        lr = values[0] if values else "0.01"
+        return (
+            "the learning rate is a Python float in the optimizer's param_groups, and the LR scheduler "
+            "changes it at every step: pass it as a tensor (`torch.optim.AdamW(params, "
+            f"lr=torch.tensor({lr}))`, torch's documented way to compile `optimizer.step()` with a "
+            "scheduler); the scheduler then updates the tensor in place and the step compiles once",
+            [action("tensor_lr", lr=lr)],
+        )
+    if kind == "size":
+        return _size_fix(guard, format_for_guard(fix_t, guard), g, held)
+    if kind == "size_one":
+        fix = (
+            format_for_guard(fix_t, guard)
+            if held
+            else (
+                "torch compiled that dim for sizes >= 2 and specialises size 1 (prefill then one-token "
+                "decode steps, a batch of one): one compile per size-1 case is expected, and neither "
+                "automatic dynamic shapes nor `mark_dynamic` can cover a size of 1"
+            )
+        )
+        acts = [action("mark_unbacked", arg=name, dim=int(guard.dim or 0), **_frame_of(g))] if held else []
+        return fix, acts
+    fix = format_for_guard(fix_t, guard)
+    actions: list = []
+    if kind == "item_value":
+        actions = [config_action("capture_scalar_outputs", True, "recompiles")]
+    elif kind in ("module_attr", "value") and values:
+        number = _number(values[0])
+        if isinstance(number, float):
+            actions = [config_action("specialize_float", False, "recompiles")]
+        elif isinstance(number, int) and kind == "module_attr":
+            actions = [config_action("allow_unspec_int_on_nn_module", True, "recompiles")]
+        elif isinstance(number, int):
+            actions = [action("dynamic", **_frame_of(g))]
+    if kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
+        if _SETTING.search(name):
+            fix = (
+                f"`{name}` is a setting your script passes or sets (a model config field, a keyword "
+                "argument such as `use_cache` or `loss_type`), and the library's code branches on it at "
+                f"{short_path(guard.file)}:{guard.line}: give it one value for every call (set it once, "
+                "before the first compiled call); each value compiles once"
+            )
+        else:
+            fix = (
+                f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
+                "one compile per distinct way the library calls that frame is expected; only if the frame "
+                "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
+            )
+    return fix, actions
+
+
+def _number(text: str):
+    try:
+        return int(text)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return None
 
 
 # kinds that guard what a frame's own code did with its arguments (their count, type, identity, a
@@ -288,38 +406,73 @@ _CODE_KINDS = {"length", "type", "identity", "value", "none", "module_attr", "ot
 _KV_CACHE = re.compile(r"past_key_value|cache|\.(keys|values)\b", re.I)
 
 
-def _size_fix(guard: FailedGuard, automatic: str, third: bool) -> str:
-    """What to do about a size change, for the tensor it is: a KV cache (generation), a batch
-    dim (a DataLoader's short last batch) or another dim (sequence lengths)."""
+def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[str, list]:
+    """What to do about a size change, for the tensor it is: a KV cache (generation), an argument of
+    the compiled call (a batch dim: a DataLoader's short last batch; a sequence length), or a
+    tensor inside the compiled code the user never holds."""
+    values = g["values"]
+    third = len(values) > 2
     if guard.source and _KV_CACHE.search(guard.source):
+        sizes = [int(v) for v in values if v.isdigit()]
+        if len(sizes) > 1 and all(b == a + 1 for a, b in zip(sizes, sizes[1:])):
+            what = "the KV cache grows by one token at every decoding step"
+        else:
+            what = (
+                f"the cache's length changed ({' -> '.join(values)}): a new prompt length (an encoder-"
+                "decoder's cross-attention cache holds the encoder's length, fixed for one prompt)"
+            )
         return (
-            "the KV cache grows by one token at every decoding step: "
+            what
+            + ": "
             + ("" if third else "one recompile is expected, then torch compiles that dim as dynamic; ")
-            + "to compile one graph for every step, give generation a static cache (HF: "
-            "`model.generate(..., cache_implementation=\"static\")`)"
+            + "to compile one graph for every length, give generation a static cache (HF: "
+            '`model.generate(..., cache_implementation="static")`) or pad prompts to a few fixed lengths',
+            [action("dynamic")],
         )
+    if not held:
+        who = describe_source(guard.source) if guard.source else "the tensor"
+        return (
+            ("the dim stayed static: " if third else automatic)
+            + f"{who} is not an argument your script passes to the compiled call (torch compiled an "
+            "inner frame, e.g. after a graph break): compile with `dynamic=True`, or mark the tensor "
+            "you pass dynamic before the call",
+            [action("dynamic")],
+        )
+    name = source_name(guard.source)
+    act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
     todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
-    todo += (
-        ", pad to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`"
-        if str(guard.dim or 0) == "0"
-        else " or pad to a few fixed lengths"
-    )
+    sizes = [int(v) for v in values if v.isdigit()]
+    short_last = str(guard.dim or 0) == "0" and len(sizes) > 1 and sizes[-1] < sizes[0]
+    if short_last:  # a smaller batch after the usual one: a DataLoader's last batch
+        todo += (
+            ", pad to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`"
+        )
+        act.append(action("drop_last"))
+    else:
+        todo += " or pad to a few fixed lengths"
     if third:  # a third size: the dim stayed static
         return "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): " + (
             format_for_guard(todo, guard)
-        )
-    return automatic + format_for_guard(todo, guard)
+        ), act
+    return automatic + format_for_guard(todo, guard), act
 
 
 def root_causes(
-    recompiles: Iterable[Recompile], limit_hits: Iterable[RecompileLimitHit] = ()
+    recompiles: Iterable[Recompile],
+    limit_hits: Iterable[RecompileLimitHit] = (),
+    entry_ids: set | None = None,
 ) -> list[RecompileCause]:
-    """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first."""
+    """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first.
+
+    `entry_ids`: the compile ids whose frame the user's compiled call entered directly (its
+    arguments are the user's tensors); None when the trace does not say (every frame counts).
+    """
     groups = _group_by_guard(recompiles)
     limited = {(h.function, h.file) for h in limit_hits}
     merged = _merge_across_names(groups)
     causes = [
-        _cause(function, file, g, (function, file) in limited) for (function, file, *_), g in merged.items()
+        _cause(function, file, g, (function, file) in limited, entry_ids)
+        for (function, file, *_), g in merged.items()
     ]
     causes.sort(key=lambda c: -c.count)
     return _merge_same_call(causes)
@@ -356,7 +509,7 @@ def session_causes(session) -> list[RecompileCause]:
     for r in session.ranks:
         if not r.recompiles:
             continue
-        for c in root_causes(r.recompiles, r.limit_hits):
+        for c in root_causes(r.recompiles, r.limit_hits, entry_ids(r.entry_stacks)):
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:
@@ -365,3 +518,19 @@ def session_causes(session) -> list[RecompileCause]:
                 best = c if c.count > seen.count else seen
                 merged[key] = replace(best, ranks=(*seen.ranks, r.rank))
     return sorted(merged.values(), key=lambda c: -c.count)
+
+
+def entry_ids(stacks: dict) -> set | None:
+    """The compile ids whose frame the user's compiled call entered: in its stack, nothing but
+    torch's own call plumbing between torch's compile wrapper and the frame (an inner frame compiled
+    after a graph break has the outer frame's code in between). None when no stack was logged."""
+    if not stacks:
+        return None
+    out = set()
+    for cid, stack in stacks.items():
+        at = max((i for i, f in enumerate(stack) if f.function == "compile_wrapper"), default=None)
+        if at is None:
+            out.add(cid)  # no wrapper frame logged: nothing says the frame is an inner one
+        elif all("/torch/" in f.file.replace("\\", "/") for f in stack[at + 1 : -1]):
+            out.add(cid)
+    return out

@@ -1,0 +1,393 @@
+"""`fxlens fix SCRIPT [ARGS...]`: every fix the findings name, tried in a re-run and measured.
+
+The script runs once as asked (or `--session` names a run already made), then once per fix fxlens
+can apply without editing the user's files (a torch switch, or a change through its torch.compile
+hook; fxlens.fix.child), each re-run with only that fix. Per fix: graphs, graph breaks, recompiles
+and cold compile seconds before -> after (every run gets its own empty inductor cache), whether the
+compiled calls returned the same values as in the first run, and a verdict. The fixes that helped
+are then tried together once. Code fixes are stated as patches, not tried.
+
+Each result is appended to the session (a `fix` event) as soon as it is measured: Ctrl-C keeps
+every fix already measured, and `fxlens report` shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+from fxlens import config
+from fxlens.capture.backends import check_spec
+from fxlens.capture.command import (
+    add_timeout_argument,
+    check_script,
+    how_it_ended,
+    refused_message,
+    run_captured,
+    shell_status,
+)
+from fxlens.capture.runner import REFUSED
+from fxlens.errors import FxlensError
+from fxlens.fix import measure
+from fxlens.fix.findings import gather, parse_try
+from fxlens.fix.render import render_text
+from fxlens.fix.table import target
+from fxlens.trace.session import Session, append_event, new_session_dir
+
+CHILD_HOOK = "fxlens.fix.child:runner_hook"
+OUTPUTS = "outputs.pt"
+# seconds between progress lines while one run goes on
+TICK_S = 15.0
+# hook fixes that hand the script another object than torch.compile's: doctor's timing wrapper
+# would replace the module the script holds with a function, so --speed skips them
+_NO_SPEED = {"compile_in_place", "compile_inside_ddp", "regional"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", metavar="NAME", help="backend of every run (default: the script's own)")
+    parser.add_argument(
+        "--session",
+        metavar="DIR",
+        help="a session of `fxlens run` (or of an earlier `fxlens fix`) to use as the first run, "
+        "instead of running the script first",
+    )
+    parser.add_argument(
+        "--speed",
+        action="store_true",
+        help="also measure each run's steady-state speedup over eager, with doctor's interval",
+    )
+    parser.add_argument(
+        "--try",
+        dest="tries",
+        metavar="FIX",
+        action="append",
+        default=[],
+        help="also try FIX: regional:CLASS (compile each CLASS instance instead of the whole model), "
+        "dynamic, or config:NAME=VALUE (a torch._dynamo.config switch); repeatable",
+    )
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the result as JSON to FILE ('-' for stdout)"
+    )
+    add_timeout_argument(parser)
+
+
+class _Progress:
+    """One stderr line per run started, and one every TICK_S while it runs: which fix, which run."""
+
+    def __init__(self, total: int):
+        self.total, self.t0 = total, time.monotonic()
+
+    def run(self, n: int, what: str, fn):
+        print(f"fxlens fix: [{n}/{self.total}] {what}", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        done = threading.Event()
+
+        def tick() -> None:
+            while not done.wait(TICK_S):
+                print(
+                    f"fxlens fix:   ... {what}: {time.monotonic() - start:.0f} s "
+                    f"({time.monotonic() - self.t0:.0f} s in all)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        threading.Thread(target=tick, daemon=True).start()
+        try:
+            return fn()
+        finally:
+            done.set()
+
+
+def _env(run_dir: Path, actions: list[dict], speed: float, stance: str = "") -> dict:
+    env = {
+        config.ENV_RUNNER_HOOK: CHILD_HOOK,
+        config.ENV_FIX_ACTIONS: json.dumps(actions),
+        config.ENV_FIX_OUTPUTS: str(run_dir.absolute() / OUTPUTS),
+        config.ENV_FIX_STANCE: stance,
+        # cold: each run compiles from nothing, so compile seconds compare (and no run warms the next)
+        "TORCHINDUCTOR_CACHE_DIR": str(run_dir.absolute() / "inductor-cache"),
+        "TRITON_CACHE_DIR": str(run_dir.absolute() / "inductor-cache" / "triton"),
+    }
+    if speed and not any(a["kind"] in _NO_SPEED for a in actions):
+        env.update({config.ENV_DOCTOR_PROBE: "compiled", config.ENV_DOCTOR_BUDGET: str(speed)})
+    return env
+
+
+def _one_run(script, args, run_dir: Path, actions, *, backend, timeout, speed, stance="") -> dict:
+    """Run the script once with ACTIONS; what it measured, read from its own session."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = run_dir / "output.log"
+    result = run_captured(
+        script,
+        list(args),
+        backend=backend,
+        session_dir=str(run_dir),
+        env=_env(run_dir, actions, speed, stance),
+        timeout=timeout,
+        stdout=log,
+        stderr=log,
+    )
+    shutil.rmtree(run_dir / "inductor-cache", ignore_errors=True)  # cold runs: never read again
+    session = Session.open(run_dir)
+    if result.exit_code == REFUSED and (msg := refused_message(session)):
+        raise FxlensError(msg)
+    return _read_run(session, run_dir, result.exit_code, result.seconds, timeout)
+
+
+def _read_run(session: Session, run_dir: Path, code: int | None, seconds: float | None, timeout=None) -> dict:
+    got, _ = measure.measures(session) if session.logs else ({}, None)
+    child = next((e for e in reversed(session.events) if e.get("event") == "fix_child"), {})
+    return {
+        "dir": str(run_dir),
+        "exit_code": code,
+        "ended": how_it_ended(code, timeout) if code else "",
+        "seconds": round(seconds, 2) if seconds is not None else None,
+        "measures": got,
+        "applied": child.get("applied") or {},
+        "recorder": {"calls": child.get("calls") or {}, "objects": child.get("objects") or {}},
+        "outputs": measure.load_outputs(run_dir / OUTPUTS) if (run_dir / OUTPUTS).exists() else None,
+        "speed": _speed(session),
+    }
+
+
+def _speed(session: Session) -> list[dict] | None:
+    """Steady-state speedup per compiled function with doctor's interval (--speed), else None."""
+    from fxlens.doctor.stats import function_rows, probe_runs
+
+    runs = probe_runs(session)
+    if not runs:
+        return None
+    rows = function_rows([], [runs])
+    return [
+        {
+            k: r.get(k)
+            for k in ("function", "file", "line", "eager_ms", "compiled_ms", "speedup", "speedup_interval")
+        }
+        for r in rows
+    ]
+
+
+def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
+    """The first run: made here, or read from the session --session names."""
+    if given is None:
+        base = _one_run(script, args, sdir, [], **opts)
+        if not (base["measures"] or {}).get("graphs") and not base["recorder"]["objects"]:
+            if base["exit_code"]:
+                err = FxlensError(f"{script} {base['ended']} before compiling anything (session: {sdir})")
+                err.exit_code = shell_status(base["exit_code"])
+                raise err
+            raise FxlensError(f"{script} compiles nothing: it never calls torch.compile (session: {sdir})")
+        return base
+    session = Session.open(sdir)
+    if not session.logs:
+        raise FxlensError(f"{sdir}: holds no trace of a run (make one with `fxlens run`)")
+    info = session.info
+    return _read_run(session, sdir, info.get("exit_code"), info.get("seconds"))
+
+
+def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -> dict:
+    """One fix's JSON entry from its re-run (None for a code fix: not tried)."""
+    out = {
+        "finding": entry["finding"],
+        "fix": entry["fix"],
+        "how": entry["how"],
+        "kind": entry["action"]["kind"],
+        "params": entry["action"].get("params") or {},
+        "file": entry.get("file"),
+        "line": entry.get("line"),
+        "applied": False,
+        "before": base["measures"],
+        "after": None,
+        "outputs_equal": None,
+        "outputs": "",
+        "verdict": "not tried",
+        "why": "a change to your code: fxlens states it as a patch and does not apply it",
+        "patch": entry.get("patch"),
+        "run": None,
+        "speed": None,
+    }
+    if run is None:
+        return out
+    applied = bool(run["applied"].get("0"))
+    ref = reference or base
+    equal, said = measure.compare_outputs(ref["outputs"], run["outputs"])
+    if reference is not None:
+        said += " (compared with the same fix run eagerly: the first run never called the compiled object)"
+    failed = ""
+    if run["exit_code"] and not base["exit_code"]:
+        failed = f"the re-run {run['ended']} (the first run did not): see {run['dir']}/output.log"
+    out.update(
+        applied=applied,
+        after=run["measures"] or None,
+        outputs_equal=equal,
+        outputs=said,
+        run=run["dir"],
+        seconds=run["seconds"],
+        speed={"before": base["speed"], "after": run["speed"]} if run["speed"] or base["speed"] else None,
+    )
+    if not applied:
+        out.update(verdict="no effect", why="not applied: the re-run never reached what the fix changes")
+        return out
+    out["verdict"], out["why"] = measure.verdict(
+        target(entry["action"]), base["measures"], run["measures"] or {}, equal, failed
+    )
+    return out
+
+
+def fix_script(
+    script: str,
+    args: list[str] | tuple = (),
+    *,
+    backend: str | None = None,
+    session_dir: str | os.PathLike | None = None,
+    speed: bool = False,
+    tries: list[str] | tuple = (),
+    timeout: float | None = None,
+    results: list | None = None,
+) -> dict:
+    """Run SCRIPT, then re-run it once per applicable fix, and once with the fixes that helped.
+
+    Args:
+        script: the Python script, run as `__main__` in child processes.
+        args: the script's own arguments.
+        backend: backend of every run (None: the script's own).
+        session_dir: an existing run's session to use as the first run (None: run the script first,
+            into a new session).
+        speed: measure the steady-state speedup of every run (doctor's interleaved timing).
+        tries: extra fixes to try (`regional:CLASS`, `dynamic`, `config:NAME=VALUE`).
+        timeout: seconds one run may take.
+        results: a list the per-fix results are appended to as they come (kept on Ctrl-C).
+
+    Returns:
+        `{script, session, base, fixes: [...], together, load}` (docs/schemas/fix.schema.json).
+    """
+    check_script(script)
+    if backend:
+        check_spec(backend)
+    extra = [parse_try(t) for t in tries]
+    budget = 3.0 if speed else 0.0
+    opts = {"backend": backend, "timeout": timeout, "speed": budget}
+    sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    results = [] if results is None else results
+    progress = _Progress(0)
+    if session_dir is None:
+        progress.total = 1
+        base = progress.run(1, "the first run, as asked", lambda: _base(script, args, sdir, None, **opts))
+    else:
+        base = _base(script, args, sdir, str(session_dir), **opts)
+    _, report = measure.measures(Session.open(sdir))
+    entries = gather(report, script, base["recorder"], extra)
+    tried = [e for e in entries if e["how"] != "code"]
+    progress.total = len(tried) + (1 if session_dir is None else 0) + (1 if base["outputs"] is None else 0)
+    n = 1 if session_dir is None else 0
+    if (
+        base["outputs"] is None and tried
+    ):  # a `fxlens run` session: no outputs; the eager run is the reference
+        n += 1
+        base["outputs"] = progress.run(
+            n,
+            "the script run eagerly (reference outputs)",
+            lambda: _one_run(script, args, sdir / "reference", [], stance="eager", **opts),
+        )["outputs"]
+    for i, e in enumerate(entries):
+        run = reference = None
+        if e["how"] != "code":
+            n += 1
+            run_dir = sdir / f"fix-{i + 1}"
+            run = progress.run(
+                n, f"{e['fix']}", lambda e=e, d=run_dir: _one_run(script, args, d, [e["action"]], **opts)
+            )
+            if not measure.calls(base["outputs"]) and measure.calls(run["outputs"]):
+                reference = _one_run(
+                    script, args, sdir / f"fix-{i + 1}-eager", [e["action"]], stance="eager", **opts
+                )
+        res = _result(e, base, run, reference)
+        results.append(res)
+        append_event(sdir, "fix", res)
+    together = _together(script, args, sdir, base, entries, results, progress, opts)
+    out = {
+        "script": os.path.abspath(script),
+        "argv": list(args),
+        "session": str(sdir),
+        "base": {k: base[k] for k in ("measures", "exit_code", "seconds", "speed")},
+        "fixes": results,
+        "together": together,
+        "load": _load(),
+    }
+    append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
+    return out
+
+
+def _together(script, args, sdir, base, entries, results, progress, opts) -> dict | None:
+    """The fixes that helped, tried together once (None when fewer than two helped)."""
+    helped = [i for i, r in enumerate(results) if r["verdict"] == "helps"]
+    if len(helped) < 2:
+        return None
+    actions = [entries[i]["action"] for i in helped]
+    run = progress.run(
+        progress.total,
+        "the fixes that helped, together",
+        lambda: _one_run(script, args, sdir / "fix-together", actions, **opts),
+    )
+    equal, said = measure.compare_outputs(base["outputs"], run["outputs"])
+    failed = f"the re-run {run['ended']}" if run["exit_code"] and not base["exit_code"] else ""
+    verdicts = [
+        measure.verdict(target(a), base["measures"], run["measures"] or {}, equal, failed)[0] for a in actions
+    ]
+    verdict = next(
+        (v for v in ("changes results", "hurts") if v in verdicts),
+        "helps" if "helps" in verdicts else "no effect",
+    )
+    res = {
+        "fixes": [results[i]["fix"] for i in helped],
+        "before": base["measures"],
+        "after": run["measures"] or None,
+        "outputs_equal": equal,
+        "outputs": said,
+        "verdict": verdict,
+        "run": run["dir"],
+    }
+    append_event(sdir, "fix_together", res)
+    return res
+
+
+def _load() -> dict:
+    from fxlens.doctor.interval import cores, load_average
+
+    return {"average": load_average(), "cores": cores()}
+
+
+def main(args: argparse.Namespace) -> int:
+    from fxlens.report.command import check_writable, write_json
+
+    check_writable(args.json)
+    check_script(args.script)
+    if args.session and not Path(args.session).is_dir():
+        raise FxlensError(f"--session {args.session}: no such session directory")
+    results: list = []
+    try:
+        out = fix_script(
+            args.script,
+            args.script_args,
+            backend=args.backend,
+            session_dir=args.session,
+            speed=args.speed,
+            tries=args.tries,
+            timeout=config.run_timeout(args.timeout),
+            results=results,
+        )
+    except KeyboardInterrupt:  # what was measured is in the session already; show it too
+        if results:
+            sys.stdout.write(render_text({"fixes": results, "together": None, "interrupted": True}))
+        raise
+    if args.json:
+        write_json(out, args.json)
+    if args.json != "-":
+        sys.stdout.write(render_text(out))
+    return 0

@@ -1,0 +1,121 @@
+"""Every fix fxlens can try, as one table: fix kind -> how it is applied, what it answers.
+
+A finding (a recompile cause, a graph break, a limit hit, a compiled object never called) carries
+its fixes as data: `{"kind": KIND, "params": {...}}` (an *action*), never as prose that `fxlens fix`
+would have to parse. KIND is a key of FIXES:
+
+- `config`: a `torch._dynamo.config` switch, set in the re-run's process before the script runs.
+- `hook`: applied through fxlens's torch.compile hook (fxlens.capture.compile_hook) in the re-run:
+  the script's own torch.compile call is changed (options, what is compiled) or its compiled object
+  wrapped (mark_dynamic of an argument before each call).
+- `code`: a change to the user's file that fxlens cannot make at run time; stated as a unified diff
+  at the line fxlens knows, marked "not tried".
+
+Pure Python: the table is read by the report (no torch) and by the re-run's child (with torch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FixKind:
+    """One row of FIXES."""
+
+    how: str  # config | hook | code
+    target: str  # what it should improve: recompiles, breaks, compile_s, graphs (0 -> some)
+    text: str  # the fix in words, formatted with the action's params
+
+
+# kind -> (how, what it should improve, the fix in words); {name}/{value}/... are the action's params
+FIXES: dict[str, FixKind] = {
+    # a torch._dynamo.config switch for the whole run (capture_scalar_outputs, recompile_limit, ...)
+    "config": FixKind("config", "{target}", "`torch._dynamo.config.{name} = {value!r}`"),
+    # mark one argument of the compiled function dynamic in `dim` before each call
+    "mark_dynamic": FixKind(
+        "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of `{function}`"
+    ),
+    # the same for a dim that takes the size 1 (prefill -> decode): only unbacked sizes cover 0 and 1
+    "mark_unbacked": FixKind(
+        "hook",
+        "recompiles",
+        "`torch._dynamo.decorators.mark_unbacked({arg}, {dim})` before each call of `{function}`",
+    ),
+    # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
+    "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
+    # compile the module's own call in place (`model.compile()`): calls that bypass the
+    # OptimizedModule wrapper (HF `generate()` calls `self(...)` on the original module) compile
+    "compile_in_place": FixKind(
+        "hook",
+        "graphs",
+        "`model.compile()` instead of `model = torch.compile(model)` (compiled at {site}): the script "
+        "calls the module through its own methods (`generate()`), which never reach the wrapper",
+    ),
+    # torch.compile(DDP(model)) -> DDP(torch.compile(model)): compile the wrapped module, keep the wrapper
+    "compile_inside_ddp": FixKind(
+        "hook",
+        "breaks",
+        "compile the module before DDP wraps it (`DDP(torch.compile(model))`, compiled at {site})",
+    ),
+    # regional compilation: each instance of a repeated block compiled, not the whole model
+    "regional": FixKind(
+        "hook",
+        "compile_s",
+        "compile each `{block}` (`for b in model.modules(): if isinstance(b, {block}): b.compile()`) "
+        "instead of the whole model (compiled at {site}): one compile serves every instance",
+    ),
+    # a tensor learning rate: a float LR changed by a scheduler is a guarded constant of the step
+    "tensor_lr": FixKind(
+        "code",
+        "recompiles",
+        "pass the learning rate as a tensor (`lr=torch.tensor({lr})`): the scheduler then updates a "
+        "tensor in place and the compiled step never recompiles",
+    ),
+    # the last short batch of a DataLoader
+    "drop_last": FixKind(
+        "code", "recompiles", "`drop_last=True` on the DataLoader: the short last batch is never seen"
+    ),
+    # a Python number read from a tensor in the compiled code
+    "keep_tensor": FixKind(
+        "code",
+        "breaks",
+        "keep `{expr}` a tensor (no `.item()`), or move the read out of the compiled function",
+    ),
+}
+
+
+def action(kind: str, **params) -> dict:
+    """One fix as data: `{"kind": KIND, "params": {...}}` (KIND a key of FIXES)."""
+    assert kind in FIXES, kind
+    return {"kind": kind, "params": params}
+
+
+def config_action(name: str, value, target: str) -> dict:
+    """A torch._dynamo.config switch that should improve `target` (recompiles, breaks, ...)."""
+    return action("config", name=name, value=value, target=target)
+
+
+def how(act: dict) -> str:
+    return FIXES[act["kind"]].how
+
+
+def target(act: dict) -> str:
+    t = FIXES[act["kind"]].target
+    return t.format(**act["params"]) if "{" in t else t
+
+
+def describe(act: dict) -> str:
+    """The fix in words (the same words the report prints)."""
+    params = dict(act.get("params") or {})
+    params.setdefault(
+        "which", f"`{params['function']}`" if params.get("function") else "every compiled function"
+    )
+    params.setdefault("site", "?")
+    params.setdefault("expr", "the value")
+    return FIXES[act["kind"]].text.format(**params)
+
+
+def key(act: dict) -> tuple:
+    """Two actions with the same key are the same fix (one re-run for both findings)."""
+    return (act["kind"], tuple(sorted((k, repr(v)) for k, v in (act.get("params") or {}).items())))
