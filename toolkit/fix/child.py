@@ -19,6 +19,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import sys
 
 from fxlens import config
@@ -30,6 +31,8 @@ from fxlens.trace.userframes import is_user_file
 # every step of a changed numerics, so the first ones say the most), and at most this many bytes
 MAX_CALLS = 8
 MAX_BYTES = 64 << 20
+# a positional argument as torch names it in a guard of a module call (`args[0]`)
+_POSITIONAL = re.compile(r"args\[(\d+)\]")
 # the random seed of every run (the script's own seeding, if any, comes after and wins)
 SEED = 0
 
@@ -151,7 +154,12 @@ def _premark(fn, sig, arg: str, dim: int, unbacked: bool, applied: list):
             bound = sig.bind_partial(*args, **kwargs).arguments if sig is not None else {}
         except TypeError:
             bound = {}
-        t = bound.get(arg, kwargs.get(arg))
+        m = _POSITIONAL.fullmatch(arg)
+        if m:  # `args[0]`: the call's own positional argument (a module call's *args)
+            i = int(m.group(1))
+            t = args[i] if i < len(args) else None
+        else:
+            t = bound.get(arg, kwargs.get(arg))
         if isinstance(t, torch.Tensor) and t.dim() > dim:
             mark(t, dim)
             if not applied:
@@ -182,7 +190,11 @@ def _fix_wrap(actions: list[dict], applied: dict, real_compile):
                     sig = inspect.signature(getattr(inner, "forward", inner))
                 except (TypeError, ValueError):
                     sig = None
-                if sig is not None and params["arg"] not in sig.parameters:
+                if (
+                    sig is not None
+                    and params["arg"] not in sig.parameters
+                    and not _POSITIONAL.fullmatch(params["arg"])
+                ):
                     continue  # not an argument of this function: the user does not hold it
                 target = compiled
                 if hasattr(compiled, "_orig_mod") and hasattr(compiled, "forward"):

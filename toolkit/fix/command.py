@@ -37,7 +37,7 @@ from fxlens.errors import FxlensError
 from fxlens.fix import measure
 from fxlens.fix.findings import gather, parse_try
 from fxlens.fix.render import render_text
-from fxlens.fix.table import target
+from fxlens.fix.table import label, target
 from fxlens.trace.session import Session, append_event, new_session_dir
 
 CHILD_HOOK = "fxlens.fix.child:runner_hook"
@@ -141,7 +141,8 @@ def _one_run(script, args, run_dir: Path, actions, *, backend, timeout, speed, s
 
 
 def _read_run(session: Session, run_dir: Path, code: int | None, seconds: float | None, timeout=None) -> dict:
-    got, _ = measure.measures(session) if session.logs else ({}, None)
+    # no trace at all: torch writes none until something compiles
+    got, _ = measure.measures(session) if session.logs else (dict(measure.NOTHING), None)
     child = next((e for e in reversed(session.events) if e.get("event") == "fix_child"), {})
     return {
         "dir": str(run_dir),
@@ -301,7 +302,7 @@ def fix_script(
             n += 1
             run_dir = sdir / f"fix-{i + 1}"
             run = progress.run(
-                n, f"{e['fix']}", lambda e=e, d=run_dir: _one_run(script, args, d, [e["action"]], **opts)
+                n, label(e["action"]), lambda e=e, d=run_dir: _one_run(script, args, d, [e["action"]], **opts)
             )
             if not measure.calls(base["outputs"]) and measure.calls(run["outputs"]):
                 reference = _one_run(

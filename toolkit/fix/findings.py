@@ -132,8 +132,16 @@ def gather(report: dict, script: str, recorder: dict | None = None, extra: list[
             continue
         k = key(e["action"])
         if k in out:  # one fix answering several findings: tried once, every finding named
-            if e["finding"] not in out[k]["finding"]:
-                out[k]["finding"] += f"; {e['finding']}"
+            seen = out[k]
+            if e["finding"] not in seen["finding"]:
+                seen["finding"] += f"; {e['finding']}"
+            t_new = e["action"]["params"].get("target")
+            t_old = seen["action"]["params"].get("target")
+            if t_new and t_old and t_new not in t_old.split(","):  # it should improve both
+                seen["action"] = {
+                    **seen["action"],
+                    "params": {**seen["action"]["params"], "target": f"{t_old},{t_new}"},
+                }
             continue
         out[k] = {**e, "how": how(e["action"]), "fix": describe(e["action"])}
     return list(out.values())

@@ -27,6 +27,10 @@ TOLERANCE = {
 }
 
 
+# the measures of a run that compiled nothing (torch wrote no trace)
+NOTHING = {"graphs": 0, "breaks": 0, "recompiles": 0, "compile_s": 0.0, "limit_hits": 0}
+
+
 def measures(session: Session) -> tuple[dict, dict]:
     """`({graphs, breaks, recompiles, compile_s}, report)` of one run's session."""
     report = build_report(session, with_guards=False)
@@ -93,13 +97,22 @@ def calls(outputs: dict | None) -> int:
 
 
 def verdict(
-    target: str, before: dict, after: dict, outputs_equal: bool | None, failed: str = ""
+    targets: list[str], before: dict, after: dict, outputs_equal: bool | None, failed: str = ""
 ) -> tuple[str, str]:
-    """(verdict, why): helps | no effect | hurts | changes results, on the measure the fix targets."""
+    """(verdict, why): helps | no effect | hurts | changes results, on the measures the fix targets
+    (helps when one improves and none gets worse)."""
     if failed:
         return "hurts", failed
     if outputs_equal is False:
         return "changes results", "the compiled outputs differ from the original run's"
+    said = [_one(t, before, after) for t in targets]
+    for word in ("hurts", "helps"):
+        if any(v == word for v, _ in said):
+            return word, "; ".join(why for v, why in said if v == word)
+    return "no effect", "; ".join(why for _, why in said)
+
+
+def _one(target: str, before: dict, after: dict) -> tuple[str, str]:
     b, a = before.get(target), after.get(target)
     if b is None or a is None:
         return "no effect", f"{target} not measured"

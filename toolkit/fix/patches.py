@@ -20,7 +20,9 @@ _OPTIMIZERS = re.compile(
 
 
 def _diff(path: str, old: list[str], new: list[str]) -> str:
-    rel = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    rel = os.path.relpath(path)
+    if rel.startswith(".."):  # outside the working directory: the absolute path, as `diff -u` writes it
+        return "".join(difflib.unified_diff(old, new, path, path))
     return "".join(difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}"))
 
 

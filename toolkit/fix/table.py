@@ -34,13 +34,13 @@ FIXES: dict[str, FixKind] = {
     "config": FixKind("config", "{target}", "`torch._dynamo.config.{name} = {value!r}`"),
     # mark one argument of the compiled function dynamic in `dim` before each call
     "mark_dynamic": FixKind(
-        "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of `{function}`"
+        "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
     ),
     # the same for a dim that takes the size 1 (prefill -> decode): only unbacked sizes cover 0 and 1
     "mark_unbacked": FixKind(
         "hook",
         "recompiles",
-        "`torch._dynamo.decorators.mark_unbacked({arg}, {dim})` before each call of `{function}`",
+        "`torch._dynamo.decorators.mark_unbacked({arg}, {dim})` before each call of {which}",
     ),
     # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
     "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
@@ -100,9 +100,11 @@ def how(act: dict) -> str:
     return FIXES[act["kind"]].how
 
 
-def target(act: dict) -> str:
+def target(act: dict) -> list[str]:
+    """The measures the fix should improve (a config switch names its own; merged fixes add up)."""
     t = FIXES[act["kind"]].target
-    return t.format(**act["params"]) if "{" in t else t
+    t = t.format(**act["params"]) if "{" in t else t
+    return [x for x in t.split(",") if x]
 
 
 def describe(act: dict) -> str:
@@ -118,4 +120,15 @@ def describe(act: dict) -> str:
 
 def key(act: dict) -> tuple:
     """Two actions with the same key are the same fix (one re-run for both findings)."""
-    return (act["kind"], tuple(sorted((k, repr(v)) for k, v in (act.get("params") or {}).items())))
+    params = act.get("params") or {}
+    return (act["kind"], tuple(sorted((k, repr(v)) for k, v in params.items() if k != "target")))
+
+
+def label(act: dict) -> str:
+    """A short name for progress lines: `config capture_scalar_outputs=True`, `mark_dynamic x 1`."""
+    p = {
+        k: v for k, v in (act.get("params") or {}).items() if k not in ("target", "file", "site", "site_key")
+    }
+    if act["kind"] == "config":
+        return f"config {p.get('name')}={p.get('value')!r}"
+    return " ".join([act["kind"], *(str(v) for v in p.values())])

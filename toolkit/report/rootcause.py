@@ -318,7 +318,8 @@ def _held(guard: FailedGuard, g: dict, entry_ids: set | None) -> bool:
     (not an attribute, not a resume function's local) of a frame the user's compiled call entered
     (not an inner frame torch compiled after a graph break, whose arguments the user never holds)."""
     name = source_name(guard.source) if guard.source else ""
-    if not name.isidentifier() or name.startswith("___"):
+    positional = re.fullmatch(r"args\[\d+\]", name)  # a module call's *args: the user's own tensor
+    if not (name.isidentifier() or positional) or name.startswith("___"):
         return False
     if any(c.startswith(_RESUME) for c in g["co_names"]) and len(g["co_names"]) == 1:
         return False
@@ -328,6 +329,10 @@ def _held(guard: FailedGuard, g: dict, entry_ids: set | None) -> bool:
 def _frame_of(g: dict) -> dict:
     """The compiled frame an action applies to: its code name and file."""
     rc = g["rc"]
+    if rc.co_name and rc.co_name != rc.function.rsplit(".", 1)[-1]:
+        # torch's own wrapper of a module call (`inner`, placed at the user's call): the action
+        # applies to whichever compiled object the call goes through
+        return {}
     return {"function": rc.co_name or rc.function, "file": rc.file}
 
 
