@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session",
         metavar="DIR",
         help="a session of `fxlens run` (or of an earlier `fxlens fix`) to use as the first run, "
-        "instead of running the script first",
+        "instead of running the script first; a new or empty DIR: where this session goes",
     )
     parser.add_argument(
         "--speed",
@@ -84,7 +84,7 @@ class _Progress:
         self.total, self.t0 = total, time.monotonic()
 
     def run(self, n: int, what: str, fn):
-        print(f"fxlens fix: [{n}/{self.total}] {what}", file=sys.stderr, flush=True)
+        print(f"fxlens fix: [{n}/{self.total or '?'}] {what}", file=sys.stderr, flush=True)
         start = time.monotonic()
         done = threading.Event()
 
@@ -138,6 +138,22 @@ def _one_run(script, args, run_dir: Path, actions, *, backend, timeout, speed, s
     if result.exit_code == REFUSED and (msg := refused_message(session)):
         raise FxlensError(msg)
     return _read_run(session, run_dir, result.exit_code, result.seconds, timeout)
+
+
+def run_with_fixes(
+    script: str,
+    args: list[str] | tuple,
+    actions: list[dict],
+    run_dir: str | os.PathLike,
+    *,
+    backend=None,
+    timeout=None,
+) -> dict:
+    """One run of SCRIPT with ACTIONS applied (fxlens.fix.table actions) into RUN_DIR: `{measures,
+    applied, outputs, exit_code, ...}`. What `fxlens fix` does per fix; tests use it to check that a
+    fix text says what torch does."""
+    check_script(script)
+    return _one_run(script, args, Path(run_dir), list(actions), backend=backend, timeout=timeout, speed=0.0)
 
 
 def _read_run(session: Session, run_dir: Path, code: int | None, seconds: float | None, timeout=None) -> dict:
@@ -276,16 +292,22 @@ def fix_script(
     opts = {"backend": backend, "timeout": timeout, "speed": budget}
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     results = [] if results is None else results
-    progress = _Progress(0)
-    if session_dir is None:
-        progress.total = 1
+    progress = _Progress(0)  # how many runs is known once the first run's findings are
+    reuse = session_dir is not None and (sdir / "session.json").exists()
+    if not reuse:  # a new session, or an empty directory to write it in
+        session_dir = None
         base = progress.run(1, "the first run, as asked", lambda: _base(script, args, sdir, None, **opts))
     else:
         base = _base(script, args, sdir, str(session_dir), **opts)
     _, report = measure.measures(Session.open(sdir))
     entries = gather(report, script, base["recorder"], extra)
     tried = [e for e in entries if e["how"] != "code"]
-    progress.total = len(tried) + (1 if session_dir is None else 0) + (1 if base["outputs"] is None else 0)
+    progress.total = (
+        len(tried)
+        + (1 if session_dir is None else 0)
+        + (1 if base["outputs"] is None and tried else 0)
+        + (1 if len(tried) > 1 else 0)  # the fixes that helped, together (when two or more do)
+    )
     n = 1 if session_dir is None else 0
     if (
         base["outputs"] is None and tried
@@ -369,8 +391,8 @@ def main(args: argparse.Namespace) -> int:
 
     check_writable(args.json)
     check_script(args.script)
-    if args.session and not Path(args.session).is_dir():
-        raise FxlensError(f"--session {args.session}: no such session directory")
+    if args.session and Path(args.session).exists() and not Path(args.session).is_dir():
+        raise FxlensError(f"--session {args.session}: not a directory")
     results: list = []
     try:
         out = fix_script(

@@ -153,7 +153,7 @@ def parse_try(spec: str) -> dict:
 
     kind, _, arg = spec.partition(":")
     if kind == "regional" and arg.isidentifier():
-        return action("regional", block=arg, site="every torch.compile call of a module")
+        return action("regional", block=arg, site="each torch.compile call of a module")
     if kind == "dynamic" and not arg:
         return action("dynamic")
     if kind == "config" and "=" in arg:

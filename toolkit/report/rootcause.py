@@ -150,8 +150,8 @@ def shorten(text: str, limit: int) -> str:
         return text
     cut = text[:limit]
     for q in ("'", '"'):
-        if cut.count(q) % 2:
-            cut = cut[: cut.rindex(q)]
+        if cut.count(q) % 2:  # quotes nest in torch's text (`'L['x']'`): back off to before the first
+            cut = cut[: cut.index(q)]
     cut = cut.rstrip(" ,.:;(")
     return (cut + " …") if cut else text
 

@@ -1,0 +1,141 @@
+"""`fxlens fix` end to end on real runs (backend eager: the fixes tried do not need inductor).
+
+Ground truth is torch's own trace of each re-run: a fix "helps" only when the re-run's session
+shows fewer recompiles / breaks than the first run's, with the same compiled outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from schema_check import validate
+
+from fxlens.fix import measure
+from fxlens.fix.findings import gather
+from fxlens.trace.session import Session
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _fix(tmp: Path, script: str, *opts: str) -> tuple[subprocess.CompletedProcess, dict]:
+    out = tmp / "fix.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "fix",
+            "--session",
+            str(tmp / "s"),
+            "--json",
+            str(out),
+            *opts,
+            str(SCRIPTS / script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        env={**os.environ, "FXLENS_SESSIONS_DIR": str(tmp / "sessions")},
+        timeout=600,
+    )
+    return proc, (json.loads(out.read_text()) if out.exists() else {})
+
+
+@pytest.fixture(scope="module")
+def kw_item(build_once):
+    """One `fxlens fix` of a script with a recompile (keyword input at two lengths) and a graph
+    break (`.item()`): 1 first run, 2 re-runs, 1 run of both together."""
+
+    def build(d: Path) -> None:
+        (d / "s").mkdir()
+        proc, _ = _fix(d, "kw_and_item.py")
+        (d / "stdout").write_text(proc.stdout)
+        (d / "stderr").write_text(proc.stderr)
+        (d / "rc").write_text(str(proc.returncode))
+
+    d = build_once("fix-kw-item", build)
+    return d, json.loads((d / "fix.json").read_text())
+
+
+def test_each_fix_is_tried_alone_and_measured_against_torchs_trace(kw_item):
+    d, result = kw_item
+    assert (d / "rc").read_text() == "0", (d / "stderr").read_text()
+    validate("fix", result)
+    by_kind = {f["kind"]: f for f in result["fixes"]}
+    md = by_kind["mark_dynamic"]
+    assert md["params"]["arg"] == "input_ids" and md["params"]["dim"] == 1 and md["how"] == "hook"
+    assert md["applied"] and md["verdict"] == "helps" and md["outputs_equal"] is True
+    cfg = by_kind["config"]
+    assert cfg["params"]["name"] == "capture_scalar_outputs" and cfg["verdict"] == "helps"
+    # the numbers are torch's own, read again from each re-run's session
+    for f in (md, cfg):
+        again, _ = measure.measures(Session.open(f["run"]))
+        assert {k: again[k] for k in ("graphs", "breaks", "recompiles")} == {
+            k: f["after"][k] for k in ("graphs", "breaks", "recompiles")
+        }
+    assert md["before"]["recompiles"] >= 1 and md["after"]["recompiles"] < md["before"]["recompiles"]
+    assert cfg["before"]["breaks"] >= 1 and cfg["after"]["breaks"] == 0
+    # the code fix is a patch against the user's file, never run
+    code = by_kind["keep_tensor"]
+    assert code["verdict"] == "not tried" and code["how"] == "code" and code["after"] is None
+    assert "-        scale = h.abs().max().item()" in code["patch"]
+    assert "+        scale = h.abs().max()" in code["patch"]
+    # the two that helped, together once
+    assert result["together"]["verdict"] == "helps" and len(result["together"]["fixes"]) == 2
+    assert result["together"]["after"]["recompiles"] == 0 and result["together"]["after"]["breaks"] == 0
+
+
+def test_progress_names_each_run_and_results_are_session_events(kw_item):
+    d, result = kw_item
+    err = (d / "stderr").read_text()
+    assert "[1/?] the first run" in err and "[2/4] mark_dynamic input_ids 1" in err
+    assert "config capture_scalar_outputs=True" in err and "[4/4] the fixes that helped, together" in err
+    events = [e for e in Session.open(d / "s").events if e.get("event") == "fix"]
+    assert len(events) == len(result["fixes"])  # appended as measured: Ctrl-C keeps them
+    out = (d / "stdout").read_text()
+    assert "[helps] `torch._dynamo.mark_dynamic(input_ids, 1)`" in out and "patch (not tried):" in out
+
+
+def test_a_fix_that_changes_results_is_never_called_helps():
+    # fewer recompiles, but the compiled outputs differ: the verdict says so, never "helps"
+    before = {"graphs": 2, "breaks": 0, "recompiles": 1, "compile_s": 1.0}
+    after = {"graphs": 1, "breaks": 0, "recompiles": 0, "compile_s": 0.5}
+    assert measure.verdict(["recompiles"], before, after, True)[0] == "helps"
+    assert measure.verdict(["recompiles"], before, after, False)[0] == "changes results"
+    torch = pytest.importorskip("torch")
+    a = {"outputs": {"f.py:3:0": [[torch.ones(3)]]}, "calls": {"f.py:3:0": 1}}
+    b = {"outputs": {"f.py:3:0": [[torch.ones(3) * (1 + 1e-6)]]}, "calls": {"f.py:3:0": 1}}
+    c = {"outputs": {"f.py:3:0": [[torch.ones(3) * 1.01]]}, "calls": {"f.py:3:0": 1}}
+    assert measure.compare_outputs(a, b)[0] is True  # within float32's tolerance
+    assert measure.compare_outputs(a, c)[0] is False
+
+
+def test_findings_carry_their_fixes_as_data_and_code_fixes_get_patches(tmp_path):
+    # a report as `fxlens run` writes it: the LR cause's action becomes a patch at the optimizer line
+    script = SCRIPTS / "lr_scheduler.py"
+    report = {
+        "recompile_causes": [
+            {
+                "function": "step",
+                "file": str(script),
+                "line": 12,
+                "message": "module attribute `self.param_groups[0]['lr']` ...",
+                "actions": [{"kind": "tensor_lr", "params": {"lr": "0.01"}}],
+            }
+        ],
+        "graph_breaks": [],
+        "recompile_limit_hits": [{"function": "f", "file": "m.py", "line": 3, "limit": 8}],
+    }
+    (lr, limit) = gather(report, str(script))
+    assert lr["how"] == "code" and "torch.tensor(0.01)" in lr["fix"]
+    assert "+opt = torch.optim.AdamW(model.parameters(), lr=torch.tensor(0.01))" in lr["patch"]
+    assert limit["how"] == "config" and limit["action"]["params"] == {
+        "name": "recompile_limit",
+        "value": 64,
+        "target": "limit_hits",
+    }
