@@ -139,3 +139,17 @@ def test_findings_carry_their_fixes_as_data_and_code_fixes_get_patches(tmp_path)
         "value": 64,
         "target": "limit_hits",
     }
+
+
+def test_the_report_of_a_fix_session_has_a_fixes_section(kw_item):
+    from fxlens.report.build import build_report, render_text
+    from fxlens.report.formats import render_html, render_markdown
+
+    d, result = kw_item
+    report = build_report(Session.open(d / "s"))
+    md = render_markdown(report, env={})
+    assert "### Fixes tried (fxlens fix)" in md and "**helps**" in md and "**not tried**" in md
+    assert "The fixes that helped, together: helps" in md and "```diff" in md
+    assert "Fixes tried (fxlens fix)" in render_html(report, env={})
+    text = render_text(report)
+    assert "Fixes tried (fxlens fix):" in text and "[helps] `torch._dynamo.mark_dynamic(input_ids, 1)`" in text

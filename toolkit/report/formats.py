@@ -277,6 +277,66 @@ def _note_blocks(report: dict, ps: PathShortener) -> list:
     return [Bullets(notes)] if notes else []
 
 
+def _change(before: dict | None, after: dict | None) -> str:
+    if not before:
+        return "-"
+    keys = (
+        ("graphs", "graphs"),
+        ("breaks", "breaks"),
+        ("recompiles", "recompiles"),
+        ("compile_s", "compile s"),
+    )
+    parts = []
+    for k, label in keys:
+        if before.get(k) is None:
+            continue
+        b, a = before[k], (after or {}).get(k)
+        fmt = (lambda v: f"{v:.2f}") if k == "compile_s" else str
+        parts.append(f"{label} {fmt(b)}" + (f" → {fmt(a)}" if a is not None else ""))
+    return ", ".join(parts)
+
+
+def _fix_blocks(report: dict, ps: PathShortener) -> list:
+    """`fxlens fix`'s results, when the session holds them: one row per fix, patches folded."""
+    events = report.get("events") or []
+    fixes = [e for e in events if e.get("event") == "fix"]
+    if not fixes:
+        return []
+    eq = {True: "yes", False: "no", None: "-"}
+    rows = [
+        [
+            ps.text(f["finding"]),
+            ps.text(f["fix"]),
+            f["how"],
+            _change(f.get("before"), f.get("after")) if f.get("after") else "-",
+            eq.get(f.get("outputs_equal"), "-"),
+            Bold(f["verdict"]),
+        ]
+        for f in fixes
+    ]
+    out: list = [
+        Heading(3, "Fixes tried (fxlens fix)"),
+        Table(["finding", "fix", "how", "before → after", "outputs equal", "verdict"], rows),
+    ]
+    together = next((e for e in reversed(events) if e.get("event") == "fix_together"), None)
+    if together:
+        out.append(
+            Para(
+                f"The fixes that helped, together: {together['verdict']}, "
+                f"{_change(together.get('before'), together.get('after'))}"
+            )
+        )
+    patches = [f for f in fixes if f.get("patch")]
+    if patches:
+        out.append(
+            Details(
+                f"{len(patches)} code fix(es), not tried: patches",
+                [Pre(clip(ps.text(f["patch"]), 4000), "diff") for f in patches],
+            )
+        )
+    return out
+
+
 def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     """The report as document blocks.
 
@@ -291,6 +351,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_head_blocks(report, ps),
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
+        *_fix_blocks(report, ps),
         *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),
