@@ -152,4 +152,6 @@ def test_the_report_of_a_fix_session_has_a_fixes_section(kw_item):
     assert "The fixes that helped, together: helps" in md and "```diff" in md
     assert "Fixes tried (fxlens fix)" in render_html(report, env={})
     text = render_text(report)
-    assert "Fixes tried (fxlens fix):" in text and "[helps] `torch._dynamo.mark_dynamic(input_ids, 1)`" in text
+    assert (
+        "Fixes tried (fxlens fix):" in text and "[helps] `torch._dynamo.mark_dynamic(input_ids, 1)`" in text
+    )
