@@ -155,3 +155,21 @@ def test_the_report_of_a_fix_session_has_a_fixes_section(kw_item):
     assert (
         "Fixes tried (fxlens fix):" in text and "[helps] `torch._dynamo.mark_dynamic(input_ids, 1)`" in text
     )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fix", "missing.py"], "fxlens fix: error: missing.py: no such script"),
+        (
+            ["fix", "--try", "bogus", str(SCRIPTS / "kw_and_item.py")],
+            "expected regional:CLASS, dynamic or config:",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_before_any_run(tmp_path, argv, message):
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / ".fxlens").exists()  # refused before a session was made

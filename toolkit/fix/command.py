@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -208,6 +209,19 @@ def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
     return _read_run(session, sdir, info.get("exit_code"), info.get("seconds"))
 
 
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*")
+
+
+def _error_line(log: Path) -> str:
+    """The last exception line a failed re-run printed (`ConstraintViolationError: ...`), shortened."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    line = next((ln.strip() for ln in reversed(lines) if _EXCEPTION.match(ln.strip())), "")
+    return re.sub(r"^[\w.]*\.(?=\w+(Error|Exception)\b)", "", line)[:200]  # the class name, not its module
+
+
 def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -> dict:
     """One fix's JSON entry from its re-run (None for a code fix: not tried)."""
     out = {
@@ -238,7 +252,9 @@ def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -
         said += " (compared with the same fix run eagerly: the first run never called the compiled object)"
     failed = ""
     if run["exit_code"] and not base["exit_code"]:
-        failed = f"the re-run {run['ended']} (the first run did not): see {run['dir']}/output.log"
+        why = _error_line(Path(run["dir"]) / "output.log")
+        failed = f"the re-run {run['ended']} (the first run did not)" + (f": {why}" if why else "")
+        failed += f"; see {run['dir']}/output.log"
     out.update(
         applied=applied,
         after=run["measures"] or None,
