@@ -13,7 +13,7 @@ import sys
 
 
 def _short(text: str, n: int = 90) -> str:
-    text = re.sub(r"\(/[^)]*/", "(", text.split("; ")[0])
+    text = re.sub(r"(/[\w.+-]+)+/", "", text.split("; ")[0])  # paths: the file name only
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
@@ -37,8 +37,9 @@ def main(args: list[str]) -> None:
         for f in result["fixes"]:
             eq = {True: "yes", False: "no", None: "-"}[f["outputs_equal"]]
             fix = _short(f["fix"], 70).replace("|", "\\|")
+            finding = _short(f["finding"]).replace("|", "\\|")
             print(
-                f"| {name} | {_short(f['finding']).replace('|', '\\|')} | {fix} | {f['how']} | "
+                f"| {name} | {finding} | {fix} | {f['how']} | "
                 f"{_change(f['before'], f['after'])} | {eq} | **{f['verdict']}** |"
             )
         t = result.get("together")

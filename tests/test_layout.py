@@ -63,6 +63,7 @@ LAYERS = {
     "bisect": {"trace", "report", "capture", "backend"},
     "minify": {"trace", "report", "capture", "backend"},
     "doctor": {"trace", "report", "capture"},
+    "fix": {"trace", "report", "capture", "doctor"},
     "diff": {"trace", "report"},
     "budget": {"trace", "report"},
 }

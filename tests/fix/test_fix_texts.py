@@ -122,8 +122,8 @@ def _size_one_script(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_automatic_dynamic_cannot_help_a_size_one_dim_and_mark_unbacked_does(tmp_path):
-    from fxlens.fix.command import run_with_fixes
-    from fxlens.fix.table import action
+    from fxlens.fix.runs import run_with_fixes
+    from fxlens.report.fixes import action
 
     script = _size_one_script(tmp_path)
     base = run_with_fixes(str(script), [], [], tmp_path / "base")
@@ -141,8 +141,8 @@ def test_automatic_dynamic_cannot_help_a_size_one_dim_and_mark_unbacked_does(tmp
 
 @pytest.mark.slow
 def test_the_tensor_lr_patch_removes_the_recompiles(tmp_path):
-    from fxlens.fix.command import run_with_fixes
     from fxlens.fix.patches import tensor_lr
+    from fxlens.fix.runs import run_with_fixes
 
     script = tmp_path / "lr.py"
     shutil.copy(SCRIPTS / "lr_scheduler.py", script)
@@ -159,7 +159,7 @@ def test_the_tensor_lr_patch_removes_the_recompiles(tmp_path):
 def test_the_inner_frame_after_a_graph_break_gets_no_mark_dynamic(tmp_path):
     # Outer.forward calls Inner.forward(hidden_states), which breaks: torch compiles Inner.forward
     # as its own frame; the user holds `x`, never `hidden_states`
-    from fxlens.fix.command import run_with_fixes
+    from fxlens.fix.runs import run_with_fixes
     from fxlens.report.build import build_report
     from fxlens.trace.session import Session
 

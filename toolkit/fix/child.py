@@ -169,6 +169,27 @@ def _premark(fn, sig, arg: str, dim: int, unbacked: bool, applied: list):
     return call
 
 
+def _mark(compiled, inner, params: dict, unbacked: bool, flag: list):
+    """`compiled` with ARG marked dynamic (or unbacked) before each call; unchanged when ARG is not
+    an argument of the compiled function (the user does not hold that tensor)."""
+    try:
+        sig = inspect.signature(getattr(inner, "forward", inner))
+    except (TypeError, ValueError):
+        sig = None
+    arg, dim = params["arg"], int(params["dim"])
+    if sig is not None and arg not in sig.parameters and not _POSITIONAL.fullmatch(arg):
+        return compiled
+    if hasattr(compiled, "_orig_mod") and hasattr(compiled, "forward"):  # an OptimizedModule
+        compiled.forward = _premark(compiled.forward, sig, arg, dim, unbacked, flag)
+        return compiled
+    return _premark(compiled, sig, arg, dim, unbacked, flag)
+
+
+def _compile_in_place(module, real_compile, options: dict) -> None:
+    """What `nn.Module.compile()` does, with the real torch.compile (the hook is already here)."""
+    module._compiled_call_impl = real_compile(module._call_impl, **options)
+
+
 def _fix_wrap(actions: list[dict], applied: dict, real_compile):
     """The compile hook's wrap that applies the hook fixes to the script's own torch.compile calls."""
     import torch
@@ -178,56 +199,26 @@ def _fix_wrap(actions: list[dict], applied: dict, real_compile):
         if frame is None:  # a compile fxlens or torch made, not the script's
             return compiled
         code, inner = _code_of(model)
+        module = isinstance(model, torch.nn.Module)
         for i, act in enumerate(actions):
             kind, params = act["kind"], act.get("params") or {}
             if kind == "dynamic" and _matches(params, code) and _at(params, frame):
                 compiled = real_compile(model, **{**options, "dynamic": True})
                 applied[i] = True
             elif kind in ("mark_dynamic", "mark_unbacked") and _matches(params, code):
-                flag: list = []
-                applied.setdefault(i, flag)
-                try:
-                    sig = inspect.signature(getattr(inner, "forward", inner))
-                except (TypeError, ValueError):
-                    sig = None
-                if (
-                    sig is not None
-                    and params["arg"] not in sig.parameters
-                    and not _POSITIONAL.fullmatch(params["arg"])
-                ):
-                    continue  # not an argument of this function: the user does not hold it
-                target = compiled
-                if hasattr(compiled, "_orig_mod") and hasattr(compiled, "forward"):
-                    compiled.forward = _premark(
-                        compiled.forward,
-                        sig,
-                        params["arg"],
-                        int(params["dim"]),
-                        kind == "mark_unbacked",
-                        flag,
-                    )
-                else:
-                    target = _premark(
-                        compiled, sig, params["arg"], int(params["dim"]), kind == "mark_unbacked", flag
-                    )
-                compiled = target
-            elif kind == "compile_in_place" and _at(params, frame) and isinstance(model, torch.nn.Module):
-                # what nn.Module.compile does, with the real torch.compile (the hook is already here)
-                model._compiled_call_impl = real_compile(model._call_impl, **options)
-                compiled = model
-                applied[i] = True
+                compiled = _mark(compiled, inner, params, kind == "mark_unbacked", applied.setdefault(i, []))
+            elif kind == "compile_in_place" and _at(params, frame) and module:
+                _compile_in_place(model, real_compile, options)
+                compiled, applied[i] = model, True
             elif kind == "compile_inside_ddp" and _at(params, frame) and _is_ddp(model):
-                inner_mod = model.module
-                inner_mod._compiled_call_impl = real_compile(inner_mod._call_impl, **options)
-                compiled = model
-                applied[i] = True
-            elif kind == "regional" and _at(params, frame) and isinstance(model, torch.nn.Module):
+                _compile_in_place(model.module, real_compile, options)
+                compiled, applied[i] = model, True
+            elif kind == "regional" and _at(params, frame) and module:
                 blocks = [m for m in model.modules() if type(m).__name__ == params["block"]]
                 for b in blocks:
-                    b._compiled_call_impl = real_compile(b._call_impl, **options)
+                    _compile_in_place(b, real_compile, options)
                 if blocks:
-                    compiled = model
-                    applied[i] = len(blocks)
+                    compiled, applied[i] = model, len(blocks)
         return compiled
 
     return wrap

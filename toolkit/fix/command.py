@@ -14,13 +14,8 @@ every fix already measured, and `fxlens report` shows them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import shutil
 import sys
-import threading
-import time
 from pathlib import Path
 
 from fxlens import config
@@ -28,26 +23,18 @@ from fxlens.capture.backends import check_spec
 from fxlens.capture.command import (
     add_timeout_argument,
     check_script,
-    how_it_ended,
-    refused_message,
-    run_captured,
     shell_status,
 )
-from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.fix import measure
 from fxlens.fix.findings import gather, parse_try
 from fxlens.fix.render import render_text
-from fxlens.fix.table import label, target
+from fxlens.fix.runs import Progress, error_line, one_run, read_run
+from fxlens.report.fixes import label, target
 from fxlens.trace.session import Session, append_event, new_session_dir
 
-CHILD_HOOK = "fxlens.fix.child:runner_hook"
-OUTPUTS = "outputs.pt"
-# seconds between progress lines while one run goes on
-TICK_S = 15.0
-# hook fixes that hand the script another object than torch.compile's: doctor's timing wrapper
-# would replace the module the script holds with a function, so --speed skips them
-_NO_SPEED = {"compile_in_place", "compile_inside_ddp", "regional"}
+# --speed: seconds of doctor's interleaved timing per compiled function, per run
+SPEED_BUDGET_S = 3.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,123 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_timeout_argument(parser)
 
 
-class _Progress:
-    """One stderr line per run started, and one every TICK_S while it runs: which fix, which run."""
-
-    def __init__(self, total: int):
-        self.total, self.t0 = total, time.monotonic()
-
-    def run(self, n: int, what: str, fn):
-        print(f"fxlens fix: [{n}/{self.total or '?'}] {what}", file=sys.stderr, flush=True)
-        start = time.monotonic()
-        done = threading.Event()
-
-        def tick() -> None:
-            while not done.wait(TICK_S):
-                print(
-                    f"fxlens fix:   ... {what}: {time.monotonic() - start:.0f} s "
-                    f"({time.monotonic() - self.t0:.0f} s in all)",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-        threading.Thread(target=tick, daemon=True).start()
-        try:
-            return fn()
-        finally:
-            done.set()
-
-
-def _env(run_dir: Path, actions: list[dict], speed: float, stance: str = "") -> dict:
-    env = {
-        config.ENV_RUNNER_HOOK: CHILD_HOOK,
-        config.ENV_FIX_ACTIONS: json.dumps(actions),
-        config.ENV_FIX_OUTPUTS: str(run_dir.absolute() / OUTPUTS),
-        config.ENV_FIX_STANCE: stance,
-        # cold: each run compiles from nothing, so compile seconds compare (and no run warms the next)
-        "TORCHINDUCTOR_CACHE_DIR": str(run_dir.absolute() / "inductor-cache"),
-        "TRITON_CACHE_DIR": str(run_dir.absolute() / "inductor-cache" / "triton"),
-    }
-    if speed and not any(a["kind"] in _NO_SPEED for a in actions):
-        env.update({config.ENV_DOCTOR_PROBE: "compiled", config.ENV_DOCTOR_BUDGET: str(speed)})
-    return env
-
-
-def _one_run(script, args, run_dir: Path, actions, *, backend, timeout, speed, stance="") -> dict:
-    """Run the script once with ACTIONS; what it measured, read from its own session."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    log = run_dir / "output.log"
-    result = run_captured(
-        script,
-        list(args),
-        backend=backend,
-        session_dir=str(run_dir),
-        env=_env(run_dir, actions, speed, stance),
-        timeout=timeout,
-        stdout=log,
-        stderr=log,
-    )
-    shutil.rmtree(run_dir / "inductor-cache", ignore_errors=True)  # cold runs: never read again
-    session = Session.open(run_dir)
-    if result.exit_code == REFUSED and (msg := refused_message(session)):
-        raise FxlensError(msg)
-    return _read_run(session, run_dir, result.exit_code, result.seconds, timeout)
-
-
-def run_with_fixes(
-    script: str,
-    args: list[str] | tuple,
-    actions: list[dict],
-    run_dir: str | os.PathLike,
-    *,
-    backend=None,
-    timeout=None,
-) -> dict:
-    """One run of SCRIPT with ACTIONS applied (fxlens.fix.table actions) into RUN_DIR: `{measures,
-    applied, outputs, exit_code, ...}`. What `fxlens fix` does per fix; tests use it to check that a
-    fix text says what torch does."""
-    check_script(script)
-    return _one_run(script, args, Path(run_dir), list(actions), backend=backend, timeout=timeout, speed=0.0)
-
-
-def _read_run(session: Session, run_dir: Path, code: int | None, seconds: float | None, timeout=None) -> dict:
-    # no trace at all: torch writes none until something compiles
-    got, _ = measure.measures(session) if session.logs else (dict(measure.NOTHING), None)
-    child = next((e for e in reversed(session.events) if e.get("event") == "fix_child"), {})
-    return {
-        "dir": str(run_dir),
-        "exit_code": code,
-        "ended": how_it_ended(code, timeout) if code else "",
-        "seconds": round(seconds, 2) if seconds is not None else None,
-        "measures": got,
-        "applied": child.get("applied") or {},
-        "recorder": {"calls": child.get("calls") or {}, "objects": child.get("objects") or {}},
-        "outputs": measure.load_outputs(run_dir / OUTPUTS) if (run_dir / OUTPUTS).exists() else None,
-        "speed": _speed(session),
-    }
-
-
-def _speed(session: Session) -> list[dict] | None:
-    """Steady-state speedup per compiled function with doctor's interval (--speed), else None."""
-    from fxlens.doctor.stats import function_rows, probe_runs
-
-    runs = probe_runs(session)
-    if not runs:
-        return None
-    rows = function_rows([], [runs])
-    return [
-        {
-            k: r.get(k)
-            for k in ("function", "file", "line", "eager_ms", "compiled_ms", "speedup", "speedup_interval")
-        }
-        for r in rows
-    ]
-
-
 def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
     """The first run: made here, or read from the session --session names."""
     if given is None:
-        base = _one_run(script, args, sdir, [], **opts)
+        base = one_run(script, args, sdir, [], **opts)
         if not (base["measures"] or {}).get("graphs") and not base["recorder"]["objects"]:
             if base["exit_code"]:
                 err = FxlensError(f"{script} {base['ended']} before compiling anything (session: {sdir})")
@@ -206,20 +80,7 @@ def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
     if not session.logs:
         raise FxlensError(f"{sdir}: holds no trace of a run (make one with `fxlens run`)")
     info = session.info
-    return _read_run(session, sdir, info.get("exit_code"), info.get("seconds"))
-
-
-_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*")
-
-
-def _error_line(log: Path) -> str:
-    """The last exception line a failed re-run printed (`ConstraintViolationError: ...`), shortened."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    line = next((ln.strip() for ln in reversed(lines) if _EXCEPTION.match(ln.strip())), "")
-    return re.sub(r"^[\w.]*\.(?=\w+(Error|Exception)\b)", "", line)[:200]  # the class name, not its module
+    return read_run(session, sdir, info.get("exit_code"), info.get("seconds"))
 
 
 def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -> dict:
@@ -252,7 +113,7 @@ def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -
         said += " (compared with the same fix run eagerly: the first run never called the compiled object)"
     failed = ""
     if run["exit_code"] and not base["exit_code"]:
-        why = _error_line(Path(run["dir"]) / "output.log")
+        why = error_line(Path(run["dir"]) / "output.log")
         failed = f"the re-run {run['ended']} (the first run did not)" + (f": {why}" if why else "")
         failed += f"; see {run['dir']}/output.log"
     out.update(
@@ -287,15 +148,13 @@ def fix_script(
     """Run SCRIPT, then re-run it once per applicable fix, and once with the fixes that helped.
 
     Args:
-        script: the Python script, run as `__main__` in child processes.
-        args: the script's own arguments.
+        script, args: the Python script (run as `__main__` in child processes) and its arguments.
         backend: backend of every run (None: the script's own).
-        session_dir: an existing run's session to use as the first run (None: run the script first,
-            into a new session).
-        speed: measure the steady-state speedup of every run (doctor's interleaved timing).
-        tries: extra fixes to try (`regional:CLASS`, `dynamic`, `config:NAME=VALUE`).
+        session_dir: a run's session to use as the first run; a new or empty one to write to.
+        speed: measure each run's steady-state speedup (doctor's interleaved timing).
+        tries: extra fixes (`regional:CLASS`, `dynamic`, `config:NAME=VALUE`).
         timeout: seconds one run may take.
-        results: a list the per-fix results are appended to as they come (kept on Ctrl-C).
+        results: the per-fix results are appended to it as they come (kept on Ctrl-C).
 
     Returns:
         `{script, session, base, fixes: [...], together, load}` (docs/schemas/fix.schema.json).
@@ -304,63 +163,63 @@ def fix_script(
     if backend:
         check_spec(backend)
     extra = [parse_try(t) for t in tries]
-    budget = 3.0 if speed else 0.0
-    opts = {"backend": backend, "timeout": timeout, "speed": budget}
+    opts = {"backend": backend, "timeout": timeout, "speed": SPEED_BUDGET_S if speed else 0.0}
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     results = [] if results is None else results
-    progress = _Progress(0)  # how many runs is known once the first run's findings are
-    reuse = session_dir is not None and (sdir / "session.json").exists()
-    if not reuse:  # a new session, or an empty directory to write it in
-        session_dir = None
-        base = progress.run(1, "the first run, as asked", lambda: _base(script, args, sdir, None, **opts))
-    else:
-        base = _base(script, args, sdir, str(session_dir), **opts)
+    progress = Progress(0)  # how many runs is known once the first run's findings are
+    base, n = _first_run(script, args, sdir, session_dir, progress, opts)
     _, report = measure.measures(Session.open(sdir))
     entries = gather(report, script, base["recorder"], extra)
     tried = [e for e in entries if e["how"] != "code"]
     progress.total = (
-        len(tried)
-        + (1 if session_dir is None else 0)
+        n
+        + len(tried)
         + (1 if base["outputs"] is None and tried else 0)
         + (1 if len(tried) > 1 else 0)  # the fixes that helped, together (when two or more do)
     )
-    n = 1 if session_dir is None else 0
-    if (
-        base["outputs"] is None and tried
-    ):  # a `fxlens run` session: no outputs; the eager run is the reference
+    if base["outputs"] is None and tried:  # a `fxlens run` session: the eager run is the reference
         n += 1
         base["outputs"] = progress.run(
             n,
             "the script run eagerly (reference outputs)",
-            lambda: _one_run(script, args, sdir / "reference", [], stance="eager", **opts),
+            lambda: one_run(script, args, sdir / "reference", [], stance="eager", **opts),
         )["outputs"]
+    _each_fix(script, args, sdir, base, entries, results, progress, n, opts)
+    together = _together(script, args, sdir, base, entries, results, progress, opts)
+    base_out = {k: base[k] for k in ("measures", "exit_code", "seconds", "speed")}
+    out = {"script": os.path.abspath(script), "argv": list(args), "session": str(sdir), "base": base_out}
+    out.update(fixes=results, together=together, load=_load())
+    append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
+    return out
+
+
+def _first_run(script, args, sdir: Path, session_dir, progress, opts) -> tuple[dict, int]:
+    """(the first run, runs made so far): made now, or read from the session --session names
+    (a new or empty DIR is where the first run goes)."""
+    if session_dir is not None and (sdir / "session.json").exists():
+        return _base(script, args, sdir, str(session_dir), **opts), 0
+    return progress.run(1, "the first run, as asked", lambda: _base(script, args, sdir, None, **opts)), 1
+
+
+def _each_fix(script, args, sdir: Path, base: dict, entries, results: list, progress, n: int, opts) -> None:
+    """One re-run per fix fxlens can apply, each result appended to RESULTS and to the session as
+    soon as it is measured (so Ctrl-C keeps it); code fixes are recorded as not tried."""
     for i, e in enumerate(entries):
         run = reference = None
         if e["how"] != "code":
             n += 1
             run_dir = sdir / f"fix-{i + 1}"
             run = progress.run(
-                n, label(e["action"]), lambda e=e, d=run_dir: _one_run(script, args, d, [e["action"]], **opts)
+                n, label(e["action"]), lambda e=e, d=run_dir: one_run(script, args, d, [e["action"]], **opts)
             )
             if not measure.calls(base["outputs"]) and measure.calls(run["outputs"]):
-                reference = _one_run(
+                # the first run never called the compiled object: the same fix run eagerly is the reference
+                reference = one_run(
                     script, args, sdir / f"fix-{i + 1}-eager", [e["action"]], stance="eager", **opts
                 )
         res = _result(e, base, run, reference)
         results.append(res)
         append_event(sdir, "fix", res)
-    together = _together(script, args, sdir, base, entries, results, progress, opts)
-    out = {
-        "script": os.path.abspath(script),
-        "argv": list(args),
-        "session": str(sdir),
-        "base": {k: base[k] for k in ("measures", "exit_code", "seconds", "speed")},
-        "fixes": results,
-        "together": together,
-        "load": _load(),
-    }
-    append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
-    return out
 
 
 def _together(script, args, sdir, base, entries, results, progress, opts) -> dict | None:
@@ -372,7 +231,7 @@ def _together(script, args, sdir, base, entries, results, progress, opts) -> dic
     run = progress.run(
         progress.total,
         "the fixes that helped, together",
-        lambda: _one_run(script, args, sdir / "fix-together", actions, **opts),
+        lambda: one_run(script, args, sdir / "fix-together", actions, **opts),
     )
     equal, said = measure.compare_outputs(base["outputs"], run["outputs"])
     failed = f"the re-run {run['ended']}" if run["exit_code"] and not base["exit_code"] else ""

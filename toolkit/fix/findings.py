@@ -1,6 +1,6 @@
 """The fixes a run's findings ask for, gathered from its report and its recorder, deduplicated.
 
-Every finding that can be fixed carries its fixes as data (`actions`, fxlens.fix.table): the
+Every finding that can be fixed carries its fixes as data (`actions`, fxlens.report.fixes): the
 recompile causes (fxlens.report.rootcause), and any other finding of the report with an `actions`
 list. Graph breaks and recompile-limit hits get theirs here, from BREAK_ACTIONS and the limit; the
 recorder of the first run adds what only a run can tell (a compiled module never called, a
@@ -13,7 +13,7 @@ import os
 import re
 
 from fxlens.fix import patches
-from fxlens.fix.table import action, config_action, describe, how, key
+from fxlens.report.fixes import action, config_action, describe, how, key
 from fxlens.trace.userframes import short_path
 
 # (pattern on torch's graph-break reason and explanation, the fixes) - first match wins

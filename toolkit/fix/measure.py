@@ -3,7 +3,7 @@
 Measures come from the run's own session (torch's structured trace): graphs, graph breaks,
 recompiles, and cold compile seconds as torch's compilation metrics count them (Dynamo and
 backend, forward and backward, every rank). The verdict compares a re-run with the original on
-the measure its fix is meant to improve (fxlens.fix.table: target); a re-run whose compiled
+the measure its fix is meant to improve (fxlens.report.fixes: target); a re-run whose compiled
 outputs differ is "changes results", never "helps".
 """
 

@@ -222,7 +222,11 @@ def _guards(session: Session) -> list[dict]:
         if m.guard_count:
             lines = session.guards(m.compile_id, m.rank)
             out.append(
-                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
+                {
+                    "compile_id": m.compile_id,
+                    "rank": m.rank,
+                    "guards": same.setdefault("\n".join(lines), lines),
+                }
             )
     return out
 
@@ -238,7 +242,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "graphs": _graphs(session),
         "graph_breaks": _dedup_breaks(session),
         "recompiles": _recompiles(session),
-        "recompile_causes": [asdict(c) for c in session_causes(session)],
+        "recompile_causes": [{**asdict(c), "actions": list(c.actions)} for c in session_causes(session)],
         "recompile_limit_hits": _limit_hits(session),
         "compile_times": times,
         "failures": _failures(session, skipped),

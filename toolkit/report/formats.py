@@ -23,6 +23,7 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
+from fxlens.report.fixes import change
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.tlparse_blocks import (
@@ -277,25 +278,6 @@ def _note_blocks(report: dict, ps: PathShortener) -> list:
     return [Bullets(notes)] if notes else []
 
 
-def _change(before: dict | None, after: dict | None) -> str:
-    if not before:
-        return "-"
-    keys = (
-        ("graphs", "graphs"),
-        ("breaks", "breaks"),
-        ("recompiles", "recompiles"),
-        ("compile_s", "compile s"),
-    )
-    parts = []
-    for k, label in keys:
-        if before.get(k) is None:
-            continue
-        b, a = before[k], (after or {}).get(k)
-        fmt = (lambda v: f"{v:.2f}") if k == "compile_s" else str
-        parts.append(f"{label} {fmt(b)}" + (f" → {fmt(a)}" if a is not None else ""))
-    return ", ".join(parts)
-
-
 def _fix_blocks(report: dict, ps: PathShortener) -> list:
     """`fxlens fix`'s results, when the session holds them: one row per fix, patches folded."""
     events = report.get("events") or []
@@ -308,7 +290,7 @@ def _fix_blocks(report: dict, ps: PathShortener) -> list:
             ps.text(f["finding"]),
             ps.text(f["fix"]),
             f["how"],
-            _change(f.get("before"), f.get("after")) if f.get("after") else "-",
+            change(f.get("before"), f.get("after"), "→") if f.get("after") else "-",
             eq.get(f.get("outputs_equal"), "-"),
             Bold(f["verdict"]),
         ]
@@ -323,7 +305,7 @@ def _fix_blocks(report: dict, ps: PathShortener) -> list:
         out.append(
             Para(
                 f"The fixes that helped, together: {together['verdict']}, "
-                f"{_change(together.get('before'), together.get('after'))}"
+                f"{change(together.get('before'), together.get('after'), '→')}"
             )
         )
     patches = [f for f in fixes if f.get("patch")]

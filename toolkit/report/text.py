@@ -259,7 +259,7 @@ def _fix_lines(report: dict) -> list[str]:
     fixes = [e for e in report.get("events") or [] if e.get("event") == "fix"]
     if not fixes:
         return []
-    from fxlens.fix.render import fix_lines
+    from fxlens.report.fixes import fix_lines
 
     together = next((e for e in reversed(report["events"]) if e.get("event") == "fix_together"), None)
     return ["Fixes tried (fxlens fix):", *fix_lines({"fixes": fixes, "together": together}), ""]

@@ -132,3 +132,61 @@ def label(act: dict) -> str:
     if act["kind"] == "config":
         return f"config {p.get('name')}={p.get('value')!r}"
     return " ".join([act["kind"], *(str(v) for v in p.values())])
+
+
+# ---- the fixes as text ----------------------------------------------------------------------------
+
+_MEASURES = (
+    ("graphs", "graphs"),
+    ("breaks", "breaks"),
+    ("recompiles", "recompiles"),
+    ("compile_s", "compile s"),
+)
+
+
+def change(before: dict | None, after: dict | None, arrow: str = "->") -> str:
+    """`graphs 4 -> 1, breaks 2 -> 0, recompiles 2 -> 0, compile s 3.88 -> 0.84` (before alone
+    when there is no after)."""
+    if not before:
+        return "-"
+    parts = []
+    for k, label in _MEASURES:
+        b = before.get(k)
+        a = (after or {}).get(k) if after else None
+        fmt = (lambda v: f"{v:.2f}") if k == "compile_s" else str
+        if b is None:
+            continue
+        parts.append(f"{label} {fmt(b)}" + (f" {arrow} {fmt(a)}" if a is not None else ""))
+    return ", ".join(parts)
+
+
+def _equal(r: dict) -> str:
+    eq = r.get("outputs_equal")
+    return "-" if eq is None else ("yes" if eq else "NO")
+
+
+def fix_lines(result: dict, speed=None) -> list[str]:
+    """The fixes as text lines (`fxlens fix`, and the report of a session that holds fix results);
+    `speed(fix) -> str` formats the --speed figures (None: not shown)."""
+    fixes = result.get("fixes") or []
+    if not fixes:
+        return ["No finding of this run has a fix fxlens can try or state as code."]
+    out = []
+    for i, r in enumerate(fixes, 1):
+        out.append(f"{i}. [{r['verdict']}] {r['fix']}  ({r['how']})")
+        out.append(f"   finding: {r['finding']}")
+        if r["verdict"] != "not tried":
+            out.append(f"   {change(r.get('before'), r.get('after'))}; outputs equal: {_equal(r)}")
+            if r.get("why"):
+                out.append(f"   why: {r['why']}")
+            if r.get("speed") and speed is not None:
+                out.append(f"   speedup over eager (steady state): {speed(r)}")
+        elif r.get("patch"):
+            out += ["   patch (not tried):", *("     " + ln for ln in r["patch"].rstrip("\n").split("\n"))]
+    t = result.get("together")
+    if t:
+        out.append(
+            f"together ({', '.join(t['fixes'])}): [{t['verdict']}] {change(t['before'], t['after'])}; "
+            f"outputs equal: {_equal(t)}"
+        )
+    return out
