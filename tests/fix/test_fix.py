@@ -107,6 +107,10 @@ def test_a_fix_that_changes_results_is_never_called_helps():
     after = {"graphs": 1, "breaks": 0, "recompiles": 0, "compile_s": 0.5}
     assert measure.verdict(["recompiles"], before, after, True)[0] == "helps"
     assert measure.verdict(["recompiles"], before, after, False)[0] == "changes results"
+    # fewer breaks because nothing compiles any more is not a fix (an in-place compile inside DDP
+    # is bypassed by DDP's call: 3 breaks -> 0, and 0 graphs)
+    nothing = {"graphs": 0, "breaks": 0, "recompiles": 0, "compile_s": 0.0}
+    assert measure.verdict(["breaks"], {**before, "breaks": 3}, nothing, True)[0] == "hurts"
     torch = pytest.importorskip("torch")
     a = {"outputs": {"f.py:3:0": [[torch.ones(3)]]}, "calls": {"f.py:3:0": 1}}
     b = {"outputs": {"f.py:3:0": [[torch.ones(3) * (1 + 1e-6)]]}, "calls": {"f.py:3:0": 1}}
@@ -173,3 +177,96 @@ def test_bad_input_is_one_line_before_any_run(tmp_path, argv, message):
     )
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / ".fxlens").exists()  # refused before a session was made
+
+
+# ---- real models and the must-show cases (slow: minutes on a 2-core machine) --------------------
+
+
+def _by_kind(result: dict) -> dict:
+    return {f["kind"]: f for f in result["fixes"]}
+
+
+@pytest.mark.slow
+def test_generate_on_a_compiled_module_compiles_nothing_until_compiled_in_place(tmp_path):
+    pytest.importorskip("transformers")
+    proc, result = _fix(tmp_path, "hf_bart_generate.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    validate("fix", result)
+    f = _by_kind(result)["compile_in_place"]
+    assert f["before"]["graphs"] == 0 and f["after"]["graphs"] > 0  # torch's trace: now it compiles
+    assert f["verdict"] == "helps" and f["outputs_equal"] is True
+    assert "the same fix run eagerly" in f["outputs"]
+
+
+@pytest.mark.slow
+def test_dataloader_mark_dynamic_helps_and_dynamic_true_has_no_effect(tmp_path):
+    proc, result = _fix(tmp_path, "dataloader.py", "--try", "dynamic")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    validate("fix", result)
+    by = _by_kind(result)
+    assert by["mark_dynamic"]["verdict"] == "helps" and by["mark_dynamic"]["params"]["arg"] == "args[0]"
+    # torch 2.13 keeps a compiled nn.Sequential's batch size static even with dynamic=True
+    assert by["dynamic"]["verdict"] == "no effect" and by["dynamic"]["applied"]
+    assert by["dynamic"]["after"]["recompiles"] == by["dynamic"]["before"]["recompiles"]
+    assert by["drop_last"]["verdict"] == "not tried" and "drop_last=True" in by["drop_last"]["patch"]
+
+
+@pytest.mark.slow
+def test_regional_compilation_of_twelve_layers_compiles_one_block(tmp_path):
+    proc, result = _fix(tmp_path, "twelve_layers.py", "--try", "regional:Block")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = _by_kind(result)["regional"]
+    assert f["applied"] and f["outputs_equal"] is True
+    # one graph serves the 12 instances; compile seconds are load-dependent, the graph count is not
+    assert f["after"]["graphs"] == 1 and f["after"]["recompiles"] == 0
+    assert f["verdict"] in ("helps", "no effect")
+
+
+@pytest.mark.slow
+def test_a_failing_fix_is_reported_as_hurting_with_torchs_error(tmp_path):
+    pytest.importorskip("transformers")
+    proc, result = _fix(tmp_path, "hf_llama_lengths.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = _by_kind(result)["mark_dynamic"]
+    # the model specialises the sequence length: torch refuses the dynamic mark
+    assert f["verdict"] == "hurts" and "ConstraintViolationError" in f["why"]
+
+
+@pytest.mark.slow
+def test_compiling_inside_ddp_removes_the_wrappers_breaks(tmp_path):
+    proc, result = _fix(tmp_path, "ddp_wrapped.py")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = _by_kind(result)["compile_inside_ddp"]
+    assert f["before"]["breaks"] > 0 and f["after"]["breaks"] == 0 and f["after"]["graphs"] >= 1
+    assert f["verdict"] == "helps" and f["outputs_equal"] is True
+
+
+@pytest.mark.slow
+def test_sigterm_keeps_the_fixes_measured_so_far(tmp_path):
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "fix",
+            "--session",
+            str(tmp_path / "s"),
+            str(SCRIPTS / "kw_and_item.py"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    events = tmp_path / "s" / "events.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (events.exists() and '"event": "fix"' in events.read_text()):
+        time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "fxlens: terminated" in err
+    assert "interrupted; the fixes measured so far" in out and "[helps]" in out
+    assert sum(e.get("event") == "fix" for e in Session.open(tmp_path / "s").events) >= 1

@@ -211,7 +211,9 @@ def _fix_wrap(actions: list[dict], applied: dict, real_compile):
                 _compile_in_place(model, real_compile, options)
                 compiled, applied[i] = model, True
             elif kind == "compile_inside_ddp" and _at(params, frame) and _is_ddp(model):
-                _compile_in_place(model.module, real_compile, options)
+                # DDP(torch.compile(model)): DDP calls its `module`, so that is what gets compiled
+                # (an in-place `model.compile()` is bypassed by DDP's call: nothing would compile)
+                model.module = real_compile(model.module, **options)
                 compiled, applied[i] = model, True
             elif kind == "regional" and _at(params, frame) and module:
                 blocks = [m for m in model.modules() if type(m).__name__ == params["block"]]

@@ -105,6 +105,13 @@ def verdict(
         return "hurts", failed
     if outputs_equal is False:
         return "changes results", "the compiled outputs differ from the original run's"
+    if (
+        not after.get("graphs")
+        and not after.get("compile_s")
+        and (before.get("graphs") or before.get("compile_s"))
+    ):
+        # fewer breaks or recompiles because nothing compiles any more is not a fix
+        return "hurts", "the re-run compiled nothing: the fix took the code out of torch.compile"
     said = [_one(t, before, after) for t in targets]
     for word in ("hurts", "helps"):
         if any(v == word for v, _ in said):
