@@ -214,8 +214,11 @@ def _each_fix(script, args, sdir: Path, base: dict, entries, results: list, prog
             )
             if not measure.calls(base["outputs"]) and measure.calls(run["outputs"]):
                 # the first run never called the compiled object: the same fix run eagerly is the reference
-                reference = one_run(
-                    script, args, sdir / f"fix-{i + 1}-eager", [e["action"]], stance="eager", **opts
+                ref_dir = sdir / f"fix-{i + 1}-eager"
+                reference = progress.run(
+                    n,
+                    f"{label(e['action'])}, run eagerly (the reference outputs)",
+                    lambda e=e, d=ref_dir: one_run(script, args, d, [e["action"]], stance="eager", **opts),
                 )
         res = _result(e, base, run, reference)
         results.append(res)
