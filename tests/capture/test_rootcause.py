@@ -12,24 +12,14 @@ from fxlens.trace.records import Recompile, RecompileLimitHit
         ("0/0: tensor 'x' size mismatch at index 0. expected 8, actual 5", "size", "x", ("8", "5")),
         ("1/0: tensor 'x' stride mismatch at index 1. expected 1, actual 4", "stride", "x", ("1", "4")),
         ("0/0: tensor 'x' rank mismatch. expected 2, actual 3", "ndim", "x", ("2", "3")),
-        (
-            "1/0: tensor 'x' dtype mismatch. expected Float, actual Double",
-            "dtype",
-            "x",
-            ("float32", "float64"),
-        ),
+        ("1/0: tensor 'x' dtype mismatch. expected Float, actual Double", "dtype", "x", ("float32", "float64")),
         (
             "1/0: tensor 'x' requires_grad mismatch. expected requires_grad=0",
             "requires_grad",
             "x",
             ("False", "True"),
         ),
-        (
-            "0/0: self._modules['drop'].training == True",
-            "training",
-            "self._modules['drop']",
-            ("train", "eval"),
-        ),
+        ("0/0: self._modules['drop'].training == True", "training", "self._modules['drop']", ("train", "eval")),
         ("0/2: G['USE_BIAS'] == True", "global", "USE_BIAS", ("True", "")),
         ("3/0: ___stack1 == 1.7260961532592773", "item_value", "___stack1", ("1.7260961532592773", "")),
         ("0/0: L['k'] == 0", "value", "L['k']", ("0", "")),
@@ -110,9 +100,7 @@ def test_size_fix_fits_the_tensor_that_changed():
 def test_a_guard_in_library_code_is_not_the_users_to_change():
     # torch's comment names where the guard came from: transformers' code (a path under
     # site-packages), or the user's own file (torch shortens it: `mp/g/kinds.py`)
-    lib = (
-        "0/0: len(args) == 1  # func_name = f(args)  # transformers/utils/deprecation.py:131 in wrapped_func"
-    )
+    lib = "0/0: len(args) == 1  # func_name = f(args)  # transformers/utils/deprecation.py:131 in wrapped_func"
     user = "0/0: len(xs) == 2  # def lst(xs): return sum(xs)  # mp/g/kinds.py:26 in lst"
     (c_lib,) = root_causes([_rc("0/1", lib)])
     (c_user,) = root_causes([_rc("0/1", user)])

@@ -222,11 +222,7 @@ def _guards(session: Session) -> list[dict]:
         if m.guard_count:
             lines = session.guards(m.compile_id, m.rank)
             out.append(
-                {
-                    "compile_id": m.compile_id,
-                    "rank": m.rank,
-                    "guards": same.setdefault("\n".join(lines), lines),
-                }
+                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
             )
     return out
 

@@ -32,7 +32,7 @@ MAX_RUN_ROWS = 50  # runs listed in text (all of them in --json)
 
 
 def tool_of(session: Session) -> str | None:
-    """ "bisect" or "minify" when SESSION is one of theirs (and has no trace of its own), else None."""
+    """"bisect" or "minify" when SESSION is one of theirs (and has no trace of its own), else None."""
     if session.kind != "session" or session.logs:
         return None
     command = session.info.get("command")
@@ -122,9 +122,7 @@ def _bisect_lines(r: dict) -> list[str]:
     lines = [f"verdict: {r['summary']}"]
     stages = [s for s in r.get("stages") or [] if s.get("stage") != "no_compile"]
     if stages:
-        lines.append(
-            "  stages   " + " -> ".join(f"{s['stage']} {'ok' if s.get('ok') else 'FAILS'}" for s in stages)
-        )
+        lines.append("  stages   " + " -> ".join(f"{s['stage']} {'ok' if s.get('ok') else 'FAILS'}" for s in stages))
     if r.get("failure"):
         lines.append(f"  failure  {r['failure'].get('kind')}: {r['failure'].get('error')}")
     c = r.get("culprit") or {}
