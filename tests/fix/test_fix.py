@@ -242,6 +242,24 @@ def test_compiling_inside_ddp_removes_the_wrappers_breaks(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_run_session_is_the_first_run_and_the_eager_run_the_reference(tmp_path):
+    script = SCRIPTS / "kw_and_item.py"
+    subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "run", "--quiet", "--session", str(tmp_path / "s"), str(script)],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    proc, result = _fix(tmp_path, "kw_and_item.py")  # --session s: the run above
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "the first run" not in proc.stderr and "reference outputs" in proc.stderr
+    md = _by_kind(result)["mark_dynamic"]
+    assert md["verdict"] == "helps" and md["outputs_equal"] is True
+    assert "the script run eagerly" in md["outputs"]
+
+
+@pytest.mark.slow
 def test_sigterm_keeps_the_fixes_measured_so_far(tmp_path):
     import signal
     import time

@@ -111,6 +111,8 @@ def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -
     equal, said = measure.compare_outputs(ref["outputs"], run["outputs"])
     if reference is not None:
         said += " (compared with the same fix run eagerly: the first run never called the compiled object)"
+    elif base.get("outputs_from") == "eager":
+        said += " (compared with the script run eagerly: the session of `fxlens run` kept no outputs)"
     failed = ""
     if run["exit_code"] and not base["exit_code"]:
         why = error_line(Path(run["dir"]) / "output.log")
@@ -179,6 +181,7 @@ def fix_script(
     )
     if base["outputs"] is None and tried:  # a `fxlens run` session: the eager run is the reference
         n += 1
+        base["outputs_from"] = "eager"
         base["outputs"] = progress.run(
             n,
             "the script run eagerly (reference outputs)",
