@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
-KINDS = ("report", "bisect", "minify", "minify_kernel", "doctor", "diff")
+KINDS = ("report", "bisect", "minify", "minify_kernel", "doctor", "diff", "fix")
 
 
 @functools.cache

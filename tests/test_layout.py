@@ -65,6 +65,7 @@ LAYERS = {
     "bisect": {"trace", "report", "capture", "backend", "live"},
     "minify": {"trace", "report", "capture", "backend", "live"},
     "doctor": {"trace", "report", "capture", "live"},
+    "fix": {"trace", "report", "capture", "doctor", "live"},
     "diff": {"trace", "report"},
     "budget": {"trace", "report"},
 }

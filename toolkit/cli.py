@@ -36,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "fxlens.doctor.command",
         "eager vs compiled side by side, and a ranked list of what to change",
     ),
+    "fix": (
+        "fxlens.fix.command",
+        "try each fix the findings name in a re-run, and measure it before -> after",
+    ),
     # the TUI is the only part that imports textual; loaded by name so the toolkit never does
     "tui": ("fxlens.tui.app", "browse a session or trace in the terminal"),
     "demo": ("fxlens.demo", "run the bundled example through every capability"),
@@ -47,6 +51,7 @@ SCRIPT_COMMANDS = {
     "bisect": "fxlens bisect --check accuracy train.py --backend nccl",
     "minify": "fxlens minify --out repro.py -m mypkg.train --out results/",
     "doctor": "fxlens doctor --rounds 3 -m mypkg.train --epochs 1",
+    "fix": "fxlens fix --json fixes.json train.py --epochs 1",
 }
 
 

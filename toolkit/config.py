@@ -53,6 +53,10 @@ ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
 ENV_DOCTOR_PROBE = "FXLENS_DOCTOR_PROBE"
 ENV_RUNNER_HOOK = "FXLENS_RUNNER_HOOK"
 ENV_DOCTOR_BUDGET = "FXLENS_DOCTOR_BUDGET"
+# -- fxlens fix: set by the parent for each re-run, read by fxlens.fix.child --
+ENV_FIX_ACTIONS = "FXLENS_FIX"  # JSON list of the fixes to apply (fxlens.report.fixes actions)
+ENV_FIX_OUTPUTS = "FXLENS_FIX_OUTPUTS"  # where the re-run saves its compiled calls' outputs
+ENV_FIX_STANCE = "FXLENS_FIX_STANCE"  # set to eager for a reference run (every compiled object run eagerly)
 # comma-separated backend specs whose torch.compile calls the override leaves alone: a script that
 # compares a backend with a reference (`eager`, `aot_eager`) keeps its reference calls as they are
 ENV_OVERRIDE_KEEP = "FXLENS_OVERRIDE_KEEP"

@@ -97,8 +97,12 @@ def test_size_fix_fits_the_tensor_that_changed():
     cache = by_subject["input `cache.layers[0].keys`, dim 2"]
     assert 'cache_implementation="static"' in cache.fix and "drop_last" not in cache.fix
     assert "mark_dynamic" not in cache.fix  # the user never holds the cache tensor generate() makes
-    seq = by_subject["input `input_ids`, dim 1"]
-    assert "mark_dynamic(input_ids, 1)" in seq.fix and "drop_last" not in seq.fix  # not a batch dim
+    # prefill -> decode: the dim became 1, which torch always specialises (issue 29): no automatic
+    # dynamic / mark_dynamic advice (tests/fix/test_fix_texts.py runs both), mark_unbacked instead
+    seq = by_subject["size 1 of `input_ids`, dim 1"]
+    assert "mark_unbacked(input_ids, 1)" in seq.fix and "drop_last" not in seq.fix
+    assert "mark_dynamic(" not in seq.fix and "then compiles that dim as dynamic" not in seq.fix
+    assert [a["kind"] for a in seq.actions] == ["mark_unbacked"]
     (batch,) = root_causes([_rc("0/1", "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 2")])
     assert "drop_last=True" in batch.fix and "mark_dynamic(x, 0)" in batch.fix
 

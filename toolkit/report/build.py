@@ -260,7 +260,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "graphs": _graphs(session),
         "graph_breaks": _dedup_breaks(session),
         "recompiles": _recompiles(session),
-        "recompile_causes": [asdict(c) for c in session_causes(session)],
+        "recompile_causes": [{**asdict(c), "actions": list(c.actions)} for c in session_causes(session)],
         "recompile_limit_hits": _limit_hits(session),
         "compile_times": times,
         "failures": _failures(session, skipped),

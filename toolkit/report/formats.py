@@ -23,6 +23,7 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
+from fxlens.report.fixes import change
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.tlparse_blocks import (
@@ -278,6 +279,47 @@ def _note_blocks(report: dict, ps: PathShortener) -> list:
     return [Bullets(notes)] if notes else []
 
 
+def _fix_blocks(report: dict, ps: PathShortener) -> list:
+    """`fxlens fix`'s results, when the session holds them: one row per fix, patches folded."""
+    events = report.get("events") or []
+    fixes = [e for e in events if e.get("event") == "fix"]
+    if not fixes:
+        return []
+    eq = {True: "yes", False: "no", None: "-"}
+    rows = [
+        [
+            ps.text(f["finding"]),
+            ps.text(f["fix"]),
+            f["how"],
+            change(f.get("before"), f.get("after"), "→") if f.get("after") else "-",
+            eq.get(f.get("outputs_equal"), "-"),
+            Bold(f["verdict"]),
+        ]
+        for f in fixes
+    ]
+    out: list = [
+        Heading(3, "Fixes tried (fxlens fix)"),
+        Table(["finding", "fix", "how", "before → after", "outputs equal", "verdict"], rows),
+    ]
+    together = next((e for e in reversed(events) if e.get("event") == "fix_together"), None)
+    if together:
+        out.append(
+            Para(
+                f"The fixes that helped, together: {together['verdict']}, "
+                f"{change(together.get('before'), together.get('after'), '→')}"
+            )
+        )
+    patches = [f for f in fixes if f.get("patch")]
+    if patches:
+        out.append(
+            Details(
+                f"{len(patches)} code fix(es), not tried: patches",
+                [Pre(clip(ps.text(f["patch"]), 4000), "diff") for f in patches],
+            )
+        )
+    return out
+
+
 def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     """The report as document blocks.
 
@@ -292,6 +334,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_head_blocks(report, ps),
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
+        *_fix_blocks(report, ps),
         *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),

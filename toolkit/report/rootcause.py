@@ -8,141 +8,21 @@ storm reads "input `x`, dim 0 took values 8, 5, 3".
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import replace
 
-from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard, tensor_hint
+from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: also read from here)
+    CAUSES,
+    RESUME_PREFIX,
+    cause_fix,
+    entry_ids,
+    format_for_guard,
+    held,
+    shorten,
+)
+from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
-from fxlens.trace.userframes import is_library_code, short_path
-
-# What each kind of failed guard means and what to change, one row per kind (the patterns that
-# read torch's text are fxlens.trace.guards.RULES). {name}: the user's name for the guarded source
-# ("input_ids", "the first positional argument"); {t}: a variable to write in code; {dim}; {text}:
-# torch's guard. Fixes are right for training code: none detaches a tensor or drops gradients.
-CAUSES: dict[str, tuple[str, str]] = {
-    "size": (
-        "input {name}, dim {dim}",
-        "one recompile on a new size is expected: torch then compiles that dim as dynamic (automatic "
-        "dynamic shapes); if sizes keep changing, ",
-    ),
-    "size_one": (
-        "size 1 of {name}, dim {dim}",
-        "torch compiled that dim for sizes >= 2 and specialises size 1 (a batch or sequence of one): "
-        "expected once; to avoid it use `torch._dynamo.decorators.mark_unbacked({t}, {dim})` or avoid "
-        "size-1 inputs (`drop_last=True`)",
-    ),
-    "size_branch": (
-        "a branch on the size of {name}, dim {dim}",
-        "the code compares this size (`{code}`): each side of the branch compiles once, expected when "
-        "sizes cross the threshold; move the branch out of the compiled function if it flips often",
-    ),
-    "shape_relation": (
-        "a relation between sizes of {name}",
-        "an earlier compile assumed `{text}`; inputs whose sizes keep that relation reuse one graph",
-    ),
-    "stride": (
-        "stride of {name}, dim {dim}",
-        "make the input contiguous (`{t}.contiguous()`) before the call",
-    ),
-    "ndim": ("rank of {name}", "call with one rank of tensor, or compile one function per rank"),
-    "dtype": (
-        "dtype of {name}",
-        "cast {name} to one dtype before the call (e.g. `{t}.float()`), or expect one compile per dtype",
-    ),
-    "requires_grad": (
-        "requires_grad of {name}",
-        "one compile per requires_grad setting is expected (e.g. a frozen then unfrozen layer, or an "
-        "input that needs gradients in training only); do not `.detach()` a tensor that needs "
-        "gradients to avoid it: gradients would silently stop",
-    ),
-    "device": ("device of {name}", "keep {name} on one device for every call"),
-    "dispatch_keys": (
-        "grad mode, autocast or requires_grad of {name}",
-        "one compile per mode is expected (training vs `torch.no_grad()`, autocast on vs off)",
-    ),
-    "grad_mode": (
-        "grad mode (training vs `torch.no_grad()`)",
-        "the function ran with and without gradients (a training step and a `torch.no_grad()` "
-        "validation): one compile each is expected; nothing to change unless it keeps recompiling",
-    ),
-    "autocast": (
-        "autocast state",
-        "called inside and outside `torch.autocast`: one compile per state is expected; keep the call "
-        "always inside (or always outside) autocast",
-    ),
-    "default_dtype": (
-        "the default dtype",
-        "`torch.set_default_dtype` changed between calls: set it once at start-up",
-    ),
-    "deterministic": (
-        "deterministic-algorithms mode",
-        "`torch.use_deterministic_algorithms` changed between calls: set it once at start-up",
-    ),
-    "num_threads": (
-        "the number of CPU threads",
-        "`torch.set_num_threads` changed between calls (a library or DataLoader worker set-up can do "
-        "this): set it once before the first compiled call",
-    ),
-    "matmul_precision": (
-        "matmul precision flags (TF32 / reduced precision)",
-        "set `torch.backends` precision flags once at start-up, not between calls",
-    ),
-    "torch_function_mode": (
-        "the torch function mode stack",
-        "a TorchFunctionMode or `torch.device(...)` context differs between calls: keep it the same",
-    ),
-    "global_state": (
-        "global torch state ({text})",
-        "keep grad mode, autocast and torch's global flags fixed around the call",
-    ),
-    "training": (
-        "train/eval mode of {name}",
-        "train/eval switches compile once per mode (expected, two compiles); to avoid it, compile a "
-        'separate eval copy or run eval under `torch.compiler.set_stance("eager_on_recompile")`',
-    ),
-    "global": (
-        "global {name}",
-        "the global {name} is guarded: pass it as an argument, or make it a constant; every change recompiles",
-    ),
-    "item_value": (
-        "a Python number read from a tensor",
-        "a Python number from `.item()`/`float()` was specialised: keep it a tensor, or set "
-        "`torch._dynamo.config.capture_scalar_outputs = True`",
-    ),
-    # ___stackN == v where the graph broke on a call that reads no tensor (os.getpid(), time.time())
-    # torch's "Cache line invalidated because X got deallocated": a note, never blamed beside a guard
-    "cache_note": (
-        "a compile dropped by torch ({text})",
-        "torch dropped a cached compile because an object it was keyed on ({name}) was freed: keep that "
-        "object (a module, a function) alive and reuse it across calls",
-    ),
-    "stack_value": (
-        "a value returned by a call that broke the graph (`{code}`)",
-        "`{code}` breaks the graph and its result is a constant of the resumed graph: each new "
-        "value recompiles; compute it outside the compiled function and pass it in (as a tensor if it "
-        "keeps changing)",
-    ),
-    "module_attr": (
-        "module attribute {name}",
-        "integer attributes of an nn.Module are static (torch's HINT): every value compiles anew; "
-        "register it as a buffer (`self.register_buffer(...)`, a tensor the graph reads) or set "
-        "`torch._dynamo.config.allow_unspec_int_on_nn_module = True`",
-    ),
-    "value": (
-        "Python value {name}",
-        "the Python value {name} is specialised: pass it as a tensor, or mark it dynamic "
-        "(`torch.compile(..., dynamic=True)`) if it keeps changing",
-    ),
-    "length": ("length of {name}", "{name} changed length: pad it to a fixed length, or pass a tensor"),
-    "none": ("{name} being None", "pass {name} on every call or on none: each case compiles once"),
-    "identity": (
-        "identity of {name}",
-        "a different object {name} was passed: reuse one object (module, function) across calls",
-    ),
-    "type": ("type of {name}", "{name} changed type between calls: pass one type"),
-    "other": ("guard `{text}`", "torch's guard `{text}` failed; `TORCH_LOGS=recompiles` shows every check"),
-}
+from fxlens.trace.userframes import short_path
 
 
 def classify(guard: str) -> tuple[str, str, str, str, str]:
@@ -153,15 +33,6 @@ def classify(guard: str) -> tuple[str, str, str, str, str]:
 
 def _guards_of(rc: Recompile) -> list[FailedGuard]:
     return list(rc.guards) if rc.guards else [parse_failed_guard(t) for t in rc.failed_guards]
-
-
-def format_for_guard(template: str, g: FailedGuard) -> str:
-    name = describe_source(g.source) if g.source else "the input"
-    t = tensor_hint(g.source) or "x"
-    out = template.format(name=name, t=t, dim=g.dim or 0, text=g.text[:120], code=g.code[:80] or g.text)
-    if t == "t" and "{t}" in template:  # a wrapper's *args: the record has no variable name
-        out += " (`t`: the tensor your code passes in that position)"
-    return out
 
 
 def _values(g: FailedGuard) -> list[str]:
@@ -213,7 +84,10 @@ def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
         counted = False
         for g in parsed:
             key = (*fkey, *_identity(g))
-            grp = groups.setdefault(key, {"rc": rc, "guard": g, "values": [], "count": 0, "ids": []})
+            grp = groups.setdefault(
+                key, {"rc": rc, "guard": g, "values": [], "count": 0, "ids": [], "co_names": set()}
+            )
+            grp["co_names"].add(rc.co_name or rc.function)
             # the first (newest) failure carries the value this call had; older entries repeat history
             for v in _values(g):
                 if v not in grp["values"]:
@@ -245,13 +119,18 @@ def _merge_across_names(groups: dict[tuple, dict]) -> dict[tuple, dict]:
             m["count"] += g["count"]
             m["ids"] += g["ids"]
             m["guards"].append(g["guard"])
+            m["co_names"] = m["co_names"] | g["co_names"]
     return merged
 
 
-def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause:
+def _cause(
+    function: str, file: str, g: dict, hit_limit: bool, entry_ids: set | None = None
+) -> RecompileCause:
     """One merged group as a cause: what changed, in words, torch's own guard, and the fix."""
     guard: FailedGuard = g["guards"][0]
     kind = guard.kind
+    if kind == "size" and "1" in g["values"]:
+        kind = "size_one"  # a dim that became (or was) 1: torch specialises that size, always
     subject_t, fix_t = CAUSES.get(kind, CAUSES["other"])
     subject = format_for_guard(subject_t, guard)
     vals = ", ".join(g["values"])
@@ -263,23 +142,21 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         message = f"{subject} was specialised to {vals}, then changed"
     else:
         message = f"{subject} took values {vals}" if vals else f"{subject} changed"
-    if guard.code and guard.line and kind not in ("size", "dtype", "requires_grad", "stride", "ndim"):
-        message += f" (guarded at {short_path(guard.file)}:{guard.line}: `{guard.code[:60]}`)"
+    if (
+        guard.code
+        and guard.line
+        and kind not in ("size", "size_one", "dtype", "requires_grad", "stride", "ndim")
+    ):
+        message += f" (guarded at {short_path(guard.file)}:{guard.line}: `{shorten(guard.code, 60)}`)"
     if len(g["guards"]) > 1:
         others = ", ".join(describe_source(x.source) for x in g["guards"][1:] if x.source)
-        if others:
+        resumed = any(c.startswith(RESUME_PREFIX) for c in g["co_names"])
+        if others and resumed:  # only a graph break makes resume functions
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
-    fix = format_for_guard(fix_t, guard)
-    if kind == "other" and guard.hint:  # no rule of ours: torch's own HINT is the best fix there is
-        fix = f"torch's hint: {guard.hint}"
-    if kind == "size":
-        fix = _size_fix(guard, fix, third=len(g["values"]) > 2)
-    elif kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
-        fix = (
-            f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
-            "one compile per distinct way the library calls that frame is expected; only if the frame "
-            "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
-        )
+        elif others:
+            message += f" (the same change is also guarded as {others})"
+    holds = held(guard, g, entry_ids)
+    fix, actions = cause_fix(kind, fix_t, guard, g, holds, hit_limit)
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
     return RecompileCause(
@@ -295,50 +172,26 @@ def _cause(function: str, file: str, g: dict, hit_limit: bool) -> RecompileCause
         tuple(g["ids"]),
         guard=guard.text,
         hint=guard.hint,
+        actions=tuple(actions),
     )
-
-
-# kinds that guard what a frame's own code did with its arguments (their count, type, identity, a
-# Python value): when that code is a library's, the fix cannot be to change it
-_CODE_KINDS = {"length", "type", "identity", "value", "none", "module_attr", "other"}
-
-# a tensor of a KV cache, as torch names its source (`kwargs['past_key_values'].layers[0].keys`,
-# `...key_cache[0]`): it grows by one token per decoding step
-_KV_CACHE = re.compile(r"past_key_value|cache|\.(keys|values)\b", re.I)
-
-
-def _size_fix(guard: FailedGuard, automatic: str, third: bool) -> str:
-    """What to do about a size change, for the tensor it is: a KV cache (generation), a batch
-    dim (a DataLoader's short last batch) or another dim (sequence lengths)."""
-    if guard.source and _KV_CACHE.search(guard.source):
-        return (
-            "the KV cache grows by one token at every decoding step: "
-            + ("" if third else "one recompile is expected, then torch compiles that dim as dynamic; ")
-            + "to compile one graph for every step, give generation a static cache (HF: "
-            '`model.generate(..., cache_implementation="static")`)'
-        )
-    todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
-    todo += (
-        ", pad to a few fixed lengths, or for the last short batch of a DataLoader pass `drop_last=True`"
-        if str(guard.dim or 0) == "0"
-        else " or pad to a few fixed lengths"
-    )
-    if third:  # a third size: the dim stayed static
-        return "the dim stayed static (`dynamic=False`, `mark_static`, or a guard specialised it): " + (
-            format_for_guard(todo, guard)
-        )
-    return automatic + format_for_guard(todo, guard)
 
 
 def root_causes(
-    recompiles: Iterable[Recompile], limit_hits: Iterable[RecompileLimitHit] = ()
+    recompiles: Iterable[Recompile],
+    limit_hits: Iterable[RecompileLimitHit] = (),
+    entry_ids: set | None = None,
 ) -> list[RecompileCause]:
-    """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first."""
+    """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first.
+
+    `entry_ids`: the compile ids whose frame the user's compiled call entered directly (its
+    arguments are the user's tensors); None when the trace does not say (every frame counts).
+    """
     groups = _group_by_guard(recompiles)
     limited = {(h.function, h.file) for h in limit_hits}
     merged = _merge_across_names(groups)
     causes = [
-        _cause(function, file, g, (function, file) in limited) for (function, file, *_), g in merged.items()
+        _cause(function, file, g, (function, file) in limited, entry_ids)
+        for (function, file, *_), g in merged.items()
     ]
     causes.sort(key=lambda c: -c.count)
     return _merge_same_call(causes)
@@ -375,7 +228,7 @@ def session_causes(session) -> list[RecompileCause]:
     for r in session.ranks:
         if not r.recompiles:
             continue
-        for c in root_causes(r.recompiles, r.limit_hits):
+        for c in root_causes(r.recompiles, r.limit_hits, entry_ids(r.entry_stacks)):
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:

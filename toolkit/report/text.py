@@ -264,6 +264,18 @@ def _note_lines(report: dict) -> list[str]:
     return out
 
 
+def _fix_lines(report: dict) -> list[str]:
+    """`fxlens fix`'s results when the session holds them (also after a Ctrl-C: each was appended
+    as it was measured)."""
+    fixes = [e for e in report.get("events") or [] if e.get("event") == "fix"]
+    if not fixes:
+        return []
+    from fxlens.report.fixes import fix_lines
+
+    together = next((e for e in reversed(report["events"]) if e.get("event") == "fix_together"), None)
+    return ["Fixes tried (fxlens fix):", *fix_lines({"fixes": fixes, "together": together}), ""]
+
+
 def render_text(report: dict, limit: int = 20) -> str:
     """The human report: tabulate tables, most important first.
 
@@ -275,6 +287,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *_head_lines(report),
         *_break_lines(report, limit),
         *_recompile_lines(report),
+        *_fix_lines(report),
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
         *_graph_lines(report, limit),
         *_compile_time_lines(report),

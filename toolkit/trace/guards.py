@@ -213,6 +213,14 @@ RULES: list[Rule] = [
     Rule("identity", re.compile(r"___check_obj_id\((?P<src>[^,]+),")),
     # ___check_type_id(x, ...), TYPE_MATCH: an object of another type
     Rule("type", re.compile(r"___check_type_id\((?P<src>[^,]+),")),
+    # expected type of 'L['past_key_values']' to be a tensor type, ' but found <class 'NoneType'>
+    # (a tensor input that became another object: None, a cache object, a list)
+    Rule(
+        "type",
+        re.compile(
+            r"^expected type of '(?P<src>.+?)' to be (?P<exp>a tensor type)[, ']*but found (?P<act>.+)$"
+        ),
+    ),
 ]
 
 # torch's HINT on a failed guard names the cause better than the guard's shape (a module's int

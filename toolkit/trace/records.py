@@ -154,3 +154,5 @@ class RecompileCause:
     ranks: tuple[int | None, ...] = ()  # the ranks it happened on (None: a job without ranks)
     guard: str = ""  # torch's own text of the guard behind the cause
     hint: str = ""  # torch's HINT for that guard, when it gave one
+    # the fixes as data (fxlens.report.fixes actions: `{"kind", "params"}`), for `fxlens fix` to try
+    actions: tuple = ()

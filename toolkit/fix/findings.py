@@ -1,0 +1,171 @@
+"""The fixes a run's findings ask for, gathered from its report and its recorder, deduplicated.
+
+Every finding that can be fixed carries its fixes as data (`actions`, fxlens.report.fixes): the
+recompile causes (fxlens.report.rootcause), and any other finding of the report with an `actions`
+list. Graph breaks and recompile-limit hits get theirs here, from BREAK_ACTIONS and the limit; the
+recorder of the first run adds what only a run can tell (a compiled module never called, a
+compiled DDP wrapper). Code fixes get their patch here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from fxlens.fix import patches
+from fxlens.report.fixes import action, config_action, describe, how, key
+from fxlens.trace.userframes import short_path
+
+# (pattern on torch's graph-break reason and explanation, the fixes) - first match wins
+BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
+    # Tensor.item() / a Python number read from a tensor: trace it as an unbacked symbol
+    (
+        re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
+        [config_action("capture_scalar_outputs", True, "breaks"), action("keep_tensor")],
+    ),
+    # nonzero / unique / masked_select: an output shape that depends on the data
+    (
+        re.compile(
+            r"dynamic.shape operator|capture_dynamic_output_shape_ops|data.dependent output shape", re.I
+        ),
+        [config_action("capture_dynamic_output_shape_ops", True, "breaks")],
+    ),
+]
+
+
+def _loc(file: str | None, line: int | None) -> str:
+    return f"{short_path(file)}:{line}" if file else "?"
+
+
+def _entry(finding: str, act: dict, file: str | None = None, line: int | None = None) -> dict:
+    return {"finding": finding, "action": act, "file": file, "line": line}
+
+
+def _from_report(report: dict) -> list[dict]:
+    out = []
+    for c in report.get("recompile_causes") or []:
+        finding = f"recompile of {c['function']} ({_loc(c.get('file'), c.get('line'))}): {c['message']}"
+        out += [_entry(finding, a, c.get("file"), c.get("line")) for a in c.get("actions") or []]
+    for b in report.get("graph_breaks") or []:
+        text = f"{b.get('reason') or ''} {b.get('explanation') or ''}"
+        acts = next((acts for pattern, acts in BREAK_ACTIONS if pattern.search(text)), [])
+        finding = f"graph break at {_loc(b.get('file'), b.get('line'))}: {b.get('reason')}"
+        out += [_entry(finding, a, b.get("file"), b.get("line")) for a in acts]
+    for h in report.get("recompile_limit_hits") or []:
+        limit = h.get("limit") or 8
+        finding = f"{h['function']} ({_loc(h.get('file'), h.get('line'))}) hit the recompile limit ({limit})"
+        out.append(
+            _entry(
+                finding,
+                config_action("recompile_limit", limit * 8, "limit_hits"),
+                h.get("file"),
+                h.get("line"),
+            )
+        )
+    # any other finding that carries its fixes as data (e.g. a repeated block: a regional compile)
+    for name, items in report.items():
+        if name in ("recompile_causes", "graph_breaks") or not isinstance(items, list):
+            continue
+        for item in items:
+            if isinstance(item, dict) and item.get("actions"):
+                finding = item.get("message") or item.get("finding") or name
+                out += [_entry(finding, a, item.get("file"), item.get("line")) for a in item["actions"]]
+    return out
+
+
+def _from_recorder(objects: dict, calls: dict) -> list[dict]:
+    """Compiled modules the script never called, or compiled as a DDP wrapper (first run's recorder)."""
+    out = []
+    for site, info in objects.items():
+        file, line, _ = site.rsplit(":", 2)
+        site_key = f"{file}:{line}"
+        where = _loc(file, int(line))
+        if info.get("ddp"):
+            finding = f"the DDP wrapper is compiled at {where}: torch's docs compile the module inside it"
+            out.append(
+                _entry(finding, action("compile_inside_ddp", site_key=site_key, site=where), file, int(line))
+            )
+        elif info.get("module") and not calls.get(site):
+            finding = f"the module compiled at {where} was never called through what torch.compile returned"
+            out.append(
+                _entry(finding, action("compile_in_place", site_key=site_key, site=where), file, int(line))
+            )
+    return out
+
+
+def _with_patch(entry: dict, script: str) -> dict | None:
+    """A code fix with its patch filled in (and its words from the patch); None when fxlens cannot
+    find the line to patch (the finding's own text still states the fix)."""
+    act = entry["action"]
+    kind = act["kind"]
+    if kind == "tensor_lr":
+        got = patches.tensor_lr(script)
+        if got is None:
+            return None
+        patch, line, lr = got
+        return {**entry, "action": action("tensor_lr", lr=lr), "patch": patch, "file": script, "line": line}
+    if kind == "drop_last":
+        got = patches.drop_last(script)
+        if got is None:
+            return None
+        return {**entry, "patch": got[0], "file": script, "line": got[1]}
+    if kind == "keep_tensor":
+        if not entry.get("file") or not os.path.isfile(entry["file"]):
+            return None
+        got = patches.keep_tensor(entry["file"], entry["line"] or 0)
+        if got is None:
+            return None
+        return {**entry, "action": action("keep_tensor", expr=got[1]), "patch": got[0]}
+    return {**entry, "patch": None}
+
+
+def gather(report: dict, script: str, recorder: dict | None = None, extra: list[dict] = ()) -> list[dict]:
+    """Every fix to try or state, once: `{finding, action, how, fix, file, line, patch}`."""
+    entries = _from_report(report)
+    if recorder:
+        entries += _from_recorder(recorder.get("objects") or {}, recorder.get("calls") or {})
+    entries += [_entry("asked for with --try", a) for a in extra]
+    out: dict[tuple, dict] = {}
+    for e in entries:
+        e = _with_patch(e, script)
+        if e is None:
+            continue
+        k = key(e["action"])
+        if k in out:  # one fix answering several findings: tried once, every finding named
+            seen = out[k]
+            if e["finding"] not in seen["finding"]:
+                seen["finding"] += f"; {e['finding']}"
+            t_new = e["action"]["params"].get("target")
+            t_old = seen["action"]["params"].get("target")
+            if t_new and t_old and t_new not in t_old.split(","):  # it should improve both
+                seen["action"] = {
+                    **seen["action"],
+                    "params": {**seen["action"]["params"], "target": f"{t_old},{t_new}"},
+                }
+            continue
+        out[k] = {**e, "how": how(e["action"]), "fix": describe(e["action"])}
+    return list(out.values())
+
+
+def parse_try(spec: str) -> dict:
+    """`--try regional:CLASS`, `--try config:NAME=VALUE`, `--try dynamic` as an action."""
+    from fxlens.errors import FxlensError
+
+    kind, _, arg = spec.partition(":")
+    if kind == "regional" and arg.isidentifier():
+        return action("regional", block=arg, site="each torch.compile call of a module")
+    if kind == "dynamic" and not arg:
+        return action("dynamic")
+    if kind == "config" and "=" in arg:
+        name, _, raw = arg.partition("=")
+        value = {"true": True, "false": False}.get(raw.lower(), raw)
+        if isinstance(value, str):
+            try:
+                value = int(raw)
+            except ValueError:
+                try:
+                    value = float(raw)
+                except ValueError:
+                    pass
+        return config_action(name.strip(), value, "recompiles")
+    raise FxlensError(f"--try {spec!r}: expected regional:CLASS, dynamic or config:NAME=VALUE")

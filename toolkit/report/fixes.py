@@ -1,0 +1,192 @@
+"""Every fix fxlens can try, as one table: fix kind -> how it is applied, what it answers.
+
+A finding (a recompile cause, a graph break, a limit hit, a compiled object never called) carries
+its fixes as data: `{"kind": KIND, "params": {...}}` (an *action*), never as prose that `fxlens fix`
+would have to parse. KIND is a key of FIXES:
+
+- `config`: a `torch._dynamo.config` switch, set in the re-run's process before the script runs.
+- `hook`: applied through fxlens's torch.compile hook (fxlens.capture.compile_hook) in the re-run:
+  the script's own torch.compile call is changed (options, what is compiled) or its compiled object
+  wrapped (mark_dynamic of an argument before each call).
+- `code`: a change to the user's file that fxlens cannot make at run time; stated as a unified diff
+  at the line fxlens knows, marked "not tried".
+
+Pure Python: the table is read by the report (no torch) and by the re-run's child (with torch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FixKind:
+    """One row of FIXES."""
+
+    how: str  # config | hook | code
+    target: str  # what it should improve: recompiles, breaks, compile_s, graphs (0 -> some)
+    text: str  # the fix in words, formatted with the action's params
+
+
+# kind -> (how, what it should improve, the fix in words); {name}/{value}/... are the action's params
+FIXES: dict[str, FixKind] = {
+    # a torch._dynamo.config switch for the whole run (capture_scalar_outputs, recompile_limit, ...)
+    "config": FixKind("config", "{target}", "`torch._dynamo.config.{name} = {value!r}`"),
+    # mark one argument of the compiled function dynamic in `dim` before each call
+    "mark_dynamic": FixKind(
+        "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
+    ),
+    # the same for a dim that takes the size 1 (prefill -> decode): only unbacked sizes cover 0 and 1
+    "mark_unbacked": FixKind(
+        "hook",
+        "recompiles",
+        "`torch._dynamo.decorators.mark_unbacked({arg}, {dim})` before each call of {which}",
+    ),
+    # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
+    "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
+    # compile the module's own call in place (`model.compile()`): calls that bypass the
+    # OptimizedModule wrapper (HF `generate()` calls `self(...)` on the original module) compile
+    "compile_in_place": FixKind(
+        "hook",
+        "graphs",
+        "`model.compile()` instead of `model = torch.compile(model)` (compiled at {site}): the script "
+        "calls the module through its own methods (`generate()`), which never reach the wrapper",
+    ),
+    # torch.compile(DDP(model)) -> DDP(torch.compile(model)): compile the wrapped module, keep the wrapper
+    "compile_inside_ddp": FixKind(
+        "hook",
+        "breaks",
+        "compile the module before DDP wraps it (`DDP(torch.compile(model))`, compiled at {site})",
+    ),
+    # regional compilation: each instance of a repeated block compiled, not the whole model
+    "regional": FixKind(
+        "hook",
+        "compile_s",
+        "compile each `{block}` (`for b in model.modules(): if isinstance(b, {block}): b.compile()`) "
+        "instead of the whole model (compiled at {site}): one compile serves every instance",
+    ),
+    # a tensor learning rate: a float LR changed by a scheduler is a guarded constant of the step
+    "tensor_lr": FixKind(
+        "code",
+        "recompiles",
+        "pass the learning rate as a tensor (`lr=torch.tensor({lr})`): the scheduler then updates a "
+        "tensor in place and the compiled step never recompiles",
+    ),
+    # the last short batch of a DataLoader
+    "drop_last": FixKind(
+        "code", "recompiles", "`drop_last=True` on the DataLoader: the short last batch is never seen"
+    ),
+    # a Python number read from a tensor in the compiled code
+    "keep_tensor": FixKind(
+        "code",
+        "breaks",
+        "keep `{expr}` a tensor (no `.item()`), or move the read out of the compiled function",
+    ),
+}
+
+
+def action(kind: str, **params) -> dict:
+    """One fix as data: `{"kind": KIND, "params": {...}}` (KIND a key of FIXES)."""
+    assert kind in FIXES, kind
+    return {"kind": kind, "params": params}
+
+
+def config_action(name: str, value, target: str) -> dict:
+    """A torch._dynamo.config switch that should improve `target` (recompiles, breaks, ...)."""
+    return action("config", name=name, value=value, target=target)
+
+
+def how(act: dict) -> str:
+    return FIXES[act["kind"]].how
+
+
+def target(act: dict) -> list[str]:
+    """The measures the fix should improve (a config switch names its own; merged fixes add up)."""
+    t = FIXES[act["kind"]].target
+    t = t.format(**act["params"]) if "{" in t else t
+    return [x for x in t.split(",") if x]
+
+
+def describe(act: dict) -> str:
+    """The fix in words (the same words the report prints)."""
+    params = dict(act.get("params") or {})
+    params.setdefault(
+        "which", f"`{params['function']}`" if params.get("function") else "every compiled function"
+    )
+    params.setdefault("site", "?")
+    params.setdefault("expr", "the value")
+    return FIXES[act["kind"]].text.format(**params)
+
+
+def key(act: dict) -> tuple:
+    """Two actions with the same key are the same fix (one re-run for both findings)."""
+    params = act.get("params") or {}
+    return (act["kind"], tuple(sorted((k, repr(v)) for k, v in params.items() if k != "target")))
+
+
+def label(act: dict) -> str:
+    """A short name for progress lines: `config capture_scalar_outputs=True`, `mark_dynamic x 1`."""
+    p = {
+        k: v for k, v in (act.get("params") or {}).items() if k not in ("target", "file", "site", "site_key")
+    }
+    if act["kind"] == "config":
+        return f"config {p.get('name')}={p.get('value')!r}"
+    return " ".join([act["kind"], *(str(v) for v in p.values())])
+
+
+# ---- the fixes as text ----------------------------------------------------------------------------
+
+_MEASURES = (
+    ("graphs", "graphs"),
+    ("breaks", "breaks"),
+    ("recompiles", "recompiles"),
+    ("compile_s", "compile s"),
+)
+
+
+def change(before: dict | None, after: dict | None, arrow: str = "->") -> str:
+    """`graphs 4 -> 1, breaks 2 -> 0, recompiles 2 -> 0, compile s 3.88 -> 0.84` (before alone
+    when there is no after)."""
+    if not before:
+        return "-"
+    parts = []
+    for k, label in _MEASURES:
+        b = before.get(k)
+        a = (after or {}).get(k) if after else None
+        fmt = (lambda v: f"{v:.2f}") if k == "compile_s" else str
+        if b is None:
+            continue
+        parts.append(f"{label} {fmt(b)}" + (f" {arrow} {fmt(a)}" if a is not None else ""))
+    return ", ".join(parts)
+
+
+def _equal(r: dict) -> str:
+    eq = r.get("outputs_equal")
+    return "-" if eq is None else ("yes" if eq else "NO")
+
+
+def fix_lines(result: dict, speed=None) -> list[str]:
+    """The fixes as text lines (`fxlens fix`, and the report of a session that holds fix results);
+    `speed(fix) -> str` formats the --speed figures (None: not shown)."""
+    fixes = result.get("fixes") or []
+    if not fixes:
+        return ["No finding of this run has a fix fxlens can try or state as code."]
+    out = []
+    for i, r in enumerate(fixes, 1):
+        out.append(f"{i}. [{r['verdict']}] {r['fix']}  ({r['how']})")
+        out.append(f"   finding: {r['finding']}")
+        if r["verdict"] != "not tried":
+            out.append(f"   {change(r.get('before'), r.get('after'))}; outputs equal: {_equal(r)}")
+            if r.get("why"):
+                out.append(f"   why: {r['why']}")
+            if r.get("speed") and speed is not None:
+                out.append(f"   speedup over eager (steady state): {speed(r)}")
+        elif r.get("patch"):
+            out += ["   patch (not tried):", *("     " + ln for ln in r["patch"].rstrip("\n").split("\n"))]
+    t = result.get("together")
+    if t:
+        out.append(
+            f"together ({', '.join(t['fixes'])}): [{t['verdict']}] {change(t['before'], t['after'])}; "
+            f"outputs equal: {_equal(t)}"
+        )
+    return out
