@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict
 
+from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
@@ -222,7 +223,11 @@ def _guards(session: Session) -> list[dict]:
         if m.guard_count:
             lines = session.guards(m.compile_id, m.rank)
             out.append(
-                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
+                {
+                    "compile_id": m.compile_id,
+                    "rank": m.rank,
+                    "guards": same.setdefault("\n".join(lines), lines),
+                }
             )
     return out
 
@@ -241,6 +246,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "recompile_causes": [asdict(c) for c in session_causes(session)],
         "recompile_limit_hits": _limit_hits(session),
         "compile_times": times,
+        # graphs that inline N instances of one module class, with the regional-compilation fix
+        "repeated_blocks": repeated_blocks(session, times["per_compile"]),
         "failures": _failures(session, skipped),
         "eager_frames": _eager_frames(session, skipped),
         "kernels": _kernels(session),
