@@ -39,6 +39,7 @@ from fxlens.doctor.render import render_text, summary
 from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.doctor.warm import cold_vs_warm
 from fxlens.errors import FxlensError
+from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
@@ -235,6 +236,7 @@ def _diagnose(
     found = rank_findings(
         rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at, load=load
     )
+    found += block_findings(report)  # repeated blocks: regional compilation (fxlens.report.blocks)
     wall = wall_times(runs.eager, runs.compiled)
     result = {
         "script": os.path.abspath(script),

@@ -172,3 +172,26 @@ def block_lines(report: dict) -> list[str]:
     for b in rows[:5]:
         out += [f"Repeated block: {b['message']}", f"  fix: {b['fix']}"]
     return [*out, ""] if out else []
+
+
+def block_findings(report: dict) -> list[dict]:
+    """The repeated blocks as doctor findings (`{kind, message, file, line, fix, cost_ms, function}`,
+    fxlens.doctor.finding) with the fields `fxlens fix` needs to try regional compilation:
+    `block_class`, `block_class_path`, `count`, `root`, `attribute`. `cost_ms` is 0 (not measured):
+    the saving in the message is an estimate from the graph's ops."""
+    return [
+        {
+            "kind": "repeated_block",
+            "message": b["message"],
+            "file": b["file"],
+            "line": b["line"],
+            "fix": b["fix"],
+            "cost_ms": 0.0,
+            "function": b["function"],
+            **{
+                k: b[k]
+                for k in ("block_class", "block_class_path", "count", "root", "attribute", "est_saving_s")
+            },
+        }
+        for b in report.get("repeated_blocks") or []
+    ]
