@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = {"llama": "model.layers", "vit": "vit.encoder.layer"}
+BLOCKS = {"llama": "model.layers", "vit": "vit.layers"}
 
 
 # -- the child: one measurement in a fresh process -------------------------------------------------
@@ -202,8 +202,10 @@ def measure(name: str, rounds: int, pairs: int, tmp: Path) -> dict:
                 wtrace = tmp / f"{name}-warm-trace"
                 warm = _run_child(["cold", name, "whole"], cache, wtrace)
                 warm.update(_from_trace(wtrace))
-            shutil.rmtree(cache, ignore_errors=True)
-    steady = _run_child(["steady", name, str(pairs)], tmp / f"{name}-steady-cache", None)
+                kept = cache  # the steady-state process starts from it (its timings are after warm-up)
+            else:
+                shutil.rmtree(cache, ignore_errors=True)
+    steady = _run_child(["steady", name, str(pairs)], kept, None)
     loads.append(_load())
     return {"cold": cold, "warm": warm, "steady": steady, "loads": loads}
 
@@ -280,15 +282,22 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--pairs", type=int, default=40)
     parser.add_argument("--write", action="store_true", help="write the section of BENCHMARKS.md")
-    parser.add_argument("--json", metavar="FILE", help="also write the raw results")
+    parser.add_argument("--json", metavar="FILE", help="also write the raw results (after each model)")
+    parser.add_argument("--from-json", metavar="FILE", nargs="+", help="render earlier raw results instead")
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="fxlens-regional-"))
-    try:
-        results = {m: measure(m, args.rounds, args.pairs, tmp) for m in args.models.split(",")}
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
+    results: dict = {}
+    if args.from_json:
+        for f in args.from_json:
+            results.update(json.loads(Path(f).read_text()))
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="fxlens-regional-"))
+        try:
+            for m in args.models.split(","):
+                results[m] = measure(m, args.rounds, args.pairs, tmp)
+                if args.json:
+                    Path(args.json).write_text(json.dumps(results, indent=1))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     text = render(results, args.rounds, args.pairs)
     print(text)
     if args.write:

@@ -133,6 +133,8 @@ class MetricsView(ListView):
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
         ]
         row = self._per_compile().get((rank, cid)) or {}
+        if m.time_source and m.time_source != "entire_frame_compile_time_s":
+            lines.append(f"total from torch's {escape(m.time_source)} (no whole-frame time logged)")
         cache = cache_outcomes(row)
         lines.append(
             "cache: " + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no cache lookup in this trace")

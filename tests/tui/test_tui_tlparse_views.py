@@ -194,3 +194,32 @@ async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
     assert got == per_rank
     names = {ev["pid"]: ev["args"]["name"] for ev in events if ev.get("ph") == "M"}
     assert names == {r: f"rank {r}" for r in per_rank}
+
+
+async def test_metrics_view_shows_a_cache_hit_from_torchs_artifacts(tmp_path):
+    # tlparse's multi_rank_logs: rank 1's compile 0/0 logged fx_graph_cache_hit and
+    # aotautograd_cache_hit artifacts (its metrics' hit counters are null): the cell and the detail
+    # say hit, with what the hit saved as torch logged it
+    data = Path(__file__).resolve().parents[1] / "data" / "tlparse" / "multi_rank_logs"
+    log = data / "dedicated_log_torch_trace_rank_1.log"
+    hit = next(p for r, p in _records(log) if (r.get("artifact") or {}).get("name") == "fx_graph_cache_hit")
+    saved = int(json.loads(hit)["time_saved_ns"]) / 1e9
+    app = make_app(data, tmp_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        table = app.query_one("#metrics-table", VimTable)
+        cols = list(table.columns)
+        row = next(
+            r
+            for r in table._rows_plain()
+            if (r[cols.index("rank")], r[cols.index("compile id")]) == ("1", "0/0")
+        )
+        assert row[cols.index("cache")] == "hit"
+        table.focus()
+        for _ in range(table._rows_plain().index(row)):  # the cursor starts on the first row
+            await press(pilot, "j")
+        detail = app.query_one("#metrics-detail", Info).plain
+        assert (
+            "cache: fx_graph hit, aotautograd hit" in detail and f"fx_graph hit saved {saved:.3f} s" in detail
+        )

@@ -128,11 +128,7 @@ def _function_lines(result: dict) -> list[str]:
             f.get("verdict") or "-",
             _samples(f),
             _num(f["compile_s"], ".2f")
-            + (
-                f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]"
-                if f.get("compile_s_range")
-                else ""
-            ),
+            + (f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]" if f.get("compile_s_range") else ""),
             _num(f["break_even_calls"], "d")
             if f["break_even_calls"] is not None
             else ("never" if f["calls"] else "-"),

@@ -55,6 +55,7 @@ def _row(m) -> dict:
         "code_gen_s": m.code_gen_s,
         "backward_s": m.backward_s,
         "stages_s": dict(m.stages),
+        "passes_s": dict(m.passes),  # pre/joint/post-grad passes, Triton, remote cache, gc (as timed)
         "guard_count": m.guard_count,
         "graph_node_count": m.graph_node_count,
         "cache": {name: {"hits": h, "misses": n} for name, h, n in m.cache},

@@ -89,7 +89,16 @@ def compile_time_blocks(report: dict) -> list:
         Para(head + ", slowest first." + note),
         *_table(headers, rows, "compiles"),
         *([Heading(3, "Caches"), Bullets(caches)] if caches else []),
+        *_block_blocks(report),
     ]
+
+
+def _block_blocks(report: dict) -> list:
+    """Repeated blocks (fxlens.report.blocks): what a graph inlines N times, and the fix."""
+    rows = report.get("repeated_blocks") or []
+    if not rows:
+        return []
+    return [Heading(3, "Repeated blocks"), Bullets([f"{b['message']}. Fix: {b['fix']}" for b in rows])]
 
 
 def failure_blocks(report: dict, ps: PathShortener) -> list:

@@ -65,6 +65,20 @@ class CacheEvent:
     line_no: int = 0  # where it was logged (orders it among the rank's compiles)
 
 
+# inductor's passes and other timed parts torch records beside the stages (microseconds), by name
+PASSES = (
+    ("pre_grad_passes", "pre_grad_pass_time_us"),
+    ("joint_graph_passes", "joint_graph_pass_time_us"),
+    ("post_grad_passes", "post_grad_pass_time_us"),
+    ("triton_compile", "triton_compile_time_us"),
+    ("remote_fx_graph_cache_get", "remote_fx_graph_cache_get_time_us"),
+    ("remote_fx_graph_cache_put", "remote_fx_graph_cache_put_time_us"),
+    ("distributed_ephemeral_timeout", "distributed_ephemeral_timeout_us"),
+    ("gc", "gc_time_us"),
+    ("structured_logging_overhead", "structured_logging_overhead_us"),
+)
+
+
 def _first(m: dict, fields: tuple) -> tuple[float | None, str]:
     for key, factor in fields:
         v = m.get(key)
@@ -74,8 +88,9 @@ def _first(m: dict, fields: tuple) -> tuple[float | None, str]:
 
 
 def frame_times(m: dict) -> dict:
-    """{total_s, backend_s, inductor_s, code_gen_s, time_source} of a compilation_metrics record,
-    each from the first field torch wrote; `time_source` names the total's field."""
+    """{total_s, backend_s, inductor_s, code_gen_s, time_source, passes} of a compilation_metrics
+    record, each from the first field torch wrote; `time_source` names the total's field, `passes`
+    is ((name, seconds), ...) of the PASSES torch timed."""
     total, source = _first(m, _TOTAL)
     if total is None:
         start, end = m.get("start_time_us"), m.get("end_time_us")
@@ -87,6 +102,11 @@ def frame_times(m: dict) -> dict:
         "inductor_s": _round(_first(m, _INDUCTOR)[0]),
         "code_gen_s": _round(_first(m, _CODE_GEN)[0]),
         "time_source": source,
+        "passes": tuple(
+            (name, round(v * 1e-6, 6))
+            for name, key in PASSES
+            if isinstance(v := m.get(key), int | float) and not isinstance(v, bool) and v
+        ),
     }
 
 

@@ -380,6 +380,7 @@ def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
         inductor_s=t["inductor_s"],
         code_gen_s=t["code_gen_s"],
         time_source=t["time_source"],
+        passes=t["passes"],
         backward_s=_backward_s(bwd),
         dynamo_before_restart_s=_float(m.get("dynamo_time_before_restart_s")) or None,
         cache=cache,

@@ -116,6 +116,8 @@ class CompileMetrics:
     time_source: str = ""
     # each cache lookup torch logged for this compile (fxlens.trace.compile_cost.CacheEvent), in order
     caches: tuple = ()
+    # (name, seconds) of inductor's passes and other parts torch timed (compile_cost.PASSES)
+    passes: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
