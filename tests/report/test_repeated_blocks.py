@@ -81,3 +81,29 @@ def test_tiny_llama_decoder_layers_named(tmp_path):
     assert b["message"].startswith(
         "LlamaDecoderLayer x 12 inlined into one graph of `LlamaForCausalLM.forward`"
     )
+
+
+VIT = textwrap.dedent(
+    """
+    import torch
+    from transformers import ViTConfig, ViTForImageClassification
+    cfg = ViTConfig(hidden_size=32, num_hidden_layers=12, num_attention_heads=4, intermediate_size=64,
+                    image_size=16, patch_size=8, num_labels=10)
+    model = ViTForImageClassification(cfg).eval()
+    print("layers", len(model.vit.layers), type(model.vit.layers[0]).__name__)
+    with torch.no_grad():
+        torch.compile(model)(torch.randn(1, 3, 16, 16))
+    """
+)
+
+
+@pytest.mark.slow  # a 12-layer ViT under inductor: ~40 s on 2 busy cores
+def test_tiny_vit_layers_named(tmp_path):
+    script = tmp_path / "vit.py"
+    script.write_text(VIT)
+    trace, stdout = _trace(script, tmp_path)
+    _, n, cls = next(ln for ln in stdout.splitlines() if ln.startswith("layers ")).split()
+    report = build_report(Session.open(trace), with_guards=False)
+    (b,) = report["repeated_blocks"]
+    assert (b["block_class"], b["count"]) == (cls, int(n)) == ("ViTLayer", 12)
+    assert (b["root"], b["attribute"]) == ("ViTForImageClassification.forward", "vit.layers")

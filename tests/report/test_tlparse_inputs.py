@@ -134,3 +134,26 @@ def test_multi_rank_logs_cache_groups_in_text_and_json(tmp_path):
     assert all(s.endswith(" hit") for s in groups[(3,)]["sequence"])
     assert "Cache hit/miss patterns diverge across ranks" in proc.stdout
     assert "Where cold start goes:" in proc.stdout
+
+
+def test_recompile_share_and_per_rank_from_torchs_own_times():
+    # multi_rank_logs rank 1 compiled frame 0 fifteen times (0/0 .. 0/14): every compile after the
+    # first is a recompile; the sums are taken here from torch's records directly
+    logs = sorted((DATA / "multi_rank_logs").glob("*.log"))
+    ct = _times(DATA / "multi_rank_logs")
+    for log in logs:
+        rank = int(log.stem.rsplit("_", 1)[-1])
+        ms = _records(log, "compilation_metrics")
+        # the whole frame's time, or (ranks 0 and 2 log no whole-frame field) Dynamo's cumulative time
+        secs = [
+            m.get("entire_frame_compile_time_s") or m["dynamo_cumulative_compile_time_us"] / 1e6 for m in ms
+        ]
+        total = sum(secs)
+        again = sum(s for s, m in zip(secs, ms) if not str(m.get("compile_id", "0/0")).endswith("/0"))
+        (row,) = [r for r in ct["per_rank"] if r["rank"] == rank]
+        assert row["total_s"] == pytest.approx(total) and row["recompile_s"] == pytest.approx(again)
+        assert row["compiles"] == len(ms)
+    cs = ct["cold_start"]  # the slowest rank's
+    slowest = max(ct["per_rank"], key=lambda r: r["total_s"])
+    assert cs["rank"] == slowest["rank"] and cs["recompile_s"] == pytest.approx(slowest["recompile_s"])
+    assert cs["recompile_share"] == pytest.approx(slowest["recompile_s"] / slowest["total_s"], abs=1e-4)

@@ -158,7 +158,13 @@ def attach(model, path: str | Path) -> None:
             owner = next((i for ln, i in lines if ln > rec.line_no), lines[-1][1] if lines else None)
             if owner is not None:
                 events.setdefault(owner, []).append(ev)
-    need_events = [i for i, m in enumerate(model.metrics) if m.total_s is None or not m.stages]
+    # a second pass over the log only for a compile torch timed no stage of (AOTInductor's record has
+    # only its start and end): one failed compile in a 100 MB log must not cost a re-read for nothing
+    need_events = [
+        i
+        for i, m in enumerate(model.metrics)
+        if not m.stages and (m.total_s is None or m.time_source == "end_time_us - start_time_us")
+    ]
     durations = chromium_durations(path) if need_events else {}
     for i, m in enumerate(model.metrics):
         extra: dict = {}
