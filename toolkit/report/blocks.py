@@ -57,7 +57,9 @@ def find_blocks(guards: list[str]) -> list[dict]:
             groups[(m["parent"], cls)].add(m["name"])
     out = []
     for (parent, cls), names in groups.items():
-        if len(names) < MIN_COUNT:
+        # a block repeats in a ModuleList or Sequential (children "0", "1", ...): distinct named
+        # children of one class (q_proj, k_proj, v_proj) are parts of one block, not blocks
+        if len(names) < MIN_COUNT or not all(n.isdigit() for n in names):
             continue
         root = re.match(r"^L\[[^\]]+\](?:\[\d+\])?", parent)
         root_src = root.group(0) if root else ""

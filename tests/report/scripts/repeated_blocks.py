@@ -1,5 +1,7 @@
 """A model whose forward runs four instances of one block class (and a head of another class),
-compiled whole: Dynamo inlines all four into one graph. Ground truth for fxlens.report.blocks."""
+compiled whole: Dynamo inlines all four into one graph. And an attention-like module with three
+named Linear children (q, k, v), compiled alone: parts of one block, not a repeated block. Ground
+truth for fxlens.report.blocks."""
 
 import torch
 from torch import nn
@@ -28,7 +30,17 @@ class Net(nn.Module):
         return self.head(x)
 
 
+class Attn(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.q(x) * self.k(x) + self.v(x)
+
+
 if __name__ == "__main__":
     net = Net()
     print("blocks", len(net.blocks), type(net.blocks[0]).__name__)
     torch.compile(net, backend="eager")(torch.randn(3, 8))
+    torch.compile(Attn(), backend="eager")(torch.randn(3, 8))
