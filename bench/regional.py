@@ -48,6 +48,10 @@ def _model(name: str):
             num_attention_heads=4,
             num_key_value_heads=4,
             max_position_embeddings=128,
+            # no KV cache: each decoder layer reads its own cache entry (`cache.layers[i]`), a Python
+            # value Dynamo guards on, so a regionally compiled layer recompiles per layer (fxlens
+            # report names it) and stops at the recompile limit; one forward needs no cache
+            use_cache=False,
         )
         return LlamaForCausalLM(cfg).eval(), (torch.randint(0, 256, (2, 32)),)
     from transformers import ViTConfig, ViTForImageClassification

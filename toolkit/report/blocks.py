@@ -163,7 +163,9 @@ def _fix(cls: str, attr: str) -> str:
     return (
         f"regional compilation: compile the repeated block, not the whole model -- `for block in {where}: "
         f"block.compile()` in place of `torch.compile(model)`; Dynamo compiles {cls} once and every "
-        "instance reuses that code (same graph, other weights), so cold start pays for one block"
+        "instance reuses that code (same graph, other weights), so cold start pays for one block; "
+        "a Python value that differs per block (a KV-cache entry per layer, a layer index used in "
+        "control flow) recompiles it per block instead: check `fxlens report` on the regional run"
     )
 
 
