@@ -200,9 +200,7 @@ def _timed(fn, rec: ProbeRecord):
         if sig in rec.signatures or len(rec.signatures) < MAX_SIGNATURES:
             rec.signatures[sig] = rec.signatures.get(sig, 0) + 1
         if state.budget_s > 0:
-            _keep_typical_call(
-                rec, sig, (args, kwargs, torch.is_grad_enabled(), torch.is_inference_mode_enabled())
-            )
+            _keep_typical_call(rec, sig, (args, kwargs, torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
         if _requires_grad(out):
             rec.grad_calls += 1
         if last_sig[0] is not None and sig != last_sig[0]:
@@ -332,9 +330,7 @@ def _retime_skip(rec: ProbeRecord) -> str | None:
     that object goes unmeasured) instead of waiting for ranks that have finished.
     """
     if rec.wrapped_in:
-        return (
-            f"distributed: {rec.wrapped_in}'s calls run collectives, which would have to match on every rank"
-        )
+        return f"distributed: {rec.wrapped_in}'s calls run collectives, which would have to match on every rank"
     if not _distributed():
         return None
     if (os.environ.get("RANK") or "0") != "0":
