@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
 from fxlens.report.text import render_text
 from fxlens.trace.session import Session
@@ -49,6 +50,14 @@ def test_repeated_block_named_with_root_and_attribute(blocks_trace):
     assert b["block_class_path"].endswith(".Block")
     # the blocks are most of the graph (the head's one Linear is not a block's)
     assert 0.5 < b["block_share"] < 1 and b["block_ops"] < b["graph_ops"]
+    # the same as a doctor finding, with the fields `fxlens fix` reads to try regional compilation
+    (f,) = block_findings(report)
+    assert f["kind"] == "repeated_block" and (f["block_class"], f["count"], f["root"]) == (
+        "Block",
+        4,
+        "Net.forward",
+    )
+    assert f["attribute"] == "blocks" and f["fix"] == b["fix"]
     text = render_text(report)
     assert "Repeated block: Block x 4 inlined into one graph of `Net.forward`" in text
     assert "for block in model.blocks: block.compile()" in text
