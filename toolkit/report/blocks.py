@@ -29,7 +29,9 @@ MIN_COUNT = 2  # instances of one class under one container that make a repeated
 # `GuardManager: source=L['self']._modules['layers']._modules['0'], accessed_by=..., type=<class 'x.C'>`
 _MANAGER = re.compile(r"GuardManager: source=(?P<source>\S+?), .*?type=<class '(?P<cls>[\w.]+)'>")
 _CHILD = re.compile(r"^(?P<parent>.+)\._modules\['(?P<name>[^']+)'\]$")
-_ROOT = re.compile(r"^L\[[^\]]+\](?:\[\d+\])?$")
+# torch's own layers (Linear, ReLU, LayerNorm) repeat inside a Sequential without being blocks worth
+# compiling alone; torch's transformer layers are such blocks
+_LEAF = re.compile(r"^torch\.nn\.modules\.(?!transformer\.)")
 # parameter inputs of a Dynamo graph: l_self_modules_layers_modules_3_modules_... (one per parameter)
 _PARAM = re.compile(r"\b[lL]_(?:self|args_\d+)_((?:modules_\w+?_)*?)modules_(\d+)_")
 
@@ -59,7 +61,7 @@ def find_blocks(guards: list[str]) -> list[dict]:
     for (parent, cls), names in groups.items():
         # a block repeats in a ModuleList or Sequential (children "0", "1", ...): distinct named
         # children of one class (q_proj, k_proj, v_proj) are parts of one block, not blocks
-        if len(names) < MIN_COUNT or not all(n.isdigit() for n in names):
+        if len(names) < MIN_COUNT or not all(n.isdigit() for n in names) or _LEAF.match(cls):
             continue
         root = re.match(r"^L\[[^\]]+\](?:\[\d+\])?", parent)
         root_src = root.group(0) if root else ""

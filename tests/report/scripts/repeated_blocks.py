@@ -1,6 +1,7 @@
 """A model whose forward runs four instances of one block class (and a head of another class),
 compiled whole: Dynamo inlines all four into one graph. And an attention-like module with three
-named Linear children (q, k, v), compiled alone: parts of one block, not a repeated block. Ground
+named Linear children (q, k, v), compiled alone, and a Sequential of torch's own layers: parts of
+one block, not repeated blocks. Ground
 truth for fxlens.report.blocks."""
 
 import torch
@@ -44,3 +45,6 @@ if __name__ == "__main__":
     print("blocks", len(net.blocks), type(net.blocks[0]).__name__)
     torch.compile(net, backend="eager")(torch.randn(3, 8))
     torch.compile(Attn(), backend="eager")(torch.randn(3, 8))
+    # torch's own layers repeated in a Sequential: not blocks either
+    mlp = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+    torch.compile(mlp, backend="eager")(torch.randn(3, 8))
