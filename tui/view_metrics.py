@@ -6,7 +6,7 @@ from collections import Counter
 
 from rich.text import Text
 
-from fxlens.report.compiles import cache_outcome
+from fxlens.report.coldstart import cache_outcomes
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
@@ -22,13 +22,13 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def _cache_cell(cache: dict | None) -> str:
-    """ "hit", "miss", "2/1" (hits/misses over torch's caches), or "-" when none was consulted."""
-    hits = sum(c.get("hits") or 0 for c in (cache or {}).values())
-    misses = sum(c.get("misses") or 0 for c in (cache or {}).values())
-    if not hits and not misses:
-        return "-"
-    return "hit" if not misses else "miss" if not hits else f"{hits}/{misses}"
+def _cache_cell(row: dict) -> str:
+    """ "hit", "miss", "bypass", "hit/miss" (over torch's caches, from its cache artifacts or its
+    counters), or "-" when the trace records no lookup."""
+    outcomes = set()
+    for text in cache_outcomes(row).values():
+        outcomes |= {w for w in text.replace(",", " ").split() if w in ("hit", "miss", "bypass")}
+    return "/".join(o for o in ("hit", "miss", "bypass") if o in outcomes) or "-"
 
 
 class MetricsView(ListView):
@@ -99,7 +99,7 @@ class MetricsView(ListView):
                 _s(dyn),
                 _s(m.backend_s),
                 _s(m.total_s),
-                _cache_cell((per.get((m.rank, m.compile_id)) or {}).get("cache")),
+                _cache_cell(per.get((m.rank, m.compile_id)) or {}),
                 "-" if m.guard_count is None else str(m.guard_count),
                 _OUTCOME_CELL[outcome],
                 bar,
@@ -133,11 +133,22 @@ class MetricsView(ListView):
             f"guards {m.guard_count} · graph nodes {m.graph_node_count if m.graph_node_count is not None else '-'}",
         ]
         row = self._per_compile().get((rank, cid)) or {}
-        cache = cache_outcome(row.get("cache") or {})
+        if m.time_source and m.time_source != "entire_frame_compile_time_s":
+            lines.append(f"total from torch's {escape(m.time_source)} (no whole-frame time logged)")
+        cache = cache_outcomes(row)
         lines.append(
-            "cache: "
-            + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no compiled-graph cache consulted")
+            "cache: " + (", ".join(f"{k} {v}" for k, v in cache.items()) or "no cache lookup in this trace")
         )
+        for c in row.get("caches") or []:  # each lookup: a hit's saving, a miss's cost, torch's reason
+            what = (
+                f"saved {c['saved_s']:.3f} s"
+                if c.get("saved_s")
+                else f"compiled in {c['taken_s']:.3f} s"
+                if c.get("taken_s")
+                else ""
+            )
+            reason = " ".join((c.get("reason") or "").split())
+            lines.append(f"  {escape(c['cache'])} {escape(c['outcome'])} {what} {escape(reason)}".rstrip())
         restarts = row.get("restart_reasons") or []
         if restarts:  # the whole reason, as the report's "Failures and restarts" has it
             lines += ["", "[yellow]restarted[/yellow] (Dynamo analysed the frame again):"]

@@ -55,7 +55,7 @@ async def test_metrics_detail_has_cache_and_whole_restart_reason(build_once, tmp
         await wait_loaded(app, pilot)
         await press(pilot, "7")
         detail = app.query_one("#metrics-detail", Info).plain
-        assert "cache: no compiled-graph cache consulted" in detail  # aot_eager uses none
+        assert "cache: no cache lookup in this trace" in detail  # aot_eager uses none
         assert "restarted (Dynamo analysed the frame again):" in detail
         assert "Explanation: Dynamo does not know how to trace builtin operator `print`" in detail
 
@@ -149,7 +149,7 @@ async def test_metrics_view_shows_cache_outcome(inductor_16, tmp_path):
         table = app.query_one("#metrics-table", VimTable)
         col = list(table.columns).index("cache")
         assert {r[col] for r in table._rows_plain()} == {"miss"}
-        assert "cache: inductor_fx_local miss" in app.query_one("#metrics-detail", Info).plain
+        assert "cache: fx_graph miss" in app.query_one("#metrics-detail", Info).plain
 
 
 async def test_help_lists_the_new_views(job_16, tmp_path):
@@ -172,7 +172,9 @@ async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
     per_rank = {}
     for log in logs:
         rank = int(re.search(r"rank_(\d+)", log.name)[1])
-        per_rank[rank] = sum(1 for ln in log.read_text(errors="replace").splitlines() if '{"chromium_event"' in ln)
+        per_rank[rank] = sum(
+            1 for ln in log.read_text(errors="replace").splitlines() if '{"chromium_event"' in ln
+        )
     assert len(per_rank) == 16 and all(per_rank.values())
     app = make_app(job_16, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -192,3 +194,32 @@ async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
     assert got == per_rank
     names = {ev["pid"]: ev["args"]["name"] for ev in events if ev.get("ph") == "M"}
     assert names == {r: f"rank {r}" for r in per_rank}
+
+
+async def test_metrics_view_shows_a_cache_hit_from_torchs_artifacts(tmp_path):
+    # tlparse's multi_rank_logs: rank 1's compile 0/0 logged fx_graph_cache_hit and
+    # aotautograd_cache_hit artifacts (its metrics' hit counters are null): the cell and the detail
+    # say hit, with what the hit saved as torch logged it
+    data = Path(__file__).resolve().parents[1] / "data" / "tlparse" / "multi_rank_logs"
+    log = data / "dedicated_log_torch_trace_rank_1.log"
+    hit = next(p for r, p in _records(log) if (r.get("artifact") or {}).get("name") == "fx_graph_cache_hit")
+    saved = int(json.loads(hit)["time_saved_ns"]) / 1e9
+    app = make_app(data, tmp_path)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        table = app.query_one("#metrics-table", VimTable)
+        cols = list(table.columns)
+        row = next(
+            r
+            for r in table._rows_plain()
+            if (r[cols.index("rank")], r[cols.index("compile id")]) == ("1", "0/0")
+        )
+        assert row[cols.index("cache")] == "hit"
+        table.focus()
+        for _ in range(table._rows_plain().index(row)):  # the cursor starts on the first row
+            await press(pilot, "j")
+        detail = app.query_one("#metrics-detail", Info).plain
+        assert (
+            "cache: fx_graph hit, aotautograd hit" in detail and f"fx_graph hit saved {saved:.3f} s" in detail
+        )

@@ -37,8 +37,10 @@ from fxlens.doctor.interval import cores, load_average
 from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
 from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
+from fxlens.doctor.warm import cold_vs_warm
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
+from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
@@ -73,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
+    )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="also measure cold vs warm start: two more compiled runs sharing one private, initially "
+        "empty cache folder (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR; yours is neither read nor "
+        "written), with compile seconds and every cache hit",
     )
     add_timeout_argument(parser)
 
@@ -231,6 +240,7 @@ def _diagnose(
     found = rank_findings(
         rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at, load=load
     )
+    found += block_findings(report)  # repeated blocks: regional compilation (fxlens.report.blocks)
     wall = wall_times(runs.eager, runs.compiled)
     result = {
         "script": os.path.abspath(script),
@@ -269,6 +279,7 @@ def doctor_script(
     timeout: float | None = None,
     session_dir: str | os.PathLike | None = None,
     budget: float = DEFAULT_BUDGET_S,
+    warm: bool = False,
 ) -> dict:
     """Run SCRIPT eager and compiled, side by side, and diagnose what torch.compile does for it.
 
@@ -282,6 +293,8 @@ def doctor_script(
         session_dir: where the doctor session goes (default: a new one under the sessions dir).
         budget: seconds per compiled function of interleaved eager/compiled timing after the
             script ends (0: per-call times of the script's own calls only).
+        warm: also run it compiled twice more with one private cache folder, cold then warm
+            (fxlens.doctor.warm): the result's `warm`.
 
     Returns:
         The JSON-ready result (DESIGN.md contract: `functions`, `peak_memory`, `findings`, plus
@@ -301,6 +314,8 @@ def doctor_script(
         raise _nothing_timed(script, sdir, main_session, runs.codes["compiled"][0], timeout)
     options = {"backend": backend, "rounds": rounds, "nproc": nproc, "timeout": timeout, "budget": budget}
     result = _diagnose(script, args, sdir, main_session, runs, **options)
+    if warm:
+        result["warm"] = cold_vs_warm(script, args, sdir, backend=backend, timeout=timeout)
     append_event(sdir, "doctor", result)
     info = dict(main_session.info)
     info.update(command="doctor", doctor_rounds=rounds)
@@ -360,6 +375,7 @@ def main(args: argparse.Namespace) -> int:
         nproc=args.nproc,
         timeout=config.run_timeout(args.timeout),
         budget=args.budget,
+        warm=args.warm,
     )
     if args.json:
         write_json(result, args.json)

@@ -11,6 +11,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
+from fxlens.doctor.warm import warm_lines
 from fxlens.trace.userframes import short_path
 
 
@@ -206,5 +207,6 @@ def render_text(result: dict) -> str:
         head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
     out = [head, result["summary"], ""]
     out += _function_lines(result) + _timing_lines(result) + _memory_lines(result) + _finding_lines(result)
+    out += warm_lines(result)  # `--warm`: cold vs warm start (fxlens.doctor.warm)
     out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
     return "\n".join(out) + "\n"

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import asdict
 from pathlib import Path
 
+from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
@@ -263,6 +264,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "recompile_causes": [{**asdict(c), "actions": list(c.actions)} for c in session_causes(session)],
         "recompile_limit_hits": _limit_hits(session),
         "compile_times": times,
+        # graphs that inline N instances of one module class, with the regional-compilation fix
+        "repeated_blocks": repeated_blocks(session, times["per_compile"]),
         "failures": _failures(session, skipped),
         "eager_frames": _eager_frames(session, skipped),
         "kernels": _kernels(session),

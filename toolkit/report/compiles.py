@@ -9,6 +9,9 @@ The report's one per-compile list is `compile_times.per_compile`.
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
+from fxlens.report import coldstart
 from fxlens.report.failures import without_rank
 
 TEXT_ROWS = 8
@@ -43,7 +46,10 @@ def _row(m) -> dict:
         "file": m.file,  # where the frame is (a compile with no graph has no other location)
         "line": m.line,
         "co_name": m.co_name,
+        "file": m.file,
+        "line": m.line,
         "total_s": _round(total),
+        "time_source": m.time_source,  # the field torch's total came from (fxlens.trace.compile_cost)
         "forward_s": m.total_s,
         "dynamo_s": _round(dynamo),
         "backend_s": m.backend_s,
@@ -51,9 +57,12 @@ def _row(m) -> dict:
         "code_gen_s": m.code_gen_s,
         "backward_s": m.backward_s,
         "stages_s": dict(m.stages),
+        "passes_s": dict(m.passes),  # pre/joint/post-grad passes, Triton, remote cache, gc (as timed)
         "guard_count": m.guard_count,
         "graph_node_count": m.graph_node_count,
         "cache": {name: {"hits": h, "misses": n} for name, h, n in m.cache},
+        # each lookup from torch's cache artifacts: {cache, outcome, reason, saved_s, taken_s}
+        "caches": [{k: v for k, v in asdict(c).items() if k != "line_no"} for c in m.caches],
         "restart_reasons": list(m.restart_reasons),
         "fail_type": m.fail_type,
         "fail_reason": m.fail_reason,  # whole, as torch logged it
@@ -66,10 +75,19 @@ def compile_times(session) -> dict:
     rank logged them (a compile's total is its frame's time plus its backward graph's compile,
     which torch records apart, in bwd_compilation_metrics)."""
     per = [_row(m) for m in session.metrics]
+    for p in per:
+        p["cache_outcomes"] = coldstart.cache_outcomes(p)
+        p["recompile"] = coldstart.is_recompile(p["compile_id"])
     return {
         "total_s": round(sum(p["total_s"] or 0.0 for p in per), 4),
         "backward_s": round(sum(p["backward_s"] or 0.0 for p in per), 4),
         "per_compile": per,
+        # where cold start goes (fxlens.report.coldstart): the slowest rank's frames, stages, recompiles
+        "cold_start": coldstart.cold_start(per),
+        "per_stage": coldstart.per_stage(per),
+        "per_rank": coldstart.per_rank(per),
+        "cache_bypasses": coldstart.bypass_reasons(per),
+        "cache_divergence": coldstart.cache_divergence(per),
     }
 
 

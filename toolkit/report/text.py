@@ -10,6 +10,8 @@ from collections import Counter
 
 from tabulate import tabulate
 
+from fxlens.report.blocks import block_lines
+from fxlens.report.coldstart import cache_lines, cache_outcomes, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
 from fxlens.report.failures import failure_lines
@@ -192,9 +194,7 @@ def _compile_time_lines(report: dict) -> list[str]:
     slow = slow[:5]
     rows = []
     for m in slow:
-        cache = m.get("cache") or {}
-        hits = sum(c["hits"] for c in cache.values())
-        misses = sum(c["misses"] for c in cache.values())
+        cache = cache_outcomes(m)
         rows.append(
             ([m["rank"]] if ranked else [])
             + [
@@ -205,7 +205,7 @@ def _compile_time_lines(report: dict) -> list[str]:
                 _secs(m["backend_s"]),
                 _secs(m.get("inductor_s")),
                 _secs(m.get("backward_s")),
-                f"{hits}/{misses}" if cache else "-",
+                ", ".join(f"{k} {v}" for k, v in cache.items()) or "-",
                 m["guard_count"],
             ]
         )
@@ -213,8 +213,14 @@ def _compile_time_lines(report: dict) -> list[str]:
     head = f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s)"
     head += f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
     shown = f"; slowest {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":"
-    headers = (["rank"] if ranked else []) + [*TIME_COLUMNS, "cache hit/miss", "guards"]
-    return [head + shown, tabulate(rows, headers=headers, tablefmt="simple"), ""]
+    headers = (["rank"] if ranked else []) + [*TIME_COLUMNS, "cache", "guards"]
+    return [
+        *cold_start_lines(ct),
+        head + shown,
+        tabulate(rows, headers=headers, tablefmt="simple"),
+        "",
+        *cache_lines(ct),
+    ]
 
 
 def _backend_lines(report: dict, limit: int) -> list[str]:
@@ -291,6 +297,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
+        *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *stack_trie_lines(report),

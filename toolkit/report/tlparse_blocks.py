@@ -9,7 +9,8 @@ stacktrie, outputcode); every string goes through the renderer's escaping (fxlen
 
 from __future__ import annotations
 
-from fxlens.report.compiles import TIME_COLUMNS, cache_outcome
+from fxlens.report.coldstart import cache_lines, cache_outcomes
+from fxlens.report.compiles import TIME_COLUMNS
 from fxlens.report.document import Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
 from fxlens.report.markup import PathShortener
@@ -63,7 +64,7 @@ def compile_time_blocks(report: dict) -> list:
         by_id.setdefault((m["compile_id"], m["function"]), (m, []))[1].append(m["rank"])
     rows = []
     for m, ranks in by_id.values():
-        cache = cache_outcome(m.get("cache") or {})
+        cache = cache_outcomes(m)
         rows.append(
             ([_ranks(ranks)] if ranked else [])
             + [
@@ -80,11 +81,24 @@ def compile_time_blocks(report: dict) -> list:
         f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
     )
     note = " Figures of the slowest rank of each compile." if ranked else ""
+    cold = (ct.get("cold_start") or {}).get("message")
+    caches = [ln.strip() for ln in cache_lines(ct) if ln.strip()]
     return [
         Heading(3, "Compile time"),
+        *([Para("Where cold start goes: " + cold)] if cold else []),
         Para(head + ", slowest first." + note),
         *_table(headers, rows, "compiles"),
+        *([Heading(3, "Caches"), Bullets(caches)] if caches else []),
+        *_block_blocks(report),
     ]
+
+
+def _block_blocks(report: dict) -> list:
+    """Repeated blocks (fxlens.report.blocks): what a graph inlines N times, and the fix."""
+    rows = report.get("repeated_blocks") or []
+    if not rows:
+        return []
+    return [Heading(3, "Repeated blocks"), Bullets([f"{b['message']}. Fix: {b['fix']}" for b in rows])]
 
 
 def failure_blocks(report: dict, ps: PathShortener) -> list:

@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from fxlens.trace import compile_cost
 from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
@@ -141,6 +142,7 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     frames = _index_frames(scan, model, bad)
     model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)
+    compile_cost.attach(model, scan.path)  # cache artifacts; chromium times where metrics have none
     _add_limit_hits(model)
     _add_graphs(model, graph_recs, frames, bad)
     for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
@@ -382,6 +384,7 @@ def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
         if m.get(f"{name}_cache_hit_count") or m.get(f"{name}_cache_miss_count")
     )
     nodes = m.get("graph_node_count")
+    t = compile_cost.frame_times(m)  # whole-frame time, else torch's cumulative per-stage fields
     return CompileMetrics(
         cid,
         rec.rank,
@@ -389,14 +392,16 @@ def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
         co or str(m.get("co_name") or ""),
         file,
         line,
-        _float(m.get("entire_frame_compile_time_s")),
-        _float(m.get("backend_compile_time_s")),
+        t["total_s"],
+        t["backend_s"],
         m.get("guard_count"),
         m.get("fail_type"),
         m.get("fail_reason"),
         int(nodes) if isinstance(nodes, int) else None,
-        inductor_s=_float(m.get("inductor_compile_time_s")),
-        code_gen_s=_float(m.get("code_gen_time_s")),
+        inductor_s=t["inductor_s"],
+        code_gen_s=t["code_gen_s"],
+        time_source=t["time_source"],
+        passes=t["passes"],
         backward_s=_backward_s(bwd),
         dynamo_before_restart_s=_float(m.get("dynamo_time_before_restart_s")) or None,
         cache=cache,

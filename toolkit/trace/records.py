@@ -111,6 +111,13 @@ class CompileMetrics:
     # (stage, seconds): torch's cumulative per-stage times (dynamo, aot_autograd, inductor, code_gen,
     # triton) and the backward graph's compile, in pipeline order; only the stages torch recorded
     stages: tuple[tuple[str, float], ...] = ()
+    # the field the total came from (fxlens.trace.compile_cost.frame_times), "chromium_event" when
+    # only torch's Perfetto events timed it, "" when nothing did
+    time_source: str = ""
+    # each cache lookup torch logged for this compile (fxlens.trace.compile_cost.CacheEvent), in order
+    caches: tuple = ()
+    # (name, seconds) of inductor's passes and other parts torch timed (compile_cost.PASSES)
+    passes: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
