@@ -39,6 +39,7 @@ OUTCOME_LABEL = {
 ARTIFACT_LABELS = {
     "dynamo_output_graph": "Dynamo FX graph",
     "dynamo_cpp_guards_str": "guards",
+    "dynamo_guards": "guards (JSON, torch before 2.4)",
     "artifact:dynamo_graph_break_reason": "graph break",
     "artifact:recompile_reasons": "recompile reasons",
     "aot_forward_graph": "ATen forward graph",

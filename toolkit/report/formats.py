@@ -33,6 +33,7 @@ from fxlens.report.tlparse_blocks import (
     specialization_blocks,
     stack_trie_blocks,
 )
+from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
@@ -192,7 +193,7 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
             Code(g["function"]),
             _where(ps, g["file"], g["line"]),
             str(g["num_nodes"]),
-            Code(", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
+            Code(", ".join(op_name(o) for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
         ]
         for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
     ]

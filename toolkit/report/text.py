@@ -16,6 +16,7 @@ from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import short_path
 
@@ -141,7 +142,7 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
         g = fold_ranks(g)
     rows = []
     for x in g[:limit]:
-        ops = ", ".join(o.split(".")[-1] for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
+        ops = ", ".join(op_name(o) for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
         rows.append(
             ([x["rank"]] if ranked else [])
             + [x["compile_id"], x["function"], _loc(x["file"], x["line"]), x["num_nodes"], x["num_ops"], ops]

@@ -10,7 +10,7 @@ from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.reader import SLIM_KINDS, LogScan, Record
+from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, frame_of
 from fxlens.trace.records import (
     CompileMetrics,
     Fallback,
@@ -67,17 +67,21 @@ def build_rank_model(scan: LogScan) -> RankModel:
     an unreadable line: one bad record never costs the rest of the log."""
     bad = list(scan.bad)
     model = _build(scan, bad)
-    model.skipped = [skipped_note(scan.path.name, bad)] if bad else []
+    model.skipped = list(scan.notes) + ([skipped_note(scan.path.name, bad)] if bad else [])
     model.records = len(scan.records) + len(scan.strings)
     return model
 
 
+def _metrics_key(rec: Record, m: dict) -> str:
+    """The compile a metrics record belongs to: its record's id (which knows the occurrence after a
+    reset and compiled autograd's prefix), else the id the metrics name."""
+    if rec.compile_id is not None:
+        return rec.compile_id.key
+    return str(m.get("compile_id") or "?")
+
+
 def _unusable(rec: Record, e: Exception) -> tuple[int, str]:
     return rec.line_no, f"{rec.kind} record unusable ({type(e).__name__}: {e})"[:200]
-
-
-def _frame_id(key: str) -> int:
-    return int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1
 
 
 @dataclass
@@ -85,21 +89,21 @@ class _Frames:
     """Which code each compile id compiled, from the log's first pass; `where` answers per compile id."""
 
     frames: dict[str, FrameInfo] = field(default_factory=dict)
-    frame_name: dict[int, FrameInfo] = field(default_factory=dict)  # frame_id -> its first named compile
+    frame_name: dict[str, FrameInfo] = field(default_factory=dict)  # frame_id -> its first named compile
     entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
     guard_recs: dict[str, Record] = field(default_factory=dict)  # compile id -> its guard tree
     _entries: dict[str, Entry] = field(default_factory=dict)
 
     def name_frames(self) -> None:
         for key, info in self.frames.items():
-            fid = _frame_id(key)
+            fid = frame_of(key)
             if info.co_name and fid not in self.frame_name:
                 self.frame_name[fid] = info
 
     def _info(self, key: str) -> FrameInfo:
         info = self.frames.get(key)
         if info is None or not info.co_name:
-            info = self.frame_name.get(_frame_id(key), FrameInfo())
+            info = self.frame_name.get(frame_of(key), FrameInfo())
         return info
 
     def entry(self, key: str) -> Entry:
@@ -116,11 +120,11 @@ class _Frames:
             guards = ""
             if info.file and not is_user_file(info.file):  # only a library frame needs the guard tree
                 rec = self.guard_recs.get(key) or next(
-                    (r for k, r in self.guard_recs.items() if _frame_id(k) == _frame_id(key)), None
+                    (r for k, r in self.guard_recs.items() if frame_of(k) == frame_of(key)), None
                 )
                 guards = rec.payload() if rec is not None else ""
             stack = self.entry_stacks.get(key) or next(
-                (s for k, s in self.entry_stacks.items() if _frame_id(k) == _frame_id(key)), []
+                (s for k, s in self.entry_stacks.items() if frame_of(k) == frame_of(key)), []
             )
             self._entries[key] = user_entry(info.co_name, info.file, line, stack, guards)
         return self._entries[key]
@@ -137,6 +141,7 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)
     _add_limit_hits(model)
+    _add_restart_breaks(model)
     _add_graphs(model, graph_recs, frames, bad)
     for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
         if rec.kind in SLIM_KINDS:
@@ -159,7 +164,7 @@ def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -
                 found.guard_recs[rec.compile_id.key] = rec
             elif rec.kind == "compilation_metrics":
                 m = rec.meta["compilation_metrics"] or {}
-                key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
+                key = _metrics_key(rec, m)
                 info = found.frames.setdefault(key, FrameInfo())
                 info.co_name = m.get("co_name") or info.co_name
                 info.file = m.get("co_filename") or info.file
@@ -226,7 +231,7 @@ def _read_records(
                 metric_recs.append(rec)  # after the pass: the backward's record comes after it
             elif rec.kind == "bwd_compilation_metrics":
                 b = rec.meta["bwd_compilation_metrics"] or {}
-                bkey = str(b.get("compile_id") or cid or "?")
+                bkey = cid or str(b.get("compile_id") or "?")
                 backward[bkey] = b
             elif rec.kind == "artifact:fxlens_kernel" and cid:
                 model.kernels.append(_kernel(rec, cid))
@@ -273,6 +278,37 @@ def _add_limit_hits(model: RankModel) -> None:
                     lim["type"] if lim else "recompile_limit",
                 )
             )
+
+
+_RESUME_AT = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
+
+
+_AS_RESTART = "logged by this torch release as a restart of the frame's analysis (no graph-break record)"
+
+
+def _add_restart_breaks(model: RankModel) -> None:
+    """Graph breaks of torch releases that logged none (2.3 and 2.4 logged a break only as a restart
+    of the frame's analysis, `restart_reasons` in its compilation metrics): one break per restarted
+    compile, its reason torch's own text, its line the one the next resume function of that function
+    names (`torch_dynamo_resume_in_fn_at_9551`), else the frame's own line."""
+    if model.graph_breaks:
+        return  # a release that logs breaks: its restarts are the breaks already listed
+    order = list(model.metrics)
+    for i, m in enumerate(order):
+        if not m.restart_reasons or m.fail_type:
+            continue
+        fn = user_function(m.co_name)
+        line, file = m.line, m.file
+        for later in order[i + 1 :]:
+            r = _RESUME_AT.match(later.co_name or "")
+            if r and user_function(later.co_name) == fn and later.code_file == m.code_file:
+                line = int(r["line"])
+                file = m.code_file or m.file
+                break
+        reason = " ".join(m.restart_reasons[-1].strip().strip("'\"").split())
+        model.graph_breaks.append(
+            GraphBreak(m.compile_id, m.rank, reason, file, line, fn, explanation=_AS_RESTART)
+        )
 
 
 def _add_graphs(
@@ -352,7 +388,7 @@ def _stages(m: dict, bwd: dict) -> tuple[tuple[str, float], ...]:
 
 def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
     m = rec.meta["compilation_metrics"] or {}
-    cid = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
+    cid = _metrics_key(rec, m)
     fn, file, line, co = where(cid)
     bwd = backward.get(cid) or {}
     cache = tuple(

@@ -82,6 +82,36 @@ def irregular_logs(d: Path) -> list[str]:
     return notes
 
 
+def rank_logs(d: Path, logs: list[Path], others: bool = True) -> tuple[list[Path], list[str]]:
+    """The logs of D that are traces, and a note for each file that is not counted as a rank: an
+    empty `*.log`, a `*.log` without trace records, any other file. Only when at least one log is a
+    trace: a folder of nothing but empty logs stays what it is (an empty trace, said as such)."""
+    traces, notes = [], []
+    for q in logs:
+        try:
+            empty = q.stat().st_size == 0
+        except OSError:
+            empty = True
+        if empty:
+            notes.append(f"{q.name}: empty, not counted as a rank")
+        elif not _looks_like_trace(q):
+            notes.append(f"{q.name}: not a TORCH_TRACE log (no trace records), not counted as a rank")
+        else:
+            traces.append(q)
+    if not traces:
+        return logs, []
+    if not others:  # a session's own trace folder: what else fxlens keeps there is not news
+        return traces, notes
+    names = {q.name for q in logs}
+    rest = sorted(
+        q.name for q in d.iterdir() if q.is_file() and q.name not in names and not q.name.endswith(".log")
+    )
+    notes += [f"{n}: not a *.log, not read" for n in rest[:20]]
+    if len(rest) > 20:
+        notes.append(f"... and {len(rest) - 20} more file(s) that are not *.log, not read")
+    return traces, notes
+
+
 @dataclass
 class Session:
     """What `fxlens report`, the TUI, bisect, minify and doctor read."""
@@ -102,7 +132,8 @@ class Session:
             trace = p / TRACE_DIR
             if not trace.is_dir():
                 return cls(p, "session", [], info)
-            return cls(p, "session", find_logs(trace), info, irregular_logs(trace))
+            logs, notes = rank_logs(trace, find_logs(trace), others=False)
+            return cls(p, "session", logs, info, irregular_logs(trace) + notes)
         if stat.S_ISDIR(st.st_mode):
             logs, notes = find_logs(p), irregular_logs(p)
             if not logs and notes:
@@ -111,7 +142,8 @@ class Session:
                 raise FxlensError(
                     f"{p}: neither an fxlens session nor a TORCH_TRACE directory (no *.log files)"
                 )
-            return cls(p, "trace_dir", logs, {}, notes)
+            logs, others = rank_logs(p, logs)
+            return cls(p, "trace_dir", logs, {}, notes + others)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block forever, /dev/zero would never end
             raise FxlensError(f"{p}: not a regular file ({_kind_of(st)})")
         if st.st_size == 0:
@@ -214,7 +246,7 @@ class Session:
 
     @property
     def skipped(self) -> list[str]:
-        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes
+        return self.notes + fold_notes(self._all("skipped")) + self._events_skipped + self._source_notes
 
     # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
     @cached_property
@@ -244,9 +276,13 @@ class Session:
 
     def guards(self, compile_id: str, rank: int | None = None) -> list[str]:
         """The guard lines of a compile id, read from the trace now."""
-        for rec in self.records(compile_id, rank):
+        recs = self.records(compile_id, rank)
+        for rec in recs:
             if rec.kind == "dynamo_cpp_guards_str":
                 return [ln for ln in rec.payload().split("\n") if ln.strip()]
+        for rec in recs:  # releases before the C++ guard tree (2.3) logged guards as JSON
+            if rec.kind == "dynamo_guards":
+                return json_guard_lines(rec.payload_json())
         return []
 
     def artifact(self, compile_id: str, name: str, rank: int | None = None) -> str | None:
@@ -272,6 +308,38 @@ class Session:
     @property
     def rank_ids(self) -> list[int | None]:
         return [r.rank for r in self.ranks]
+
+
+def fold_notes(notes: list[str], shown: int = 2) -> list[str]:
+    """Notes that say the same of many logs ("rank_7.log: 2 payload(s) differ ...") as one note
+    naming a few of them and counting the rest: a 1024-rank job gets one line, not 1024."""
+    groups: dict[str, list[str]] = {}
+    for n in notes:
+        name, sep, rest = n.partition(": ")
+        key = rest if sep and name.endswith((".log", ".txt")) else n
+        groups.setdefault(key, []).append(name if key == rest else "")
+    out = []
+    for rest, names in groups.items():
+        if len(names) == 1 or not names[0]:
+            out.extend([f"{names[0]}: {rest}" if names[0] else rest] * (1 if names[0] else len(names)))
+            continue
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        out.append(f"{', '.join(names[:shown])}{more} ({len(names)} logs): {rest}")
+    return out
+
+
+def json_guard_lines(data) -> list[str]:
+    """The guard lines of an old `dynamo_guards` record (a JSON list of `{"code": ...}`)."""
+    if not isinstance(data, list):
+        return []
+    out = []
+    for g in data:
+        code = g.get("code") if isinstance(g, dict) else g
+        if isinstance(code, list):
+            out.extend(str(c) for c in code if c)
+        elif code:
+            out.append(str(code))
+    return out
 
 
 def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
@@ -351,10 +419,7 @@ def new_session_dir(
     try:
         path.mkdir(parents=True)
     except OSError as e:  # a read-only working directory, a full disk: one line saying what to do
-        raise FxlensError(
-            f"{path}: cannot create the session directory ({e.strerror or e}); "
-            f"{how}"
-        ) from None
+        raise FxlensError(f"{path}: cannot create the session directory ({e.strerror or e}); {how}") from None
     return path
 
 
