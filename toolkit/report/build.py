@@ -11,10 +11,12 @@ from collections import Counter, defaultdict
 from dataclasses import asdict
 
 from fxlens.report.compiles import compile_times, failures_and_restarts
+from fxlens.report.distributed import distributed
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
+from fxlens.report.special import aot_inductor, export_issues, special_graphs, unknown_records
 from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
@@ -192,7 +194,18 @@ def _graphs(session: Session) -> list[dict]:
         "co_name",
         "library",
     )
-    return _rows(session.graphs, names)
+    rows = _rows(session.graphs, names)
+    split = {(s.rank, s.compile_id) for r in session.ranks for s in r.specials if s.kind == "ddp_split"}
+    for row in rows:  # what the graph is: Dynamo's, compiled autograd's (`!0/1/0`), or DDP-split
+        cid = row["compile_id"]
+        row["kind"] = (
+            "compiled_autograd"
+            if cid.startswith("!")
+            else "ddp_split"
+            if (row["rank"], cid) in split
+            else "dynamo"
+        )
+    return rows
 
 
 def _recompiles(session: Session) -> list[dict]:
@@ -222,7 +235,11 @@ def _guards(session: Session) -> list[dict]:
         if m.guard_count:
             lines = session.guards(m.compile_id, m.rank)
             out.append(
-                {"compile_id": m.compile_id, "rank": m.rank, "guards": same.setdefault("\n".join(lines), lines)}
+                {
+                    "compile_id": m.compile_id,
+                    "rank": m.rank,
+                    "guards": same.setdefault("\n".join(lines), lines),
+                }
             )
     return out
 
@@ -251,6 +268,11 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "specializations": specializations(session),
         "stack_trie": stack_trie(session),
         "output_code": output_code(session),
+        "distributed": distributed(session),
+        "export_issues": export_issues(session),
+        "special_graphs": special_graphs(session),
+        "aot_inductor": aot_inductor(session),
+        "unknown_records": unknown_records(session),
         "events": session.events,
         "skipped": session.skipped,
     }

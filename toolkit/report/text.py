@@ -11,9 +11,11 @@ from collections import Counter
 from tabulate import tabulate
 
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
+from fxlens.report.distributed import distributed_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.special import special_lines
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
 from fxlens.trace.graph_code import op_name
@@ -249,6 +251,9 @@ def _note_lines(report: dict) -> list[str]:
         and not report["graph_breaks"]
         and not report["failures"]
         and not report.get("headlines")
+        and not report.get("export_issues")
+        and not report.get("aot_inductor")
+        and not report.get("special_graphs")
     ):
         out.append("No graphs were compiled.")
     return out
@@ -272,6 +277,8 @@ def render_text(report: dict, limit: int = 20) -> str:
         *specialization_lines(report),
         *stack_trie_lines(report),
         *output_code_lines(report),
+        *distributed_lines(report),  # collectives, parity, runtime, execution order
+        *special_lines(report),  # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *_backend_lines(report, limit),
         *_note_lines(report),
     ]

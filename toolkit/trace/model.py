@@ -10,9 +10,12 @@ from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
+from fxlens.trace.kinds import READERS, is_known
 from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, frame_of
 from fxlens.trace.records import (
+    Collectives,
     CompileMetrics,
+    ExportIssue,
     Fallback,
     Frame,
     Graph,
@@ -20,6 +23,8 @@ from fxlens.trace.records import (
     Kernel,
     Recompile,
     RecompileLimitHit,
+    RuntimeEstimate,
+    SpecialGraph,
 )
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
@@ -59,6 +64,14 @@ class RankModel:
     records: int = 0  # records read (file-name entries included): 0 means an empty trace
     # compile id -> the stack that entered it (dynamo_start, file names resolved), for the stack trie
     entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
+    # read by the readers of fxlens.trace.kinds (one per record kind)
+    collectives: list[Collectives] = field(default_factory=list)
+    runtimes: list[RuntimeEstimate] = field(default_factory=list)
+    exec_order: list[str] = field(default_factory=list)  # compile ids in the order their graphs ran
+    graph_runs: list[str] = field(default_factory=list)  # an older release's graph-run records
+    specials: list[SpecialGraph] = field(default_factory=list)
+    export_issues: list[ExportIssue] = field(default_factory=list)
+    unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no reader knows: counted
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -74,10 +87,47 @@ def build_rank_model(scan: LogScan) -> RankModel:
 
 def _metrics_key(rec: Record, m: dict) -> str:
     """The compile a metrics record belongs to: its record's id (which knows the occurrence after a
-    reset and compiled autograd's prefix), else the id the metrics name."""
+    reset and compiled autograd's prefix), else the id the metrics name, else NO_ID (AOTInductor)."""
     if rec.compile_id is not None:
         return rec.compile_id.key
-    return str(m.get("compile_id") or "?")
+    return str(m.get("compile_id") or NO_ID)
+
+
+# A compile without a compile id (AOTInductor, export's inductor): its records are one compile, "-"
+NO_ID = "-"
+NO_ID_COMPILE = frozenset(
+    (
+        "graph_dump",
+        "compilation_metrics",
+        "aot_inference_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        *(
+            f"artifact:{n}"
+            for n in (
+                "before_pre_grad_graph",
+                "after_pre_grad_graph",
+                "before_post_grad_graph",
+                "after_post_grad_graph",
+                "before_recompile_pre_grad",
+                "after_recompile_pre_grad",
+                "before_recompile_post_grad",
+                "after_recompile_post_grad",
+                "inductor_post_to_pre_grad_nodes",
+                "inductor_triton_kernel_to_post_grad_nodes",
+                "inductor_provenance_tracking_node_mappings",
+                "inductor_provenance_tracking_kernel_stack_traces",
+                "triton_kernel_info",
+                "fx_graph_runnable",
+                "aot_forward_graph_fw_metadata",
+            )
+        ),
+    )
+)
 
 
 def _unusable(rec: Record, e: Exception) -> tuple[int, str]:
@@ -154,10 +204,14 @@ def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -
     found = _Frames()
     for rec in scan.records:
         try:
+            if not is_known(rec.kind):
+                model.unknown_kinds[rec.kind] = model.unknown_kinds.get(rec.kind, 0) + 1
             if rec.compile_id is not None:
                 model.by_compile[rec.compile_id.key].append(rec)
                 if rec.rank is not None and model.rank is None:
                     model.rank = rec.rank
+            elif rec.kind in NO_ID_COMPILE:  # an AOTInductor compile: no Dynamo, no compile id
+                model.by_compile[NO_ID].append(rec)
             if rec.kind == "dynamo_start":
                 _note_start(rec, scan, found)
             elif rec.kind == "dynamo_cpp_guards_str" and rec.compile_id:
@@ -238,6 +292,8 @@ def _read_records(
             elif rec.kind == "artifact:fxlens_fallbacks" and cid:
                 for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
                     model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
+            elif (read := READERS.get(rec.kind)) is not None:  # one reader per kind (fxlens.trace.kinds)
+                read(rec, cid, model, scan)
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
     for rec in metric_recs:

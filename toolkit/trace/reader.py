@@ -24,11 +24,11 @@ _SKIP_PREFIXES = (
     b'{"describe_storage"',
     b'{"describe_source"',
     b'{"guard_added_fast"',
-    b'{"guard_added"',
-    b'{"propagate_real_tensors',
+    b'{"propagate_real_tensors"',
     b'{"link"',
-    b'{"dump_file"',
 )
+# read only when evaluated by export (`"prefix": "eval"`): Dynamo logs thousands of the others
+_EVAL_GUARD = (b'{"guard_added"', b'"prefix": "eval"')
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] ")
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
@@ -238,6 +238,8 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
         return None
     body = line[m.end() :]
     if body.startswith(_SKIP_PREFIXES):
+        return None
+    if body.startswith(_EVAL_GUARD[0]) and _EVAL_GUARD[1] not in body:
         return None
     try:
         meta = json.loads(body)
