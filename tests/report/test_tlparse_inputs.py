@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -163,3 +164,125 @@ def test_collective_ops_are_named(tmp_path):
 def test_fixture_folder_keeps_tlparse_license():
     assert "Redistribution and use in source and binary forms" in (DATA / "LICENSE").read_text()
     assert "pytorch/tlparse" in (DATA / "README.md").read_text()
+
+
+def _artifacts(log: Path, name: str) -> list[tuple[dict, str]]:
+    return [(r, p) for r, p in raw_records(log) if (r.get("artifact") or {}).get("name") == name]
+
+
+def test_collective_schedules_compared_across_ranks_name_the_hang():
+    """tlparse: ranks 0 and 2 issue the same 6 collectives in graph 0/0, rank 1 other 4."""
+    logs = {int(re.search(r"rank_(\d+)", p.name)[1]): p for p in (DATA / "multi_rank_schedule").glob("*.log")}
+    ops = {r: json.loads(_artifacts(p, "inductor_collective_schedule")[0][1]) for r, p in logs.items()}
+    assert ops[0] == ops[2] != ops[1] and (len(ops[0]), len(ops[1])) == (6, 4)
+    k = next(i for i, (a, b) in enumerate(zip(ops[1], ops[0])) if a != b)
+    report = report_of("multi_rank_schedule")
+    cs = report["distributed"]["collective_schedules"]
+    assert [g["ranks"] for g in cs["groups"]] == [[0, 2], [1]]
+    (d,) = cs["divergences"]
+    assert (d["ranks"], d["compile_id"], d["position"]) == ([1], "0/0", k + 1)
+    assert (d["op"], d["expected"]) == (ops[1][k].split(".")[3], ops[0][k].split(".")[3])
+    text = render_text(report)
+    assert "HANG RISK: rank 1 issues wait_tensor where ranks 0, 2 issue reduce_scatter_tensor" in text
+    assert "in compile 0/0" in text
+
+
+def test_identical_schedules_are_no_hang_risk(tmp_path):
+    """tlparse: ranks 0 and 2 alone have identical schedules, no desync warning."""
+    for p in (DATA / "multi_rank_schedule").glob("*.log"):
+        if "rank_1" not in p.name:
+            shutil.copy(p, tmp_path / p.name)
+    report = build_report(Session.open(tmp_path))
+    assert report["distributed"]["collective_schedules"]["divergences"] == []
+    assert "HANG RISK" not in render_text(report)
+
+
+def test_collectives_parity_counts_missing_waits_as_tlparse():
+    """tlparse: graph 0/1 is missing 3 waits, 0/0 one; no offset; no other graph listed."""
+    rows = report_of("collectives_parity")["distributed"]["collectives_parity"]
+    got = {r["compile_id"]: (r["offset"], r["missing_waits"]) for r in rows}
+    assert got == {"0/1": (0, 3), "0/0": (0, 1)}
+    assert "compile 0/1: 3 collective(s) never waited on" in render_text(report_of("collectives_parity"))
+
+
+def test_runtime_estimates_compared_when_ranks_estimated_the_same_graphs(tmp_path):
+    """tlparse: ranks 0-3 give a runtime analysis with deltas; with rank 4 (a graph short) none."""
+    whole = report_of("multi_rank_runtime")["distributed"]["runtime_estimates"]
+    assert not whole["available"] and "rank 4: 3" in whole["why_not"]
+    assert [5, 6] in [g["ranks"] for g in whole["tensor_meta_groups"]]  # tlparse: "Ranks: 5, 6"
+    for r in range(4):
+        src = DATA / "multi_rank_runtime" / f"dedicated_log_torch_trace_rank_{r}.log"
+        shutil.copy(src, tmp_path / src.name)
+    rt = build_report(Session.open(tmp_path))["distributed"]["runtime_estimates"]
+    assert rt["available"] and len(rt["graphs"]) == 4
+    # the estimate is the sum of inductor's per-op estimates, as logged (checked on rank 0's raw log)
+    raw = json.loads(
+        _artifacts(tmp_path / "dedicated_log_torch_trace_rank_0.log", "inductor_runtime_and_tensor_meta")[0][
+            1
+        ]
+    )
+    total = sum(o["estimated_runtime_ns"] for o in raw["ops"]) / 1e6
+    assert abs(rt["graphs"][0]["ms"]["0"] - total) < 1e-3
+    assert "ms delta" in render_text(build_report(Session.open(tmp_path)))
+
+
+def test_graph_execution_order_differs_across_ranks():
+    orders = {
+        p.name: [
+            x["compile_id"]
+            for x in json.loads(_artifacts(p, "graph_execution")[0][1])["graph_execution_order"]
+        ]
+        for p in (DATA / "graph_exec_order_tests").glob("*.log")
+    }
+    a, b = orders.values()
+    assert a != b  # the ground truth: the two ranks ran their graphs in another order
+    eo = report_of("graph_exec_order_tests")["distributed"]["execution_order"]
+    assert eo["differs"] and [x["order"] for x in eo["per_rank"]] == list(orders.values())
+    assert "order differs across ranks" in render_text(report_of("graph_exec_order_tests"))
+
+
+def test_draft_export_issues_as_tlparse_export_shows_them():
+    (dd,) = report_of("export.log")["export_issues"]
+    raw = next(r for r, _ in raw_records(DATA / "export.log") if "propagate_real_tensors_provenance" in r)
+    body = raw["propagate_real_tensors_provenance"]
+    assert (dd["kind"], dd["expression"], dd["result"]) == ("data-dependent", body["expr"], body["result"])
+    assert (dd["line"], dd["code"]) == (body["user_stack"][-1]["line"], body["user_stack"][-1]["loc"])
+    assert dd["fix"].startswith(f"torch._check(not ({body['expr']}))")
+    (g,) = report_of("export_guard_added.log")["export_issues"]
+    assert (g["kind"], g["expression"], g["code"]) == (
+        "guard evaluated",
+        "Eq(s0, 3)",
+        "assert a.shape[0] == 3",
+    )
+    text = render_text(report_of("export.log"))
+    assert "No graphs were compiled" not in text and "Export issues" in text
+
+
+def test_aot_inductor_compile_is_not_no_graph_and_lists_extern_kernels():
+    report = report_of("inductor_provenance_aot_log.txt")
+    assert not any(h["kind"] == "no_graph" for h in report["headlines"])
+    (entry,) = report["output_code"]
+    mapping = json.loads(
+        _artifacts(DATA / "inductor_provenance_aot_log.txt", "inductor_provenance_tracking_node_mappings")[0][
+            1
+        ]
+    )
+    assert {k["name"] for k in entry["kernels"]} == set(mapping["cppCodeToPost"])
+    assert entry["file"].endswith(".wrapper.cpp") and entry["function"] == "AOTInductor"
+    jit = report_of("inductor_provenance_jit_log.txt")["output_code"][0]
+    assert "extern_kernels.addmm" in {k["name"] for k in jit["kernels"]}
+
+
+def test_every_record_kind_of_the_inputs_has_a_reader(tmp_path):
+    """No record of tlparse's inputs is of an unknown kind; a made-up one is counted and listed."""
+    for name in sorted(p.name for p in DATA.iterdir() if p.name not in ("LICENSE", "README.md")):
+        assert report_of(name)["unknown_records"] == [], name
+    log = tmp_path / "odd.log"
+    text = (DATA / "comp_failure.log").read_text()
+    log.write_text(
+        text
+        + 'V0101 00:00:00.000000 1 x.py:1] {"brand_new_record": {}, "frame_id": 0, "frame_compile_id": 0}\n'
+    )
+    report = build_report(Session.open(log))
+    assert report["unknown_records"] == [{"kind": "brand_new_record", "count": 1, "ranks": [None]}]
+    assert "Records of kinds fxlens does not read" in render_text(report)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from fxlens.report.distributed import distributed_lines
 from fxlens.report.document import (
     Bold,
     Bullets,
@@ -25,6 +26,7 @@ from fxlens.report.document import (
 )
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.special import special_lines
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,
@@ -270,6 +272,24 @@ def _backend_blocks(report: dict) -> list:
     return out
 
 
+def _section_blocks(lines: list[str]) -> list:
+    """Text sections (a head line ending in ':', its lines, a blank line) as a heading and bullets:
+    the distributed and special-record sections read the same in every format."""
+    out: list = []
+    section: list[str] = []
+    for line in [*lines, ""]:
+        if line.strip():
+            section.append(line)
+            continue
+        if section:
+            head, rest = section[0], [x.strip() for x in section[1:]]
+            out.append(Heading(3, head.rstrip(":")))
+            if rest:
+                out.append(Bullets(rest))
+            section = []
+    return out
+
+
 def _note_blocks(report: dict, ps: PathShortener) -> list:
     notes = [
         ps.text(f"[{e.get('event')}] {e['summary']}") for e in report.get("events") or [] if e.get("summary")
@@ -300,6 +320,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),
         *output_code_blocks(report, ps, session),
+        *_section_blocks(distributed_lines(report) + special_lines(report)),
         *_backend_blocks(report),
         *_note_blocks(report, ps),
     ]

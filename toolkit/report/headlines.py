@@ -72,8 +72,8 @@ def _no_graph(report: dict, session) -> dict | None:
     calls = _compile_calls(report)
     if report["graphs"] or not (attempts or calls):
         return None
-    if report.get("aot_inductor") or report.get("export_issues"):  # compiled without Dynamo: no frame to capture
-        return None
+    if report.get("aot_inductor") or report.get("export_issues"):
+        return None  # compiled without Dynamo (AOTInductor, export): there was no frame to capture
     where = ""
     if calls:
         c = calls[0]

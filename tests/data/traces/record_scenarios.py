@@ -26,6 +26,7 @@ def ddp() -> None:
 
     dist.init_process_group("gloo")
     torch.manual_seed(0)
+
     class Toy(torch.nn.Module):  # the user's own module: Dynamo compiles its forward under DDP
         def __init__(self):
             super().__init__()
@@ -74,7 +75,7 @@ def make_fx_fail() -> None:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     def f(x):
-        y = x + 1
+        y = x + 1  # noqa: F841 -- traced before the error: the partial graph holds it
         raise RuntimeError("boo")  # after one op: the partial graph holds `add`
 
     try:
@@ -83,7 +84,12 @@ def make_fx_fail() -> None:
         pass
 
 
-SCENARIOS = {"ddp": ddp, "compiled_autograd": compiled_autograd, "dump_file": dump_file, "make_fx_fail": make_fx_fail}
+SCENARIOS = {
+    "ddp": ddp,
+    "compiled_autograd": compiled_autograd,
+    "dump_file": dump_file,
+    "make_fx_fail": make_fx_fail,
+}
 
 
 def _run(out: str, name: str) -> None:
