@@ -12,6 +12,8 @@ import shutil
 from functools import cache
 from pathlib import Path
 
+from schema_check import validate
+
 from fxlens.report.build import build_report
 from fxlens.report.formats import render_markdown
 from fxlens.report.ranks import normalise_code
@@ -277,6 +279,7 @@ def test_every_record_kind_of_the_inputs_has_a_reader(tmp_path):
     """No record of tlparse's inputs is of an unknown kind; a made-up one is counted and listed."""
     for name in sorted(p.name for p in DATA.iterdir() if p.name not in ("LICENSE", "README.md")):
         assert report_of(name)["unknown_records"] == [], name
+        validate("report", report_of(name))  # and every report keeps the published schema
     log = tmp_path / "odd.log"
     text = (DATA / "comp_failure.log").read_text()
     log.write_text(

@@ -8,6 +8,7 @@ import json
 from functools import cache
 from pathlib import Path
 
+from schema_check import validate
 from test_tlparse_inputs import raw_records
 
 from fxlens.report.build import build_report
@@ -69,4 +70,6 @@ def test_dump_file_and_make_fx_failure_are_read():
     assert fail["kind"] == "make_fx_fail_partial" and "add" in payload
     text = render_text(report)
     assert "make_fx failed partway" in text and "No graphs were compiled" not in text
-    assert json.dumps(report)  # JSON-ready
+    for name in ("ddp", "compiled_autograd", "dump_file", "make_fx_fail"):
+        validate("report", report_of(name))
+        json.dumps(report_of(name))
