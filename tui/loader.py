@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.report.build import build_report
+from fxlens.report.distributed import distributed_lines
+from fxlens.report.special import special_lines
 from fxlens.trace.model import RankModel
 from fxlens.trace.reader import Record, find_logs
 from fxlens.trace.sanitize import clean
@@ -200,6 +202,9 @@ class Summary:
     per_compile: list[dict] = field(default_factory=list)
     stack_trie: list[dict] = field(default_factory=list)
     output_code: list[dict] = field(default_factory=list)
+    # run-time findings across ranks and special records, as text sections (head line, lines):
+    # collectives, parity, runtime, execution order, export issues, special graphs (fxlens.report)
+    sections: list[list[str]] = field(default_factory=list)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -243,7 +248,19 @@ def summarise(session: Session) -> Summary:
         per_compile=report["compile_times"]["per_compile"],
         stack_trie=report.get("stack_trie") or [],
         output_code=report.get("output_code") or [],
+        sections=text_sections(distributed_lines(report) + special_lines(report)),
     )
+
+
+def text_sections(lines: list[str]) -> list[list[str]]:
+    """Text lines split at blank lines into sections (each a head line and its lines)."""
+    out: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            out[-1].append(line)
+        elif out[-1]:
+            out.append([])
+    return [s for s in out if s]
 
 
 # where bisect (runs/NN-label) and minify (children/NAME) keep the sessions of their child runs

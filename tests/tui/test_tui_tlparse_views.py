@@ -192,3 +192,31 @@ async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
     assert got == per_rank
     names = {ev["pid"]: ev["args"]["name"] for ev in events if ev.get("ph") == "M"}
     assert names == {r: f"rank {r}" for r in per_rank}
+
+
+# -- run-time findings across ranks (the Ranks view, 8), on tlparse's inputs -------------------------
+
+TLPARSE = Path(__file__).resolve().parents[1] / "data" / "tlparse"
+
+
+async def test_ranks_view_names_the_collective_hang_first(tmp_path):
+    """multi_rank_schedule: rank 1 issues other collectives than ranks 0 and 2 (tlparse's input)."""
+    app = make_app(TLPARSE / "multi_rank_schedule", tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "8")
+        rows = app.query_one("#ranks-table", VimTable)._rows_plain()
+        assert rows[0][2] == "Collectives" and "HANG RISK: rank 1 issues wait_tensor" in rows[0][3]
+        assert any(r[2] == "Collectives parity" for r in rows)
+        detail = app.query_one("#ranks-detail", Info).plain
+        assert "where ranks 0, 2 issue reduce_scatter_tensor" in detail
+
+
+async def test_ranks_view_shows_parity_of_a_single_rank(tmp_path):
+    app = make_app(TLPARSE / "collectives_parity", tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "8")
+        rows = app.query_one("#ranks-table", VimTable)._rows_plain()
+        (parity,) = [r for r in rows if r[2] == "Collectives parity"]
+        assert "never waited on" in parity[3]
