@@ -118,6 +118,11 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         hook_module, _, hook = cfg.runner_hook.partition(":")
         after = getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
+    if cfg.session_dir:  # torch.compile may run another backend than asked: said in the report
+        from fxlens.capture.backend_switch import backend_switches
+
+        for switch in backend_switches():
+            _append_quietly(cfg.session_dir, "backend_switch", switch)
     if os.environ.get("TORCH_TRACE"):
         when_imported("torch._logging._internal", _quiet_trace_errors)
     sys.argv = [script, *args]
