@@ -16,7 +16,7 @@ from fxlens.report.build import build_report
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.special import special_lines
 from fxlens.trace.model import RankModel
-from fxlens.trace.reader import Record, find_logs
+from fxlens.trace.reader import Record, find_logs, frame_of
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
@@ -109,7 +109,7 @@ class CompileEntry:
 class FrameEntry:
     """A frame (code object) on one rank: the user's function and the compiles of it."""
 
-    frame_id: int
+    frame_id: str  # the frame part of its compile ids ("0", "0#2" after a reset, "!0/1": compiled autograd)
     function: str
     co_name: str
     file: str
@@ -138,14 +138,18 @@ class RankEntry:
         return f"rank {self.model.rank}" if self.model.rank is not None else "process (no rank)"
 
 
-def _frame_key(cid: str) -> int:
-    head = cid.split("/")[0]
-    return int(head) if head.isdigit() else -1
+def _cid_order(cid: str) -> tuple[int, bool, int, int]:
+    """Compile ids in order: first occurrence before a re-run after a reset ("0/0#2"), Dynamo's
+    before compiled autograd's ("!0/1/0"), then by frame and compile."""
+    base, _, occ = cid.partition("#")
+    nums = [int(p) if p.isdigit() else -1 for p in base.lstrip("!").split("/")]
+    if base.startswith("!"):
+        nums = nums[1:]  # compiled autograd's own id first: ordered by the frame after it
+    return (int(occ) if occ.isdigit() else 1, base.startswith("!"), nums[0], nums[1] if len(nums) > 1 else 0)
 
 
-def _cid_order(cid: str) -> tuple[int, int]:
-    parts = cid.split("/")
-    return (_frame_key(cid), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0)
+def _frame_order(key: str) -> tuple[int, bool, int, int]:
+    return _cid_order(key.replace("#", "/0#", 1) if "#" in key else key)
 
 
 def index_rank(model: RankModel) -> RankEntry:
@@ -162,9 +166,9 @@ def index_rank(model: RankModel) -> RankEntry:
     for src in (model.metrics, model.graphs):
         for x in src:
             where.setdefault(x.compile_id, (x.function, x.co_name, x.file, x.line))
-    frames: dict[int, FrameEntry] = {}
+    frames: dict[str, FrameEntry] = {}
     for cid in sorted(model.by_compile, key=_cid_order):
-        fid = _frame_key(cid)
+        fid = frame_of(cid)
         tags = tuple(
             name
             for name, hit in (
@@ -181,7 +185,7 @@ def index_rank(model: RankModel) -> RankEntry:
             fn, co, file, line = where.get(cid, (f"frame {fid}", "", "", 0))
             frame = frames[fid] = FrameEntry(fid, fn, co, file, line)
         frame.compiles.append(CompileEntry(cid, model.rank, outcome, model.by_compile[cid], tags))
-    return RankEntry(model, [frames[k] for k in sorted(frames)])
+    return RankEntry(model, [frames[k] for k in sorted(frames, key=_frame_order)])
 
 
 @dataclass

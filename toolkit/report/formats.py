@@ -310,9 +310,11 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     ps = PathShortener(src.get("script"))
     out = [
         *_head_blocks(report, ps),
+        *_section_blocks(distributed_lines(report)),  # collectives (a hang risk), parity, runtime, order
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
         *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
+        *_section_blocks(special_lines(report)),  # export issues, special graphs, unknown kinds
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),
@@ -320,7 +322,6 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),
         *output_code_blocks(report, ps, session),
-        *_section_blocks(distributed_lines(report) + special_lines(report)),
         *_backend_blocks(report),
         *_note_blocks(report, ps),
     ]

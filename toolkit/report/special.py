@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from fxlens.report.ranks import rank_ranges
-from fxlens.trace.model import NO_ID
+from fxlens.trace.kinds import NO_ID
 
 
 def export_issues(session) -> list[dict]:

@@ -268,17 +268,17 @@ def render_text(report: dict, limit: int = 20) -> str:
     report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
         *_head_lines(report),
+        *distributed_lines(report),  # collectives (a hang risk), parity, runtime, execution order
         *_break_lines(report, limit),
         *_recompile_lines(report),
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
+        *special_lines(report),  # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *stack_trie_lines(report),
         *output_code_lines(report),
-        *distributed_lines(report),  # collectives, parity, runtime, execution order
-        *special_lines(report),  # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *_backend_lines(report, limit),
         *_note_lines(report),
     ]

@@ -233,6 +233,43 @@ def read_graph_dump(rec: Record, cid, model, scan) -> None:
         )
 
 
+# A compile without a compile id (AOTInductor, export's inductor): its records are one compile, "-"
+NO_ID = "-"
+NO_ID_COMPILE = frozenset(
+    (
+        "graph_dump",
+        "compilation_metrics",
+        "aot_inference_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+        "aot_joint_graph",
+        "inductor_pre_grad_graph",
+        "inductor_post_grad_graph",
+        "inductor_output_code",
+        *(
+            f"artifact:{n}"
+            for n in (
+                "before_pre_grad_graph",
+                "after_pre_grad_graph",
+                "before_post_grad_graph",
+                "after_post_grad_graph",
+                "before_recompile_pre_grad",
+                "after_recompile_pre_grad",
+                "before_recompile_post_grad",
+                "after_recompile_post_grad",
+                "inductor_post_to_pre_grad_nodes",
+                "inductor_triton_kernel_to_post_grad_nodes",
+                "inductor_provenance_tracking_node_mappings",
+                "inductor_provenance_tracking_kernel_stack_traces",
+                "triton_kernel_info",
+                "fx_graph_runnable",
+                "aot_forward_graph_fw_metadata",
+            )
+        ),
+    )
+)
+
+
 _MODEL = "fxlens.trace.model"
 _COST = "compile cost (issue 30)"
 _AS_IS = "shown as is, by compile id (TUI artifacts)"

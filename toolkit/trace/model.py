@@ -7,10 +7,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from fxlens.trace.breaks import graph_break as _graph_break
+from fxlens.trace.breaks import restart_breaks
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.kinds import READERS, is_known
+from fxlens.trace.kinds import NO_ID, NO_ID_COMPILE, READERS, is_known
 from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, frame_of
 from fxlens.trace.records import (
     Collectives,
@@ -80,7 +81,9 @@ def build_rank_model(scan: LogScan) -> RankModel:
     an unreadable line: one bad record never costs the rest of the log."""
     bad = list(scan.bad)
     model = _build(scan, bad)
-    model.skipped = list(scan.notes) + ([skipped_note(scan.path.name, bad)] if bad else [])
+    # what could not be read first (the TUI's notice shows the first note), then what was read
+    # with a caveat (a payload's md5, a rank that is not the file name's)
+    model.skipped = ([skipped_note(scan.path.name, bad)] if bad else []) + list(scan.notes)
     model.records = len(scan.records) + len(scan.strings)
     return model
 
@@ -91,43 +94,6 @@ def _metrics_key(rec: Record, m: dict) -> str:
     if rec.compile_id is not None:
         return rec.compile_id.key
     return str(m.get("compile_id") or NO_ID)
-
-
-# A compile without a compile id (AOTInductor, export's inductor): its records are one compile, "-"
-NO_ID = "-"
-NO_ID_COMPILE = frozenset(
-    (
-        "graph_dump",
-        "compilation_metrics",
-        "aot_inference_graph",
-        "aot_forward_graph",
-        "aot_backward_graph",
-        "aot_joint_graph",
-        "inductor_pre_grad_graph",
-        "inductor_post_grad_graph",
-        "inductor_output_code",
-        *(
-            f"artifact:{n}"
-            for n in (
-                "before_pre_grad_graph",
-                "after_pre_grad_graph",
-                "before_post_grad_graph",
-                "after_post_grad_graph",
-                "before_recompile_pre_grad",
-                "after_recompile_pre_grad",
-                "before_recompile_post_grad",
-                "after_recompile_post_grad",
-                "inductor_post_to_pre_grad_nodes",
-                "inductor_triton_kernel_to_post_grad_nodes",
-                "inductor_provenance_tracking_node_mappings",
-                "inductor_provenance_tracking_kernel_stack_traces",
-                "triton_kernel_info",
-                "fx_graph_runnable",
-                "aot_forward_graph_fw_metadata",
-            )
-        ),
-    )
-)
 
 
 def _unusable(rec: Record, e: Exception) -> tuple[int, str]:
@@ -191,7 +157,7 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     model.entry_stacks = frames.entry_stacks
     graph_recs = _read_records(scan, model, frames, bad)
     _add_limit_hits(model)
-    _add_restart_breaks(model)
+    model.graph_breaks += restart_breaks(model.metrics, model.graph_breaks)
     _add_graphs(model, graph_recs, frames, bad)
     for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
         if rec.kind in SLIM_KINDS:
@@ -334,37 +300,6 @@ def _add_limit_hits(model: RankModel) -> None:
                     lim["type"] if lim else "recompile_limit",
                 )
             )
-
-
-_RESUME_AT = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
-
-
-_AS_RESTART = "logged by this torch release as a restart of the frame's analysis (no graph-break record)"
-
-
-def _add_restart_breaks(model: RankModel) -> None:
-    """Graph breaks of torch releases that logged none (2.3 and 2.4 logged a break only as a restart
-    of the frame's analysis, `restart_reasons` in its compilation metrics): one break per restarted
-    compile, its reason torch's own text, its line the one the next resume function of that function
-    names (`torch_dynamo_resume_in_fn_at_9551`), else the frame's own line."""
-    if model.graph_breaks:
-        return  # a release that logs breaks: its restarts are the breaks already listed
-    order = list(model.metrics)
-    for i, m in enumerate(order):
-        if not m.restart_reasons or m.fail_type:
-            continue
-        fn = user_function(m.co_name)
-        line, file = m.line, m.file
-        for later in order[i + 1 :]:
-            r = _RESUME_AT.match(later.co_name or "")
-            if r and user_function(later.co_name) == fn and later.code_file == m.code_file:
-                line = int(r["line"])
-                file = m.code_file or m.file
-                break
-        reason = " ".join(m.restart_reasons[-1].strip().strip("'\"").split())
-        model.graph_breaks.append(
-            GraphBreak(m.compile_id, m.rank, reason, file, line, fn, explanation=_AS_RESTART)
-        )
 
 
 def _add_graphs(
