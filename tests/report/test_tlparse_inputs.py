@@ -289,3 +289,18 @@ def test_every_record_kind_of_the_inputs_has_a_reader(tmp_path):
     report = build_report(Session.open(log))
     assert report["unknown_records"] == [{"kind": "brand_new_record", "count": 1, "ranks": [None]}]
     assert "Records of kinds fxlens does not read" in render_text(report)
+
+
+def test_a_rerun_after_reset_keeps_its_recompiles_apart(tmp_path):
+    """The same program run twice in one log (what torch._dynamo.reset() and a re-run write): the
+    second run's recompile reasons, logged just before their compile starts, belong to it."""
+    one = (DATA.parent / "traces" / "2.13.0" / "dedicated_log_torch_trace.log").read_text()
+    (tmp_path / "twice.log").write_text(one + one)
+    single = build_report(Session.open(DATA.parent / "traces" / "2.13.0"))
+    twice = build_report(Session.open(tmp_path / "twice.log"))
+    first = [r["compile_id"] for r in single["recompiles"]]
+    assert [r["compile_id"] for r in twice["recompiles"]] == first + [f"{c}#2" for c in first]
+    assert [r["failed_guards"] for r in twice["recompiles"]] == [
+        r["failed_guards"] for r in single["recompiles"]
+    ] * 2
+    assert len(twice["graphs"]) == 2 * len(single["graphs"])

@@ -172,13 +172,15 @@ def _compile_id(meta: dict) -> CompileId | None:
 
 
 def _occurrence(cid: CompileId | None, kind: str, scan: LogScan) -> CompileId | None:
-    """The compile id with its occurrence: a `dynamo_start` for an id whose compile already ended
-    (its compilation_metrics was logged) opens a new compile of that id (after a reset)."""
+    """The compile id with its occurrence: a `dynamo_start` (or the `recompile_reasons` torch logs
+    just before it) for an id whose compile already ended (its compilation_metrics was logged) opens
+    a new compile of that id (after a reset)."""
     if cid is None:
         return None
     base = cid.key
     occ = scan.occurrences.get(base, 0)
-    if kind == "dynamo_start" and base in scan.ended:
+    # a compile opens with its dynamo_start, or just before it with the reasons it recompiles for
+    if kind in ("dynamo_start", "artifact:recompile_reasons") and base in scan.ended:
         occ += 1
         scan.occurrences[base] = occ
         scan.ended.discard(base)
