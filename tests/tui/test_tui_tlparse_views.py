@@ -220,3 +220,29 @@ async def test_ranks_view_shows_parity_of_a_single_rank(tmp_path):
         rows = app.query_one("#ranks-table", VimTable)._rows_plain()
         (parity,) = [r for r in rows if r[2] == "Collectives parity"]
         assert "never waited on" in parity[3]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        TLPARSE / "inductor_provenance_aot_log.txt",  # no compile id (AOTInductor)
+        TLPARSE / "cache_hit_miss.log",  # ids logged again after torch._dynamo.reset()
+        TLPARSE.parent / "traces" / "2.13.0" / "scenarios" / "compiled_autograd",  # !0/1/0
+    ],
+    ids=["aoti", "reset", "compiled-autograd"],
+)
+async def test_every_view_draws_compiles_of_every_id_shape(path, tmp_path):
+    from fxlens.tui.widgets import CompileTree
+
+    app = make_app(path, tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        for key in "1234567890c":
+            await press(pilot, key)
+        assert app.is_running
+        labels = [str(n.label) for n in app.query_one("#tree", CompileTree).root.children]
+        assert labels
+        if path.name == "cache_hit_miss.log":  # six compiles in six frames, fn2 last
+            await press(pilot, "c")
+            rows = app.query_one("#output-table", VimTable)._rows_plain()
+            assert [r[0] for r in rows][-1].startswith("1/0#3")
