@@ -26,7 +26,7 @@ from fxlens.report.document import (
 )
 from fxlens.report.markup import PathShortener, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.special import special_lines
+from fxlens.report.special import head_counts, special_lines
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,
@@ -71,7 +71,7 @@ def headline(report: dict) -> str:
         f"{len(g)} graph(s) in {len(fns)} function(s), "
         f"{sum(b['count'] for b in report['graph_breaks'])} graph break(s), "
         f"{len(report['recompiles'])} recompile(s)"
-    )
+    ) + head_counts(report)
     if len(report.get("ranks") or []) > 1:
         text += f", {len(report['ranks'])} ranks"
     return text

@@ -62,6 +62,17 @@ def aot_inductor(session) -> list[dict]:
     return out
 
 
+def head_counts(report: dict) -> str:
+    """What the first line adds for traces that are not (only) Dynamo compiles: ", 1 AOTInductor
+    compile, 1 export issue(s)" (empty when there is none)."""
+    parts = []
+    if n := len(report.get("aot_inductor") or []):
+        parts.append(f"{n} AOTInductor compile(s)")
+    if n := len(report.get("export_issues") or []):
+        parts.append(f"{n} export issue(s)")
+    return "".join(f", {p}" for p in parts)
+
+
 _KIND_WORDS = {
     "ddp_split": "DDP optimizer split",
     "ddp_child": "DDP bucket submodule",

@@ -15,7 +15,7 @@ from fxlens.report.distributed import distributed_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.special import special_lines
+from fxlens.report.special import head_counts, special_lines
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
 from fxlens.trace.graph_code import op_name
@@ -35,6 +35,7 @@ def _head_lines(report: dict) -> list[str]:
     g = report["graphs"]
     fns = sorted({x["function"] for x in g})
     head = f"fxlens report: {len(g)} graph(s) in {len(fns)} function(s), {sum(b['count'] for b in report['graph_breaks'])} graph break(s), {len(report['recompiles'])} recompile(s)"
+    head += head_counts(report)
     if _rank_col(report):
         head += f", {len(report['ranks'])} ranks"
     out = [head, ""]
