@@ -136,6 +136,10 @@ def _recompile_lines(report: dict) -> list[str]:
     return out
 
 
+# what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)
+_KIND_TAG = {"ddp_split": " [DDP-split]", "compiled_autograd": " [compiled autograd]"}
+
+
 def _graph_lines(report: dict, limit: int) -> list[str]:
     g = report["graphs"]
     if not g:
@@ -148,7 +152,8 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
         ops = ", ".join(op_name(o) for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
         rows.append(
             ([x["rank"]] if ranked else [])
-            + [x["compile_id"], x["function"], _loc(x["file"], x["line"]), x["num_nodes"], x["num_ops"], ops]
+            + [x["compile_id"], x["function"] + _KIND_TAG.get(x.get("kind"), ""), _loc(x["file"], x["line"])]
+            + [x["num_nodes"], x["num_ops"], ops]
         )
     out = ["Graphs:"]
     out.append(
