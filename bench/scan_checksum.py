@@ -22,7 +22,9 @@ from benchmarks_md import write_section  # noqa: E402
 
 from fxlens.trace import reader  # noqa: E402
 
-SOURCE = HERE.parent / "tests" / "data" / "tlparse" / "multi_rank_logs" / "dedicated_log_torch_trace_rank_1.log"
+SOURCE = (
+    HERE.parent / "tests" / "data" / "tlparse" / "multi_rank_logs" / "dedicated_log_torch_trace_rank_1.log"
+)
 
 
 def _best(path: Path, n: int = 3) -> tuple[float, float]:
