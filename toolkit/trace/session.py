@@ -104,7 +104,9 @@ def rank_logs(d: Path, logs: list[Path], others: bool = True) -> tuple[list[Path
         return traces, notes
     names = {q.name for q in logs}
     rest = sorted(
-        q.name for q in d.iterdir() if q.is_file() and q.name not in names and not q.name.endswith(".log")
+        q.name
+        for q in d.iterdir()  # hidden files (a tool's markers) are no one's business
+        if q.is_file() and q.name not in names and not q.name.endswith(".log") and not q.name.startswith(".")
     )
     notes += [f"{n}: not a *.log, not read" for n in rest[:20]]
     if len(rest) > 20:
