@@ -172,7 +172,9 @@ async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
     per_rank = {}
     for log in logs:
         rank = int(re.search(r"rank_(\d+)", log.name)[1])
-        per_rank[rank] = sum(1 for ln in log.read_text(errors="replace").splitlines() if '{"chromium_event"' in ln)
+        per_rank[rank] = sum(
+            1 for ln in log.read_text(errors="replace").splitlines() if '{"chromium_event"' in ln
+        )
     assert len(per_rank) == 16 and all(per_rank.values())
     app = make_app(job_16, tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
