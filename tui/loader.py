@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.report.build import build_report
+from fxlens.report.distributed import distributed_lines
+from fxlens.report.special import special_lines
 from fxlens.trace.model import RankModel
-from fxlens.trace.reader import Record, find_logs
+from fxlens.trace.reader import Record, find_logs, frame_of
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
@@ -39,6 +41,7 @@ OUTCOME_LABEL = {
 ARTIFACT_LABELS = {
     "dynamo_output_graph": "Dynamo FX graph",
     "dynamo_cpp_guards_str": "guards",
+    "dynamo_guards": "guards (JSON, torch before 2.4)",
     "artifact:dynamo_graph_break_reason": "graph break",
     "artifact:recompile_reasons": "recompile reasons",
     "aot_forward_graph": "ATen forward graph",
@@ -106,7 +109,7 @@ class CompileEntry:
 class FrameEntry:
     """A frame (code object) on one rank: the user's function and the compiles of it."""
 
-    frame_id: int
+    frame_id: str  # the frame part of its compile ids ("0", "0#2" after a reset, "!0/1": compiled autograd)
     function: str
     co_name: str
     file: str
@@ -135,14 +138,18 @@ class RankEntry:
         return f"rank {self.model.rank}" if self.model.rank is not None else "process (no rank)"
 
 
-def _frame_key(cid: str) -> int:
-    head = cid.split("/")[0]
-    return int(head) if head.isdigit() else -1
+def _cid_order(cid: str) -> tuple[int, bool, int, int]:
+    """Compile ids in order: first occurrence before a re-run after a reset ("0/0#2"), Dynamo's
+    before compiled autograd's ("!0/1/0"), then by frame and compile."""
+    base, _, occ = cid.partition("#")
+    nums = [int(p) if p.isdigit() else -1 for p in base.lstrip("!").split("/")]
+    if base.startswith("!"):
+        nums = nums[1:]  # compiled autograd's own id first: ordered by the frame after it
+    return (int(occ) if occ.isdigit() else 1, base.startswith("!"), nums[0], nums[1] if len(nums) > 1 else 0)
 
 
-def _cid_order(cid: str) -> tuple[int, int]:
-    parts = cid.split("/")
-    return (_frame_key(cid), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0)
+def _frame_order(key: str) -> tuple[int, bool, int, int]:
+    return _cid_order(key.replace("#", "/0#", 1) if "#" in key else key)
 
 
 def index_rank(model: RankModel) -> RankEntry:
@@ -159,9 +166,9 @@ def index_rank(model: RankModel) -> RankEntry:
     for src in (model.metrics, model.graphs):
         for x in src:
             where.setdefault(x.compile_id, (x.function, x.co_name, x.file, x.line))
-    frames: dict[int, FrameEntry] = {}
+    frames: dict[str, FrameEntry] = {}
     for cid in sorted(model.by_compile, key=_cid_order):
-        fid = _frame_key(cid)
+        fid = frame_of(cid)
         tags = tuple(
             name
             for name, hit in (
@@ -178,7 +185,7 @@ def index_rank(model: RankModel) -> RankEntry:
             fn, co, file, line = where.get(cid, (f"frame {fid}", "", "", 0))
             frame = frames[fid] = FrameEntry(fid, fn, co, file, line)
         frame.compiles.append(CompileEntry(cid, model.rank, outcome, model.by_compile[cid], tags))
-    return RankEntry(model, [frames[k] for k in sorted(frames)])
+    return RankEntry(model, [frames[k] for k in sorted(frames, key=_frame_order)])
 
 
 @dataclass
@@ -199,6 +206,9 @@ class Summary:
     per_compile: list[dict] = field(default_factory=list)
     stack_trie: list[dict] = field(default_factory=list)
     output_code: list[dict] = field(default_factory=list)
+    # run-time findings across ranks and special records, as text sections (head line, lines):
+    # collectives, parity, runtime, execution order, export issues, special graphs (fxlens.report)
+    sections: list[list[str]] = field(default_factory=list)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -242,7 +252,19 @@ def summarise(session: Session) -> Summary:
         per_compile=report["compile_times"]["per_compile"],
         stack_trie=report.get("stack_trie") or [],
         output_code=report.get("output_code") or [],
+        sections=text_sections(distributed_lines(report) + special_lines(report)),
     )
+
+
+def text_sections(lines: list[str]) -> list[list[str]]:
+    """Text lines split at blank lines into sections (each a head line and its lines)."""
+    out: list[list[str]] = [[]]
+    for line in lines:
+        if line.strip():
+            out[-1].append(line)
+        elif out[-1]:
+            out.append([])
+    return [s for s in out if s]
 
 
 # where bisect (runs/NN-label) and minify (children/NAME) keep the sessions of their child runs

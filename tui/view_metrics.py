@@ -211,16 +211,39 @@ class RanksView(ListView):
     title = "Ranks"
     columns = ("ranks", "count", "diverges at", "cause", "compiles")
     priority = ("ranks", "cause", "diverges at", "count", "compiles")
-    empty = "One rank only: rank comparison needs a trace with several ranks."
+    empty = (
+        "One rank only: rank comparison needs a trace with several ranks (and this one has no collectives)."
+    )
 
     def _groups(self) -> list[dict]:
         s = self.data.summary
         return (s.rank_groups.get("groups") or []) if s else []
 
+    def _sections(self) -> list[list[str]]:
+        s = self.data.summary
+        return s.sections if s else []
+
     def rows(self):
-        if len(self.data.session.ranks) < 2:
-            return []
+        # run-time findings first (a hang risk outranks a compile difference), one row a section:
+        # collectives across ranks, collectives parity, runtime estimates, execution order, export
+        # issues, DDP splits / compiled autograd / AOTInductor graphs (fxlens.report.distributed)
         out = []
+        for i, sec in enumerate(self._sections()):
+            head = sec[0].rstrip(":").split(" (")[0]
+            first = next(
+                (x.strip() for x in sec[1:] if x.strip().startswith("!!")), (sec[1:] or [""])[0].strip()
+            )
+            alarm = first.startswith("!!")
+            cells = (
+                "-",
+                str(len(sec) - 1),
+                Text(head, style="bold red") if alarm else head,
+                Text(first, style="bold red") if alarm else first,
+                "",
+            )
+            out.append((f"s{i}", cells, " ".join(sec)))
+        if len(self.data.session.ranks) < 2:
+            return out
         for i, g in enumerate(self._groups()):
             d = g["first_divergence"] or {}
             at = f"{d['compile_id']} {d['function']} (step {d['step']})" if d else "-"
@@ -240,6 +263,9 @@ class RanksView(ListView):
         return out
 
     def detail(self, key: str) -> str:
+        if key.startswith("s") and key[1:].isdigit() and int(key[1:]) < len(self._sections()):
+            sec = self._sections()[int(key[1:])]
+            return "\n".join([f"[b]{escape(sec[0])}[/b]", *(escape(x) for x in sec[1:])])
         groups = self._groups()
         if not key.isdigit() or int(key) >= len(groups):
             return ""

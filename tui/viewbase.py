@@ -15,7 +15,7 @@ from typing import ClassVar
 from textual.containers import Vertical
 from textual.message import Message
 
-from fxlens.trace.reader import Record
+from fxlens.trace.reader import Record, frame_of
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.session import Session
 from fxlens.tui.loader import CompileEntry, RankEntry, Summary
@@ -52,11 +52,11 @@ class AppData:
     def compiles_of_frame(self, rank: int | None, compile_id: str) -> list[CompileEntry]:
         """Every compile of the frame `compile_id` belongs to, in order."""
         r = self.rank(rank)
-        fid = compile_id.split("/")[0]
+        fid = frame_of(compile_id)
         if r is None:
             return []
         for f in r.frames:
-            if str(f.frame_id) == fid:
+            if f.frame_id == fid:
                 return list(f.compiles)
         return []
 

@@ -1,7 +1,9 @@
 """Edits of the small real trace in data/tiny.log, for the bad-record and hostile-text tests.
 
 tiny.log is torch 2.13's TORCH_TRACE of a 10-line script (`f` compiled with backend="eager", one
-graph break, one recompile: 4 graphs), trimmed of the records the report never reads.
+graph break, one recompile: 4 graphs), trimmed of the records the report never reads; its file paths
+were rewritten, so each `has_payload` md5 was recomputed (tests/ranks/rank_replicas.rehash): fxlens
+checks them, and an unedited copy must read without a note.
 """
 
 from __future__ import annotations

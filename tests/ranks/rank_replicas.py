@@ -11,6 +11,7 @@ rank in each file's name (as torchrun names them) and `renumber(text, rank)` app
 from __future__ import annotations
 
 import gzip
+import hashlib
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -27,13 +28,34 @@ def inductor_log(variant: str) -> str:
     return gzip.decompress((DATA / "inductor" / f"{variant}.log.gz").read_bytes()).decode()
 
 
+_HAS_PAYLOAD = re.compile(r'"has_payload": "[0-9a-f]{32}"')
+
+
+def rehash(text: str) -> str:
+    """Each record's `has_payload` set to the md5 of its payload as it now reads: a copy whose rank
+    numbers were changed stays a log torch could have written (fxlens checks the md5s)."""
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        line, j = lines[i], i + 1
+        while j < len(lines) and lines[j].startswith("\t"):
+            j += 1
+        if '"has_payload"' in line and not line.startswith("\t"):
+            payload = "\n".join(x[1:] for x in lines[i + 1 : j])
+            line = _HAS_PAYLOAD.sub(f'"has_payload": "{hashlib.md5(payload.encode()).hexdigest()}"', line)
+        out.append(line)
+        out.extend(lines[i + 1 : j])
+        i = j
+    return "\n".join(out)
+
+
 def replicate(out: Path, n: int, outliers: tuple[int, ...] = (777,)) -> Path:
     """Write an `n`-rank TORCH_TRACE directory to `out`: rank 1's log at each outlier, rank 0's elsewhere."""
     out.mkdir(parents=True, exist_ok=True)
     alike, odd = _source(0), _source(1)
     for r in range(n):
         text, src = (odd, 1) if r in outliers else (alike, 0)
-        text = re.sub(rf'"rank": {src}\b', f'"rank": {r}', text)
+        text = rehash(re.sub(rf'"rank": {src}\b', f'"rank": {r}', text))
         (out / f"dedicated_log_torch_trace_rank_{r}_replica.log").write_text(text)
     return out
 
@@ -49,6 +71,6 @@ def replicate_logs(
     """Write an `n`-rank TORCH_TRACE directory to `out`: `odd` at each outlier, `alike` elsewhere."""
     out.mkdir(parents=True, exist_ok=True)
     for r in range(n):
-        text = renumber(odd if r in outliers else alike, r)
+        text = rehash(renumber(odd if r in outliers else alike, r))
         (out / f"dedicated_log_torch_trace_rank_{r}_replica.log").write_text(text)
     return out

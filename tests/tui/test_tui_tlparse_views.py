@@ -223,3 +223,55 @@ async def test_metrics_view_shows_a_cache_hit_from_torchs_artifacts(tmp_path):
         assert (
             "cache: fx_graph hit, aotautograd hit" in detail and f"fx_graph hit saved {saved:.3f} s" in detail
         )
+# -- run-time findings across ranks (the Ranks view, 8), on tlparse's inputs -------------------------
+
+TLPARSE = Path(__file__).resolve().parents[1] / "data" / "tlparse"
+
+
+async def test_ranks_view_names_the_collective_hang_first(tmp_path):
+    """multi_rank_schedule: rank 1 issues other collectives than ranks 0 and 2 (tlparse's input)."""
+    app = make_app(TLPARSE / "multi_rank_schedule", tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "8")
+        rows = app.query_one("#ranks-table", VimTable)._rows_plain()
+        assert rows[0][2] == "Collectives" and "HANG RISK: rank 1 issues wait_tensor" in rows[0][3]
+        assert any(r[2] == "Collectives parity" for r in rows)
+        detail = app.query_one("#ranks-detail", Info).plain
+        assert "where ranks 0, 2 issue reduce_scatter_tensor" in detail
+
+
+async def test_ranks_view_shows_parity_of_a_single_rank(tmp_path):
+    app = make_app(TLPARSE / "collectives_parity", tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "8")
+        rows = app.query_one("#ranks-table", VimTable)._rows_plain()
+        (parity,) = [r for r in rows if r[2] == "Collectives parity"]
+        assert "never waited on" in parity[3]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        TLPARSE / "inductor_provenance_aot_log.txt",  # no compile id (AOTInductor)
+        TLPARSE / "cache_hit_miss.log",  # ids logged again after torch._dynamo.reset()
+        TLPARSE.parent / "traces" / "2.13.0" / "scenarios" / "compiled_autograd",  # !0/1/0
+    ],
+    ids=["aoti", "reset", "compiled-autograd"],
+)
+async def test_every_view_draws_compiles_of_every_id_shape(path, tmp_path):
+    from fxlens.tui.widgets import CompileTree
+
+    app = make_app(path, tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        for key in "1234567890c":
+            await press(pilot, key)
+        assert app.is_running
+        labels = [str(n.label) for n in app.query_one("#tree", CompileTree).root.children]
+        assert labels
+        if path.name == "cache_hit_miss.log":  # six compiles in six frames, fn2 last
+            await press(pilot, "c")
+            rows = app.query_one("#output-table", VimTable)._rows_plain()
+            assert [r[0] for r in rows][-1].startswith("1/0#3")

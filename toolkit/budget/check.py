@@ -17,6 +17,7 @@ from fxlens.budget.collect import Capture, scratch_dir
 from fxlens.report.build import build_report
 from fxlens.report.counts import COUNTED, report_counts
 from fxlens.trace.breaks import is_eager_frame
+from fxlens.trace.graph_code import op_name
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import short_path
 
@@ -210,7 +211,7 @@ def _graphs(report: dict, listed: frozenset = frozenset()) -> list[str]:
     """Each graph, then the breaks and recompiles behind the extra ones (unless `listed` in their own block)."""
     out = []
     for g in report["graphs"]:
-        ops = ", ".join(o.split(".")[-1] for o in g["ops"][:6]) + (" ..." if len(g["ops"]) > 6 else "")
+        ops = ", ".join(op_name(o) for o in g["ops"][:6]) + (" ..." if len(g["ops"]) > 6 else "")
         out.append(
             f"  {_loc(g['file'], g['line'])}  in {g['function']} [{g['compile_id']}]: {g['num_ops']} ops ({ops})"
         )

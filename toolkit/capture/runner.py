@@ -82,6 +82,16 @@ def _router(override, script: str, session: str):
     return route
 
 
+def _note_backend_switches(session: str) -> None:
+    """What makes torch.compile run another backend than asked, outside the script (a leftover
+    CompilerBisector state, TORCH_BISECT_BACKEND): an event each, said by the report."""
+    if session:
+        from fxlens.capture.backend_switch import backend_switches
+
+        for switch in backend_switches():
+            _append_quietly(session, "backend_switch", switch)
+
+
 def _append_quietly(session: str, kind: str, data: dict) -> None:
     """An event for the parent; on a full disk it is lost, but the user's script never fails for it."""
     try:
@@ -134,6 +144,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
         hook_module, _, hook = cfg.runner_hook.partition(":")
         after = getattr(importlib.import_module(hook_module), hook)(script, cfg.session_dir)
     patch_compile(override, script, cfg.session_dir)
+    _note_backend_switches(cfg.session_dir)
     if os.environ.get("TORCH_TRACE"):
         when_imported("torch._logging._internal", _quiet_trace_errors)
     sys.argv = [script, *args]

@@ -13,10 +13,12 @@ from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
+from fxlens.report.distributed import distributed
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
+from fxlens.report.special import aot_inductor, export_issues, special_graphs, unknown_records
 from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
 from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
@@ -209,7 +211,18 @@ def _graphs(session: Session) -> list[dict]:
         "co_name",
         "library",
     )
-    return _rows(session.graphs, names)
+    rows = _rows(session.graphs, names)
+    split = {(s.rank, s.compile_id) for r in session.ranks for s in r.specials if s.kind == "ddp_split"}
+    for row in rows:  # what the graph is: Dynamo's, compiled autograd's (`!0/1/0`), or DDP-split
+        cid = row["compile_id"]
+        row["kind"] = (
+            "compiled_autograd"
+            if cid.startswith("!")
+            else "ddp_split"
+            if (row["rank"], cid) in split
+            else "dynamo"
+        )
+    return rows
 
 
 def _recompiles(session: Session) -> list[dict]:
@@ -276,6 +289,11 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "specializations": specializations(session),
         "stack_trie": stack_trie(session),
         "output_code": output_code(session),
+        "distributed": distributed(session),
+        "export_issues": export_issues(session),
+        "special_graphs": special_graphs(session),
+        "aot_inductor": aot_inductor(session),
+        "unknown_records": unknown_records(session),
         "events": session.events,
         "skipped": session.skipped,
     }

@@ -46,8 +46,6 @@ def _row(m) -> dict:
         "file": m.file,  # where the frame is (a compile with no graph has no other location)
         "line": m.line,
         "co_name": m.co_name,
-        "file": m.file,
-        "line": m.line,
         "total_s": _round(total),
         "time_source": m.time_source,  # the field torch's total came from (fxlens.trace.compile_cost)
         "forward_s": m.total_s,

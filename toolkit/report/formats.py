@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from fxlens.report.distributed import distributed_lines
 from fxlens.report.document import (
     Bold,
     Bullets,
@@ -26,6 +27,7 @@ from fxlens.report.document import (
 from fxlens.report.fixes import change
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.special import head_counts, special_lines
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,
@@ -34,6 +36,7 @@ from fxlens.report.tlparse_blocks import (
     specialization_blocks,
     stack_trie_blocks,
 )
+from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clip
 
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
@@ -69,7 +72,7 @@ def headline(report: dict) -> str:
         f"{len(g)} graph(s) in {len(fns)} function(s), "
         f"{sum(b['count'] for b in report['graph_breaks'])} graph break(s), "
         f"{len(report['recompiles'])} recompile(s)"
-    )
+    ) + head_counts(report)
     if len(report.get("ranks") or []) > 1:
         text += f", {len(report['ranks'])} ranks"
     return text
@@ -194,7 +197,7 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
             Code(g["function"]),
             _where(ps, g["file"], g["line"]),
             str(g["num_nodes"]),
-            Code(", ".join(o.split(".")[-1] for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
+            Code(", ".join(op_name(o) for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
         ]
         for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
     ]
@@ -271,6 +274,24 @@ def _backend_blocks(report: dict) -> list:
     return out
 
 
+def _section_blocks(lines: list[str]) -> list:
+    """Text sections (a head line ending in ':', its lines, a blank line) as a heading and bullets:
+    the distributed and special-record sections read the same in every format."""
+    out: list = []
+    section: list[str] = []
+    for line in [*lines, ""]:
+        if line.strip():
+            section.append(line)
+            continue
+        if section:
+            head, rest = section[0], [x.strip() for x in section[1:]]
+            out.append(Heading(3, head.rstrip(":")))
+            if rest:
+                out.append(Bullets(rest))
+            section = []
+    return out
+
+
 def _note_blocks(report: dict, ps: PathShortener) -> list:
     notes = [
         ps.text(f"[{e.get('event')}] {e['summary']}") for e in report.get("events") or [] if e.get("summary")
@@ -332,10 +353,12 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     ps = PathShortener(src.get("script"))
     out = [
         *_head_blocks(report, ps),
+        *_section_blocks(distributed_lines(report)),  # collectives (a hang risk), parity, runtime, order
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
         *_fix_blocks(report, ps),
         *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
+        *_section_blocks(special_lines(report)),  # export issues, special graphs, unknown kinds
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),

@@ -72,6 +72,8 @@ def _no_graph(report: dict, session) -> dict | None:
     calls = _compile_calls(report)
     if report["graphs"] or not (attempts or calls):
         return None
+    if report.get("aot_inductor") or report.get("export_issues"):
+        return None  # compiled without Dynamo (AOTInductor, export): there was no frame to capture
     where = ""
     if calls:
         c = calls[0]
@@ -197,9 +199,32 @@ def _limit_hits(report: dict) -> list[dict]:
     ]
 
 
+def _backend_switched(report: dict) -> list[dict]:
+    """torch.compile ran another backend than the script asked for (a CompilerBisector leftover,
+    TORCH_BISECT_BACKEND, TORCH_COMPILE_BACKEND; fxlens.capture.backend_switch): every verdict
+    below is about that backend."""
+    events = report.get("events") or []
+    asked = sorted(
+        {str(e.get("backend")) for e in events if e.get("event") == "compile_call" and e.get("backend")}
+    )
+    out = []
+    for e in events:
+        if e.get("event") != "backend_switch" or (asked and e.get("backend") in asked):
+            continue
+        what = f"{', '.join(asked)} (what the script asked for)" if asked else "what the script asked for"
+        out.append(
+            {
+                "kind": "backend_switched",
+                "message": f"torch.compile ran backend {e.get('backend')}, not {what}: {e.get('source')}",
+                "fix": str(e.get("how_to_undo") or ""),
+            }
+        )
+    return out
+
+
 def headlines(report: dict, session=None) -> list[dict]:
     """The report's leading verdicts, most consequential first."""
-    out = []
+    out = _backend_switched(report)
     if h := _no_graph(report, session):
         out.append(h)
     out += _eager_frames(report)

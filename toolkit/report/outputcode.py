@@ -18,6 +18,9 @@ import re
 _KERNEL = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.M)
 
 
+_AOTI_WRAPPER = "inductor_aot_wrapper_code"  # AOTInductor's code, logged as a graph_dump record
+
+
 def _artifact(recs, name: str):
     rec = next((r for r in reversed(recs) if r.kind == f"artifact:{name}"), None)
     return rec.payload_json() if rec is not None else None
@@ -36,7 +39,14 @@ def _kernels(code: str, mappings, stacks) -> list[dict]:
     post_to_pre = (mappings or {}).get("postToPre") or {} if isinstance(mappings, dict) else {}
     stacks = _by_kernel(stacks)
     out = []
-    for name, kind in dict.fromkeys(_KERNEL.findall(code)):
+    found = list(dict.fromkeys(_KERNEL.findall(code)))
+    names = {n for n, _ in found}
+    # extern calls (`extern_kernels.addmm`, AOTInductor's `aoti_torch_cpu_addmm_out`) and AOTInductor's
+    # C++ kernels are in the provenance map but not `async_compile` definitions: listed after those
+    found += [
+        (n, "extern" if "." in n or n.startswith("aoti_torch") else "cpp") for n in to_post if n not in names
+    ]
+    for name, kind in found:
         post = list(dict.fromkeys(str(n) for n in to_post.get(name) or []))
         pre = list(dict.fromkeys(str(p) for n in post for p in post_to_pre.get(n) or []))
         stack = stacks.get(name)
@@ -61,15 +71,20 @@ def output_code(session) -> list[dict]:
         names = {m.compile_id: m.function for m in r.metrics}
         for cid, recs in r.by_compile.items():
             for rec in recs:
-                if rec.kind != "inductor_output_code":
+                if (
+                    rec.kind == "graph_dump"
+                    and (rec.meta.get("graph_dump") or {}).get("name") != _AOTI_WRAPPER
+                ):
                     continue
-                path = str((rec.meta.get("inductor_output_code") or {}).get("filename") or "")
+                if rec.kind not in ("inductor_output_code", "graph_dump"):
+                    continue
+                path = str((rec.meta.get(rec.kind) or {}).get("filename") or "")
                 key = (cid, path)
                 if key not in entries:
                     code = rec.payload()
                     entries[key] = {
                         "compile_id": cid,
-                        "function": names.get(cid, "?"),
+                        "function": "AOTInductor" if cid == "-" else names.get(cid, "?"),
                         "file": path,
                         "lines": code.count("\n") + 1 if code else 0,
                         "kernels": _kernels(

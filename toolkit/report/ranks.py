@@ -16,9 +16,10 @@ Every list of ranks in text is a list of ranges ("0-776, 778-1023"); JSON keeps 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fxlens.report.failures import without_rank
 from fxlens.report.rootcause import CAUSES, format_for_guard
@@ -31,6 +32,32 @@ TEXT_GROUPS = 8
 # object ids and addresses in guard text (`___check_obj_id(L['self'], 140514640679520)`) differ on
 # every process: compared as one placeholder, or every rank would be a group of its own
 _IDS = re.compile(r"\b(?:0x[0-9a-f]+|\d{7,})\b")
+
+# What differs between ranks' generated code without the code differing: (pattern, replacement),
+# applied in order before two ranks' output code is compared. Each rank of a one-node job drives its
+# own GPU, so its code names device 1 where rank 0's names device 0.
+NORMALISE = (
+    (re.compile(r"^# kernel path: .*$", re.M), "# kernel path: <path>"),  # the cache folder
+    (re.compile(r"\b(cuda|xpu|mps|hpu|npu|mtia):\d+"), r"\1:<i>"),  # "cuda:1" in annotations
+    (re.compile(r"\bindex=\d+"), "index=<i>"),  # DeviceProperties(type='cuda', index=1, ...)
+    (re.compile(r"\b(_DeviceGuard|set_device|get_raw_stream|device)\((\d+)\)"), r"\1(<i>)"),
+    (re.compile(r"\bstream\d+\b"), "stream<i>"),  # `stream1 = get_raw_stream(1)`
+    (re.compile(r"(?:/[\w.@+-]+)*/(?:tmp\w*|torchinductor_\w+)(?:/[\w.@+-]+)+"), "<path>"),  # temp dirs
+    (re.compile(r"\b[a-z0-9]{52}\b"), "<hash>"),  # inductor's code hashes (file and kernel names)
+    (re.compile(r"\b0x[0-9a-f]{6,}\b"), "<addr>"),
+)
+
+
+def normalise_code(code: str) -> str:
+    """Generated code with what differs per rank or per machine but not in substance set aside:
+    device indices, temp and cache paths, content hashes, addresses (`NORMALISE`)."""
+    for pattern, repl in NORMALISE:
+        code = pattern.sub(repl, code)
+    return code
+
+
+def _code_digest(code: str) -> str:
+    return hashlib.sha1(normalise_code(code).encode()).hexdigest()[:16]
 
 
 def rank_ranges(ranks: Iterable[int | None], limit: int = 0) -> str:
@@ -65,10 +92,12 @@ class Step:
     breaks: tuple[tuple[str, str, int], ...]  # (reason, file, line)
     failed_guards: tuple[str, ...]
     failure: str  # torch's failure type and the first line of its text, the rank's number taken out
-    # what the backend generated: inductor's output files (named by a hash of their code) and the
-    # fxlens backend's kernels (name and ops): ranks with the same graphs can still differ here
+    # what the backend generated: inductor's output code (a digest of it, normalised: see NORMALISE)
+    # and the fxlens backend's kernels (name and ops): ranks with the same graphs can still differ here
     output: tuple[str, ...] = ()
     kernels: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # inductor's output files by name (a hash of their code), to name them; not compared
+    output_files: tuple[str, ...] = field(default=(), compare=False)
 
 
 def rank_steps(model: RankModel) -> tuple[Step, ...]:
@@ -87,13 +116,14 @@ def rank_steps(model: RankModel) -> tuple[Step, ...]:
         g, m, rc = graphs.get(cid), metrics.get(cid), recompiles.get(cid)
         function = (g or m or rc).function if (g or m or rc) else "?"
         failure = _failure(m, model.rank)
-        shapes, output = "", []
+        shapes, output, files = "", [], []
         for rec in recs:
             if rec.kind == "dynamo_output_graph":
                 shapes = str((rec.meta.get("dynamo_output_graph") or {}).get("sizes") or "")
             elif rec.kind == "inductor_output_code":
                 path = str((rec.meta.get("inductor_output_code") or {}).get("filename") or "?")
-                output.append(path.rsplit("/", 1)[-1])  # the cache folder differs per machine
+                files.append(path.rsplit("/", 1)[-1])  # the cache folder differs per machine
+                output.append(_code_digest(rec.payload()))
         kind = "failed" if failure else "recompile" if rc else "compile"
         steps.append(
             Step(
@@ -108,6 +138,7 @@ def rank_steps(model: RankModel) -> tuple[Step, ...]:
                 failure,
                 tuple(output),
                 tuple(kernels.get(cid, ())),
+                tuple(files),
             )
         )
     return tuple(steps)
@@ -167,7 +198,9 @@ def _difference(mine: Step, theirs: Step) -> str:
     elif mine.shapes != theirs.shapes:
         parts.append("graph shapes differ")
     if mine.output != theirs.output:
-        parts.append(f"inductor's output code differs ({_files(mine.output)} vs {_files(theirs.output)})")
+        parts.append(
+            f"inductor's output code differs ({_files(mine.output_files)} vs {_files(theirs.output_files)})"
+        )
     if mine.kernels != theirs.kernels:
         parts.append(f"fxlens kernels differ ({_kernel_change(mine.kernels, theirs.kernels)})")
     return f"compile {mine.compile_id} of {mine.function}: " + "; ".join(parts or ["differs"])

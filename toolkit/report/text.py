@@ -14,11 +14,14 @@ from fxlens.report.blocks import block_lines
 from fxlens.report.coldstart import cache_lines, cache_outcomes, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
+from fxlens.report.distributed import distributed_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.special import head_counts, special_lines
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import short_path
 
@@ -38,6 +41,7 @@ def _head_lines(report: dict) -> list[str]:
     head = f"fxlens report: {n['graphs']} graph(s) in {len(fns)} function(s), {n['graph_breaks']} graph break(s), {n['recompiles']} recompile(s)"
     if n["eager_frames"]:
         head += f", {n['eager_frames']} frame(s) run eagerly"
+    head += head_counts(report)  # AOTInductor compiles, export issues
     if _rank_col(report):
         head += f", {len(report['ranks'])} ranks"
     if workers := report.get("workers"):  # processes the script started: compiled, but not ranks
@@ -145,6 +149,10 @@ def _recompile_lines(report: dict) -> list[str]:
     return out
 
 
+# what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)
+_KIND_TAG = {"ddp_split": " [DDP-split]", "compiled_autograd": " [compiled autograd]"}
+
+
 def _graph_lines(report: dict, limit: int) -> list[str]:
     g = report["graphs"]
     if not g:
@@ -154,10 +162,11 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
         g = fold_ranks(g)
     rows = []
     for x in g[:limit]:
-        ops = ", ".join(o.split(".")[-1] for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
+        ops = ", ".join(op_name(o) for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
         rows.append(
             ([x["rank"]] if ranked else [])
-            + [x["compile_id"], x["function"], _loc(x["file"], x["line"]), x["num_nodes"], x["num_ops"], ops]
+            + [x["compile_id"], x["function"] + _KIND_TAG.get(x.get("kind"), ""), _loc(x["file"], x["line"])]
+            + [x["num_nodes"], x["num_ops"], ops]
         )
     out = ["Graphs:"]
     out.append(
@@ -265,6 +274,9 @@ def _note_lines(report: dict) -> list[str]:
         and not report["graph_breaks"]
         and not report["failures"]
         and not report.get("headlines")
+        and not report.get("export_issues")
+        and not report.get("aot_inductor")
+        and not report.get("special_graphs")
     ):
         out.append("No graphs were compiled.")
     return out
@@ -291,10 +303,12 @@ def render_text(report: dict, limit: int = 20) -> str:
     report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
         *_head_lines(report),
+        *distributed_lines(report),  # collectives (a hang risk), parity, runtime, execution order
         *_break_lines(report, limit),
         *_recompile_lines(report),
         *_fix_lines(report),
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
+        *special_lines(report),  # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)

@@ -103,3 +103,31 @@ def is_eager_frame(text: str) -> bool:
     """Whether a graph-break record's text says torch gave up on the frame (it then runs eagerly):
     one rule for the reader and the budgets' quick count (fxlens.budget.check.quick_counts)."""
     return _SKIPPED in text.split("User code traceback:", 1)[0]
+_RESUME_AT = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
+
+
+_AS_RESTART = "logged by this torch release as a restart of the frame's analysis (no graph-break record)"
+
+
+def restart_breaks(metrics: list, logged: list) -> list[GraphBreak]:
+    """Graph breaks of torch releases that logged none (2.3 and 2.4 logged a break only as a restart
+    of the frame's analysis, `restart_reasons` in its compilation metrics): one break per restarted
+    compile, its reason torch's own text, its line the one the next resume function of that function
+    names (`torch_dynamo_resume_in_fn_at_9551`), else the frame's own line."""
+    if logged:
+        return []  # a release that logs breaks: its restarts are the breaks already listed
+    order, out = list(metrics), []
+    for i, m in enumerate(order):
+        if not m.restart_reasons or m.fail_type:
+            continue
+        fn = user_function(m.co_name)
+        line, file = m.line, m.file
+        for later in order[i + 1 :]:
+            r = _RESUME_AT.match(later.co_name or "")
+            if r and user_function(later.co_name) == fn and later.code_file == m.code_file:
+                line = int(r["line"])
+                file = m.code_file or m.file
+                break
+        reason = " ".join(m.restart_reasons[-1].strip().strip("'\"").split())
+        out.append(GraphBreak(m.compile_id, m.rank, reason, file, line, fn, explanation=_AS_RESTART))
+    return out

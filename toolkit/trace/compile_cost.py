@@ -171,7 +171,9 @@ def attach(model, path: str | Path) -> None:
         if i in events:
             extra["caches"] = tuple(sorted(events[i], key=lambda e: e.line_no))
         if i in need_events:
-            found = durations.get(m.compile_id if m.compile_id != "?" else "None") or {}
+            # chromium events name the id torch logged: no occurrence suffix (`0/0#2`), "None" for none
+            raw = m.compile_id.split("#")[0]
+            found = durations.get(raw if raw not in ("?", "-") else "None") or {}
             fields = {_EVENTS[n][0]: v for n, v in found.items()}
             extra.update({f: v for f, v in fields.items() if getattr(m, f) is None})
             if m.total_s is None and "total_s" in fields:

@@ -17,7 +17,8 @@ _ANNOT = re.compile(
     r"^(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?:\[(?P<stride>[^\]]*)\])?(?P<device>[\w:]*)$"
 )
 _ASSIGN = re.compile(r'^\s+(?P<name>[A-Za-z_]\w*)(?:: "(?P<annot>[^"]*)")? = (?P<rhs>.+)$')
-_PARAM = re.compile(r'(?P<name>[A-Za-z_]\w*)\s*:\s*"(?P<annot>[^"]*)"')
+# `x: "f32[2][1]cpu"`, or older releases' `L_x_ : torch.Tensor` (a type, no shape), or a bare name
+_PARAM = re.compile(r'(?:^|,)\s*\**(?P<name>[A-Za-z_]\w*)\s*(?::\s*(?:"(?P<annot>[^"]*)"|[^,"]+))?')
 _SIGNATURE = re.compile(r"^\s*def forward\(self,?(?P<params>.*)\):\s*$")
 _FILE_COMMENT = re.compile(
     r"^\s*# File: (?P<file>.+?):(?P<line>\d+) in (?P<fn>[^,]+)(?:, code: (?P<code>.*))?$"
@@ -68,6 +69,22 @@ class Node:
         if column == "line":
             return self.source
         return str(getattr(self, column))
+
+
+# op namespaces printed without `torch.ops.` (kernel op lists, ATen graphs): `aten.add.Tensor`
+_NAMESPACES = ("aten", "prims", "_c10d_functional", "c10d_functional", "_c10d", "higher_order", "quantized")
+
+
+def op_name(target: str) -> str:
+    """An op's short name for a table: `torch.ops._c10d_functional.all_reduce.default` ->
+    `all_reduce`, `aten.add.Tensor` -> `add`, `torch.sin` -> `sin` (never the overload's name,
+    which printed every collective as "default")."""
+    parts = target.split(".")
+    if parts[:2] == ["torch", "ops"] and len(parts) >= 4:
+        return parts[3]  # torch.ops.<namespace>.<op>[.<overload>]
+    if parts[0] in _NAMESPACES and len(parts) >= 2:
+        return parts[1]
+    return parts[-1]
 
 
 def _annotation(annot: str | None) -> tuple[str, str, str, str]:

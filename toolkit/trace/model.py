@@ -8,12 +8,17 @@ from dataclasses import dataclass, field
 
 from fxlens.trace import compile_cost
 from fxlens.trace.breaks import graph_break as _graph_break
+from fxlens.trace.breaks import restart_breaks
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.reader import SLIM_KINDS, LogScan, Record
+from fxlens.trace.kinds import NO_ID, NO_ID_COMPILE, READERS, is_known
+from fxlens.trace.metrics_record import metrics_record
+from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, frame_of
 from fxlens.trace.records import (
+    Collectives,
     CompileMetrics,
+    ExportIssue,
     Fallback,
     Frame,
     Graph,
@@ -21,6 +26,8 @@ from fxlens.trace.records import (
     Kernel,
     Recompile,
     RecompileLimitHit,
+    RuntimeEstimate,
+    SpecialGraph,
 )
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
@@ -65,6 +72,14 @@ class RankModel:
     # rank; `worker_of` is the rank it belongs to (None: the job's one process, or not known)
     worker: bool = False
     worker_of: int | None = None
+    # read by the readers of fxlens.trace.kinds (one per record kind)
+    collectives: list[Collectives] = field(default_factory=list)
+    runtimes: list[RuntimeEstimate] = field(default_factory=list)
+    exec_order: list[str] = field(default_factory=list)  # compile ids in the order their graphs ran
+    graph_runs: list[str] = field(default_factory=list)  # an older release's graph-run records
+    specials: list[SpecialGraph] = field(default_factory=list)
+    export_issues: list[ExportIssue] = field(default_factory=list)
+    unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no reader knows: counted
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -73,17 +88,23 @@ def build_rank_model(scan: LogScan) -> RankModel:
     an unreadable line: one bad record never costs the rest of the log."""
     bad = list(scan.bad)
     model = _build(scan, bad)
-    model.skipped = [skipped_note(scan.path.name, bad)] if bad else []
+    # what could not be read first (the TUI's notice shows the first note), then what was read
+    # with a caveat (a payload's md5, a rank that is not the file name's)
+    model.skipped = ([skipped_note(scan.path.name, bad)] if bad else []) + list(scan.notes)
     model.records = len(scan.records) + len(scan.strings)
     return model
 
 
+def _metrics_key(rec: Record, m: dict) -> str:
+    """The compile a metrics record belongs to: its record's id (which knows the occurrence after a
+    reset and compiled autograd's prefix), else the id the metrics name, else NO_ID (AOTInductor)."""
+    if rec.compile_id is not None:
+        return rec.compile_id.key
+    return str(m.get("compile_id") or NO_ID)
+
+
 def _unusable(rec: Record, e: Exception) -> tuple[int, str]:
     return rec.line_no, f"{rec.kind} record unusable ({type(e).__name__}: {e})"[:200]
-
-
-def _frame_id(key: str) -> int:
-    return int(key.split("/")[0]) if key.split("/")[0].isdigit() else -1
 
 
 @dataclass
@@ -91,21 +112,21 @@ class _Frames:
     """Which code each compile id compiled, from the log's first pass; `where` answers per compile id."""
 
     frames: dict[str, FrameInfo] = field(default_factory=dict)
-    frame_name: dict[int, FrameInfo] = field(default_factory=dict)  # frame_id -> its first named compile
+    frame_name: dict[str, FrameInfo] = field(default_factory=dict)  # frame_id -> its first named compile
     entry_stacks: dict[str, list[Frame]] = field(default_factory=dict)
     guard_recs: dict[str, Record] = field(default_factory=dict)  # compile id -> its guard tree
     _entries: dict[str, Entry] = field(default_factory=dict)
 
     def name_frames(self) -> None:
         for key, info in self.frames.items():
-            fid = _frame_id(key)
+            fid = frame_of(key)
             if info.co_name and fid not in self.frame_name:
                 self.frame_name[fid] = info
 
     def _info(self, key: str) -> FrameInfo:
         info = self.frames.get(key)
         if info is None or not info.co_name:
-            info = self.frame_name.get(_frame_id(key), FrameInfo())
+            info = self.frame_name.get(frame_of(key), FrameInfo())
         return info
 
     def entry(self, key: str) -> Entry:
@@ -122,11 +143,11 @@ class _Frames:
             guards = ""
             if info.file and not is_user_file(info.file):  # only a library frame needs the guard tree
                 rec = self.guard_recs.get(key) or next(
-                    (r for k, r in self.guard_recs.items() if _frame_id(k) == _frame_id(key)), None
+                    (r for k, r in self.guard_recs.items() if frame_of(k) == frame_of(key)), None
                 )
                 guards = rec.payload() if rec is not None else ""
             stack = self.entry_stacks.get(key) or next(
-                (s for k, s in self.entry_stacks.items() if _frame_id(k) == _frame_id(key)), []
+                (s for k, s in self.entry_stacks.items() if frame_of(k) == frame_of(key)), []
             )
             self._entries[key] = user_entry(info.co_name, info.file, line, stack, guards)
         return self._entries[key]
@@ -144,6 +165,7 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     graph_recs = _read_records(scan, model, frames, bad)
     compile_cost.attach(model, scan.path)  # cache artifacts; chromium times where metrics have none
     _add_limit_hits(model)
+    model.graph_breaks += restart_breaks(model.metrics, model.graph_breaks)
     _add_graphs(model, graph_recs, frames, bad)
     for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
         if rec.kind in SLIM_KINDS:
@@ -156,17 +178,21 @@ def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -
     found = _Frames()
     for rec in scan.records:
         try:
+            if not is_known(rec.kind):
+                model.unknown_kinds[rec.kind] = model.unknown_kinds.get(rec.kind, 0) + 1
             if rec.compile_id is not None:
                 model.by_compile[rec.compile_id.key].append(rec)
                 if rec.rank is not None and model.rank is None:
                     model.rank = rec.rank
+            elif rec.kind in NO_ID_COMPILE:  # an AOTInductor compile: no Dynamo, no compile id
+                model.by_compile[NO_ID].append(rec)
             if rec.kind == "dynamo_start":
                 _note_start(rec, scan, found)
             elif rec.kind == "dynamo_cpp_guards_str" and rec.compile_id:
                 found.guard_recs[rec.compile_id.key] = rec
             elif rec.kind == "compilation_metrics":
                 m = rec.meta["compilation_metrics"] or {}
-                key = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
+                key = _metrics_key(rec, m)
                 info = found.frames.setdefault(key, FrameInfo())
                 info.co_name = m.get("co_name") or info.co_name
                 info.file = m.get("co_filename") or info.file
@@ -233,18 +259,22 @@ def _read_records(
                 metric_recs.append(rec)  # after the pass: the backward's record comes after it
             elif rec.kind == "bwd_compilation_metrics":
                 b = rec.meta["bwd_compilation_metrics"] or {}
-                bkey = str(b.get("compile_id") or cid or "?")
+                bkey = cid or str(b.get("compile_id") or "?")
                 backward[bkey] = b
             elif rec.kind == "artifact:fxlens_kernel" and cid:
                 model.kernels.append(_kernel(rec, cid))
             elif rec.kind == "artifact:fxlens_fallbacks" and cid:
                 for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
                     model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
+            elif (read := READERS.get(rec.kind)) is not None:  # one reader per kind (fxlens.trace.kinds)
+                read(rec, cid, model, scan)
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
     for rec in metric_recs:
         try:
-            model.metrics.append(_metrics(rec, where, backward))
+            model.metrics.append(
+                metrics_record(rec, _metrics_key(rec, rec.meta["compilation_metrics"] or {}), where, backward)
+            )
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
     return graph_recs
@@ -352,80 +382,3 @@ def _first_lines(items: list[str]) -> list[str]:
         if first:
             out.append(first)
     return out
-
-
-_CACHES = ("inductor_fx_local", "inductor_fx_remote", "aotautograd_local", "aotautograd_remote")
-# (stage, compilation_metrics key in microseconds): the stages tlparse shows, in pipeline order
-_STAGES = (
-    ("dynamo", "dynamo_cumulative_compile_time_us"),
-    ("aot_autograd", "aot_autograd_cumulative_compile_time_us"),
-    ("inductor", "inductor_cumulative_compile_time_us"),
-    ("code_gen", "inductor_code_gen_cumulative_compile_time_us"),
-    ("triton", "triton_compile_time_us"),
-)
-
-
-def _stages(m: dict, bwd: dict) -> tuple[tuple[str, float], ...]:
-    """torch's per-stage times of a compile, seconds, and its backward graph's compile."""
-    out = [(name, round(v * 1e-6, 4)) for name, key in _STAGES if (v := _float(m.get(key)))]
-    if v := _float(bwd.get("backward_cumulative_compile_time_us")):
-        out.append(("backward", round(v * 1e-6, 4)))
-    return tuple(out)
-
-
-def _metrics(rec: Record, where, backward: dict[str, dict]) -> CompileMetrics:
-    m = rec.meta["compilation_metrics"] or {}
-    cid = str(m.get("compile_id") or (rec.compile_id.key if rec.compile_id else "?"))
-    fn, file, line, co = where(cid)
-    bwd = backward.get(cid) or {}
-    cache = tuple(
-        (name, int(m.get(f"{name}_cache_hit_count") or 0), int(m.get(f"{name}_cache_miss_count") or 0))
-        for name in _CACHES
-        if m.get(f"{name}_cache_hit_count") or m.get(f"{name}_cache_miss_count")
-    )
-    nodes = m.get("graph_node_count")
-    t = compile_cost.frame_times(m)  # whole-frame time, else torch's cumulative per-stage fields
-    return CompileMetrics(
-        cid,
-        rec.rank,
-        fn,
-        co or str(m.get("co_name") or ""),
-        file,
-        line,
-        t["total_s"],
-        t["backend_s"],
-        m.get("guard_count"),
-        m.get("fail_type"),
-        m.get("fail_reason"),
-        int(nodes) if isinstance(nodes, int) else None,
-        inductor_s=t["inductor_s"],
-        code_gen_s=t["code_gen_s"],
-        time_source=t["time_source"],
-        passes=t["passes"],
-        backward_s=_backward_s(bwd),
-        dynamo_before_restart_s=_float(m.get("dynamo_time_before_restart_s")) or None,
-        cache=cache,
-        restart_reasons=tuple(str(r) for r in (m.get("restart_reasons") or []) if r),
-        fail_user_file=str(m.get("fail_user_frame_filename") or ""),
-        fail_user_line=int(m.get("fail_user_frame_lineno") or 0),
-        code_file=str(m.get("co_filename") or ""),
-        code_line=int(m.get("co_firstlineno") or 0),
-        stages=_stages(m, bwd),
-    )
-
-
-def _backward_s(bwd: dict) -> float | None:
-    """A backward graph's compile time: torch records it apart, with inductor's time only."""
-    if not bwd:
-        return None
-    for key in ("entire_frame_compile_time_s", "inductor_compile_time_s", "backend_compile_time_s"):
-        if (v := _float(bwd.get(key))) is not None:
-            return v
-    return None
-
-
-def _float(v) -> float | None:
-    try:
-        return float(v) if v is not None else None
-    except (TypeError, ValueError):
-        return None

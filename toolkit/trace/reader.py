@@ -8,10 +8,11 @@ without decoding their JSON: that is what makes a 100 MB log cheap.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens.trace.shapes import problem, skipped_note
@@ -23,11 +24,11 @@ _SKIP_PREFIXES = (
     b'{"describe_storage"',
     b'{"describe_source"',
     b'{"guard_added_fast"',
-    b'{"guard_added"',
-    b'{"propagate_real_tensors',
+    b'{"propagate_real_tensors"',
     b'{"link"',
-    b'{"dump_file"',
 )
+# read only when evaluated by export (`"prefix": "eval"`): Dynamo logs thousands of the others
+_EVAL_GUARD = (b'{"guard_added"', b'"prefix": "eval"')
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
@@ -42,20 +43,36 @@ _META_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", 
 
 @dataclass(frozen=True)
 class CompileId:
-    """Dynamo's compile id `[frame_id/frame_compile_id]` (attempt > 0 for restarts), per rank."""
+    """Dynamo's compile id `[frame_id/frame_compile_id]` (attempt > 0 for restarts), per rank.
+
+    `autograd` is compiled autograd's id when the compile ran under it (torch prints `!0/3/0`);
+    `occurrence` counts the times the same id was logged anew in one log: `torch._dynamo.reset()`
+    restarts frame ids at 0, so "0/0" after a reset is another compile (its key is "0/0#2").
+    """
 
     frame_id: int
     frame_compile_id: int
     attempt: int = 0
+    autograd: int | None = None
+    occurrence: int = 0
 
     def __str__(self) -> str:
-        base = f"{self.frame_id}/{self.frame_compile_id}"
-        return f"{base}_{self.attempt}" if self.attempt else base
+        return f"{self.key}_{self.attempt}" if self.attempt else self.key
 
     @property
     def key(self) -> str:
-        """The frame's compile, restarts folded together ("0/1")."""
-        return f"{self.frame_id}/{self.frame_compile_id}"
+        """The compile, restarts folded together ("0/1", "!0/3/0", "0/0#2" after a reset)."""
+        base = f"{self.frame_id}/{self.frame_compile_id}"
+        if self.autograd is not None:
+            base = f"!{self.autograd}/{base}"
+        return f"{base}#{self.occurrence + 1}" if self.occurrence else base
+
+
+def frame_of(key: str) -> str:
+    """The frame part of a compile key: "1" for "1/0", "1#2" for "1/3#2", "!0/3" for "!0/3/0"."""
+    base, _, occ = key.partition("#")
+    head = base.rsplit("/", 1)[0] if base.count("/") >= 1 else base
+    return f"{head}#{occ}" if occ else head
 
 
 @dataclass
@@ -98,8 +115,10 @@ class Record:
         with open(self.path, "rb") as f:
             f.seek(start)
             raw = f.read(end - start)
-        return "\n".join(
-            line[1:] for line in raw.decode("utf-8", "replace").split("\n") if line.startswith("\t")
+        return "\n".join(  # (a CRLF line end, from a converted log, is not the payload's)
+            line[1:].removesuffix("\r")
+            for line in raw.decode("utf-8", "replace").split("\n")
+            if line.startswith("\t")
         )
 
     def payload_json(self):
@@ -121,6 +140,13 @@ class LogScan:
     bad: list[tuple[int, str]] = field(default_factory=list)  # (line number, why) of skipped records
     lines: int = 0
     pid: int | None = None  # the process that wrote the log (its first record's prefix)
+    # compile id -> times it was logged anew (after torch._dynamo.reset()); ids whose compile ended
+    occurrences: dict[str, int] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)  # what the user should know about this log
+    corrupt: list[tuple[int, str]] = field(default_factory=list)  # (line, kind): payloads failing md5
+    # record kind -> count, for kinds no reader in fxlens.trace.kinds takes (listed, never dropped)
+    unknown: dict[str, int] = field(default_factory=dict)
 
     @property
     def skipped(self) -> list[str]:
@@ -134,12 +160,36 @@ def rank_from_name(path: Path) -> int | None:
 
 
 def _compile_id(meta: dict) -> CompileId | None:
-    if "frame_id" not in meta:
+    if "frame_id" not in meta or meta["frame_id"] is None:
         return None
     try:
-        return CompileId(int(meta["frame_id"]), int(meta["frame_compile_id"]), int(meta.get("attempt") or 0))
+        ca = meta.get("compiled_autograd_id")
+        return CompileId(
+            int(meta["frame_id"]),
+            int(meta["frame_compile_id"]),
+            int(meta.get("attempt") or 0),
+            int(ca) if ca is not None else None,
+        )
     except (TypeError, ValueError):
         return None
+
+
+def _occurrence(cid: CompileId | None, kind: str, scan: LogScan) -> CompileId | None:
+    """The compile id with its occurrence: a `dynamo_start` (or the `recompile_reasons` torch logs
+    just before it) for an id whose compile already ended (its compilation_metrics was logged) opens
+    a new compile of that id (after a reset)."""
+    if cid is None:
+        return None
+    base = cid.key
+    occ = scan.occurrences.get(base, 0)
+    # a compile opens with its dynamo_start, or just before it with the reasons it recompiles for
+    if kind in ("dynamo_start", "artifact:recompile_reasons") and base in scan.ended:
+        occ += 1
+        scan.occurrences[base] = occ
+        scan.ended.discard(base)
+    elif kind == "compilation_metrics":
+        scan.ended.add(base)
+    return replace(cid, occurrence=occ) if occ else cid
 
 
 def scan_log(path: str | Path) -> LogScan:
@@ -155,6 +205,7 @@ def scan_log(path: str | Path) -> LogScan:
     payload_start = 0
     offset = 0
     line_no = 0
+    check = _Checksum()  # every payload against torch's md5 of it, skipped records' too
     with open(path, "rb") as f:
         for line_no, line in enumerate(f, 1):
             start = offset
@@ -162,15 +213,21 @@ def scan_log(path: str | Path) -> LogScan:
             if line.startswith(b"\t"):
                 if pending is not None and payload_start < 0:
                     payload_start = start
+                if check.lines is not None:
+                    check.lines.append(line)
                 continue
+            check.close()
             if pending is not None:
                 _close_payload(pending, payload_start, start, scan)
                 pending = None
             rec = _read_record(line, line_no, scan, start)
             if rec is not None and "has_payload" in rec.meta:
                 pending, payload_start = rec, -1
+            check.open(line, line_no)
         if pending is not None:
             _close_payload(pending, payload_start, offset, scan)
+        check.close()
+        check.note(scan)
     scan.lines = line_no
     return scan
 
@@ -188,6 +245,8 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
         scan.pid = int(m.group(1))
     body = line[m.end() :]
     if body.startswith(_SKIP_PREFIXES):
+        return None
+    if body.startswith(_EVAL_GUARD[0]) and _EVAL_GUARD[1] not in body:
         return None
     try:
         meta = json.loads(body)
@@ -215,7 +274,10 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     if kind == "artifact":
         kind = "artifact:" + meta["artifact"]["name"]
     rank = meta.get("rank", scan.rank)
-    rec = Record(kind, meta, _compile_id(meta), rank, scan.path, line_no)
+    if rank != scan.rank and scan.rank is not None and "rank" in meta:
+        _rank_mismatch(scan, rank, line_no)
+        rank = scan.rank
+    rec = Record(kind, meta, _occurrence(_compile_id(meta), kind, scan), rank, scan.path, line_no)
     body_of_kind = meta.get(kind.split(":")[0])
     if kind in SLIM_KINDS:
         rec.line_span = (offset, offset + len(line))
@@ -226,6 +288,66 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
                 rec.line_span = (offset, offset + len(line))
     scan.records.append(rec)
     return rec
+
+
+_HAS_PAYLOAD = re.compile(rb'"has_payload": "([0-9a-f]{32})"')
+_KIND_OF_LINE = re.compile(rb'\] \{"(\w+)"')
+
+
+class _Checksum:
+    """torch writes each payload's md5 in its record (`has_payload`): a payload whose text does not
+    match was corrupted or edited after torch wrote it. Checked for every record, the ones the
+    reader skips too (tlparse's simple_corrupted_json.log breaks a chromium_event payload). The
+    lines are kept as read and hashed at once when the payload ends (C speed, not per line)."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] | None = None
+        self.want = b""
+        self.line_no = 0
+        self.kind = ""
+        self.bad: list[tuple[int, str]] = []
+
+    def open(self, line: bytes, line_no: int) -> None:
+        m = _HAS_PAYLOAD.search(line) if b'"has_payload"' in line else None
+        if m is None:
+            return
+        self.lines, self.want, self.line_no = [], m.group(1), line_no
+        k = _KIND_OF_LINE.search(line)
+        self.kind = k.group(1).decode() if k else "?"
+
+    def close(self) -> None:
+        if self.lines is not None:
+            raw = b"".join(self.lines)  # "\tl1\n\tl2\n": the payload is l1 "\n" l2
+            text = raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n") if raw else b""
+            if hashlib.md5(text).hexdigest().encode() != self.want and not (
+                b"\r" in text  # a log whose line ends were converted to CRLF (a Windows checkout)
+                and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest().encode()
+                == self.want
+            ):
+                self.bad.append((self.line_no, self.kind))
+            self.lines = None
+
+    def note(self, scan: LogScan) -> None:
+        if self.bad:
+            where = ", ".join(f"line {n} ({k})" for n, k in self.bad[:5])
+            more = f" and {len(self.bad) - 5} more" if len(self.bad) > 5 else ""
+            scan.notes.append(
+                f"{scan.path.name}: {len(self.bad)} payload(s) differ from what torch logged (md5 of the"
+                f" text is not the record's has_payload: edited, corrupt, or mixed with other output):"
+                f" {where}{more}; read as they are"
+            )
+            scan.corrupt = list(self.bad)
+
+
+def _rank_mismatch(scan: LogScan, rank, line_no: int) -> None:
+    """A record whose rank is not the file name's: said once per log. The name's rank is used, as
+    tlparse does, so that every record of one file is one rank (a log copied or renamed to another
+    rank's name is the usual cause; the note says which file)."""
+    if not any(n.startswith(f"{scan.path.name}: file name says rank") for n in scan.notes):
+        scan.notes.append(
+            f"{scan.path.name}: file name says rank {scan.rank}, its records say rank {rank}"
+            f" (line {line_no}); the file name's rank is used"
+        )
 
 
 def _close_payload(rec: Record, start: int, end: int, scan: LogScan) -> None:

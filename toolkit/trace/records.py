@@ -163,3 +163,56 @@ class RecompileCause:
     hint: str = ""  # torch's HINT for that guard, when it gave one
     # the fixes as data (fxlens.report.fixes actions: `{"kind", "params"}`), for `fxlens fix` to try
     actions: tuple = ()
+
+
+@dataclass(frozen=True)
+class Collectives:
+    """The collectives inductor scheduled in one compiled graph, in issue order
+    (`inductor_collective_schedule`), and those its output code calls."""
+
+    compile_id: str
+    rank: int | None
+    ops: tuple[str, ...]  # torch's op names: "torch.ops._c10d_functional.all_reduce_.default"
+
+
+@dataclass(frozen=True)
+class RuntimeEstimate:
+    """Inductor's runtime estimate of one compiled graph (`inductor_runtime_and_tensor_meta`)."""
+
+    compile_id: str
+    rank: int | None
+    ops: tuple[tuple[str, str, float], ...]  # (name, type: compute/collective/..., estimated ns)
+    tensor_meta: str  # the ops' output shapes, strides and dtypes, canonical JSON (compared across ranks)
+
+    @property
+    def total_ns(self) -> float:
+        return sum(ns for _, _, ns in self.ops)
+
+
+@dataclass(frozen=True)
+class ExportIssue:
+    """What torch.export (draft export) had to assume or could not do, as tlparse --export shows it."""
+
+    kind: str  # "data-dependent", "guard evaluated", "missing fake kernel", "mismatched fake kernel"
+    rank: int | None
+    expression: str  # the symbolic expression (or the op, for a fake-kernel issue)
+    result: str  # what torch assumed it evaluates to ("False"), when it did
+    file: str
+    line: int
+    function: str
+    code: str  # the user's line
+    fix: str  # what to change
+    message: str  # one line, with torch's own expression
+
+
+@dataclass(frozen=True)
+class SpecialGraph:
+    """A graph that is not a plain Dynamo compile, said as what it is: a DDP-optimizer split and its
+    submodules, a compiled-autograd graph, generated FX code (`dump_file`), a make_fx trace that
+    failed partway, an AOTInductor compile (no compile id)."""
+
+    kind: str  # ddp_split, ddp_child, compiled_autograd, dump_file, make_fx_fail_partial, aot_inductor
+    compile_id: str
+    rank: int | None
+    name: str
+    detail: str  # one line: what it holds

@@ -41,7 +41,9 @@ def clip(text: str | None, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = text[: max(limit - 3, 1)]
-    if not (head[-1].isspace() or text[len(head)].isspace()) and " " in head.strip():  # mid-word: drop the partial word
+    if (
+        not (head[-1].isspace() or text[len(head)].isspace()) and " " in head.strip()
+    ):  # mid-word: drop the partial word
         head = head.rstrip().rsplit(None, 1)[0]
     cut = head  # (one long word: cut inside it; there is no boundary to cut at)
     return cut.rstrip(" ,;:.([{`'\"") + "..."

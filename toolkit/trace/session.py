@@ -6,7 +6,6 @@ Opening never executes or unpickles anything from the session. Logs are parsed o
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import stat
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from fxlens.errors import FxlensError
 from fxlens.trace.info import check_info
+from fxlens.trace.logfiles import check_path, irregular_logs, kind_of, looks_like_trace, rank_logs
 from fxlens.trace.model import RankModel
 from fxlens.trace.parallel import read_models
 from fxlens.trace.processes import mark_workers
@@ -34,56 +34,6 @@ def _rank_order(rank: int | None, name: str) -> tuple:
     return (rank is None, rank if rank is not None else 0, name)
 
 
-def _looks_like_trace(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"")
-    return b"] {" in first[:200]
-
-
-def _kind_of(st: os.stat_result) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(st.st_mode):
-            return name
-    return "not a file"
-
-
-def _check_path(p: Path) -> os.stat_result:
-    """stat() PATH, following links; a one-line FxlensError for a missing path or a symlink loop."""
-    try:
-        return p.stat()
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise FxlensError(f"{p}: symlink loop") from None
-        if os.path.lexists(p):
-            raise FxlensError(f"{p}: dangling symlink or unreadable ({e.strerror})") from None
-        raise FxlensError(f"{p}: no such file or directory") from None
-
-
-def irregular_logs(d: Path) -> list[str]:
-    """Notes for the `*.log` entries of D that are not regular files (a FIFO, a link to /dev/zero,
-    a symlink loop): never opened, since reading one would block forever or never end."""
-    notes = []
-    for q in sorted(d.glob("*.log")):
-        try:
-            st = q.stat()
-        except OSError as e:
-            reason = "symlink loop" if e.errno == errno.ELOOP else e.strerror
-            notes.append(f"{q.name}: skipped ({reason})")
-            continue
-        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-            notes.append(f"{q.name}: skipped (not a regular file: {_kind_of(st)})")
-    return notes
-
-
 @dataclass
 class Session:
     """What `fxlens report`, the TUI, bisect, minify and doctor read."""
@@ -98,13 +48,14 @@ class Session:
     def open(cls, path: str | os.PathLike) -> Session:
         """Open PATH; raises FxlensError with a one-line reason when it is not a session or trace."""
         p = Path(path)
-        st = _check_path(p)
+        st = check_path(p)
         if stat.S_ISDIR(st.st_mode) and (p / SESSION_FILE).is_file():
             info = _read_info(p / SESSION_FILE)
             trace = p / TRACE_DIR
             if not trace.is_dir():
                 return cls(p, "session", [], info)
-            return cls(p, "session", find_logs(trace), info, irregular_logs(trace))
+            logs, notes = rank_logs(trace, find_logs(trace), others=False)
+            return cls(p, "session", logs, info, irregular_logs(trace) + notes)
         if stat.S_ISDIR(st.st_mode):
             logs, notes = find_logs(p), irregular_logs(p)
             if not logs and notes:
@@ -113,12 +64,13 @@ class Session:
                 raise FxlensError(
                     f"{p}: neither an fxlens session nor a TORCH_TRACE directory (no *.log files)"
                 )
-            return cls(p, "trace_dir", logs, {}, notes)
+            logs, others = rank_logs(p, logs)
+            return cls(p, "trace_dir", logs, {}, notes + others)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block forever, /dev/zero would never end
-            raise FxlensError(f"{p}: not a regular file ({_kind_of(st)})")
+            raise FxlensError(f"{p}: not a regular file ({kind_of(st)})")
         if st.st_size == 0:
             raise FxlensError(f"{p}: empty trace log")
-        if not _looks_like_trace(p):
+        if not looks_like_trace(p):
             raise FxlensError(f"{p}: not a TORCH_TRACE log (no structured-trace records)")
         return cls(p, "log", [p], {})
 
@@ -239,7 +191,13 @@ class Session:
     @property
     def skipped(self) -> list[str]:
         trace_note = [str(self.info["torch_trace_note"])] if self.info.get("torch_trace_note") else []
-        return self.notes + self._all("skipped") + self._events_skipped + self._source_notes + trace_note
+        return (
+            self.notes
+            + fold_notes(self._all("skipped"))
+            + self._events_skipped
+            + self._source_notes
+            + trace_note
+        )
 
     # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
     @cached_property
@@ -269,9 +227,13 @@ class Session:
 
     def guards(self, compile_id: str, rank: int | None = None) -> list[str]:
         """The guard lines of a compile id, read from the trace now."""
-        for rec in self.records(compile_id, rank):
+        recs = self.records(compile_id, rank)
+        for rec in recs:
             if rec.kind == "dynamo_cpp_guards_str":
                 return [ln for ln in rec.payload().split("\n") if ln.strip()]
+        for rec in recs:  # releases before the C++ guard tree (2.3) logged guards as JSON
+            if rec.kind == "dynamo_guards":
+                return json_guard_lines(rec.payload_json())
         return []
 
     def artifact(self, compile_id: str, name: str, rank: int | None = None) -> str | None:
@@ -297,6 +259,38 @@ class Session:
     @property
     def rank_ids(self) -> list[int | None]:
         return [r.rank for r in self.ranks]
+
+
+def fold_notes(notes: list[str], shown: int = 2) -> list[str]:
+    """Notes that say the same of many logs ("rank_7.log: 2 payload(s) differ ...") as one note
+    naming a few of them and counting the rest: a 1024-rank job gets one line, not 1024."""
+    groups: dict[str, list[str]] = {}
+    for n in notes:
+        name, sep, rest = n.partition(": ")
+        key = rest if sep and name.endswith((".log", ".txt")) else n
+        groups.setdefault(key, []).append(name if key == rest else "")
+    out = []
+    for rest, names in groups.items():
+        if len(names) == 1 or not names[0]:
+            out.extend([f"{names[0]}: {rest}" if names[0] else rest] * (1 if names[0] else len(names)))
+            continue
+        more = f" and {len(names) - shown} more" if len(names) > shown else ""
+        out.append(f"{', '.join(names[:shown])}{more} ({len(names)} logs): {rest}")
+    return out
+
+
+def json_guard_lines(data) -> list[str]:
+    """The guard lines of an old `dynamo_guards` record (a JSON list of `{"code": ...}`)."""
+    if not isinstance(data, list):
+        return []
+    out = []
+    for g in data:
+        code = g.get("code") if isinstance(g, dict) else g
+        if isinstance(code, list):
+            out.extend(str(c) for c in code if c)
+        elif code:
+            out.append(str(code))
+    return out
 
 
 def _captured_lines(model: RankModel, snapshot: SourceSnapshot) -> None:
@@ -333,7 +327,7 @@ def read_events(path: Path) -> tuple[list[dict], list[str]]:
     except OSError:
         return [], []
     if not stat.S_ISREG(st.st_mode):
-        return [], [f"{path.name}: skipped (not a regular file: {_kind_of(st)})"]
+        return [], [f"{path.name}: skipped (not a regular file: {kind_of(st)})"]
     events, bad = [], []
     for n, line in enumerate(path.read_text(errors="replace").split("\n"), 1):
         if not line.strip():

@@ -186,7 +186,9 @@ class SourceSnapshot:
         return [p for p in sorted(self.files) if self.changed(p)]
 
 
-_CURRENT: contextvars.ContextVar[SourceSnapshot | None] = contextvars.ContextVar("fxlens_sources", default=None)
+_CURRENT: contextvars.ContextVar[SourceSnapshot | None] = contextvars.ContextVar(
+    "fxlens_sources", default=None
+)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,94 @@
+"""The files of a trace folder: which are TORCH_TRACE logs (and ranks), which are not (empty, not a
+trace, not a regular file), each said in one note; and the one-line error for a path that cannot be
+opened at all."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from fxlens.errors import FxlensError
+
+
+def looks_like_trace(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    first = next((ln for ln in head.split(b"\n") if ln.strip()), b"")
+    return b"] {" in first[:200]
+
+
+def kind_of(st: os.stat_result) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(st.st_mode):
+            return name
+    return "not a file"
+
+
+def check_path(p: Path) -> os.stat_result:
+    """stat() PATH, following links; a one-line FxlensError for a missing path or a symlink loop."""
+    try:
+        return p.stat()
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FxlensError(f"{p}: symlink loop") from None
+        if os.path.lexists(p):
+            raise FxlensError(f"{p}: dangling symlink or unreadable ({e.strerror})") from None
+        raise FxlensError(f"{p}: no such file or directory") from None
+
+
+def irregular_logs(d: Path) -> list[str]:
+    """Notes for the `*.log` entries of D that are not regular files (a FIFO, a link to /dev/zero,
+    a symlink loop): never opened, since reading one would block forever or never end."""
+    notes = []
+    for q in sorted(d.glob("*.log")):
+        try:
+            st = q.stat()
+        except OSError as e:
+            reason = "symlink loop" if e.errno == errno.ELOOP else e.strerror
+            notes.append(f"{q.name}: skipped ({reason})")
+            continue
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            notes.append(f"{q.name}: skipped (not a regular file: {kind_of(st)})")
+    return notes
+
+
+def rank_logs(d: Path, logs: list[Path], others: bool = True) -> tuple[list[Path], list[str]]:
+    """The logs of D that are traces, and a note for each file that is not counted as a rank: an
+    empty `*.log`, a `*.log` without trace records, any other file. Only when at least one log is a
+    trace: a folder of nothing but empty logs stays what it is (an empty trace, said as such)."""
+    traces, notes = [], []
+    for q in logs:
+        try:
+            empty = q.stat().st_size == 0
+        except OSError:
+            empty = True
+        if empty:
+            notes.append(f"{q.name}: empty, not counted as a rank")
+        elif not looks_like_trace(q):
+            notes.append(f"{q.name}: not a TORCH_TRACE log (no trace records), not counted as a rank")
+        else:
+            traces.append(q)
+    if not traces:
+        return logs, []
+    if not others:  # a session's own trace folder: what else fxlens keeps there is not news
+        return traces, notes
+    names = {q.name for q in logs}
+    rest = sorted(
+        q.name
+        for q in d.iterdir()  # hidden files (a tool's markers) are no one's business
+        if q.is_file() and q.name not in names and not q.name.endswith(".log") and not q.name.startswith(".")
+    )
+    notes += [f"{n}: not a *.log, not read" for n in rest[:20]]
+    if len(rest) > 20:
+        notes.append(f"... and {len(rest) - 20} more file(s) that are not *.log, not read")
+    return traces, notes
