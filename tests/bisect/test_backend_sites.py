@@ -57,3 +57,35 @@ def test_run_and_minify_keep_shared_and_distinct_backends_apart(tmp_path):
     minified = _fxlens(tmp_path, "minify", SCRIPT)
     assert minified.returncode != 0
     assert "fails already in eager" in minified.stderr and SHARED in minified.stderr, minified.stderr
+
+
+def test_a_call_with_mode_and_options_is_routed_without_error(tmp_path, monkeypatch):
+    """torch passes a callable backend the call's `mode`/`options` as keywords: bisect's wrapper
+    took none ("unexpected keyword argument 'mode'" in every run of such a script)."""
+    import itertools
+
+    import torch
+
+    from fxlens import config
+    from fxlens.bisect import backend as wrapper
+    from fxlens.bisect.runs import read_outcome
+    from fxlens.capture.runner import patch_compile
+    from fxlens.trace.session import write_info
+
+    monkeypatch.setattr(torch, "compile", torch.compile)
+    monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
+    monkeypatch.setattr(wrapper, "_ordinals", itertools.count())
+    write_info(tmp_path, {"command": "run"})
+    monkeypatch.setenv("FXLENS_SESSION", str(tmp_path))
+    monkeypatch.setenv(config.ENV_BISECT_STAGE, "aot_eager")
+    monkeypatch.setenv(config.ENV_BISECT_CHECK, "auto")
+    torch._dynamo.reset()
+    patch_compile(wrapper.wrapper, __file__, str(tmp_path))
+    x = torch.randn(4)
+    fn = torch.compile(lambda t: t.sin() + 1, mode="max-autotune-no-cudagraphs")
+    assert torch.allclose(fn(x), x.sin() + 1)
+    opts = torch.compile(lambda t: t.cos() * 2, options={"trace.enabled": False})
+    assert torch.allclose(opts(x), x.cos() * 2)
+    torch._dynamo.reset()
+    out = read_outcome(1, "aot_eager", tmp_path, 0, 0.0)
+    assert out.kind is None and len(out.graphs) == 2

@@ -276,6 +276,12 @@ def _read_events(out: Outcome, events, exit_code: int) -> tuple[dict | None, boo
     call never finished, or None; whether a stage returned a value where eager raised)."""
     in_flight = None
     no_raise = False
+    # (ordinal, call) pairs whose outputs the script's own backward reached (the wrapper's records)
+    backward = {
+        (ev.get("ordinal"), ev.get("call"))
+        for ev in events
+        if ev.get("event") == "bisect_graph" and ev.get("phase") == "backward"
+    }
     for ev in events:
         kind = ev.get("event")
         if kind == "fxlens_error" and exit_code == REFUSED:
@@ -286,9 +292,28 @@ def _read_events(out: Outcome, events, exit_code: int) -> tuple[dict | None, boo
         elif kind == "bisect_graph":
             if ev.get("refused"):
                 raise FxlensError(str(ev.get("error")))
+            if ev.get("phase") == "backward":
+                continue
             in_flight = ev if ev.get("phase") == "eager" else None
-            no_raise = _add_graph_event(out, ev, no_raise)
+            no_raise = _add_graph_event(out, _forward_only(ev, backward), no_raise)
     return in_flight, no_raise
+
+
+def _forward_only(ev: dict, backward: set) -> dict:
+    """A check event judged on what the script used: its gradient divergences count only when the
+    script's backward reached that call's outputs (a forward-only script never sees gradients)."""
+    if ev.get("phase") != "check" or ev.get("ok") is not False:
+        return ev
+    if (ev.get("ordinal"), ev.get("call")) in backward:
+        return ev
+    divs = ev.get("divergences") or []
+    grads = [d for d in divs if str(d.get("what", "")).startswith("grad")]
+    if not grads:
+        return ev
+    outputs = [d for d in divs if d not in grads]
+    # gradients nothing differentiated through are no verdict: the outputs decide alone
+    ok = all(d.get("ok", True) for d in outputs)
+    return {**ev, "ok": ok, "divergences": outputs, "unused_grads": grads}
 
 
 def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:

@@ -93,15 +93,17 @@ class SiteBackends:
             if key not in self._chosen:
                 self._held.append(backend)
         if key not in self._chosen:
-            self._chosen[key] = self._new(asked, first=not self._chosen)
+            self._chosen[key] = self._new(backend, asked, first=not self._chosen)
         return self._chosen[key]
 
-    def _new(self, asked: str, first: bool):
+    def _new(self, backend, asked: str, first: bool):
         override = self.override
-        # a backend that wants to know what each call asked for (bisect's, minify's) gets it
+        # a backend that wants to know what each call asked for (bisect's, minify's) gets it: the
+        # description, and the object itself (a backend the script built, say with aot_autograd,
+        # may not resolve again from its description)
         per_call = getattr(override, "for_asked", None)
         if per_call is not None:
-            return per_call(asked)
+            return per_call(asked, backend)
         if first:
             return override  # the common case, one backend in the script: exactly what was named
         if isinstance(override, str):
