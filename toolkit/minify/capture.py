@@ -139,16 +139,19 @@ def lift_attributes(gm, example_inputs: list) -> list:
     return [*example_inputs, *extra]
 
 
-def for_asked(asked: str):
-    """The capturing backend for one torch.compile call that asked for `asked` (the runner calls it)."""
+def for_asked(asked: str, backend=None):
+    """The capturing backend for the torch.compile calls that passed one backend of the script
+    (`backend`, described as `asked`); the runner calls it once per such backend, so calls that
+    shared a backend share this one (`fxlens.capture.runner.SiteBackends`)."""
+    own = None if isinstance(backend, str) or backend is None else backend
 
-    def capture_for_call(gm, example_inputs):
-        return capture(gm, example_inputs, asked=asked)
+    def capture_for_call(gm, example_inputs, **options):
+        return capture(gm, example_inputs, asked=asked, own=own, options=options)
 
     return capture_for_call
 
 
-def capture(gm, example_inputs, asked: str | None = None):
+def capture(gm, example_inputs, asked: str | None = None, own=None, options: dict | None = None):
     """The capturing backend: record the graph, then compile and run it with the real backend."""
     out = Path(os.environ[config.ENV_MINIFY_CAPTURE_DIR])
     check = os.environ.get(config.ENV_MINIFY_CHECK, "auto")
@@ -162,16 +165,34 @@ def capture(gm, example_inputs, asked: str | None = None):
         out, k, example_inputs, lifted
     )  # first: a failure to resolve or a segfault must not lose them
     real, spec = _real_backend(spec, explicit=bool(os.environ.get(config.ENV_MINIFY_BACKEND)))
+    if own is not None and spec == asked and not os.environ.get(config.ENV_MINIFY_BACKEND):
+        real = own  # the script's own object compiles its graphs, as without fxlens
     meta["backend"] = spec
     (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
     _status(out, graph=k, step="compile")
     try:
-        compiled = real(gm, example_inputs)
+        compiled = _compile_as_asked(real, spec, gm, example_inputs, options or {})
     except Exception as e:
         _status(out, graph=k, step="failed", phase="compile", signature=signature_of(e), kind="crash")
         raise
     _status(out, graph=k, step="compiled")
     return _watched(compiled, out, k, saved, lifted, check)
+
+
+def _compile_as_asked(real, spec: str, gm, example_inputs, options: dict):
+    """`real(gm, example_inputs)`, with the call's `mode`/`options` as torch.compile would apply
+    them: inductor's as config patches, a script's own backend as the keywords torch passes."""
+    if not options:
+        return real(gm, example_inputs)
+    if spec == "inductor":
+        from fxlens.backend.torch_compat import compile_fx, list_mode_options
+
+        patches = dict(list_mode_options(options.get("mode"), None)) if options.get("mode") else {}
+        patches.update(options.get("options") or {})
+        return compile_fx(gm, example_inputs, config_patches=patches)
+    if ":" in spec:
+        return real(gm, example_inputs, **options)
+    return real(gm, example_inputs)  # a registered name (eager, aot_eager): torch passes none
 
 
 def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
