@@ -57,6 +57,12 @@ if os.environ.get("TORCH_BISECT_BACKEND"):
     from fxlens.backend.torch_compat import keep_custom_backend_under_bisector
 
     keep_custom_backend_under_bisector()
+    if os.environ.get(config.ENV_BISECT_STATE_DIR):
+        # the handover's state dir, outside this step's own (clean) inductor cache dir, where
+        # torch would otherwise look for it (`fxlens.bisect.inductor`)
+        from fxlens.backend.torch_compat import CompilerBisector
+
+        CompilerBisector.in_process_cache = os.environ[config.ENV_BISECT_STATE_DIR]
 
 SPEC = "fxlens.bisect.backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
 _ordinals = itertools.count()

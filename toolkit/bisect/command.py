@@ -346,7 +346,9 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
                 runs, confirm, stage, good, ordinal, culprit["compile_id"], kind, graph_kind
             )
     elif handover:
-        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind)
+        # the failure the steps must reproduce to count (`inductor.same_failure`): the confirming run's
+        error = confirm.error if confirm.kind == kind else bad_out.error
+        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind, error=error)
     return base
 
 
