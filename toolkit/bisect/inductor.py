@@ -204,7 +204,10 @@ def _step(bisector, runs, spec: dict, step_env: dict):
             # for. torch's own `compiler_bisector run` counts it bad, and its binary search then
             # names a step that only broke differently. Listed in the verdict.
             OTHER.append({"run": out.n, "label": out.label, "error": f"{out.kind}: {out.error}"[:300]})
-            print(f"  other run {out.n} failed otherwise than the script did: counted as not failing", flush=True)
+            print(
+                f"  other run {out.n} failed otherwise than the script did: counted as not failing",
+                flush=True,
+            )
         if not same:
             confirm()  # a pass is a verdict: only on a graph known to fail alone
         return not same
