@@ -448,6 +448,10 @@ def _closer_than_eager(ev: dict) -> dict | None:
 
 
 def _divergence_line(d: dict) -> str:
+    dtype = str(d.get("dtype", ""))
+    if "(eager: " in dtype:  # a wrong dtype (`fxlens.bisect.check.compare`), whatever the values
+        got, _, eager = dtype.partition(" (eager: ")
+        return f"{d.get('what', 'output')} has dtype {got} where eager's has {eager.rstrip(')')}"
     return (
         f"{d.get('what', 'output')} ({d.get('dtype', '')}) max abs err {d.get('max_abs_err', 0):.3g} "
         f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"

@@ -1,0 +1,42 @@
+"""Issue 34: accuracy judgments a script's own check makes that fxlens missed or misnamed: a wrong
+output dtype (equal values). Ground truth: the script run by plain python, backend by backend."""
+
+import subprocess
+import sys
+
+import pytest
+from bisect_helpers import SCRIPTS, ladder_by_hand
+
+WRONG_DTYPE = SCRIPTS / "wrong_dtype.py"
+
+
+def test_a_wrong_output_dtype_is_a_failure(bisect):
+    truth = ladder_by_hand(WRONG_DTYPE, [(["eager"], False), (["aot_eager"], False), ([], False)])
+    assert truth == [(0, ""), (0, ""), (1, "AssertionError: quantize returned torch.int64")]
+    proc, v = bisect(WRONG_DTYPE)
+    assert proc.returncode == 0, proc.stderr
+    assert v["first_failing_stage"].endswith("wrong_dtype.py:int64_outputs")
+    assert v["failure"]["kind"] == "accuracy"
+    assert v["failure"]["divergence"]["dtype"] == "int64 (eager: int8)"
+    assert "output 0 has dtype int64 where eager's has int8" in v["failure"]["error"]
+    assert "--check accuracy" in v["next"]
+
+
+@pytest.mark.slow
+def test_the_suggested_minify_command_reduces_a_wrong_dtype(bisect, tmp_path):
+    """~50 s: the `next` command bisect prints works (it refused: nothing diverged)."""
+    proc, v = bisect(WRONG_DTYPE)
+    cmd = v["next"].split()
+    assert cmd[:2] == ["fxlens", "minify"]
+    out = tmp_path / "repro.py"
+    ran = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "minify", "--out", str(out), *cmd[2:]],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=900,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "compiled output has dtype torch.int64, eager torch.int8" in ran.stdout
+    repro = subprocess.run([sys.executable, str(out)], capture_output=True, text=True, timeout=300)
+    assert repro.returncode == 1 and "dtype torch.int64" in repro.stderr
