@@ -205,8 +205,7 @@ class Runs:
         out.launched_at = launched
         out.waited_s = getattr(res, "waited_s", 0.0)
         self.outcomes.append(out)
-        verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
-        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.time_line()}]")
+        self.echo(f"  run {n:>2} {label:<44} {run_verdict(out)}  [{out.time_line()}]")
         return out
 
     def _start(self, sdir: Path, child_env: dict, wrap: bool):
@@ -245,6 +244,18 @@ class Runs:
             stdout=sdir / OUTPUT_FILE,
             stderr=sdir / OUTPUT_FILE,
         )
+
+
+def run_verdict(out: Outcome, width: int = 110) -> str:
+    """`ok`, or `FAILS (kind: error)` with the error cut to fit `width`, never the parenthesis."""
+    if not out.failed:
+        return "ok"
+    head = f"FAILS ({out.kind}: "
+    error = " ".join(str(out.error).split())
+    room = max(width - len(head) - 1, 10)
+    if len(error) > room:
+        error = error[: room - 1].rstrip() + "…"
+    return f"{head}{error})"
 
 
 def count_runs(session_dir: Path) -> int:

@@ -1,5 +1,6 @@
-"""Issue 34: accuracy judgments a script's own check makes that fxlens missed or misnamed: a wrong
-output dtype (equal values). Ground truth: the script run by plain python, backend by backend."""
+"""Issue 34: judgments fxlens missed or misnamed: a wrong output dtype (equal values), the function
+a crash verdict names, the run lines. Ground truth: the scripts run by plain python, backend by
+backend, and the model object itself."""
 
 import subprocess
 import sys
@@ -8,6 +9,26 @@ import pytest
 from bisect_helpers import SCRIPTS, ladder_by_hand
 
 WRONG_DTYPE = SCRIPTS / "wrong_dtype.py"
+SEQUENTIAL = SCRIPTS / "sequential_crash.py"
+
+
+def test_a_crash_verdict_names_the_users_function_and_run_lines_balance(bisect):
+    truth = ladder_by_hand(SEQUENTIAL, [(["eager"], False), (["aot_eager"], False), ([], False)])
+    assert [t[0] for t in truth] == [0, 0, 1] and "BackendCompilerFailed" in truth[2][1]
+    proc, v = bisect(SEQUENTIAL)
+    assert proc.returncode == 0, proc.stderr
+    assert v["failure"]["kind"] == "crash" and v["culprit"]["compile_id"] == "0/0"
+    # the compiled frame is the model's forward: torch.nn.Sequential.forward, called at the script's line
+    import torch
+
+    assert (
+        v["culprit"]["function"] == f"{torch.nn.Sequential.__name__}.{torch.nn.Sequential.forward.__name__}"
+    )
+    line = next(i for i, ln in enumerate(SEQUENTIAL.read_text().splitlines(), 1) if "torch.compile(" in ln)
+    assert (v["culprit"]["file"], v["culprit"]["line"]) == (str(SEQUENTIAL), line)
+    assert "(Sequential.forward)" in v["summary"] and "(inner)" not in proc.stdout
+    runs = [ln for ln in proc.stdout.splitlines() if ln.startswith("  run ")]
+    assert runs and all(ln.count("(") == ln.count(")") for ln in runs), runs
 
 
 def test_a_wrong_output_dtype_is_a_failure(bisect):
