@@ -236,3 +236,30 @@ def test_a_confirming_run_that_fails_otherwise_gives_the_graph_back_with_its_err
     fn = inductor._step(FakeBisector("lowerings"), runs, spec, {})
     with pytest.raises(inductor.Unconfirmed, match="graph 2 alone: crash: RuntimeError: out of memory"):
         fn()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_a_truncated_cached_kernel_does_not_mislead_the_handover(bisect, tmp_path):
+    """~11 min on a loaded 2-core box (each step compiles its C++ afresh). Ground truth: torch's own
+    `python -m torch._inductor.compiler_bisector run` on the script with truncation off and a clean
+    cache names the lowering fxlens must name with truncation on."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parent / "scripts" / "truncated_kernel.py"
+    env = {**os.environ, "TRUNCATE": "0", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "torch-cache")}
+    truth = subprocess.run(
+        [sys.executable, "-m", "torch._inductor.compiler_bisector", "run", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3000,
+    )
+    line = next(ln for ln in truth.stdout.splitlines() if ln.startswith("Bisection complete"))
+    proc, v = bisect(script, timeout=3000)
+    assert proc.returncode == 0, proc.stderr
+    cb = v["compiler_bisector"]
+    assert f"subsystem='{cb['subsystem']}'" in line and f"bisect_number={cb['bisect_number']}" in line, line
+    assert (cb["subsystem"], cb["debug_info"]) == ("lowerings", "relu")
