@@ -61,3 +61,36 @@ def test_the_suggested_minify_command_reduces_a_wrong_dtype(bisect, tmp_path):
     assert "compiled output has dtype torch.int64, eager torch.int8" in ran.stdout
     repro = subprocess.run([sys.executable, str(out)], capture_output=True, text=True, timeout=300)
     assert repro.returncode == 1 and "dtype torch.int64" in repro.stderr
+
+
+SCALAR = SCRIPTS / "scalar_rounding.py"
+
+
+def _scalar_truth():
+    """Without fxlens: eager's `full_like(x, 0.1) * x` in bfloat16 is the fp64 product with 0.1
+    rounded to bfloat16 first, at every element; a float32 computation is the fp64 product."""
+    import torch
+
+    x = torch.randn(4096).bfloat16()
+    eager = torch.full_like(x, 0.1) * x
+    rounded = float(torch.tensor(0.1, dtype=torch.bfloat16))
+    assert torch.equal(eager, (x.double() * rounded).bfloat16())
+    assert not torch.equal(eager, (x.double() * 0.1).bfloat16())
+    assert torch.equal((x.float() * 0.1).bfloat16(), (x.double() * 0.1).bfloat16())
+    return rounded
+
+
+@pytest.mark.parametrize(
+    "backend", ["upcast", pytest.param("inductor", marks=pytest.mark.slow)]
+)  # inductor: ~1 min of C++ compiles
+def test_a_scalar_eager_rounds_is_a_semantics_difference_not_a_tolerance(bisect, backend):
+    rounded = _scalar_truth()
+    truth = ladder_by_hand(SCALAR, [(["eager"], False), (["aot_eager"], False), ([backend], False)])
+    assert [t[0] for t in truth] == [0, 0, 1] and "Tensor-likes are not equal" in truth[2][1]
+    proc, v = bisect(SCALAR, backend)
+    assert proc.returncode == 0, proc.stderr
+    sem = v["failure"]["eager_diff"]["semantics"]
+    assert (sem["scalar"], sem["rounded"], sem["dtype"], sem["op"]) == (0.1, rounded, "bfloat16", "full_like")
+    assert sem["eager_matches_rounded"] == 1.0 and sem["compiled_matches_fp64"] == 1.0
+    assert "a semantics difference, not a tolerance" in v["summary"]
+    assert "tolerance is tighter" not in v["summary"]

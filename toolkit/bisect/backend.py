@@ -424,12 +424,22 @@ def _compare(args, result, refs, probe, call: int, record, gm=None, before_s: fl
         return
     bad = [d for d in divs if not d.ok]
     rule = _minify_rule(refs, result)
+    semantics = None
+    if any(d.vs_eager > 0 and not d.what.startswith("grad") for d in divs):
+        # eager and compiled differ: by rounding, or by what they compute (a scalar eager rounds)
+        try:
+            from fxlens.bisect.semantics import scalar_semantics
+
+            semantics = scalar_semantics(gm, refs, result)
+        except Exception:  # noqa: BLE001 - a finer word on a difference, never a verdict
+            semantics = None
     record(
         "check",
         ok=not bad,
         call=call,
         divergences=[d.__dict__ for d in (bad or divs)[:8]],
         minify_rule=rule,
+        semantics=semantics,
         # the references and probe before the call, and this comparison
         seconds=round(before_s + time.perf_counter() - t0, 3),
     )

@@ -444,8 +444,8 @@ def _closer_than_eager(ev: dict) -> dict | None:
     (the compiled code kept more precision, e.g. an fp16 add done in fp32): a script comparing
     with eager sees a difference no compiler is bound to avoid. `closer_to_fp64` says whether it
     is strictly the nearer of the two."""
-    if ev.get("minify_rule"):  # minify's accuracy rule sees a divergence: an accuracy bug to reduce
-        return None
+    if ev.get("minify_rule") and not ev.get("semantics"):
+        return None  # minify's accuracy rule sees a divergence: an accuracy bug to reduce
     for d in ev.get("divergences") or []:
         if d.get("vs_eager", 0) > 0 and d.get("ok"):
             closer = d.get("max_abs_err", 0) < d.get("eager_abs_err", 0)
@@ -454,6 +454,8 @@ def _closer_than_eager(ev: dict) -> dict | None:
                 "closer_to_fp64": closer,
                 "compile_id": ev.get("compile_id"),
                 "stage": ev.get("stage"),
+                # eager rounds a Python scalar the compiled graph keeps (`fxlens.bisect.semantics`)
+                "semantics": ev.get("semantics"),
             }
     return None
 

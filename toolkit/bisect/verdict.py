@@ -63,6 +63,13 @@ def closer_clause(c: dict | None) -> str:
     if not c:
         return ""
     dtype = c.get("dtype") or "this dtype"
+    if sem := c.get("semantics"):
+        return (
+            f"; a semantics difference, not a tolerance: eager rounds the Python scalar {sem.get('scalar')!r}"
+            f" to {sem.get('dtype')} ({sem.get('rounded')!r}) at {sem.get('op')}, the compiled graph keeps it"
+            f" ({c.get('what')}: eager equals that rounding at {sem.get('eager_matches_rounded', 0):.0%} of"
+            f" elements, compiled the fp64 value at {sem.get('compiled_matches_fp64', 0):.0%})"
+        )
     at = f" at {c['op']}" if c.get("op") else " at this op"
     errs = f"max error {c.get('max_abs_err', 0):.3g} vs eager's {c.get('eager_abs_err', 0):.3g}"
     if c.get("closer_to_fp64"):
