@@ -279,7 +279,11 @@ def _check_grads(args, ref_args, ref64_args, outs, refs, refs64) -> list[Diverge
             allow_unused=True,
         )
 
-    got, eager, exact = grads(args, outs), grads(ref_args, refs), grads(ref64_args, refs64)
+    # the script's backward runs outside the compiled call, where autocast is normally off (the
+    # usual `with autocast(): loss = ...` then `loss.backward()`); this check runs inside the call,
+    # under the caller's autocast: turn it off, as the script's backward has it
+    with _autocast_off():
+        got, eager, exact = grads(args, outs), grads(ref_args, refs), grads(ref64_args, refs64)
     divs = []
     for i, g, e, x in zip(idx, got, eager, exact, strict=True):
         if g is None or x is None:
@@ -288,3 +292,20 @@ def _check_grads(args, ref_args, ref64_args, outs, refs, refs64) -> list[Diverge
             continue
         divs.append(compare(f"grad of input {i}", g, e if e is not None else x, x))
     return divs
+
+
+def _autocast_off():
+    """A context with autocast off on CPU and on CUDA (when it is on), as outside the caller's
+    `with torch.autocast(...)` block."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    for device in ("cpu", "cuda"):
+        try:
+            if torch.is_autocast_enabled(device):
+                stack.enter_context(torch.autocast(device_type=device, enabled=False))
+        except (RuntimeError, TypeError):  # a torch without per-device autocast state, no CUDA
+            continue
+    return stack
