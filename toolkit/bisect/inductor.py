@@ -253,28 +253,29 @@ def _result(result, runs) -> dict:
     }
 
 
+def _run_spec(runs: Runs) -> dict:
+    """What the driver needs of the parent's runs to start its own."""
+    return {
+        "script": runs.script,
+        "args": runs.script_args,
+        "session_dir": str(runs.session_dir),
+        "check": runs.check,
+        "timeout": runs.timeout,
+        "first_run": count_runs(runs.session_dir) + 1,
+        "env": runs.extra_env,
+        "fork": not config.load_bisect().fresh_runs,
+        "module": runs.module,
+    }
+
+
 def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confirmed=True, error="") -> dict:
     """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor);
     `confirmed` False: the driver checks the graph fails alone as recorded (`kind`; a crash's `error`)."""
     with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
-        spec = {
-            "script": runs.script,
-            "args": runs.script_args,
-            "session_dir": str(runs.session_dir),
-            "check": runs.check,
-            "timeout": runs.timeout,
-            "first_run": count_runs(runs.session_dir) + 1,
-            "kind": kind,
-            "error": error,  # how the recording run failed (`same_failure`)
-            "good": good,
-            "graph": ordinal,
-            "confirmed": confirmed,
-            "env": runs.extra_env,
-            "fork": not config.load_bisect().fresh_runs,
-            "module": runs.module,
-            "cache_dir": str(Path(tmp) / "inductor-cache"),
-            "out": str(Path(tmp) / "result.json"),
-        }
+        # `kind` and `error`: how the recording run failed (`same_failure`)
+        spec = {**_run_spec(runs), "kind": kind, "error": error, "good": good, "graph": ordinal}
+        spec.update(confirmed=confirmed, cache_dir=str(Path(tmp) / "inductor-cache"))
+        spec["out"] = str(Path(tmp) / "result.json")
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"

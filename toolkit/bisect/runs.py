@@ -17,6 +17,7 @@ from pathlib import Path
 from fxlens import config
 from fxlens.backend import stages
 from fxlens.bisect.cache import cache_env  # the runs' private inductor cache
+from fxlens.bisect.judgments import closer_than_eager, divergence_line, forward_only, run_verdict
 from fxlens.bisect.verdict import SPLIT  # the names of a run's time split
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
@@ -58,7 +59,7 @@ class Outcome:
     as_eager: list[int] = field(default_factory=list)
     # the first failing call compared with eager: "eager raises X, <stage> returns a value", ...
     mismatch: str = ""
-    # a checked output that differs from eager's but passes the fp64 rule (see _closer_than_eager)
+    # a checked output that differs from eager's but passes the fp64 rule (see judgments.closer_than_eager)
     closer: dict | None = None
     # where the run's time went: the backends' compiles, the checks against eager and fp64
     compile_s: float = 0.0
@@ -246,18 +247,6 @@ class Runs:
         )
 
 
-def run_verdict(out: Outcome, width: int = 110) -> str:
-    """`ok`, or `FAILS (kind: error)` with the error cut to fit `width`, never the parenthesis."""
-    if not out.failed:
-        return "ok"
-    head = f"FAILS ({out.kind}: "
-    error = " ".join(str(out.error).split())
-    room = max(width - len(head) - 1, 10)
-    if len(error) > room:
-        error = error[: room - 1].rstrip() + "…"
-    return f"{head}{error})"
-
-
 def count_runs(session_dir: Path) -> int:
     """Runs of a bisect, counted from disk, so runs started by the CompilerBisector driver count too."""
     d = Path(session_dir) / "runs"
@@ -306,25 +295,8 @@ def _read_events(out: Outcome, events, exit_code: int) -> tuple[dict | None, boo
             if ev.get("phase") == "backward":
                 continue
             in_flight = ev if ev.get("phase") == "eager" else None
-            no_raise = _add_graph_event(out, _forward_only(ev, backward), no_raise)
+            no_raise = _add_graph_event(out, forward_only(ev, backward), no_raise)
     return in_flight, no_raise
-
-
-def _forward_only(ev: dict, backward: set) -> dict:
-    """A check event judged on what the script used: its gradient divergences count only when the
-    script's backward reached that call's outputs (a forward-only script never sees gradients)."""
-    if ev.get("phase") != "check" or ev.get("ok") is not False:
-        return ev
-    if (ev.get("ordinal"), ev.get("call")) in backward:
-        return ev
-    divs = ev.get("divergences") or []
-    grads = [d for d in divs if str(d.get("what", "")).startswith("grad")]
-    if not grads:
-        return ev
-    outputs = [d for d in divs if d not in grads]
-    # gradients nothing differentiated through are no verdict: the outputs decide alone
-    ok = all(d.get("ok", True) for d in outputs)
-    return {**ev, "ok": ok, "divergences": outputs, "unused_grads": grads}
 
 
 def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:
@@ -345,7 +317,7 @@ def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:
     elif ev.get("as_eager") and ordinal not in out.as_eager:
         out.as_eager.append(ordinal)
     if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
-        out.closer = _closer_than_eager(ev)
+        out.closer = closer_than_eager(ev)
     if ev.get("ok") is False and ordinal not in out.failing:
         out.recorded = out.recorded or not out.failing
         out.failing.append(ordinal)
@@ -374,7 +346,7 @@ def _classify(out: Outcome, timeout: float | None, in_flight: dict | None, no_ra
         # no graph raised, one diverged, and the script then failed (a comparing script's own
         # assert_close): the divergence is the cause, the exit its consequence
         out.kind = "accuracy"
-        out.error = f"{_divergence_line(out.divergence)}; the script then exited {exit_code}"
+        out.error = f"{divergence_line(out.divergence)}; the script then exited {exit_code}"
     elif exit_code != 0:
         _script_failed(out)
     elif out.error:
@@ -384,7 +356,7 @@ def _classify(out: Outcome, timeout: float | None, in_flight: dict | None, no_ra
         out.kind = "crash"
     elif out.divergence is not None:
         out.kind = "accuracy"
-        out.error = _divergence_line(out.divergence)
+        out.error = divergence_line(out.divergence)
 
 
 def _killed(out: Outcome, exit_code: int, in_flight: dict | None) -> None:
@@ -437,38 +409,6 @@ def _raised_outside_compiled_code(output: str) -> bool:
 
 # torch.testing.assert_close's failure lines (the script compared compiled and eager outputs)
 ASSERT_CLOSE = re.compile(r"AssertionError: (Tensor-likes|Scalars) are not (close|equal)")
-
-
-def _closer_than_eager(ev: dict) -> dict | None:
-    """The output of a check event whose value differs from eager's while passing the fp64 rule
-    (the compiled code kept more precision, e.g. an fp16 add done in fp32): a script comparing
-    with eager sees a difference no compiler is bound to avoid. `closer_to_fp64` says whether it
-    is strictly the nearer of the two."""
-    if ev.get("minify_rule") and not ev.get("semantics"):
-        return None  # minify's accuracy rule sees a divergence: an accuracy bug to reduce
-    for d in ev.get("divergences") or []:
-        if d.get("vs_eager", 0) > 0 and d.get("ok"):
-            closer = d.get("max_abs_err", 0) < d.get("eager_abs_err", 0)
-            return {
-                **d,
-                "closer_to_fp64": closer,
-                "compile_id": ev.get("compile_id"),
-                "stage": ev.get("stage"),
-                # eager rounds a Python scalar the compiled graph keeps (`fxlens.bisect.semantics`)
-                "semantics": ev.get("semantics"),
-            }
-    return None
-
-
-def _divergence_line(d: dict) -> str:
-    dtype = str(d.get("dtype", ""))
-    if "(eager: " in dtype:  # a wrong dtype (`fxlens.bisect.check.compare`), whatever the values
-        got, _, eager = dtype.partition(" (eager: ")
-        return f"{d.get('what', 'output')} has dtype {got} where eager's has {eager.rstrip(')')}"
-    return (
-        f"{d.get('what', 'output')} ({d.get('dtype', '')}) max abs err {d.get('max_abs_err', 0):.3g} "
-        f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"
-    )
 
 
 def _stderr(sdir: Path) -> str:
