@@ -34,6 +34,7 @@ def _fxlens(tmp_path, *args) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # ~10 s CPU; the repro_cases/fixed_* case of the same bug runs by default
 def test_bisect_reproduces_a_graph_wrongly_shared_by_two_closures(bisect):
     # the ladder by hand: the script fails at eager already, and passes without torch.compile
     truth = ladder_by_hand(SCRIPT, [(["eager"], False), (["aot_eager"], False), ([], True)])

@@ -25,6 +25,7 @@ def _ladder(mode: str):
     return ladder_by_hand(BACKWARD, [([mode, "eager"], False), ([mode, "aot_eager"], False), ([mode], False)])
 
 
+@pytest.mark.slow  # ~10 s CPU; the repro_cases/fixed_* case of the same bug runs by default
 def test_a_forward_only_script_is_not_judged_on_gradients(bisect):
     # the script passes with its own backend, whose gradients are wrong: nothing fails
     assert _ladder("exact") == [(0, "")] * 3
@@ -33,6 +34,7 @@ def test_a_forward_only_script_is_not_judged_on_gradients(bisect):
     assert v["outcome"] == "nothing_fails", v["summary"]
 
 
+@pytest.mark.slow  # ~10 s CPU; the repro_cases/fixed_* case of the same bug runs by default
 def test_gradients_are_judged_where_the_script_differentiates(bisect):
     truth = _ladder("backward")
     assert truth[:2] == [(0, "")] * 2 and truth[2][0] == 1 and "not close" in truth[2][1]

@@ -31,6 +31,7 @@ def test_a_crash_verdict_names_the_users_function_and_run_lines_balance(bisect):
     assert runs and all(ln.count("(") == ln.count(")") for ln in runs), runs
 
 
+@pytest.mark.slow  # ~10 s CPU; the repro_cases/fixed_* case of the same bug runs by default
 def test_a_wrong_output_dtype_is_a_failure(bisect):
     truth = ladder_by_hand(WRONG_DTYPE, [(["eager"], False), (["aot_eager"], False), ([], False)])
     assert truth == [(0, ""), (0, ""), (1, "AssertionError: quantize returned torch.int64")]
