@@ -59,6 +59,10 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # inductor: its prims (prims.fma, prims.inductor_seeds), compilers, and its own bisector
     "inductor_prims": ("torch._inductor", "inductor_prims", ()),
     "compile_fx": ("torch._inductor.compile_fx", "compile_fx", ("model_", "example_inputs_")),
+    # tensor subclasses that wrap inner tensors (minify saves no plain data for them)
+    "is_traceable_wrapper_subclass": ("torch.utils._python_dispatch", "is_traceable_wrapper_subclass", ("t",)),
+    # torch.compile(mode=...)'s inductor config, applied by bisect to a call it routes to inductor
+    "list_mode_options": ("torch._inductor", "list_mode_options", ("mode", "dynamic")),
     "compile_fx_inner": ("torch._inductor.compile_fx", "compile_fx_inner", ("gm", "example_inputs")),
     "CompilerBisector": ("torch._inductor.compiler_bisector", "CompilerBisector", ()),
     "bisector_get_env_val": ("torch._inductor.compiler_bisector", "get_env_val", ("env_str",)),

@@ -114,6 +114,9 @@ ENV_BISECT_TIMEOUT = "FXLENS_BISECT_TIMEOUT"
 ENV_BISECT_CHECK_TESTED_ONLY = "FXLENS_BISECT_CHECK_TESTED_ONLY"
 # "1": the CompilerBisector handover runs each step in a new interpreter, not forked from a warm one
 ENV_BISECT_FRESH_RUNS = "FXLENS_BISECT_FRESH_RUNS"
+# the CompilerBisector state dir of a handover's steps (its run state, ranges and counts): every step
+# compiles into a clean inductor cache of its own, so the state cannot live in the cache dir
+ENV_BISECT_STATE_DIR = "FXLENS_BISECT_STATE_DIR"
 # seconds one run of the watched script may take under bisect, minify and doctor (`--timeout`)
 RUN_TIMEOUT_DEFAULT_S = 600.0
 

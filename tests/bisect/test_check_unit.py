@@ -92,3 +92,31 @@ RuntimeError: view size is not compatible
     assert _raised_outside_compiled_code("Killed\n") is False  # no traceback: not known
     # only the last traceback counts: an earlier, handled one through Dynamo does not
     assert _raised_outside_compiled_code(backward + "\nthen\n" + own_check) is True
+
+
+def test_gradients_are_taken_as_the_scripts_backward_takes_them_outside_autocast():
+    """Issue 34: the check differentiates inside the compiled call, under the caller's autocast; the
+    script's backward runs after its `with torch.autocast(...)` block. Ground truth: what a hook
+    sees in a plain script's backward outside the block."""
+    import torch
+
+    from fxlens.bisect import check
+
+    def f(t, w):
+        return (torch.mm(t, w),)
+
+    w = torch.randn(4, 4, requires_grad=True)
+    x = torch.randn(2, 4, requires_grad=True)
+    script_saw, check_saw = [], []
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        (out,) = f(x, w)
+    out.register_hook(lambda g: script_saw.append(torch.is_autocast_enabled("cpu")))
+    out.sum().backward()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        refs = check.references(f, [x, w])
+        (probe,) = f(*refs.probe_args)
+        probe.register_hook(lambda g: check_saw.append(torch.is_autocast_enabled("cpu")))
+        divs = check.compare_result(refs.probe_args, (probe,), refs, check_grads=True)
+        assert torch.is_autocast_enabled("cpu")  # the caller's block is untouched
+    assert script_saw == check_saw == [False]
+    assert {d.what for d in divs} == {"output 0", "grad of input 0", "grad of input 1"}

@@ -88,3 +88,61 @@ def test_override_reaches_the_compile_that_doctor_times(tmp_path, fresh_torch_co
     assert call["backend"] == "inductor" and call["override"] is True
     (rec,) = probe._STATE.records
     assert rec.calls == 1 and rec.options["backend"] == "override"
+
+
+def _make_scale(k):
+    def f(x):
+        return x * k
+
+    return f
+
+
+def _compiles(torch_compile, backends) -> int:
+    """Graphs compiled for two closures of one code object, compiled with `backends` (a pair)."""
+    k = torch.tensor(2.0)  # a tensor closure: guards pass for both, so only the backend decides
+    x = torch.ones(3)
+    for backend in backends:
+        torch_compile(_make_scale(k), backend=backend)(x)
+    return len(torch._dynamo.eval_frame._debug_get_cache_entry_list(_make_scale(k).__code__))
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one backend", "two backends"])
+def test_override_keeps_the_scripts_backend_per_call_site(tmp_path, fresh_torch_compile, shared):
+    """Issue 34: Dynamo reuses a cached graph only for an equal backend, so an override must give
+    one object wherever the script passed one, and distinct ones where it passed distinct ones."""
+    real_compile, _ = fresh_torch_compile
+
+    def backend(gm, example_inputs):
+        return gm.forward
+
+    def other(gm, example_inputs):
+        return gm.forward
+
+    pair = (backend, backend) if shared else (backend, other)
+    truth = _compiles(real_compile, pair)  # without fxlens: torch's own sharing
+    assert truth == (1 if shared else 2)
+    torch._dynamo.reset()
+    compiled = []
+
+    def override(gm, example_inputs):
+        compiled.append(gm)
+        return gm.forward
+
+    patch_compile(override, __file__, str(tmp_path))
+    assert _compiles(torch.compile, pair) == truth == len(compiled)
+    torch._dynamo.reset()
+    # a backend that asks per call (bisect's and minify's wrappers): one per backend of the script
+    made = []
+
+    def per_call(gm, example_inputs):
+        raise AssertionError("for_asked's backend is used")
+
+    def for_asked(asked, backend):
+        made.append(backend)
+        return override
+
+    per_call.for_asked = for_asked
+    patch_compile(per_call, __file__, str(tmp_path))
+    for b in (*pair, *pair):
+        torch.compile(scale, backend=b)
+    assert made == list(dict.fromkeys(pair))  # the script's own objects, one call each

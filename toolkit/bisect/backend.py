@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from fxlens import config
+from fxlens.bisect.compiling import compile_stage
 from fxlens.capture.imports import when_imported
 from fxlens.trace.session import EVENTS_FILE, append_event
 
@@ -50,12 +51,19 @@ def process_times() -> dict | None:
     _PROCESS["said"] = os.getpid()
     return {k: _PROCESS[k] for k in ("runner_at", "torch_at", "forked")}
 
+
 if os.environ.get("TORCH_BISECT_BACKEND"):
     # a run driven by torch's CompilerBisector: torch.compile would otherwise replace every
     # backend, this wrapper included, with the bisected one (torch/__init__.py, `compile`)
     from fxlens.backend.torch_compat import keep_custom_backend_under_bisector
 
     keep_custom_backend_under_bisector()
+    if os.environ.get(config.ENV_BISECT_STATE_DIR):
+        # the handover's state dir, outside this step's own (clean) inductor cache dir, where
+        # torch would otherwise look for it (`fxlens.bisect.inductor`)
+        from fxlens.backend.torch_compat import CompilerBisector
+
+        CompilerBisector.in_process_cache = os.environ[config.ENV_BISECT_STATE_DIR]
 
 SPEC = "fxlens.bisect.backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
 _ordinals = itertools.count()
@@ -126,16 +134,20 @@ def _compile_id() -> str:
         return "?"
 
 
-def for_asked(asked: str):
-    """The wrapper for one torch.compile call that asked for `asked` (the runner calls this)."""
+def for_asked(asked: str, backend=None):
+    """The wrapper for the torch.compile calls that passed one backend of the script (`backend`,
+    described as `asked`); the runner calls this once per such backend (see
+    `fxlens.capture.runner.SiteBackends`). Keyword arguments torch passes a callable backend (the
+    call's `mode` and `options`) reach inductor as torch.compile would apply them."""
+    own = None if isinstance(backend, str) or backend is None else backend
 
-    def wrapper_for_call(gm, example_inputs):
-        return wrapper(gm, example_inputs, asked=asked)
+    def wrapper_for_call(gm, example_inputs, **options):
+        return wrapper(gm, example_inputs, asked=asked, own=own, options=options)
 
     return wrapper_for_call
 
 
-def wrapper(gm, example_inputs, asked: str | None = None):
+def wrapper(gm, example_inputs, asked: str | None = None, own=None, options: dict | None = None):
     """Dynamo backend: compile with the stage under test or the good stage, and record what happens."""
     cfg = config.load()
     bcfg = config.load_bisect()
@@ -157,7 +169,9 @@ def wrapper(gm, example_inputs, asked: str | None = None):
 
     checking = bcfg.check in ("accuracy", "auto") and (use == stage or not bcfg.check_tested_only)
     random_ops, reference, eager_gm = _eager_copies(gm, checking)
-    compiled = _compile_recorded(use, gm, example_inputs, record, random_ops)
+    # the stage the call asked for is the script's own backend object, not one resolved again
+    backend = own if own is not None and use == asked else None
+    compiled = _compile_recorded(use, gm, example_inputs, record, random_ops, backend, options or {})
     return _checked_calls(compiled, use, reference, eager_gm, bcfg.check_calls, record)
 
 
@@ -175,18 +189,19 @@ def _eager_copies(gm, checking: bool):
     return random_ops, reference, eager_gm
 
 
-def _compile_recorded(use: str, gm, example_inputs, record, random_ops: bool):
-    """The graph compiled by stage `use`; the compile (its time, or its error) is recorded."""
+def _compile_recorded(use: str, gm, example_inputs, record, random_ops: bool, backend, options: dict):
+    """The graph compiled by stage `use` (`backend`, or the one `use` names); the compile (its
+    time, or its error) is recorded."""
     from fxlens.errors import FxlensError
 
     try:
-        backend = lookup(use)
+        backend = backend if backend is not None else lookup(use)
     except FxlensError as e:  # a bad --backend: the parent stops with this one line
         record("compile", ok=False, error=str(e), refused=True)
         raise
     t0 = time.perf_counter()
     try:
-        compiled = _compile(backend, use, gm, example_inputs)
+        compiled = compile_stage(backend, use, gm, example_inputs, options)
     except Exception as e:
         record("compile", ok=False, error=_error(e), seconds=round(time.perf_counter() - t0, 3))
         raise
@@ -205,11 +220,11 @@ def _checked_calls(compiled, use: str, reference, eager_gm, check_calls: int, re
     def run(*args):
         state["calls"] += 1
         call = state["calls"]
-        refs = probe = eager_exc = None
+        refs = eager_exc = None
         eager_known = call <= check_calls
         t_check = time.perf_counter()
         if eager_known:
-            refs, probe, eager_exc = _before_call(compiled, reference, eager_gm, args, call, record)
+            refs, eager_exc = _before_call(reference, eager_gm, args, call, record)
         check_s = time.perf_counter() - t_check
         try:
             result = compiled(*args)
@@ -225,17 +240,57 @@ def _checked_calls(compiled, use: str, reference, eager_gm, check_calls: int, re
                 record("run", ok=False, call=call, no_raise=True, error=mismatch, mismatch=mismatch)
             return result
         if refs is not None:
+            t_probe = time.perf_counter()
+            # the probe runs after the user's call, never before: torch runs some checks only on a
+            # graph's first call (AOTAutograd's custom-op aliasing analysis), and that call must
+            # be the user's, with its exception the user's to see
+            probe = _probe(compiled, refs)
+            check_s += time.perf_counter() - t_probe
             _compare(args, result, refs, probe, call, record, reference, check_s)
+            _watch_backward(result, call, record)
         return result
 
     return run
 
 
-def _before_call(compiled, reference, eager_gm, args, call: int, record):
-    """(refs, probe, eager's exception) of one checked call, computed before the compiled call."""
+def _watch_backward(result, call: int, record) -> None:
+    """Record ("backward") when the script's own backward first reaches this call's outputs.
+
+    Gradients are a graph's behaviour only for a script that differentiates through it: a
+    forward-only script (inference with parameters that require grad) is judged on its outputs,
+    and `fxlens.bisect.runs` counts a gradient divergence only for a graph with this record. The
+    hook is a prehook on the outputs' autograd nodes, so the user's tensors are not touched.
+    """
+    from fxlens.bisect.check import flat_tensors
+
+    nodes = {}
+    for t in flat_tensors(result):
+        if t.grad_fn is not None:
+            nodes.setdefault(id(t.grad_fn), t.grad_fn)
+    if not nodes:
+        return
+    said = []
+
+    def reached(_grad_outputs):
+        if not said:
+            said.append(True)
+            try:
+                record("backward", call=call)
+            except OSError:  # a full disk: the record is lost, the user's backward goes on
+                pass
+
+    for node in nodes.values():
+        try:
+            node.register_prehook(reached)
+        except Exception:  # a node type without prehooks: its gradients are simply not judged
+            continue
+
+
+def _before_call(reference, eager_gm, args, call: int, record):
+    """(refs, eager's exception) of one checked call, computed before the compiled call."""
     from fxlens.bisect.eager_call import eager_raises, exception_line
 
-    refs = probe = None
+    refs = None
     if reference is not None:
         refs, eager_exc = _references(reference, args, record)
     else:
@@ -244,9 +299,7 @@ def _before_call(compiled, reference, eager_gm, args, call: int, record):
         # recorded before the compiled call: if that call aborts the process, the run
         # still knows what eager did on it
         record("eager", call=call, raised=exception_line(eager_exc))
-    elif refs is not None:
-        probe = _probe(compiled, refs)
-    return refs, probe, eager_exc
+    return refs, eager_exc
 
 
 def _record_raise(state: dict, record, call: int, e: Exception, eager_exc, use: str) -> None:
@@ -275,32 +328,6 @@ def _eager_raises(eager_raises, gm, args):
 wrapper.for_asked = for_asked
 
 
-def _compile(backend, use: str, gm, example_inputs):
-    """`backend(gm, example_inputs)`, with the inductor config change CompilerBisector is testing."""
-    changes = _bisector_config_change(use)
-    if changes:
-        from fxlens.backend.torch_compat import compile_fx
-
-        return compile_fx(gm, example_inputs, config_patches=changes)
-    return backend(gm, example_inputs)
-
-
-def _bisector_config_change(use: str) -> dict | None:
-    """The inductor config change torch's CompilerBisector is testing in this run, if any.
-
-    torch applies it only where `torch.compile(backend="inductor")` builds its wrapper; this
-    wrapper calls the registered `inductor` backend instead, so it applies the change itself (else
-    the bisector's config steps, e.g. `fallback_random`, would test nothing).
-    """
-    if use != "inductor" or not os.environ.get("TORCH_BISECT_BACKEND"):
-        return None
-    from fxlens.backend.torch_compat import CompilerBisector
-
-    if not CompilerBisector.bisection_enabled:
-        return None
-    return CompilerBisector.get_config_change("inductor") or None
-
-
 def _references(reference, args, record):
     """(the eager/fp64 references of one call, eager's exception): (refs, None) normally,
     (None, exception) when eager raises on the call, (None, None) (recorded) when the graph runs
@@ -321,11 +348,16 @@ def _probe(compiled, refs):
 
     Its gradients are this graph's alone: the user's real inputs may be outputs of an earlier
     graph, whose autograd history would add other graphs' gradients to the compiled side only.
-    It runs before the user's call, under a forked RNG state, on copies, so the user's run is
-    unchanged. None when it raises: the user's own call then fails (or not) on its own.
+    It runs after the user's call (so the user's is the graph's first), under a forked RNG state,
+    on copies taken before that call, so the user's run is unchanged. None when gradients are not
+    compared (grad mode off, no input requires grad) or when it raises.
     """
     import torch
 
+    if not torch.is_grad_enabled() or not any(
+        isinstance(a, torch.Tensor) and a.requires_grad for a in refs.probe_args
+    ):
+        return None
     try:
         with torch.random.fork_rng(devices=[]):
             return compiled(*refs.probe_args)
@@ -352,12 +384,22 @@ def _compare(args, result, refs, probe, call: int, record, gm=None, before_s: fl
         return
     bad = [d for d in divs if not d.ok]
     rule = _minify_rule(refs, result)
+    semantics = None
+    if any(d.vs_eager > 0 and not d.what.startswith("grad") for d in divs):
+        # eager and compiled differ: by rounding, or by what they compute (a scalar eager rounds)
+        try:
+            from fxlens.bisect.semantics import scalar_semantics
+
+            semantics = scalar_semantics(gm, refs, result)
+        except Exception:  # noqa: BLE001 - a finer word on a difference, never a verdict
+            semantics = None
     record(
         "check",
         ok=not bad,
         call=call,
         divergences=[d.__dict__ for d in (bad or divs)[:8]],
         minify_rule=rule,
+        semantics=semantics,
         # the references and probe before the call, and this comparison
         seconds=round(before_s + time.perf_counter() - t0, 3),
     )

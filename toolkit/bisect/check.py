@@ -144,6 +144,11 @@ def compare(what: str, res, ref, ref64) -> Divergence:
     dtype = str(res.dtype).removeprefix("torch.")
     if res.shape != ref64.shape:
         return Divergence(what, dtype, float("inf"), float("inf"), 0.0, False)
+    if ref is not ref64 and res.dtype != ref.dtype:
+        # a wrong dtype is wrong whatever the values (int64 where eager returns int8): the script
+        # sees another type, overflow and memory
+        eager = str(ref.dtype).removeprefix("torch.")
+        return Divergence(what, f"{dtype} (eager: {eager})", float("inf"), float("inf"), 0.0, False)
     if not res.is_floating_point() and not res.is_complex():
         bad = int((res.detach().cpu() != ref.detach().cpu()).sum())
         return Divergence(what, dtype, float(bad), float(bad), 0.0, bad == 0)
@@ -274,7 +279,11 @@ def _check_grads(args, ref_args, ref64_args, outs, refs, refs64) -> list[Diverge
             allow_unused=True,
         )
 
-    got, eager, exact = grads(args, outs), grads(ref_args, refs), grads(ref64_args, refs64)
+    # the script's backward runs outside the compiled call, where autocast is normally off (the
+    # usual `with autocast(): loss = ...` then `loss.backward()`); this check runs inside the call,
+    # under the caller's autocast: turn it off, as the script's backward has it
+    with _autocast_off():
+        got, eager, exact = grads(args, outs), grads(ref_args, refs), grads(ref64_args, refs64)
     divs = []
     for i, g, e, x in zip(idx, got, eager, exact, strict=True):
         if g is None or x is None:
@@ -283,3 +292,20 @@ def _check_grads(args, ref_args, ref64_args, outs, refs, refs64) -> list[Diverge
             continue
         divs.append(compare(f"grad of input {i}", g, e if e is not None else x, x))
     return divs
+
+
+def _autocast_off():
+    """A context with autocast off on CPU and on CUDA (when it is on), as outside the caller's
+    `with torch.autocast(...)` block."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    for device in ("cpu", "cuda"):
+        try:
+            if torch.is_autocast_enabled(device):
+                stack.enter_context(torch.autocast(device_type=device, enabled=False))
+        except (RuntimeError, TypeError):  # a torch without per-device autocast state, no CUDA
+            continue
+    return stack

@@ -380,7 +380,9 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
                 runs, confirm, stage, good, ordinal, culprit["compile_id"], kind, graph_kind
             )
     elif handover:
-        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind)
+        # the failure the steps must reproduce to count (`inductor.same_failure`): the confirming run's
+        error = confirm.error if confirm.kind == kind else bad_out.error
+        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind, error=error)
     return base
 
 
@@ -410,6 +412,7 @@ def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
     """{compile_id, function, file, line, kernel, ops} of graph `ordinal` as a run's trace names it."""
     cid = out.graphs.get(ordinal) or next((o.graphs[ordinal] for o in fallback if ordinal in o.graphs), "?")
     culprit = {"compile_id": cid, "function": None, "file": None, "line": None, "kernel": None, "ops": None}
+    found = []
     for o in (out, *fallback):
         try:
             graphs = o.session().graphs
@@ -417,6 +420,19 @@ def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
             continue
         g = next((g for g in graphs if g.compile_id == cid), None)
         if g is not None:
-            culprit.update(function=g.function, file=g.file, line=g.line)
-            break
+            found.append(g)
+    # a graph whose compile failed may be named after torch's own frame (`inner` of
+    # torch/_dynamo/external_utils.py, for a compiled nn.Module) where the runs that compiled it
+    # name the user's (`Sequential.forward`): the user's name, from whichever run has it
+    g = next((g for g in found if not _torch_frame_name(g)), found[0] if found else None)
+    if g is not None:
+        culprit.update(function=g.function, file=g.file, line=g.line)
     return culprit
+
+
+def _torch_frame_name(g) -> bool:
+    """Whether a graph is named after a frame of torch's own code, not the user's."""
+    library = getattr(g, "library", None) or ""
+    return (
+        bool(library) and g.function == getattr(g, "co_name", None) and library.endswith(f" in {g.function}")
+    )

@@ -17,8 +17,10 @@ interpreter instead (the verdict must be the same; tests check that it is).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,7 +37,6 @@ def run_driver(spec: dict) -> dict:
     state, fork, step_env = _prepare(spec)
     ready_at = time.time()  # the driver's own start and imports end here (`hand_over`)
     from fxlens.backend.torch_compat import CompilerBisector
-    from fxlens.backend.torch_compat import inductor_cache_dir as cache_dir
 
     runs = Runs(
         spec["script"],
@@ -52,8 +53,8 @@ def run_driver(spec: dict) -> dict:
     # a step only asks "does the culprit graph still fail": the other graphs run the stage before,
     # already known good, so only the culprit is compared with fp64 (crashes anywhere still count)
     runs.extra_env[config.ENV_BISECT_CHECK_TESTED_ONLY] = "1"
-    # forked steps inherit this; fresh ones compute the same dir from TORCHINDUCTOR_CACHE_DIR
-    CompilerBisector.in_process_cache = state if fork else cache_dir()
+    # forked steps inherit this; fresh ones read it from FXLENS_BISECT_STATE_DIR
+    CompilerBisector.in_process_cache = state
     fn = _step(CompilerBisector, runs, spec, step_env)
     try:
         found = CompilerBisector.do_bisect(fn)
@@ -78,8 +79,9 @@ def _prepare(spec: dict) -> tuple[str, bool, dict]:
     state = spec["cache_dir"]
     fork = spec.get("fork", True)
     step_env = cache_env(Path(spec["session_dir"]))
-    if not fork:
-        step_env["TORCHINDUCTOR_CACHE_DIR"] = state
+    # every step finds the bisector's state here, forked or fresh (`fxlens.bisect.backend`), and
+    # compiles into a clean cache of its own (`_step`)
+    step_env[config.ENV_BISECT_STATE_DIR] = state
     os.environ.update(step_env)  # before torch reads them
     # fxlens's ladder already showed inductor is the first failing backend: start there
     # (torch computes CompilerBisector.bisection_enabled from it at import time)
@@ -128,7 +130,9 @@ def _confirmer(runs, spec: dict, step_env: dict):
         env = {**step_env, "TORCH_COMPILE_BACKEND": "inductor", "TORCH_BISECT_BACKEND": "inductor"}
         env["TORCH_BISECT_SUBSYSTEM"] = NO_SUBSYSTEM
         label = f"inductor on graph {spec['graph']} (confirming run 1's record)"
-        again = runs.run(label, stage="inductor", good=spec["good"], graphs=str(spec["graph"]), env=env)
+        with clean_cache(step_env) as cache:
+            env["TORCHINDUCTOR_CACHE_DIR"] = cache
+            again = runs.run(label, stage="inductor", good=spec["good"], graphs=str(spec["graph"]), env=env)
         if not same_failure(again, spec):
             got = f"{again.kind}: {again.error}" if again.kind else "passes"
             raise Unconfirmed(f"graph {spec['graph']} alone: {got}")
@@ -183,22 +187,53 @@ def _step(bisector, runs, spec: dict, step_env: dict):
             run_state = bisector.get_run_state(backend, subsystem) or ""
             if run_state == "test_disable":
                 env["TORCH_BISECT_MAX"] = "-1"  # disable the subsystem entirely, as torch's CLI does
-        out = runs.run(
-            f"inductor {subsystem} {run_state}".strip(),
-            stage="inductor",
-            good=spec["good"],
-            graphs=str(spec["graph"]),
-            env=env,
-        )
+        with clean_cache(step_env) as cache:
+            env["TORCHINDUCTOR_CACHE_DIR"] = cache
+            out = runs.run(
+                f"inductor {subsystem} {run_state}".strip(),
+                stage="inductor",
+                good=spec["good"],
+                graphs=str(spec["graph"]),
+                env=env,
+            )
         confirm(out)
-        if not out.failed:
+        same = same_failure(out, spec)
+        if out.failed and not same:
+            # another failure (a cached kernel that no longer loads, a pass that crashes once
+            # another is off) is not the script's: the step says nothing of the failure searched
+            # for. torch's own `compiler_bisector run` counts it bad, and its binary search then
+            # names a step that only broke differently. Listed in the verdict.
+            OTHER.append({"run": out.n, "label": out.label, "error": f"{out.kind}: {out.error}"[:300]})
+            print(
+                f"  other run {out.n} failed otherwise than the script did: counted as not failing",
+                flush=True,
+            )
+        if not same:
             confirm()  # a pass is a verdict: only on a graph known to fail alone
-        # like torch's own `compiler_bisector run`: any failure is "bad" (a config change that
-        # crashes instead of diverging has not fixed the issue)
-        return not out.failed
+        return not same
 
     fn.confirm = confirm
     return fn
+
+
+# steps that failed, but not as the script did (`_step`): in the verdict's `other_failures`
+OTHER: list[dict] = []
+
+
+@contextlib.contextmanager
+def clean_cache(step_env: dict):
+    """A new, empty inductor cache dir for one step, inside the bisect's private one, removed after.
+
+    A step never loads what an earlier step compiled: a kernel `.so` cut short (a step killed while
+    it was written) fails to load ("file too short") in every later step that compiles the same
+    source, a failure that is not the script's. Each step pays its own C++ compiles for it."""
+    parent = step_env.get("TORCHINDUCTOR_CACHE_DIR") or tempfile.gettempdir()
+    os.makedirs(parent, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="step-", dir=parent)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _result(result, runs) -> dict:
@@ -213,7 +248,23 @@ def _result(result, runs) -> dict:
             "debug_info": result.debug_info,
         },
         "skipped": list(SKIPPED),
+        "other_failures": list(OTHER),
         "runs": [{**o.times(), "ok": not o.failed, "error": o.error} for o in runs.outcomes],
+    }
+
+
+def _run_spec(runs: Runs) -> dict:
+    """What the driver needs of the parent's runs to start its own."""
+    return {
+        "script": runs.script,
+        "args": runs.script_args,
+        "session_dir": str(runs.session_dir),
+        "check": runs.check,
+        "timeout": runs.timeout,
+        "first_run": count_runs(runs.session_dir) + 1,
+        "env": runs.extra_env,
+        "fork": not config.load_bisect().fresh_runs,
+        "module": runs.module,
     }
 
 
@@ -221,23 +272,10 @@ def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confir
     """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor);
     `confirmed` False: the driver checks the graph fails alone as recorded (`kind`; a crash's `error`)."""
     with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
-        spec = {
-            "script": runs.script,
-            "args": runs.script_args,
-            "session_dir": str(runs.session_dir),
-            "check": runs.check,
-            "timeout": runs.timeout,
-            "first_run": count_runs(runs.session_dir) + 1,
-            "kind": kind, "error": error,  # how the recording run failed (`same_failure`)
-            "good": good,
-            "graph": ordinal,
-            "confirmed": confirmed,
-            "env": runs.extra_env,
-            "fork": not config.load_bisect().fresh_runs,
-            "module": runs.module,
-            "cache_dir": str(Path(tmp) / "inductor-cache"),
-            "out": str(Path(tmp) / "result.json"),
-        }
+        # `kind` and `error`: how the recording run failed (`same_failure`)
+        spec = {**_run_spec(runs), "kind": kind, "error": error, "good": good, "graph": ordinal}
+        spec.update(confirmed=confirmed, cache_dir=str(Path(tmp) / "inductor-cache"))
+        spec["out"] = str(Path(tmp) / "result.json")
         spec_path = Path(tmp) / "spec.json"
         spec_path.write_text(json.dumps(spec))
         how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
@@ -252,7 +290,7 @@ def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confir
         tail: list[str] = []
         try:
             for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith(("  run ", "  skip ")):
+                if line.startswith(("  run ", "  skip ", "  other ")):
                     runs.echo(line.rstrip("\n"))
                 tail = [*tail[-20:], line.rstrip("\n")]
         except BaseException:
@@ -272,6 +310,7 @@ def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confir
         **(data.get("result") or {"found": None}),
         "runs": len(data.get("runs", [])),
         "skipped": data.get("skipped") or [],
+        "other_failures": data.get("other_failures") or [],
         "run_times": data.get("runs") or [],
         **extra,
         **_err(data),

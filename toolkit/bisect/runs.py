@@ -17,6 +17,7 @@ from pathlib import Path
 from fxlens import config
 from fxlens.backend import stages
 from fxlens.bisect.cache import cache_env  # the runs' private inductor cache
+from fxlens.bisect.judgments import closer_than_eager, divergence_line, forward_only, run_verdict
 from fxlens.bisect.verdict import SPLIT  # the names of a run's time split
 from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
@@ -59,7 +60,7 @@ class Outcome:
     as_eager: list[int] = field(default_factory=list)
     # the first failing call compared with eager: "eager raises X, <stage> returns a value", ...
     mismatch: str = ""
-    # a checked output that differs from eager's but passes the fp64 rule (see _closer_than_eager)
+    # a checked output that differs from eager's but passes the fp64 rule (see judgments.closer_than_eager)
     closer: dict | None = None
     # where the run's time went: the backends' compiles, the checks against eager and fp64
     compile_s: float = 0.0
@@ -207,8 +208,7 @@ class Runs:
         out.launched_at = launched
         out.waited_s = getattr(res, "waited_s", 0.0)
         self.outcomes.append(out)
-        verdict = "ok" if not out.failed else f"FAILS ({out.kind}: {out.error})"
-        self.echo(f"  run {n:>2} {label:<44} {verdict[:110]}  [{out.time_line()}]")
+        self.echo(f"  run {n:>2} {label:<44} {run_verdict(out)}  [{out.time_line()}]")
         self.tick.step(label)
         return out
 
@@ -279,6 +279,12 @@ def _read_events(out: Outcome, events, exit_code: int) -> tuple[dict | None, boo
     call never finished, or None; whether a stage returned a value where eager raised)."""
     in_flight = None
     no_raise = False
+    # (ordinal, call) pairs whose outputs the script's own backward reached (the wrapper's records)
+    backward = {
+        (ev.get("ordinal"), ev.get("call"))
+        for ev in events
+        if ev.get("event") == "bisect_graph" and ev.get("phase") == "backward"
+    }
     for ev in events:
         kind = ev.get("event")
         if kind == "fxlens_error" and exit_code == REFUSED:
@@ -289,8 +295,10 @@ def _read_events(out: Outcome, events, exit_code: int) -> tuple[dict | None, boo
         elif kind == "bisect_graph":
             if ev.get("refused"):
                 raise FxlensError(str(ev.get("error")))
+            if ev.get("phase") == "backward":
+                continue
             in_flight = ev if ev.get("phase") == "eager" else None
-            no_raise = _add_graph_event(out, ev, no_raise)
+            no_raise = _add_graph_event(out, forward_only(ev, backward), no_raise)
     return in_flight, no_raise
 
 
@@ -312,7 +320,7 @@ def _add_graph_event(out: Outcome, ev: dict, no_raise: bool) -> bool:
     elif ev.get("as_eager") and ordinal not in out.as_eager:
         out.as_eager.append(ordinal)
     if ev.get("phase") == "check" and out.closer is None and ev.get("under_test", True):
-        out.closer = _closer_than_eager(ev)
+        out.closer = closer_than_eager(ev)
     if ev.get("ok") is False and ordinal not in out.failing:
         out.recorded = out.recorded or not out.failing
         out.failing.append(ordinal)
@@ -341,7 +349,7 @@ def _classify(out: Outcome, timeout: float | None, in_flight: dict | None, no_ra
         # no graph raised, one diverged, and the script then failed (a comparing script's own
         # assert_close): the divergence is the cause, the exit its consequence
         out.kind = "accuracy"
-        out.error = f"{_divergence_line(out.divergence)}; the script then exited {exit_code}"
+        out.error = f"{divergence_line(out.divergence)}; the script then exited {exit_code}"
     elif exit_code != 0:
         _script_failed(out)
     elif out.error:
@@ -351,7 +359,7 @@ def _classify(out: Outcome, timeout: float | None, in_flight: dict | None, no_ra
         out.kind = "crash"
     elif out.divergence is not None:
         out.kind = "accuracy"
-        out.error = _divergence_line(out.divergence)
+        out.error = divergence_line(out.divergence)
 
 
 def _killed(out: Outcome, exit_code: int, in_flight: dict | None) -> None:
@@ -404,32 +412,6 @@ def _raised_outside_compiled_code(output: str) -> bool:
 
 # torch.testing.assert_close's failure lines (the script compared compiled and eager outputs)
 ASSERT_CLOSE = re.compile(r"AssertionError: (Tensor-likes|Scalars) are not (close|equal)")
-
-
-def _closer_than_eager(ev: dict) -> dict | None:
-    """The output of a check event whose value differs from eager's while passing the fp64 rule
-    (the compiled code kept more precision, e.g. an fp16 add done in fp32): a script comparing
-    with eager sees a difference no compiler is bound to avoid. `closer_to_fp64` says whether it
-    is strictly the nearer of the two."""
-    if ev.get("minify_rule"):  # minify's accuracy rule sees a divergence: an accuracy bug to reduce
-        return None
-    for d in ev.get("divergences") or []:
-        if d.get("vs_eager", 0) > 0 and d.get("ok"):
-            closer = d.get("max_abs_err", 0) < d.get("eager_abs_err", 0)
-            return {
-                **d,
-                "closer_to_fp64": closer,
-                "compile_id": ev.get("compile_id"),
-                "stage": ev.get("stage"),
-            }
-    return None
-
-
-def _divergence_line(d: dict) -> str:
-    return (
-        f"{d.get('what', 'output')} ({d.get('dtype', '')}) max abs err {d.get('max_abs_err', 0):.3g} "
-        f"vs fp64 (eager: {d.get('eager_abs_err', 0):.3g})"
-    )
 
 
 def _stderr(sdir: Path) -> str:

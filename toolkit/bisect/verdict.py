@@ -63,6 +63,13 @@ def closer_clause(c: dict | None) -> str:
     if not c:
         return ""
     dtype = c.get("dtype") or "this dtype"
+    if sem := c.get("semantics"):
+        return (
+            f"; a semantics difference, not a tolerance: eager rounds the Python scalar {sem.get('scalar')!r}"
+            f" to {sem.get('dtype')} ({sem.get('rounded')!r}) at {sem.get('op')}, the compiled graph keeps it"
+            f" ({c.get('what')}: eager equals that rounding at {sem.get('eager_matches_rounded', 0):.0%} of"
+            f" elements, compiled the fp64 value at {sem.get('compiled_matches_fp64', 0):.0%})"
+        )
     at = f" at {c['op']}" if c.get("op") else " at this op"
     errs = f"max error {c.get('max_abs_err', 0):.3g} vs eager's {c.get('eager_abs_err', 0):.3g}"
     if c.get("closer_to_fp64"):
@@ -137,10 +144,15 @@ def _time_split(r: dict) -> str:
 
 def _run_lines(r: dict) -> list[str]:
     """One line per run: where its time went."""
-    lines = [f"    run {t['n']:>2} {t['label'][:40]:<40} {t['seconds']:6.1f}s: {_split_text(t)}" for t in _all_run_times(r)]
+    lines = [
+        f"    run {t['n']:>2} {t['label'][:40]:<40} {t['seconds']:6.1f}s: {_split_text(t)}"
+        for t in _all_run_times(r)
+    ]
     cb = r.get("compiler_bisector") or {}
     if cb.get("driver_start_s") is not None:
-        lines.append(f"    CompilerBisector driver: start and imports {cb['driver_start_s']:.1f}s (once, before its steps)")
+        lines.append(
+            f"    CompilerBisector driver: start and imports {cb['driver_start_s']:.1f}s (once, before its steps)"
+        )
     return lines
 
 
@@ -231,7 +243,15 @@ def _torch_bisector_lines(cb: dict | None) -> list[str]:
         num = f" #{cb['bisect_number']}" if cb.get("bisect_number") is not None else ""
         dbg = f": {cb['debug_info']}" if cb.get("debug_info") and cb.get("debug_info") != sub else ""
         skipped = f"; skipped {', '.join(cb['skipped'])}: no CUDA" if cb.get("skipped") else ""
-        return [
+        lines = [
             f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs{skipped})"
         ]
-    return []
+    else:
+        lines = []
+    if other := cb.get("other_failures"):
+        first = other[0]
+        lines.append(
+            f"  torch    {len(other)} step(s) failed otherwise than the script, counted as not failing"
+            f" (run {first.get('run')}: {first.get('error')})"
+        )
+    return lines

@@ -55,6 +55,8 @@ def accuracy_failure(ref64, eager, compiled) -> str | None:
     for r, e, c in zip(ref64, eager, compiled):
         if tuple(c.shape) != tuple(e.shape):
             return "AccuracyError: compiled output has a different shape"
+        if c.dtype != e.dtype:
+            return f"AccuracyError: compiled output has dtype {c.dtype}, eager {e.dtype}"
         if not (c.is_floating_point() or c.is_complex()):
             if not torch.equal(c.cpu(), e.cpu()):
                 return "AccuracyError: compiled integer output differs from eager"

@@ -58,6 +58,7 @@ def _router(override, script: str, session: str):
     from fxlens.capture.backends import describe
 
     keep = {k for k in os.environ.get(config.ENV_OVERRIDE_KEEP, "").split(",") if k}
+    sites = SiteBackends(override)
 
     def route(backend, api: str, frame):
         asked = describe(backend, script)
@@ -75,9 +76,7 @@ def _router(override, script: str, session: str):
             )
         if override is None or asked in keep:
             return backend
-        # a backend that wants to know what each call asked for (bisect's wrapper) gets it
-        per_call = getattr(override, "for_asked", None)
-        return per_call(asked) if per_call else override
+        return sites.replacing(backend, asked)
 
     return route
 
@@ -90,6 +89,70 @@ def _note_backend_switches(session: str) -> None:
 
         for switch in backend_switches():
             _append_quietly(session, "backend_switch", switch)
+
+
+class SiteBackends:
+    """One override backend per backend object of the script: the same object wherever the script
+    passed the same backend, a distinct one wherever it passed a distinct one.
+
+    Dynamo keys its cached graphs by backend (a cache entry is reused only when the backend
+    compares equal, torch/_dynamo/guards.py "BACKEND_MATCH"): two compiled closures of one code
+    object share a graph only when the script gave them one backend. A new callable per
+    torch.compile call would hide a bug where they wrongly share one (a missing guard), and one
+    callable for backends the script kept apart would create sharing the script never had.
+
+    Keys: a backend name is its string (torch's wrappers for one name compare equal); any other
+    backend is the object itself, held here so its id is never reused.
+    """
+
+    def __init__(self, override):
+        self.override = override
+        self._chosen: dict = {}
+        self._held: list = []
+
+    def replacing(self, backend, asked: str):
+        """The override for a call that asked for `backend` (described as `asked`)."""
+        if isinstance(backend, str):
+            key = ("name", backend)
+        else:
+            key = ("object", id(backend))
+            if key not in self._chosen:
+                self._held.append(backend)
+        if key not in self._chosen:
+            self._chosen[key] = self._new(backend, asked, first=not self._chosen)
+        return self._chosen[key]
+
+    def _new(self, backend, asked: str, first: bool):
+        override = self.override
+        # a backend that wants to know what each call asked for (bisect's, minify's) gets it: the
+        # description, and the object itself (a backend the script built, say with aot_autograd,
+        # may not resolve again from its description)
+        per_call = getattr(override, "for_asked", None)
+        if per_call is not None:
+            return per_call(asked, backend)
+        if first:
+            return override  # the common case, one backend in the script: exactly what was named
+        if isinstance(override, str):
+            if override == "inductor":
+                # torch builds its own inductor wrapper from the call's mode and options (which a
+                # callable would lose); its wrappers compare by config: sites share as torch decides
+                return override
+            from fxlens.backend.torch_compat import lookup_backend
+
+            override = lookup_backend(override)
+        return _Distinct(override)
+
+
+class _Distinct:
+    """`backend` under a new identity (Dynamo compares backends by equality: this one equals only
+    itself), named as `backend` is in torch's logs."""
+
+    def __init__(self, backend):
+        self._backend = backend
+        self.__name__ = getattr(backend, "__name__", type(backend).__name__)
+
+    def __call__(self, *args, **kwargs):
+        return self._backend(*args, **kwargs)
 
 
 def _append_quietly(session: str, kind: str, data: dict) -> None:

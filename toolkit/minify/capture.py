@@ -139,16 +139,19 @@ def lift_attributes(gm, example_inputs: list) -> list:
     return [*example_inputs, *extra]
 
 
-def for_asked(asked: str):
-    """The capturing backend for one torch.compile call that asked for `asked` (the runner calls it)."""
+def for_asked(asked: str, backend=None):
+    """The capturing backend for the torch.compile calls that passed one backend of the script
+    (`backend`, described as `asked`); the runner calls it once per such backend, so calls that
+    shared a backend share this one (`fxlens.capture.runner.SiteBackends`)."""
+    own = None if isinstance(backend, str) or backend is None else backend
 
-    def capture_for_call(gm, example_inputs):
-        return capture(gm, example_inputs, asked=asked)
+    def capture_for_call(gm, example_inputs, **options):
+        return capture(gm, example_inputs, asked=asked, own=own, options=options)
 
     return capture_for_call
 
 
-def capture(gm, example_inputs, asked: str | None = None):
+def capture(gm, example_inputs, asked: str | None = None, own=None, options: dict | None = None):
     """The capturing backend: record the graph, then compile and run it with the real backend."""
     out = Path(os.environ[config.ENV_MINIFY_CAPTURE_DIR])
     check = os.environ.get(config.ENV_MINIFY_CHECK, "auto")
@@ -158,20 +161,37 @@ def capture(gm, example_inputs, asked: str | None = None):
     k = _counter[0]
     _counter[0] += 1
     saved, lifted, meta = _save_graph(out, k, gm, example_inputs, spec)
-    _save_values(
-        out, k, example_inputs, lifted
-    )  # first: a failure to resolve or a segfault must not lose them
+    # first: a failure to resolve or a segfault must not lose them
+    meta["unsaved"] = _save_values(out, k, example_inputs, lifted)
     real, spec = _real_backend(spec, explicit=bool(os.environ.get(config.ENV_MINIFY_BACKEND)))
+    if own is not None and spec == asked and not os.environ.get(config.ENV_MINIFY_BACKEND):
+        real = own  # the script's own object compiles its graphs, as without fxlens
     meta["backend"] = spec
     (out / f"graph_{k}.json").write_text(json.dumps(meta, default=str))
     _status(out, graph=k, step="compile")
     try:
-        compiled = real(gm, example_inputs)
+        compiled = _compile_as_asked(real, spec, gm, example_inputs, options or {})
     except Exception as e:
         _status(out, graph=k, step="failed", phase="compile", signature=signature_of(e), kind="crash")
         raise
     _status(out, graph=k, step="compiled")
     return _watched(compiled, out, k, saved, lifted, check)
+
+
+def _compile_as_asked(real, spec: str, gm, example_inputs, options: dict):
+    """`real(gm, example_inputs)`, with the call's `mode`/`options` as torch.compile would apply
+    them: inductor's as config patches, a script's own backend as the keywords torch passes."""
+    if not options:
+        return real(gm, example_inputs)
+    if spec == "inductor":
+        from fxlens.backend.torch_compat import compile_fx, list_mode_options
+
+        patches = dict(list_mode_options(options.get("mode"), None)) if options.get("mode") else {}
+        patches.update(options.get("options") or {})
+        return compile_fx(gm, example_inputs, config_patches=patches)
+    if ":" in spec:
+        return real(gm, example_inputs, **options)
+    return real(gm, example_inputs)  # a registered name (eager, aot_eager): torch passes none
 
 
 def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
@@ -204,15 +224,68 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     return saved, lifted, meta
 
 
-def _save_values(out: Path, k: int, args, lifted: list) -> None:
-    """Graph k's tensor inputs (and lifted attributes) as `values_k.pt`, detached copies."""
+def _save_values(out: Path, k: int, args, lifted: list) -> dict:
+    """Graph k's tensor inputs (and lifted attributes) as `values_k.pt`, detached copies that
+    `torch.load(weights_only=True)` reads back; {arg name: why it was not saved} for the others.
+
+    A tensor subclass whose data is one plain tensor (`as_subclass`, a script's own class that
+    no other process can import, so weights_only would refuse it) is saved as that plain tensor:
+    the graph's ops on it are what the reproducer runs, as they run on random inputs. A wrapper
+    subclass (DTensor, a subclass holding inner tensors) has no such data: not saved, with the
+    reason; the reproducer draws random values for it.
+    """
     import torch
 
-    values = {
-        f"arg{i}": (a.detach().clone() if isinstance(a, torch.Tensor) else a)
-        for i, a in enumerate([*args, *lifted])
-    }
-    torch.save({k2: v for k2, v in values.items() if isinstance(v, torch.Tensor)}, out / f"values_{k}.pt")
+    values, unsaved = {}, {}
+    for i, a in enumerate([*args, *lifted]):
+        if not isinstance(a, torch.Tensor):
+            continue
+        try:
+            values[f"arg{i}"] = _savable(a.detach())
+        except _Unsavable as e:
+            unsaved[f"arg{i}"] = str(e)
+    torch.save(values, out / f"values_{k}.pt")
+    return unsaved
+
+
+class _Unsavable(Exception):
+    """Why one input's values cannot be saved for a weights_only load."""
+
+
+def _savable(t):
+    """A copy of `t` that torch.save writes and torch.load(weights_only=True) reads back."""
+    import io
+
+    import torch
+
+    if type(t) in (torch.Tensor, torch.nn.Parameter):
+        return t.clone()
+    name = f"{type(t).__module__}.{type(t).__qualname__}"
+    plain = None
+    try:
+        if not _is_wrapper_subclass(t):
+            plain = t.as_subclass(torch.Tensor).clone()
+    except Exception:  # noqa: BLE001 - no plain data to take: refused below with the reason
+        plain = None
+    if plain is None:
+        raise _Unsavable(f"a tensor subclass {name} whose data is not one plain tensor (a wrapper subclass)")
+    buffer = io.BytesIO()
+    try:  # the round trip the reproducer makes (sparse, quantized and other layouts included)
+        torch.save(plain, buffer)
+        buffer.seek(0)
+        torch.load(buffer, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - any refusal is a reason to give, never a crash
+        raise _Unsavable(
+            f"{name}: torch.load(weights_only=True) cannot read it back ({type(e).__name__})"
+        ) from None
+    return plain
+
+
+def _is_wrapper_subclass(t) -> bool:
+    """Whether `t` is a wrapper subclass (its storage is not its data: DTensor, NestedTensor, ...)."""
+    from fxlens.backend.torch_compat import is_traceable_wrapper_subclass
+
+    return bool(is_traceable_wrapper_subclass(t))
 
 
 def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):

@@ -25,9 +25,15 @@ def load_candidate(cap: Path, k: int):
     values_path = cap / f"values_{k}.pt"
     specs = [InputSpec.from_json(s) for s in meta["inputs"]]
     values = _load_values(values_path) if values_path.exists() else {}
-    example = [_restore(values.get(f"arg{i}"), s) for i, s in enumerate(specs)]
+    # an input whose values were not saved (a wrapper tensor subclass: meta["unsaved"] says why)
+    # runs on random values of its meta, and the reproducer draws them too
+    missing = {i for i, s in enumerate(specs) if s.is_tensor and f"arg{i}" not in values}
+    example = [
+        _random_like(s) if i in missing else _restore(values.get(f"arg{i}"), s) for i, s in enumerate(specs)
+    ]
     try:
         cand = candidate_from_module(load_graph_module((cap / f"graph_{k}.py").read_text()), example)
+        cand.inputs = [replace(s, saved=None) if i in missing else s for i, s in enumerate(cand.inputs)]
     except Exception as e:  # a graph fx cannot re-trace or run (higher-order ops, autocast regions)
         raise FxlensError(
             f"graph {k} (saved as {cap / f'graph_{k}.py'}) cannot be re-traced for reduction: "
@@ -103,7 +109,30 @@ def _restore(value, spec):
     return value
 
 
-def _load_values(path: Path) -> dict:
+def _random_like(spec):
+    """A plain tensor of an input's meta (shape, stride, dtype, device, grad), random values."""
     import torch
 
-    return torch.load(path, weights_only=True)
+    t = torch.empty_strided(spec.shape, spec.stride, dtype=getattr(torch, spec.dtype), device=spec.device)
+    if t.is_floating_point() or t.is_complex():
+        t.normal_()
+    elif t.dtype == torch.bool:
+        t.random_(0, 2)
+    else:
+        t.random_(spec.lo, spec.hi + 1)
+    return t.requires_grad_(spec.requires_grad and (t.is_floating_point() or t.is_complex()))
+
+
+def _load_values(path: Path) -> dict:
+    """The recorded values, read as data (weights_only); {} when they cannot be read that way (a
+    session saved by an older fxlens with a tensor subclass in it): the graph runs on random
+    values then, as it does first anyway."""
+    import pickle
+
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as e:
+        print(f"fxlens minify: recorded inputs not used ({path.name}: {type(e).__name__})", flush=True)
+        return {}

@@ -305,6 +305,8 @@ def _finish(run: MinifyRun, captured: _Captured, confirmed: _Confirmed, reduced:
         confirmed_by="capture_record" if confirmed.deferred else "isolated",
         retries=reducer.retried,
         values_saved=spec.values_path is not None,
+        # inputs whose recorded values could not be saved, and why (a wrapper tensor subclass)
+        values_unsaved=confirmed.meta.get("unsaved") or {},
         original_input_bytes=cand.input_bytes,
         final_input_bytes=final.input_bytes,
         interrupted=bool(reduced.interrupted),
