@@ -36,6 +36,7 @@ from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.interval import cores, load_average
 from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
+from fxlens.doctor.replaytrace import replay_compiles, split
 from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.errors import FxlensError
 from fxlens.report.build import build_report
@@ -127,6 +128,7 @@ class _Rounds:
     compiled: list[list[RunStats]] = field(default_factory=list)
     codes: dict[str, list] = field(default_factory=lambda: {"eager": [], "compiled": []})
     loads: list = field(default_factory=list)  # 1-minute load average before each run
+    replays: list = field(default_factory=list)  # per compiled run: what doctor's own replay compiled
 
 
 def _run_dir(sdir: Path, mode: str, k: int) -> Path:
@@ -144,6 +146,8 @@ def _run_rounds(
             run_dir = _run_dir(sdir, mode, k)
             done.loads.append(load_average())
             result = _run(script, args, run_dir, mode, backend, nproc, timeout, budget)
+            if mode == "compiled":
+                done.replays.append(_split_replay(run_dir))
             session = Session.open(run_dir)
             if result.exit_code == REFUSED and (msg := refused_message(session)):
                 raise FxlensError(msg)
@@ -153,6 +157,23 @@ def _run_rounds(
                 # the same script compiled would compile nothing either: say so now, not a run later
                 raise _compiles_nothing(script, sdir)
     return done
+
+
+def _split_replay(run_dir: Path) -> dict:
+    """Move the trace records of doctor's replay out of the run's trace (fxlens.doctor.replaytrace):
+    what it compiled is doctor's doing, never one of the script's findings."""
+    try:
+        events = Session.open(run_dir).events
+    except FxlensError:
+        return {"trace": None, "compiles": 0, "compile_ids": []}
+    probes = [e for e in events if e.get("event") == "doctor_probe"]
+    moved = [split(run_dir, e.get("trace_boundary")) for e in probes]
+    trace = next((m["trace"] for m in moved if m["trace"]), None)
+    return {
+        "trace": trace,
+        "compiles": sum(int(e.get("replay_compiles") or 0) for e in probes),
+        "compile_ids": replay_compiles(trace),
+    }
 
 
 def _called_compile(session: Session) -> bool:
@@ -250,6 +271,8 @@ def _diagnose(
         "graph_breaks": sum(b["count"] for b in report["graph_breaks"]),
         "recompiles": len(report["recompiles"]),
         "findings": found,
+        # what doctor's own re-timing compiled: kept out of the findings and the session's trace
+        "replay": runs.replays[0] if runs.replays else None,
     }
     result["summary"] = summary(script, rows, wall, found, load)
     return result

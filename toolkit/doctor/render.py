@@ -127,7 +127,11 @@ def _function_lines(result: dict) -> list[str]:
             f.get("verdict") or "-",
             _samples(f),
             _num(f["compile_s"], ".2f")
-            + (f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]" if f.get("compile_s_range") else ""),
+            + (
+                f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]"
+                if f.get("compile_s_range")
+                else ""
+            ),
             _num(f["break_even_calls"], "d")
             if f["break_even_calls"] is not None
             else ("never" if f["calls"] else "-"),
@@ -163,6 +167,13 @@ def _timing_lines(result: dict) -> list[str]:
             out.append(
                 f"  {f['function']}: from the script's own calls, eager and compiled runs apart ({t.get('why')})"
             )
+    replay = result.get("replay") or {}
+    if replay.get("compiles"):
+        out.append(
+            f"  doctor's re-timing compiled {replay['compiles']} time(s) itself (kept out of the findings"
+            + (f"; its trace: {short_path(replay['trace'])}" if replay.get("trace") else "")
+            + ")"
+        )
     return out
 
 

@@ -32,7 +32,8 @@ def _never_called(row: dict) -> dict:
         f"`{fn}` is compiled at {_loc(at['file'], at['line'])} but never called in this run",
         at["file"],
         at["line"],
-        bypass or "call the object torch.compile returned (not the original), or remove the torch.compile call",
+        bypass
+        or "call the object torch.compile returned (not the original), or remove the torch.compile call",
         0.0,
         fn,
     )
