@@ -176,3 +176,29 @@ def test_hf_model_eval_after_training_no_doctor_recompile(model, tmp_path):
     # every place a finding names is the script's (a library line only when the script's is shown too)
     for f in result["findings"]:
         assert f["kind"] not in ("graph_break",) or f["file"], f
+
+
+@pytest.mark.slow
+def test_each_break_gets_its_measured_share(tmp_path):
+    # ground truth by hand: the eager function between the two graphs (`heavy`, 300 ops) against
+    # the break that leaves nothing eager behind (`graph_break()`)
+    from torch.utils.benchmark import Timer
+
+    out = tmp_path / "d.json"
+    proc = fxlens("doctor", "--budget", "5", "--json", out, SCRIPTS / "break_costs.py", env_root=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(out.read_text())
+    breaks = {f["line"]: f for f in result["findings"] if f["kind"] == "graph_break"}
+    assert set(breaks) == {23, 25}
+    share = {
+        line: float(re.search(r"\((\d+)%, profiled\)", f["message"]).group(1)) for line, f in breaks.items()
+    }
+    assert share[25] > share[23], share
+    seg = result["functions"][0]["timing"]["segments"]
+    heavy_ms = seg["frames"]["1/0"]["eager_ms"]
+    ns = {}
+    exec(compile((SCRIPTS / "break_costs.py").read_text().split("def step")[0], "bc", "exec"), ns)
+    by_hand = Timer("heavy(y)", globals={"heavy": ns["heavy"], "y": torch.randn(4096)}).blocked_autorange()
+    # the profiled eager segment is heavy() itself: within a factor of 4 of timing it alone
+    # (profiler overhead per op and a shared machine make it noisy, never a different order)
+    assert by_hand.median * 1000 / 4 < heavy_ms < by_hand.median * 1000 * 4, (heavy_ms, by_hand.median)

@@ -43,9 +43,10 @@ from fxlens.report.build import build_report
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
 
-# seconds of interleaved timing per compiled function: enough for the interval of a sub-millisecond
-# function on a busy 2-core machine; a function of 100 ms a call needs more (doctor says how much)
-DEFAULT_BUDGET_S = 3.0
+# the most seconds of interleaved timing per compiled function: sampling stops as soon as the
+# interval gives a verdict (a sub-millisecond function: a second or two; a real model on a quiet
+# machine: 5-20 s), so this is what a busy machine or a slow call may take before "inconclusive"
+DEFAULT_BUDGET_S = 60.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,9 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         type=float,
         default=DEFAULT_BUDGET_S,
-        help="seconds per compiled function of eager and compiled calls interleaved, after the script "
-        f"ends, until the speedup's interval is narrow (default {DEFAULT_BUDGET_S:g}; 0: only the "
-        "script's own calls)",
+        help="the most seconds per compiled function of eager and compiled calls interleaved after the "
+        "script ends; sampling stops earlier once the speedup's interval excludes 1 and is narrow "
+        f"(default {DEFAULT_BUDGET_S:g}; 0: only the script's own calls)",
     )
     parser.add_argument(
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"

@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from fxlens.capture.compile_hook import observe
+from fxlens.doctor.finding import capture_only
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import is_user_file
 
@@ -41,6 +42,9 @@ MAX_TIMES = 5000
 MAX_SIGNATURES = 32
 # the script's stdout and stderr, in its run's session directory
 OUTPUT_FILE = "output.log"
+# seconds of re-timing at most for a backend that only captures (eager, aot_eager): no verdict on
+# speed is claimed for it, the timing only shows its overhead
+CAPTURE_ONLY_BUDGET_S = 5.0
 # distributed wrappers torch's docs say to compile inside of, by class name
 _WRAPPER_CLASSES = ("DistributedDataParallel", "FullyShardedDataParallel")
 
@@ -397,19 +401,34 @@ def measure_all() -> None:
             if skip:
                 rec.bench = {"skipped": skip}
                 continue
+            # a backend that only captures has no speed to find: its overhead needs no minute
+            budget = _STATE.budget_s
+            if capture_only(rec.options.get("backend")):
+                budget = min(budget, CAPTURE_ONLY_BUDGET_S)
             try:
                 with restored(call_state):
-                    rec.bench = measure(
-                        eager_fn, compiled_fn, args, kwargs, _STATE.budget_s, lambda: _STATE.compiles
-                    )
+                    rec.bench = measure(eager_fn, compiled_fn, args, kwargs, budget, lambda: _STATE.compiles)
                 # which of the script's calls the steady state stands for, and the state it ran in
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
                 rec.bench["replayed_in"] = describe(call_state)
+                rec.bench["segments"] = _segments(compiled_fn, args, kwargs, call_state)
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
                 rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
     finally:
         _STATE.measuring = False
         _STATE.last_call.clear()  # let the arguments go before interpreter teardown
+
+
+def _segments(compiled_fn, args, kwargs, call_state) -> dict:
+    """Where the compiled call's time goes, graphs vs eager between them (fxlens.doctor.segments)."""
+    from fxlens.doctor.callstate import restored
+    from fxlens.doctor.segments import profile_call
+
+    try:
+        with restored(call_state):
+            return profile_call(compiled_fn, args, kwargs)
+    except Exception as e:  # noqa: BLE001 - the split is a detail: the timing stands without it
+        return {"error": f"{type(e).__name__}: {str(e)[:200]}"}
 
 
 def runner_hook(script: str, session: str):
