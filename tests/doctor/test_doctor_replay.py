@@ -179,11 +179,13 @@ def test_hf_model_eval_after_training_no_doctor_recompile(model, tmp_path):
 
 
 @pytest.mark.slow
-def test_each_break_gets_its_measured_share(tmp_path):
-    # ground truth by hand: the eager function between the two graphs (`heavy`, 300 ops) against
-    # the break that leaves nothing eager behind (`graph_break()`)
+def test_each_break_gets_its_measured_share(tmp_path, monkeypatch):
+    # ground truth by hand: the eager function between the two graphs (`heavy`, 300 ops) timed on
+    # its own, against the break that leaves nothing eager behind (`graph_break()`); one thread
+    # each, so a shared machine's load stalls no intra-op thread
     from torch.utils.benchmark import Timer
 
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "d.json"
     proc = fxlens("doctor", "--budget", "5", "--json", out, SCRIPTS / "break_costs.py", env_root=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -193,12 +195,13 @@ def test_each_break_gets_its_measured_share(tmp_path):
     share = {
         line: float(re.search(r"\((\d+)%, profiled\)", f["message"]).group(1)) for line, f in breaks.items()
     }
-    assert share[25] > share[23], share
+    assert share[25] > share[23] and share[25] + share[23] <= 100, share
     seg = result["functions"][0]["timing"]["segments"]
     heavy_ms = seg["frames"]["1/0"]["eager_ms"]
     ns = {}
     exec(compile((SCRIPTS / "break_costs.py").read_text().split("def step")[0], "bc", "exec"), ns)
-    by_hand = Timer("heavy(y)", globals={"heavy": ns["heavy"], "y": torch.randn(4096)}).blocked_autorange()
-    # the profiled eager segment is heavy() itself: within a factor of 4 of timing it alone
-    # (profiler overhead per op and a shared machine make it noisy, never a different order)
-    assert by_hand.median * 1000 / 4 < heavy_ms < by_hand.median * 1000 * 4, (heavy_ms, by_hand.median)
+    timer = Timer("heavy(y)", globals={"heavy": ns["heavy"], "y": torch.randn(4096)}, num_threads=1)
+    by_hand = [timer.blocked_autorange(min_run_time=0.2).median * 1000 for _ in range(5)]
+    # the profiled segment, less the profiler's own cost per op, is heavy() itself: within a
+    # factor of 4 of timing it alone (load moves both; never a different order of magnitude)
+    assert min(by_hand) / 4 < heavy_ms < max(by_hand) * 4, (heavy_ms, by_hand)

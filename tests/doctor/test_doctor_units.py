@@ -286,3 +286,20 @@ def test_split_times_separates_graphs_from_the_eager_code_between_them():
     assert got["call_ms"] == 0.1 and got["outside_regions_ms"] == 0.01 and got["graphs_seen"]
     assert got["frames"]["0/0"] == {"own_ms": 0.05, "graph_ms": 0.02, "eager_ms": 0.03}
     assert got["frames"]["1/0"] == {"own_ms": 0.04, "graph_ms": 0.03, "eager_ms": 0.01}
+
+
+def test_split_times_takes_the_profilers_own_cost_out_of_each_segment():
+    from fxlens.doctor.segments import split_times
+
+    # 10 recorded ops between the graphs; the call took 0.1 ms profiled, 0.05 ms without the
+    # profiler: 0.05 ms over 14 events is ~3.6 us each, taken out of the eager segment's 10 ops
+    events = [
+        ("Torch-Compiled Region: 0/0", 0.0, 100.0),
+        ("## Call CompiledFxGraph a ##", 0.0, 20.0),
+        ("## Call CompiledFxGraph b ##", 80.0, 100.0),
+        *[(f"aten::mul {i}", 20.0 + 6 * i, 25.0 + 6 * i) for i in range(10)],
+        ("aten::empty", 5.0, 6.0),  # inside graph a: not the eager segment's
+    ]
+    got = split_times(events, [(0.0, 100.0)], plain_ms=0.05)
+    assert got["call_ms"] == 0.05 and round(got["per_event_us"], 2) == round(50 / 14, 2)
+    assert got["frames"]["0/0"]["eager_ms"] == round(0.06 - 10 * 0.05 / 14, 4)
