@@ -114,7 +114,7 @@ def library_fix(lib: dict, reason: str, hints: list[str]) -> str:
     )
 
 
-def _owner(rows: list[dict], file: str, function: str, call_path: list[dict]) -> dict | None:
+def owner(rows: list[dict], file: str, function: str, call_path: list[dict]) -> dict | None:
     """The compiled function a graph break (or recompile) belongs to, matching the call path."""
     frames = [*call_path, {"file": file, "function": function}]
     for fr in frames:
@@ -175,7 +175,7 @@ def break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
     """One finding per deduplicated graph break, with its measured share of the compiled call."""
     out = []
     for b in breaks:
-        row = _owner(rows, b["file"], b["function"], b.get("call_path") or [])
+        row = owner(rows, b["file"], b["function"], b.get("call_path") or [])
         cost, share = _share(row, b.get("compile_ids") or [])
         in_fn = f" in `{row['function']}` ({row['calls']} calls)" if row else ""
         lib = b.get("library")
@@ -207,7 +207,7 @@ def eager_frame_findings(rows: list[dict], frames: list[dict], limits: list[dict
     per_row: dict[int, int] = {}
     owners = []
     for f in [*frames, *limits]:
-        row = _owner(rows, f["file"], f["function"], [])
+        row = owner(rows, f["file"], f["function"], [])
         owners.append(row)
         if row is not None:
             per_row[id(row)] = per_row.get(id(row), 0) + 1
@@ -257,6 +257,6 @@ def breaks_per_owner(rows: list[dict], breaks: list[dict]) -> dict[int, int]:
     """id(row) -> graph breaks in that compiled function."""
     out: dict[int, int] = {}
     for b in breaks:
-        if (o := _owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
+        if (o := owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
             out[id(o)] = out.get(id(o), 0) + 1
     return out

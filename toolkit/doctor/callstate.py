@@ -94,6 +94,14 @@ def capture(fn) -> CallState:
     )
 
 
+def capture_or_none(fn) -> CallState | None:
+    """`capture(fn)`, or None when the state cannot be read: the script's call runs regardless."""
+    try:
+        return capture(fn)
+    except Exception:  # noqa: BLE001 - the probe must never break the call it watches
+        return None
+
+
 def unrestorable(state: CallState) -> str | None:
     """Why the call cannot be replayed in its own state (None: it can)."""
     if state.other_modes:

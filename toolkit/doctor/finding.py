@@ -18,6 +18,10 @@ CAPTURE_ONLY = (
     "fxlens_aot_eager",
 )
 
+# seconds of re-timing at most for such a backend: no verdict on speed is claimed for it, the timing
+# only shows its overhead
+CAPTURE_ONLY_BUDGET_S = 5.0
+
 
 def capture_only(backend) -> bool:
     """Whether `backend` (a name, or the name doctor recorded for a callable) only captures."""

@@ -10,7 +10,7 @@ The findings on speed are fxlens.doctor.speed's.
 
 from __future__ import annotations
 
-from fxlens.doctor.breaks import _owner, break_findings, breaks_per_owner, eager_frame_findings, outside_cost
+from fxlens.doctor.breaks import break_findings, breaks_per_owner, eager_frame_findings, outside_cost, owner
 from fxlens.doctor.breaks import break_fix as break_fix  # noqa: PLC0414 - its old home, re-exported
 from fxlens.doctor.finding import capture_only
 from fxlens.doctor.finding import finding as _finding
@@ -70,7 +70,7 @@ def _static_shapes_changing(row: dict, cause: dict, cost: float) -> dict:
 
 def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dict:
     """One recompile cause; a size change in a function compiled static reads as its own kind."""
-    row = _owner(rows, cause["file"], cause["function"], [])
+    row = owner(rows, cause["file"], cause["function"], [])
     cost = sum(secs.get(cid, 0.0) for cid in cause["compile_ids"]) * 1000
     if (
         cause["kind"] == "size"
@@ -92,7 +92,7 @@ def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dic
 
 
 def _limit_finding(rows: list[dict], hit: dict) -> dict:
-    row = _owner(rows, hit["file"], hit["function"], [])
+    row = owner(rows, hit["file"], hit["function"], [])
     # from the hit on, the frame runs with no compiled region: the profiled call's time outside
     # every compiled frame (when the replayed call is one of those that hit it)
     cost, measured = outside_cost(row)

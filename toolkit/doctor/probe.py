@@ -31,7 +31,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from fxlens.capture.compile_hook import observe
-from fxlens.doctor.finding import capture_only
+from fxlens.doctor.callstate import capture_or_none
+from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import is_user_file
 
@@ -42,9 +43,6 @@ MAX_TIMES = 5000
 MAX_SIGNATURES = 32
 # the script's stdout and stderr, in its run's session directory
 OUTPUT_FILE = "output.log"
-# seconds of re-timing at most for a backend that only captures (eager, aot_eager): no verdict on
-# speed is claimed for it, the timing only shows its overhead
-CAPTURE_ONLY_BUDGET_S = 5.0
 # distributed wrappers torch's docs say to compile inside of, by class name
 _WRAPPER_CLASSES = ("DistributedDataParallel", "FullyShardedDataParallel")
 
@@ -223,13 +221,8 @@ def _timed(fn, rec: ProbeRecord):
 
 def _call_state(rec: ProbeRecord):
     """The state a call of `rec`'s object starts in (fxlens.doctor.callstate), None if unreadable."""
-    from fxlens.doctor.callstate import capture
-
     eager = _STATE.callables.get(rec.index)
-    try:
-        return capture(eager[0] if eager else None)
-    except Exception:  # noqa: BLE001 - the script's call must run whatever the probe cannot read
-        return None
+    return capture_or_none(eager[0] if eager else None)
 
 
 def _keep_typical_call(rec: ProbeRecord, sig: str, call: tuple) -> None:
@@ -382,6 +375,7 @@ def measure_all() -> None:
         return
     from fxlens.doctor.callstate import describe, restored, unrestorable
     from fxlens.doctor.replaytrace import mark
+    from fxlens.doctor.segments import profile_replay
 
     _STATE.trace_boundary = mark()
     _STATE.measuring = True
@@ -411,24 +405,12 @@ def measure_all() -> None:
                 # which of the script's calls the steady state stands for, and the state it ran in
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
                 rec.bench["replayed_in"] = describe(call_state)
-                rec.bench["segments"] = _segments(compiled_fn, args, kwargs, call_state)
+                rec.bench["segments"] = profile_replay(compiled_fn, args, kwargs, call_state)
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
                 rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
     finally:
         _STATE.measuring = False
         _STATE.last_call.clear()  # let the arguments go before interpreter teardown
-
-
-def _segments(compiled_fn, args, kwargs, call_state) -> dict:
-    """Where the compiled call's time goes, graphs vs eager between them (fxlens.doctor.segments)."""
-    from fxlens.doctor.callstate import restored
-    from fxlens.doctor.segments import profile_call
-
-    try:
-        with restored(call_state):
-            return profile_call(compiled_fn, args, kwargs)
-    except Exception as e:  # noqa: BLE001 - the split is a detail: the timing stands without it
-        return {"error": f"{type(e).__name__}: {str(e)[:200]}"}
 
 
 def runner_hook(script: str, session: str):

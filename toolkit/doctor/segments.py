@@ -129,3 +129,15 @@ def profile_call(compiled_fn, args: tuple, kwargs: dict) -> dict:
     out = split_times([ev for ev in events if ev[0] != "fxlens doctor call"], calls, plain[len(plain) // 2])
     out["read_s"] = round(time.perf_counter() - t0, 3)
     return out
+
+
+def profile_replay(compiled_fn, args: tuple, kwargs: dict, call_state) -> dict:
+    """`profile_call` in the state the script's call ran in (fxlens.doctor.callstate); a failure is
+    recorded as `{"error": ...}`: the timing stands without the split."""
+    from fxlens.doctor.callstate import restored
+
+    try:
+        with restored(call_state):
+            return profile_call(compiled_fn, args, kwargs)
+    except Exception as e:  # noqa: BLE001 - the split is a detail of the report, never its end
+        return {"error": f"{type(e).__name__}: {str(e)[:200]}"}
