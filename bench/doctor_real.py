@@ -169,60 +169,72 @@ def agrees(d: dict, hand: dict) -> str:
     return ("yes" if d["verdict"] == said else "NO") + f"; {where}"
 
 
+def _row(model: str, d: dict) -> str:
+    quiet, loud, hand, truth = d["quiet"], d["busy"], d["by_hand"], d.get("torch_recompiles", "?")
+    return (
+        f"| {model} | {_cell(quiet)} | "
+        + (
+            f"{hand['speedup']:.2f}x ({hand['eager_ms']:.3g} / {hand['compiled_ms']:.3g} ms; fastest "
+            f"{hand['fastest']:.2f}x; pair ratios IQR [{hand['ratio_iqr'][0]:.2f}, "
+            f"{hand['ratio_iqr'][1]:.2f}]), load {hand['load']:.1f}"
+            if "error" not in hand
+            else f"error: {hand['error']}"
+        )
+        + f" | {agrees(quiet, hand)} | {_cell(loud)} | "
+        + f"{quiet.get('recompiles', '?')} / {loud.get('recompiles', '?')} (torch: {truth}); "
+        + f"{quiet.get('graph_breaks', '?')} / {loud.get('graph_breaks', '?')}; "
+        + f"{quiet.get('replay_compiles', '?')} / {loud.get('replay_compiles', '?')} | "
+        + f"{quiet.get('wall_s')} / {loud.get('wall_s')} |"
+    )
+
+
+def table(raw: dict, spinners: int) -> str:
+    return "\n".join(
+        [
+            "| model | doctor quiet: verdict speedup [95% CI], pairs in s (stop), load | by hand "
+            "(torch.utils.benchmark) | agree? | doctor beside "
+            f"{spinners} busy processes | recompiles quiet / busy (TORCH_LOGS=recompiles on a plain "
+            "run); graph breaks; compiles doctor's replay caused (kept out) | doctor wall s (quiet / busy) |",
+            "|---|---|---|---|---|---|---|",
+            *(_row(m, d) for m, d in raw.items()),
+        ]
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="*", default=MODELS)
     ap.add_argument("--spinners", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS for every run (0: unset)")
     ap.add_argument("--out", help="also write every result as JSON here")
+    ap.add_argument("--load", metavar="FILE", help="print (and --write) the table of an earlier --out")
     ap.add_argument("--write", action="store_true", help="put the table in BENCHMARKS.md")
     args = ap.parse_args()
     env = dict(os.environ)
     if args.threads:
         env["OMP_NUM_THREADS"] = str(args.threads)
-    rows, raw = [], {}
+    raw = json.loads(Path(args.load).read_text()) if args.load else {}
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models:
+        for model in [] if args.load else args.models:
             quiet = doctor(model, Path(tmp), env)
             hand = by_hand(model, env)
             with busy(args.spinners):
                 loud = doctor(model, Path(tmp), env)
-            raw[model] = {"quiet": quiet, "busy": loud, "by_hand": hand}
+            raw[model] = {
+                "quiet": quiet,
+                "busy": loud,
+                "by_hand": hand,
+                "torch_recompiles": torch_recompiles(model, env),
+            }
             if args.out:
                 Path(args.out).write_text(json.dumps(raw, indent=1))
-            truth = torch_recompiles(model, env)
-            raw[model]["torch_recompiles"] = truth
-            rows.append(
-                f"| {model} | {_cell(quiet)} | "
-                + (
-                    f"{hand['speedup']:.2f}x ({hand['eager_ms']:.3g} / {hand['compiled_ms']:.3g} ms; fastest "
-                    f"{hand['fastest']:.2f}x; pair ratios IQR [{hand['ratio_iqr'][0]:.2f}, "
-                    f"{hand['ratio_iqr'][1]:.2f}]), load {hand['load']:.1f}"
-                    if "error" not in hand
-                    else f"error: {hand['error']}"
-                )
-                + f" | {agrees(quiet, hand)} | {_cell(loud)} | "
-                + f"{quiet.get('recompiles', '?')} / {loud.get('recompiles', '?')} (torch: {truth}); "
-                + f"{quiet.get('graph_breaks', '?')} / {loud.get('graph_breaks', '?')}; "
-                + f"{quiet.get('replay_compiles', '?')} / {loud.get('replay_compiles', '?')} | "
-                + f"{quiet.get('wall_s')} / {loud.get('wall_s')} |"
-            )
-            print(rows[-1], flush=True)
-    table = "\n".join(
-        [
-            "| model | doctor quiet: verdict speedup [95% CI], pairs in s (stop), load | by hand "
-            "(torch.utils.benchmark) | agree? | doctor beside "
-            f"{args.spinners} busy processes | recompiles quiet / busy (TORCH_LOGS=recompiles on a plain "
-            "run); graph breaks; compiles doctor's replay caused (kept out) | doctor wall s (quiet / busy) |",
-            "|---|---|---|---|---|---|---|",
-            *rows,
-        ]
-    )
-    print(table)
+            print(_row(model, raw[model]), flush=True)
+    text = table(raw, args.spinners)
+    print(text)
     if args.write:
         from benchmarks_md import write_table
 
-        write_table("fxlens doctor on real models", table)
+        write_table("fxlens doctor on real models", text)
     return 0
 
 
