@@ -140,6 +140,8 @@ def _unmeasured(row: dict | None) -> str:
     seg = ((row.get("timing") or {}).get("segments")) or {}
     if seg.get("error"):
         return f"the profile failed: {seg['error']}"
+    if seg.get("call_ms"):
+        return f"the profile shows no graph calls for backend={backend!r}, only its compiled frames"
     return "the call was not re-timed, so it was not profiled"
 
 
