@@ -303,3 +303,32 @@ def test_split_times_takes_the_profilers_own_cost_out_of_each_segment():
     got = split_times(events, [(0.0, 100.0)], plain_ms=0.05)
     assert got["call_ms"] == 0.05 and round(got["per_event_us"], 2) == round(50 / 14, 2)
     assert got["frames"]["0/0"]["eager_ms"] == round(0.06 - 10 * 0.05 / 14, 4)
+
+
+def test_a_bare_break_at_the_call_line_is_explained_by_the_frame_inside():
+    # torch's record of a failed backend compile: reason "graph break", no library frame, the user's
+    # line is the call of the compiled model; the frame inside comes from the call path and the
+    # reason from the failed compile (as recorded for HF Wav2Vec2 in training mode)
+    rows = _rows([1.0] * 20, [3.0] * 20, [0] * 20)
+    path = "/venv/lib/python3.11/site-packages/transformers/models/wav2vec2/modeling_wav2vec2.py"
+    b = _break(64, ["13/0"], reason="graph break", function="<module>", source="loss = cmodel(x)")
+    b["call_path"] = [{"function": "_mask_hidden_states", "file": path, "line": 1246, "code": ""}]
+    report = _report(
+        graph_breaks=[b],
+        compile_times={
+            "per_compile": [
+                {"compile_id": "13/0", "total_s": 1.0, "fail_reason": "Backend compiler exception\n  more"}
+            ]
+        },
+    )
+    (gb,) = [f for f in findings(rows, report) if f["kind"] == "graph_break"]
+    assert (
+        "inside _mask_hidden_states at transformers/models/wav2vec2/modeling_wav2vec2.py:1246"
+        in gb["message"]
+    )
+    assert ": Backend compiler exception;" in gb["message"] and "move `" not in gb["fix"]
+    assert "mask_time_prob = 0" in gb["fix"]
+    # nothing names a frame inside: say so, never "move the call of the compiled model out"
+    b2 = dict(b, call_path=[], compile_ids=["1/0"])
+    (gb,) = [f for f in findings(rows, _report(graph_breaks=[b2])) if f["kind"] == "graph_break"]
+    assert gb["fix"].startswith("the break is inside the compiled call")

@@ -22,6 +22,7 @@ from fxlens.doctor.finding import capture_only
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple
+from fxlens.trace.userframes import is_user_file, library_path
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
 BREAK_FIXES: list[tuple[re.Pattern, str]] = [
@@ -64,7 +65,7 @@ LIBRARY_FIXES: list[tuple[re.Pattern, re.Pattern, str]] = [
     # SpecAugment masking with numpy's RNG (`_compute_mask_indices`), in training mode only
     (
         re.compile(r"transformers/models/"),
-        re.compile(r"np\.random|_compute_mask_indices|spec_aug"),
+        re.compile(r"np\.random|_compute_mask_indices|_mask_hidden_states|spec_aug"),
         "set `config.mask_time_prob = 0` and `config.mask_feature_prob = 0` (SpecAugment off) or "
         "mask the inputs outside the compiled model; in eval mode no mask is drawn",
     ),
@@ -173,19 +174,49 @@ def _place(b: dict) -> str:
     )
 
 
-def break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
-    """One finding per deduplicated graph break, with its measured share of the compiled call."""
+def _library_frame(b: dict) -> dict | None:
+    """The library frame a break happened in: the report's, else the innermost library frame of its
+    call path (a bare "graph break" record names none itself)."""
+    if b.get("library"):
+        return b["library"]
+    for fr in reversed(b.get("call_path") or []):
+        if fr.get("file") and not is_user_file(fr["file"]):
+            return {**fr, "file": library_path(fr["file"])}
+    return None
+
+
+def _reason(b: dict, failures: dict[str, str]) -> str:
+    """torch's reason; a bare "graph break" gets the failed compile's own first line instead."""
+    if b["reason"].strip().lower() != "graph break":
+        return b["reason"]
+    why = next((failures[c] for c in b.get("compile_ids") or () if failures.get(c)), "")
+    return why.strip().split("\n")[0] or b["reason"]
+
+
+def break_findings(
+    rows: list[dict], breaks: list[dict], failures: dict[str, str] | None = None
+) -> list[dict]:
+    """One finding per deduplicated graph break, with its measured share of the compiled call.
+
+    `failures`: compile id -> torch's fail reason of that compile (the report's per-compile rows)."""
     out = []
     for b in breaks:
         row = owner(rows, b["file"], b["function"], b.get("call_path") or [])
         cost, share = _share(row, b.get("compile_ids") or [])
         in_fn = f" in `{row['function']}` ({row['calls']} calls)" if row else ""
-        lib = b.get("library")
-        fix = (
-            library_fix(lib, b["reason"], b.get("hints") or [])
-            if lib
-            else break_fix(b["reason"], b.get("hints") or [], b.get("source") or "")
-        )
+        lib = _library_frame(b)
+        b = {**b, "library": lib, "reason": _reason(b, failures or {})}
+        if lib:
+            fix = library_fix(lib, b["reason"], b.get("hints") or [])
+        elif row is not None and _simple(row["function"]) != b["function"]:
+            # the user's frame is the caller of the compiled object, not code inside it: moving that
+            # line "out of the compiled function" is no fix
+            fix = (
+                "the break is inside the compiled call, in code torch's record does not place: "
+                "`fxlens report SESSION` (the session below) or TORCH_LOGS=graph_breaks shows its stack"
+            )
+        else:
+            fix = break_fix(b["reason"], b.get("hints") or [], b.get("source") or "")
         out.append(
             _finding(
                 "graph_break",

@@ -221,7 +221,12 @@ def findings(
                 None,
             )
         )
-    breaks = break_findings(rows, report["graph_breaks"])
+    failures = {
+        m["compile_id"]: m.get("fail_reason") or ""
+        for m in (report.get("compile_times") or {}).get("per_compile") or []
+        if m.get("fail_reason")
+    }
+    breaks = break_findings(rows, report["graph_breaks"], failures)
     breaks_in = breaks_per_owner(rows, report["graph_breaks"])
     # `graphs` absent: a report that cannot say (older sessions); present and empty: none captured
     graphs = len(report["graphs"]) if "graphs" in report else None
