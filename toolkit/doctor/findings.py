@@ -249,7 +249,7 @@ def _ranked(out: list[dict], ran_eagerly: bool) -> list[dict]:
     # a failed compiled run, then "no graph": they outrank any cost, nothing measured means much then;
     # the wrapper that caused "no graph" comes right after it
     if ran_eagerly:
-        pinned["compiled_after_wrap"] = len(PINNED)
+        pinned["compiled_after_wrap"] = pinned["no_graph_captured"] + 0.5
     return sorted(
         out,
         key=lambda f: (
