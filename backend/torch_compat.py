@@ -94,6 +94,9 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "functorch_config": ("torch._functorch.config", "", ()),
     "inductor_test_configs": ("torch._inductor.config", "test_configs", ()),
     "LOG_TRACE_HANDLER": ("torch._logging._internal", "LOG_TRACE_HANDLER", ()),
+    # the mode stacks a call runs under (doctor replays a call only in the state it ran in)
+    "function_mode_stack": ("torch.overrides", "_get_current_function_mode_stack", ()),
+    "dispatch_mode_stack": ("torch.utils._python_dispatch", "_get_current_dispatch_mode_stack", ()),
     # pytree (torch.utils._pytree has no public twin in the torch versions fxlens supports)
     "tree_map_only": ("torch.utils._pytree", "tree_map_only", ("type_or_types_or_pred", "func", "tree")),
     "tree_flatten": ("torch.utils._pytree", "tree_flatten", ("tree",)),

@@ -92,13 +92,139 @@ def test_findings_ranked_by_cost_with_lines_and_fixes():
         "hints": [],
         "source": "torch._dynamo.graph_break()",
         "call_path": [],
+        "compile_ids": ["0/0"],
     }
+    # the profile of the replayed call: frame 0/0 spends 1.5 ms of a 3 ms call outside its graphs
+    rows[0]["timing"]["segments"] = _segments({"0/0": 1.5})
     found = findings(rows, _report(graph_breaks=[brk]))
     assert [f["kind"] for f in found] == ["slower_than_eager", "graph_break"]
     slow, gb = found
     assert (slow["file"], slow["line"]) == ("/u/train.py", 20)  # the torch.compile call to change
     assert slow["cost_ms"] > gb["cost_ms"] > 0
     assert (gb["line"], gb["fix"]) == (7, "remove the `torch._dynamo.graph_break()` call")
+
+
+def _segments(eager_ms: dict, call_ms: float = 3.0, outside: float = 0.0) -> dict:
+    return {
+        "call_ms": call_ms,
+        "outside_regions_ms": outside,
+        "graphs_seen": True,
+        "frames": {
+            cid: {"own_ms": ms + 0.5, "graph_ms": 0.5, "eager_ms": ms} for cid, ms in eager_ms.items()
+        },
+    }
+
+
+def _break(line, cids, **kw):
+    b = {
+        "reason": "Call to `torch._dynamo.graph_break()`",
+        "file": "/u/train.py",
+        "line": line,
+        "function": "f",
+        "count": 1,
+        "hints": [],
+        "source": "torch._dynamo.graph_break()",
+        "call_path": [],
+        "compile_ids": cids,
+    }
+    b.update(kw)
+    return b
+
+
+def test_each_break_costs_its_own_measured_share():
+    rows = _rows([1.0] * 100, [500.0] + [3.0] * 99, [1] + [0] * 99)
+    rows[0]["timing"]["segments"] = _segments({"0/0": 0.03, "1/0": 1.8}, call_ms=3.0)
+    found = {
+        f["line"]: f
+        for f in findings(rows, _report(graph_breaks=[_break(7, ["0/0"]), _break(9, ["1/0"])]))
+        if f["kind"] == "graph_break"
+    }
+    assert "(1%, profiled)" in found[7]["message"] and "(60%, profiled)" in found[9]["message"]
+    assert found[9]["cost_ms"] == 180.0 and found[7]["cost_ms"] == 3.0  # share x 3 ms x 100 calls
+    # no profile (not re-timed): no share claimed, and says why
+    rows[0]["timing"].pop("segments")
+    (gb,) = [
+        f for f in findings(rows, _report(graph_breaks=[_break(7, ["0/0"])])) if f["kind"] == "graph_break"
+    ]
+    assert gb["cost_ms"] == 0 and "not measured" in gb["message"] and "100%" not in gb["message"]
+
+
+def test_library_break_names_the_frame_inside_and_a_switch_or_why_not():
+    rows = _rows([1.0] * 20, [3.0] * 20, [0] * 20)
+    lib = {
+        "file": "transformers/models/wav2vec2/modeling_wav2vec2.py",
+        "line": 418,
+        "function": "forward",
+        "code": "hidden_states.requires_grad = True",
+    }
+    b = _break(
+        30,
+        ["0/0"],
+        reason="setattr() on Tensor.requires_grad",
+        library=lib,
+        source="out = cmodel(x)",
+        hints=["Please report an issue to PyTorch"],
+    )
+    (gb,) = [f for f in findings(rows, _report(graph_breaks=[b])) if f["kind"] == "graph_break"]
+    assert "inside forward at transformers/models/wav2vec2/modeling_wav2vec2.py:418" in gb["message"]
+    assert "reached from your line /u/train.py:30 `out = cmodel(x)`" in gb["message"]
+    assert "freeze_feature_encoder()" in gb["fix"] and "move" not in gb["fix"]
+    other = dict(lib, file="transformers/utils/output_capturing.py", code="recordable_keys = {")
+    (gb,) = [
+        f
+        for f in findings(rows, _report(graph_breaks=[dict(b, library=other, reason="Missing tp_iternext")]))
+        if f["kind"] == "graph_break"
+    ]
+    assert gb["fix"].startswith("cannot be fixed from your code: the break is inside transformers ")
+    hinted = dict(
+        b,
+        library=dict(lib, code="epsilon = x.item()", file="somelib/x.py"),
+        reason="Data dependent operator",
+        hints=["Enable tracing with `torch._dynamo.config.capture_scalar_outputs = True`"],
+    )
+    (gb,) = [f for f in findings(rows, _report(graph_breaks=[hinted])) if f["kind"] == "graph_break"]
+    assert "torch._dynamo.config.capture_scalar_outputs = True" in gb["fix"]
+
+
+def test_eager_frames_and_capture_only_backend_and_automatic_dynamic():
+    rows = _rows([1.0] * 20, [3.0] * 20, [0] * 20, options={"backend": "eager", "dynamic": None})
+    frame = {
+        "compile_id": "2/0",
+        "function": "f",
+        "file": "/u/train.py",
+        "line": 5,
+        "reason": "Data-dependent branching",
+        "source": "if x.sum() > 0:",
+        "library": None,
+        "hints": [],
+        "frame": {"function": "f", "file": "/u/train.py", "line": 5},
+    }
+    found = findings(rows, _report(eager_frames=[frame]))
+    kinds = [f["kind"] for f in found]
+    assert kinds[0] == "capture_only_backend" and "eager_frame" in kinds
+    assert "cannot make the function faster" in found[0]["message"] and "inductor" in found[0]["fix"]
+    assert "timing_inconclusive" not in kinds  # no speed verdict to be inconclusive about
+    (eager,) = [f for f in found if f["kind"] == "eager_frame"]
+    assert "gave up on frame `f`" in eager["message"] and "branchless" in eager["fix"]
+    cause = {
+        "kind": "size",
+        "file": "/u/train.py",
+        "line": 5,
+        "function": "f",
+        "message": "size of x changed",
+        "count": 3,
+        "compile_ids": [],
+        "fix": "mark it dynamic",
+        "subject": "x",
+    }
+    rows[0]["distinct_shapes"] = 4
+    (static,) = [
+        f for f in findings(rows, _report(recompile_causes=[cause])) if f["kind"] == "static_shapes_changing"
+    ]
+    assert (
+        "automatic dynamic shapes (`dynamic=None`" in static["message"]
+        and "static shapes" not in static["message"].split("(")[0]
+    )
 
 
 def test_not_amortised_and_usage_findings():
@@ -142,3 +268,67 @@ def test_render_text_has_tables_and_findings():
     text = render_text(result)
     assert "compiled ms" in text and "pays off after" in text and "never" in text
     assert "150 MiB" in text and "[slower_than_eager]" in text
+
+
+def test_split_times_separates_graphs_from_the_eager_code_between_them():
+    from fxlens.doctor.segments import split_times
+
+    # one call 0..100 us: frame 0/0 (0..90) calls graph A (0..20), then eager code, then its resume
+    # frame 1/0 (50..90), which calls graph B (55..85); 90..100 is outside every compiled frame
+    events = [
+        ("Torch-Compiled Region: 0/0", 0.0, 90.0),
+        ("## Call CompiledFxGraph a ##", 0.0, 20.0),
+        ("Torch-Compiled Region: 1/0", 50.0, 90.0),
+        ("## Call CompiledFxGraph b ##", 55.0, 85.0),
+        ("aten::mul", 25.0, 45.0),
+    ]
+    got = split_times(events, [(0.0, 100.0)])
+    assert got["call_ms"] == 0.1 and got["outside_regions_ms"] == 0.01 and got["graphs_seen"]
+    assert got["frames"]["0/0"] == {"own_ms": 0.05, "graph_ms": 0.02, "eager_ms": 0.03}
+    assert got["frames"]["1/0"] == {"own_ms": 0.04, "graph_ms": 0.03, "eager_ms": 0.01}
+
+
+def test_split_times_takes_the_profilers_own_cost_out_of_each_segment():
+    from fxlens.doctor.segments import split_times
+
+    # 10 recorded ops between the graphs; the call took 0.1 ms profiled, 0.05 ms without the
+    # profiler: 0.05 ms over 14 events is ~3.6 us each, taken out of the eager segment's 10 ops
+    events = [
+        ("Torch-Compiled Region: 0/0", 0.0, 100.0),
+        ("## Call CompiledFxGraph a ##", 0.0, 20.0),
+        ("## Call CompiledFxGraph b ##", 80.0, 100.0),
+        *[(f"aten::mul {i}", 20.0 + 6 * i, 25.0 + 6 * i) for i in range(10)],
+        ("aten::empty", 5.0, 6.0),  # inside graph a: not the eager segment's
+    ]
+    got = split_times(events, [(0.0, 100.0)], plain_ms=0.05)
+    assert got["call_ms"] == 0.05 and round(got["per_event_us"], 2) == round(50 / 14, 2)
+    assert got["frames"]["0/0"]["eager_ms"] == round(0.06 - 10 * 0.05 / 14, 4)
+
+
+def test_a_bare_break_at_the_call_line_is_explained_by_the_frame_inside():
+    # torch's record of a failed backend compile: reason "graph break", no library frame, the user's
+    # line is the call of the compiled model; the frame inside comes from the call path and the
+    # reason from the failed compile (as recorded for HF Wav2Vec2 in training mode)
+    rows = _rows([1.0] * 20, [3.0] * 20, [0] * 20)
+    path = "/venv/lib/python3.11/site-packages/transformers/models/wav2vec2/modeling_wav2vec2.py"
+    b = _break(64, ["13/0"], reason="graph break", function="<module>", source="loss = cmodel(x)")
+    b["call_path"] = [{"function": "_mask_hidden_states", "file": path, "line": 1246, "code": ""}]
+    report = _report(
+        graph_breaks=[b],
+        compile_times={
+            "per_compile": [
+                {"compile_id": "13/0", "total_s": 1.0, "fail_reason": "Backend compiler exception\n  more"}
+            ]
+        },
+    )
+    (gb,) = [f for f in findings(rows, report) if f["kind"] == "graph_break"]
+    assert (
+        "inside _mask_hidden_states at transformers/models/wav2vec2/modeling_wav2vec2.py:1246"
+        in gb["message"]
+    )
+    assert ": Backend compiler exception;" in gb["message"] and "move `" not in gb["fix"]
+    assert "mask_time_prob = 0" in gb["fix"]
+    # nothing names a frame inside: say so, never "move the call of the compiled model out"
+    b2 = dict(b, call_path=[], compile_ids=["1/0"])
+    (gb,) = [f for f in findings(rows, _report(graph_breaks=[b2])) if f["kind"] == "graph_break"]
+    assert gb["fix"].startswith("the break is inside the compiled call")

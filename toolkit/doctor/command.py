@@ -36,6 +36,7 @@ from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.interval import cores, load_average
 from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
+from fxlens.doctor.replaytrace import replay_compiles, split
 from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.doctor.warm import cold_vs_warm
 from fxlens.errors import FxlensError
@@ -45,9 +46,10 @@ from fxlens.report.build import build_report
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
 
-# seconds of interleaved timing per compiled function: enough for the interval of a sub-millisecond
-# function on a busy 2-core machine; a function of 100 ms a call needs more (doctor says how much)
-DEFAULT_BUDGET_S = 3.0
+# the most seconds of interleaved timing per compiled function: sampling stops as soon as the
+# interval gives a verdict (a sub-millisecond function: a second or two; a real model on a quiet
+# machine: 5-20 s), so this is what a busy machine or a slow call may take before "inconclusive"
+DEFAULT_BUDGET_S = 60.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,9 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         type=float,
         default=DEFAULT_BUDGET_S,
-        help="seconds per compiled function of eager and compiled calls interleaved, after the script "
-        f"ends, until the speedup's interval is narrow (default {DEFAULT_BUDGET_S:g}; 0: only the "
-        "script's own calls)",
+        help="the most seconds per compiled function of eager and compiled calls interleaved after the "
+        "script ends; sampling stops earlier once the speedup's interval excludes 1 and is narrow "
+        f"(default {DEFAULT_BUDGET_S:g}; 0: only the script's own calls)",
     )
     parser.add_argument(
         "--nproc", metavar="N", type=int, default=0, help="launch N local processes through torchrun"
@@ -137,6 +139,7 @@ class _Rounds:
     compiled: list[list[RunStats]] = field(default_factory=list)
     codes: dict[str, list] = field(default_factory=lambda: {"eager": [], "compiled": []})
     loads: list = field(default_factory=list)  # 1-minute load average before each run
+    replays: list = field(default_factory=list)  # per compiled run: what doctor's own replay compiled
 
 
 def _run_dir(sdir: Path, mode: str, k: int) -> Path:
@@ -155,6 +158,8 @@ def _run_rounds(
             run_dir = _run_dir(sdir, mode, k)
             done.loads.append(load_average())
             result = _run(script, args, run_dir, mode, backend, nproc, timeout, budget)
+            if mode == "compiled":
+                done.replays.append(_split_replay(run_dir))
             session = Session.open(run_dir)
             if result.exit_code == REFUSED and (msg := refused_message(session)):
                 raise FxlensError(msg)
@@ -166,6 +171,23 @@ def _run_rounds(
             tick.step(f"{mode}, round {k}")
     tick.close()
     return done
+
+
+def _split_replay(run_dir: Path) -> dict:
+    """Move the trace records of doctor's replay out of the run's trace (fxlens.doctor.replaytrace):
+    what it compiled is doctor's doing, never one of the script's findings."""
+    try:
+        events = Session.open(run_dir).events
+    except FxlensError:
+        return {"trace": None, "compiles": 0, "compile_ids": []}
+    probes = [e for e in events if e.get("event") == "doctor_probe"]
+    moved = [split(run_dir, e.get("trace_boundary")) for e in probes]
+    trace = next((m["trace"] for m in moved if m["trace"]), None)
+    return {
+        "trace": trace,
+        "compiles": sum(int(e.get("replay_compiles") or 0) for e in probes),
+        "compile_ids": replay_compiles(trace),
+    }
 
 
 def _called_compile(session: Session) -> bool:
@@ -264,6 +286,8 @@ def _diagnose(
         "graph_breaks": sum(b["count"] for b in report["graph_breaks"]),
         "recompiles": len(report["recompiles"]),
         "findings": found,
+        # what doctor's own re-timing compiled: kept out of the findings and the session's trace
+        "replay": runs.replays[0] if runs.replays else None,
     }
     result["summary"] = summary(script, rows, wall, found, load)
     return result

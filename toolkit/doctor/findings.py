@@ -10,24 +10,26 @@ The findings on speed are fxlens.doctor.speed's.
 
 from __future__ import annotations
 
-import re
-
+from fxlens.doctor.breaks import break_findings, breaks_per_owner, eager_frame_findings, outside_cost, owner
+from fxlens.doctor.breaks import break_fix as break_fix  # noqa: PLC0414 - its old home, re-exported
+from fxlens.doctor.finding import capture_only
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
-from fxlens.doctor.finding import simple as _simple
 from fxlens.doctor.speed import no_graph, timing_findings
 
 # structural findings, in this order, before any measured cost: while they hold, no per-call
 # number says anything about the compiler (it failed, or it never ran)
-PINNED = ("compiled_run_failed", "no_graph_captured")
+PINNED = ("compiled_run_failed", "no_graph_captured", "capture_only_backend")
 # kinds in the order they rank among findings of equal cost
 KINDS = (
     "compiled_run_failed",
     "no_graph_captured",
+    "capture_only_backend",
     "compiled_after_wrap",
     "slower_than_eager",
     "compile_not_amortised",
     "recompile_limit",
+    "eager_frame",
     "static_shapes_changing",
     "recompile",
     "graph_break",
@@ -38,91 +40,19 @@ KINDS = (
     "never_called",
 )
 
-# (pattern on torch's graph-break reason, what to change) - first match wins
-BREAK_FIXES: list[tuple[re.Pattern, str]] = [
-    # torch._dynamo.graph_break() left in the code
-    (re.compile(r"graph_break\(\)"), "remove the `torch._dynamo.graph_break()` call"),
-    # print / logging inside the compiled region
-    (
-        re.compile(r"builtin operator|print", re.I),
-        "move the `print`/logging out of the compiled function (or log tensors after it returns)",
-    ),
-    # .item() / float(tensor) read a Python number
-    (
-        re.compile(r"\.item\(\)|capture_scalar_outputs", re.I),
-        "keep the value a tensor, or set `torch._dynamo.config.capture_scalar_outputs = True`",
-    ),
-    # .tolist() on a float tensor
-    (re.compile(r"tolist", re.I), "keep the data in a tensor instead of calling `.tolist()`"),
-    # `if tensor:` control flow on data
-    (
-        re.compile(r"data-dependent branch", re.I),
-        "make it branchless (`torch.where`, `torch.clamp`) or use `torch.cond`",
-    ),
-    # a C function or a function on Dynamo's skip list
-    (
-        re.compile(r"skipped|C function|builtin", re.I),
-        "move the call out of the compiled function, or compute it once outside and pass the result in",
-    ),
-]
-
-
-def _owner(rows: list[dict], file: str, function: str, call_path: list[dict]) -> dict | None:
-    """The compiled function a graph break (or recompile) belongs to, matching the call path."""
-    frames = [*call_path, {"file": file, "function": function}]
-    for fr in frames:
-        for row in rows:
-            if row["file"] == fr.get("file") and _simple(row["function"]) == fr.get("function"):
-                return row
-    return rows[0] if len(rows) == 1 else None
-
-
-def break_fix(reason: str, hints: list[str], source: str) -> str:
-    """What to change for one graph break: a rule from BREAK_FIXES, else torch's own hint."""
-    for pattern, fix in BREAK_FIXES:
-        if pattern.search(reason):
-            return fix
-    hint = next((h for h in hints if "report an issue" not in h and "file an issue" not in h), "")
-    return hint or f"move `{source.strip()}` out of the compiled function"
-
-
-def _break_findings(rows: list[dict], breaks: list[dict]) -> list[dict]:
-    total = sum((r["compiled_ms"] or 0) * r["calls"] for r in rows) or 1.0
-    owners = [_owner(rows, b["file"], b["function"], b.get("call_path") or []) for b in breaks]
-    per_owner: dict[int, int] = {}
-    for o in owners:
-        if o is not None:
-            per_owner[id(o)] = per_owner.get(id(o), 0) + 1
-    out = []
-    for b, row in zip(breaks, owners, strict=True):
-        cost, hot = 0.0, ""
-        if row is not None and row["eager_ms"] is not None and row["compiled_ms"] is not None:
-            # a break's share of what the function lost against eager (breaks are the usual cause)
-            lost = (row["compiled_ms"] - row["eager_ms"]) * row["calls"]
-            cost = max(lost, 0.0) / per_owner[id(row)]
-            share = row["compiled_ms"] * row["calls"] / total
-            hot = f", in `{row['function']}` ({share:.0%} of compiled call time, {row['calls']} calls)"
-        out.append(
-            _finding(
-                "graph_break",
-                f"graph break at {_loc(b['file'], b['line'])}{hot}: {b['reason']}"
-                + (f" -- `{b['source']}`" if b.get("source") else ""),
-                b["file"],
-                b["line"],
-                break_fix(b["reason"], b.get("hints") or [], b.get("source") or ""),
-                cost,
-                b["function"],
-            )
-        )
-    return out
-
 
 def _static_shapes_changing(row: dict, cause: dict, cost: float) -> dict:
     at = row["compiled_at"]
     forced = row["options"].get("dynamic") is False
+    how = (
+        "is compiled for static shapes (`dynamic=False`)"
+        if forced
+        else "is compiled with automatic dynamic shapes (`dynamic=None`, the default: static at first, "
+        "a dimension turns dynamic once it changes)"
+    )
     return _finding(
         "static_shapes_changing",
-        f"`{row['function']}` is compiled for static shapes but its input shapes change "
+        f"`{row['function']}` {how}, and its input shapes still cost recompiles "
         f"({cause['message']}): {cause['count']} recompile(s)",
         at["file"],
         at["line"],
@@ -140,7 +70,7 @@ def _static_shapes_changing(row: dict, cause: dict, cost: float) -> dict:
 
 def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dict:
     """One recompile cause; a size change in a function compiled static reads as its own kind."""
-    row = _owner(rows, cause["file"], cause["function"], [])
+    row = owner(rows, cause["file"], cause["function"], [])
     cost = sum(secs.get(cid, 0.0) for cid in cause["compile_ids"]) * 1000
     if (
         cause["kind"] == "size"
@@ -162,14 +92,14 @@ def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dic
 
 
 def _limit_finding(rows: list[dict], hit: dict) -> dict:
-    row = _owner(rows, hit["file"], hit["function"], [])
-    cost = 0.0
-    if row and row["eager_ms"] is not None and row["compiled_ms"] is not None:
-        cost = max(row["eager_ms"] - row["compiled_ms"], 0.0) * row["calls"]
+    row = owner(rows, hit["file"], hit["function"], [])
+    # from the hit on, the frame runs with no compiled region: the profiled call's time outside
+    # every compiled frame (when the replayed call is one of those that hit it)
+    cost, measured = outside_cost(row)
     return _finding(
         "recompile_limit",
         f"`{hit['function']}` ({_loc(hit['file'], hit['line'])}) hit the recompile limit "
-        f"({hit['limit_type']}={hit['limit']}): from then on it runs eagerly, silently",
+        f"({hit['limit_type']}={hit['limit']}): from then on it runs eagerly, silently; {measured}",
         hit["file"],
         hit["line"],
         "fix the recompile cause listed for this function; raising "
@@ -183,6 +113,33 @@ def _recompile_findings(rows: list[dict], report: dict) -> list[dict]:
     secs = {m["compile_id"]: m["total_s"] or 0.0 for m in report["compile_times"]["per_compile"]}
     out = [_cause_finding(rows, cause, secs) for cause in report["recompile_causes"]]
     out += [_limit_finding(rows, hit) for hit in report["recompile_limit_hits"]]
+    return out
+
+
+def _capture_only(rows: list[dict]) -> list[dict]:
+    """A backend that only captures (eager, aot_eager), said up front: no speed to gain from it."""
+    out = []
+    for row in rows:
+        backend = row["options"].get("backend")
+        if not capture_only(backend):
+            continue
+        at = row["compiled_at"]
+        where = _loc(at["file"], at["line"])
+        slower = row.get("verdict") == "slower"
+        out.append(
+            _finding(
+                "capture_only_backend",
+                f"`{row['function']}` is compiled at {where} with backend={backend!r}, which only captures "
+                "graphs and runs them as written: it cannot make the function faster, so doctor claims no "
+                "speedup for it" + ("; its capture overhead is measured below" if slower else ""),
+                at["file"],
+                at["line"],
+                f'for speed, compile with the default backend (`backend="inductor"`) at {where}; keep '
+                f"{backend!r} to debug what Dynamo captures (graph breaks, recompiles)",
+                0.0,
+                row["function"],
+            )
+        )
     return out
 
 
@@ -264,19 +221,23 @@ def findings(
                 None,
             )
         )
-    breaks = _break_findings(rows, report["graph_breaks"])
-    breaks_in: dict[int, int] = {}
-    for b in report["graph_breaks"]:
-        if (o := _owner(rows, b["file"], b["function"], b.get("call_path") or [])) is not None:
-            breaks_in[id(o)] = breaks_in.get(id(o), 0) + 1
+    failures = {
+        m["compile_id"]: m.get("fail_reason") or ""
+        for m in (report.get("compile_times") or {}).get("per_compile") or []
+        if m.get("fail_reason")
+    }
+    breaks = break_findings(rows, report["graph_breaks"], failures)
+    breaks_in = breaks_per_owner(rows, report["graph_breaks"])
     # `graphs` absent: a report that cannot say (older sessions); present and empty: none captured
     graphs = len(report["graphs"]) if "graphs" in report else None
     ran_eagerly = graphs == 0 and not failed and any(r["calls"] for r in rows)
     if ran_eagerly:
         out.append(no_graph(rows))
+    out += _capture_only(rows)
     out += timing_findings(rows, cuda, breaks_in, failed, load, ran_eagerly)
     out += _recompile_findings(rows, report)
     out += breaks
+    out += eager_frame_findings(rows, report.get("eager_frames") or [], report["recompile_limit_hits"])
     out += _usage_findings(rows, graphs)
     return _ranked(out, ran_eagerly)
 
@@ -288,7 +249,7 @@ def _ranked(out: list[dict], ran_eagerly: bool) -> list[dict]:
     # a failed compiled run, then "no graph": they outrank any cost, nothing measured means much then;
     # the wrapper that caused "no graph" comes right after it
     if ran_eagerly:
-        pinned["compiled_after_wrap"] = len(PINNED)
+        pinned["compiled_after_wrap"] = pinned["no_graph_captured"] + 0.5
     return sorted(
         out,
         key=lambda f: (

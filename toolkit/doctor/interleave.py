@@ -11,7 +11,9 @@ read around each block beside wall time: a process that got a fraction of the wa
 waiting for a core (or sleeping).
 
 Blocks continue (adaptive, like `Timer.adaptive_autorange`, but on the speedup's interval rather
-than one timer's IQR) until the interval is narrow or the time budget is spent.
+than one timer's IQR) until the interval gives a verdict (it excludes 1 and is narrow), or shows
+that there is no difference to find (narrow around 1), or the time budget, a maximum, is spent: a
+slow call on a busy machine keeps sampling, and is called inconclusive only at that maximum.
 """
 
 from __future__ import annotations
@@ -25,8 +27,15 @@ from fxlens.doctor.interval import MIN_PAIRS, cores, load_average, paired_interv
 # half of a pair is preempted and the other not, which read as a 3x swing), short enough that
 # the two halves of a pair see the same load
 BLOCK_S = 0.05
-# stop once the interval's width is this fraction of the speedup (about +-5%)
-TARGET_WIDTH = 0.10
+# stop once the interval excludes 1 and its width is at most this fraction of the speedup (about
+# +-6%): a verdict, and a figure to act on
+TARGET_WIDTH = 0.12
+# ... or once it is this narrow while it holds 1: compiled and eager are the same within about +-2%
+SAME_WIDTH = 0.04
+# the stopping rule looks at the interval many times (every CHECK_EVERY pairs): stopping as soon as a
+# 95% interval first excludes 1 would claim a difference where there is none more often than 5% of
+# the time (optional stopping). So the rule asks a 99% interval; the reported one is 95%.
+STOP_LEVEL = 0.99
 # the stopping rule's interval is recomputed every this many pairs (each costs a small bootstrap)
 CHECK_EVERY = 4
 # calls of the compiled object before timing, to reach a call that compiles nothing
@@ -120,7 +129,9 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
 
     Returns:
         `{pairs: [[eager_ms, compiled_ms], ...], number, eager, compiled, work, load, seconds,
-        stopped, compiles_during}`; per-call milliseconds, one pair per block pair.
+        stopped, max_s, compiles_during}`; per-call milliseconds, one pair per block pair; `stopped`
+        is "interval" (a narrow interval without 1), "no_difference" (narrow around 1) or "budget"
+        (the maximum, `max_s`, was spent).
     """
     start = time.perf_counter()
     load0 = load_average()
@@ -149,6 +160,7 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
         "work": work,
         "load": {"start": load0, "end": load_average(), "cores": cores()},
         "seconds": round(time.perf_counter() - start, 3),
+        "max_s": budget_s,
         "pairs_seconds": round(time.perf_counter() - pairs_start, 3),
         "compiles_during": compiles() - before,
     }
@@ -181,10 +193,9 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
         pairs.append([round(got["eager"], 6), round(got["compiled"], 6)])
         cpu_pairs.append([round(got_cpu["eager"], 6), round(got_cpu["compiled"], 6)])
         if len(pairs) >= MIN_PAIRS and len(pairs) % CHECK_EVERY == 0:
-            iv = paired_interval(pairs, resamples=300)
-            ratio = _ratio_of_medians(pairs)
-            if iv and ratio and (iv[1] - iv[0]) / ratio <= TARGET_WIDTH:
-                stopped = "interval"
+            stop = _stop_reason(pairs)
+            if stop:
+                stopped = stop
                 break
         if time.perf_counter() - start >= budget_s:
             break
@@ -196,6 +207,20 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
         "compiled": _summary(ms["compiled"], wall["compiled"], cpu["compiled"]),
         "stopped": stopped,
     }
+
+
+def _stop_reason(pairs: list) -> str | None:
+    """ "interval" (it excludes 1 and is narrow), "no_difference" (narrow around 1), else None."""
+    iv = paired_interval(pairs, resamples=600, level=STOP_LEVEL)
+    ratio = _ratio_of_medians(pairs)
+    if not iv or not ratio:
+        return None
+    width = (iv[1] - iv[0]) / ratio
+    if (iv[0] > 1 or iv[1] < 1) and width <= TARGET_WIDTH:
+        return "interval"
+    if width <= SAME_WIDTH:
+        return "no_difference"
+    return None
 
 
 def _ratio_of_medians(pairs: list) -> float | None:

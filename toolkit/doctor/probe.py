@@ -31,6 +31,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from fxlens.capture.compile_hook import observe
+from fxlens.doctor.callstate import capture_or_none
+from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import is_user_file
 
@@ -84,10 +86,12 @@ class _State:
     compile_t0: float = 0.0
     budget_s: float = 0.0  # seconds of interleaved timing per object after the script (0: none)
     # per record index: (eager callable, compiled callable untimed) and the typical call's
-    # (shapes, args, kwargs, grad enabled, inference mode); kept out of ProbeRecord, which asdict() copies
+    # (shapes, args, kwargs, CallState); kept out of ProbeRecord, which asdict() copies
     callables: dict = field(default_factory=dict)
     last_call: dict = field(default_factory=dict)
     measuring: bool = False  # the after-script measurement runs: its compiles are nobody's cost
+    trace_boundary: dict | None = None  # where the script's trace ends (fxlens.doctor.replaytrace.mark)
+    replay_compiles: int = 0  # compiles during the after-script measurement: doctor's, not the script's
 
 
 _STATE = _State()
@@ -101,6 +105,8 @@ def _on_compile_end(*_args) -> None:
     took = time.perf_counter() - _STATE.compile_t0
     _STATE.compiles += 1
     _STATE.compile_s += took
+    if _STATE.measuring:
+        _STATE.replay_compiles += 1
     # a compile outside any timed call is AOTAutograd's lazy backward (or a compile the script
     # triggered some other way): charge it to the object called last, whose graph it belongs to
     if _STATE.depth == 0 and _STATE.last is not None and not _STATE.measuring:
@@ -181,6 +187,8 @@ def _timed(fn, rec: ProbeRecord):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         sig = _signature(args, kwargs)
+        # the state the call runs in, for a replay in the same one (before the clock starts)
+        before = _call_state(rec) if state.budget_s > 0 else None
         sync()
         n0, s0 = state.compiles, state.compile_s
         state.depth += 1
@@ -199,8 +207,8 @@ def _timed(fn, rec: ProbeRecord):
             rec.compile_ms.append(round((state.compile_s - s0) * 1000, 3))
         if sig in rec.signatures or len(rec.signatures) < MAX_SIGNATURES:
             rec.signatures[sig] = rec.signatures.get(sig, 0) + 1
-        if state.budget_s > 0:
-            _keep_typical_call(rec, sig, (args, kwargs, torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        if before is not None:
+            _keep_typical_call(rec, sig, (args, kwargs, before))
         if _requires_grad(out):
             rec.grad_calls += 1
         if last_sig[0] is not None and sig != last_sig[0]:
@@ -209,6 +217,12 @@ def _timed(fn, rec: ProbeRecord):
         return out
 
     return call
+
+
+def _call_state(rec: ProbeRecord):
+    """The state a call of `rec`'s object starts in (fxlens.doctor.callstate), None if unreadable."""
+    eager = _STATE.callables.get(rec.index)
+    return capture_or_none(eager[0] if eager else None)
 
 
 def _keep_typical_call(rec: ProbeRecord, sig: str, call: tuple) -> None:
@@ -295,6 +309,9 @@ def _flush() -> None:
             "compiles": _STATE.compiles,
             "compile_s": _STATE.compile_s,
             "records": [asdict(r) for r in _STATE.records],
+            # the replay's trace records are split off by the parent (fxlens.doctor.replaytrace)
+            "trace_boundary": _STATE.trace_boundary,
+            "replay_compiles": _STATE.replay_compiles,
         },
     )
 
@@ -330,7 +347,9 @@ def _retime_skip(rec: ProbeRecord) -> str | None:
     that object goes unmeasured) instead of waiting for ranks that have finished.
     """
     if rec.wrapped_in:
-        return f"distributed: {rec.wrapped_in}'s calls run collectives, which would have to match on every rank"
+        return (
+            f"distributed: {rec.wrapped_in}'s calls run collectives, which would have to match on every rank"
+        )
     if not _distributed():
         return None
     if (os.environ.get("RANK") or "0") != "0":
@@ -349,30 +368,44 @@ def measure_all() -> None:
 
     Under a distributed launch only rank 0 re-times, and only what `_retime_skip` allows.
     """
-    import torch
 
     from fxlens.doctor.interleave import measure
 
     if _STATE.mode != "compiled" or _STATE.budget_s <= 0:
         return
+    from fxlens.doctor.callstate import describe, restored, unrestorable
+    from fxlens.doctor.replaytrace import mark
+    from fxlens.doctor.segments import profile_replay
+
+    _STATE.trace_boundary = mark()
     _STATE.measuring = True
     try:
         for rec in _STATE.records:
             if rec.index not in _STATE.last_call or rec.index not in _STATE.callables:
                 continue
             skip = _retime_skip(rec)
+            eager_fn, compiled_fn = _STATE.callables[rec.index]
+            sig, args, kwargs, call_state = _STATE.last_call[rec.index]
+            if not skip and call_state is None:
+                skip = (
+                    "not replayed: the state of its call (train/eval, grad mode, autocast) could not be read"
+                )
+            elif not skip and (why := unrestorable(call_state)):
+                skip = f"not replayed: {why}"
             if skip:
                 rec.bench = {"skipped": skip}
                 continue
-            eager_fn, compiled_fn = _STATE.callables[rec.index]
-            sig, args, kwargs, grad, inference = _STATE.last_call[rec.index]
+            # a backend that only captures has no speed to find: its overhead needs no minute
+            budget = _STATE.budget_s
+            if capture_only(rec.options.get("backend")):
+                budget = min(budget, CAPTURE_ONLY_BUDGET_S)
             try:
-                with torch.inference_mode(inference), torch.set_grad_enabled(grad):
-                    rec.bench = measure(
-                        eager_fn, compiled_fn, args, kwargs, _STATE.budget_s, lambda: _STATE.compiles
-                    )
-                # which of the script's calls the steady state stands for
+                with restored(call_state):
+                    rec.bench = measure(eager_fn, compiled_fn, args, kwargs, budget, lambda: _STATE.compiles)
+                # which of the script's calls the steady state stands for, and the state it ran in
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
+                rec.bench["replayed_in"] = describe(call_state)
+                rec.bench["segments"] = profile_replay(compiled_fn, args, kwargs, call_state)
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
                 rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
     finally:

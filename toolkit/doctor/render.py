@@ -41,9 +41,31 @@ def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | 
         return why
     if timing.get("disagreement"):
         return f"{timing['disagreement']}; {load_phrase(load)}"
+    if timing.get("stopped") == "no_difference":
+        return f"no difference: the interval is narrow around 1 ({n} pairs)"
+    spent = _spent(timing, n)
     if is_busy(load):
-        return f"the machine was busy, {load_phrase(load)}"
-    return "no difference beyond the noise of this run"
+        return f"the machine was busy, {load_phrase(load)}{spent}"
+    return f"no difference beyond the noise of this run{spent}"
+
+
+def _spent(timing: dict, pairs: int) -> str:
+    """`: still this wide after 60 s, the maximum (--budget)`, when sampling ran to its maximum."""
+    if timing.get("stopped") != "budget" or not timing.get("max_s"):
+        return ""
+    return f"; still that wide after {pairs} pairs in {timing['max_s']:g} s, the maximum (`--budget`)"
+
+
+def stop_phrase(timing: dict) -> str:
+    """Why sampling stopped, in words."""
+    stopped, most = timing.get("stopped"), timing.get("max_s")
+    if stopped == "interval":
+        return "the interval excluded 1 and was narrow"
+    if stopped == "no_difference":
+        return "the interval was narrow around 1"
+    if stopped == "budget":
+        return f"at the {most:g} s maximum (`--budget`)" if most else "at the budget"
+    return str(stopped)
 
 
 def needed_budget(timing: dict | None, pairs: int) -> int | None:
@@ -63,7 +85,7 @@ def rerun_advice(load: dict, timing: dict | None = None, pairs: int = 0) -> str:
         return (
             f"{quiet} with more calls in the script, or `fxlens doctor --rounds 3` (calls pool over rounds)"
         )
-    need = needed_budget(timing, pairs) or 20
+    need = needed_budget(timing, pairs) or max(120, 2 * round((timing or {}).get("max_s") or 60))
     return f"{quiet} with a longer budget (`fxlens doctor --budget {need} SCRIPT`)"
 
 
@@ -128,7 +150,11 @@ def _function_lines(result: dict) -> list[str]:
             f.get("verdict") or "-",
             _samples(f),
             _num(f["compile_s"], ".2f")
-            + (f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]" if f.get("compile_s_range") else ""),
+            + (
+                f" [{f['compile_s_range'][0]:.2f}, {f['compile_s_range'][1]:.2f}]"
+                if f.get("compile_s_range")
+                else ""
+            ),
             _num(f["break_even_calls"], "d")
             if f["break_even_calls"] is not None
             else ("never" if f["calls"] else "-"),
@@ -156,7 +182,7 @@ def _timing_lines(result: dict) -> list[str]:
             share = t.get("cpu_share") or {}
             out.append(
                 f"  {f['function']}: eager and compiled interleaved, {f['samples']['eager']} block pairs in "
-                f"{t.get('seconds', 0):.1f} s (stopped: {t.get('stopped')}); process CPU / wall: "
+                f"{t.get('seconds', 0):.1f} s (stopped: {stop_phrase(t)}); process CPU / wall: "
                 f"eager {_num(share.get('eager'), '.2f')}, compiled {_num(share.get('compiled'), '.2f')}"
                 + _timed_on(f, t.get("timed_on"))
             )
@@ -164,6 +190,13 @@ def _timing_lines(result: dict) -> list[str]:
             out.append(
                 f"  {f['function']}: from the script's own calls, eager and compiled runs apart ({t.get('why')})"
             )
+    replay = result.get("replay") or {}
+    if replay.get("compiles"):
+        out.append(
+            f"  doctor's re-timing compiled {replay['compiles']} time(s) itself (kept out of the findings"
+            + (f"; its trace: {short_path(replay['trace'])}" if replay.get("trace") else "")
+            + ")"
+        )
     return out
 
 

@@ -32,7 +32,8 @@ def _never_called(row: dict) -> dict:
         f"`{fn}` is compiled at {_loc(at['file'], at['line'])} but never called in this run",
         at["file"],
         at["line"],
-        bypass or "call the object torch.compile returned (not the original), or remove the torch.compile call",
+        bypass
+        or "call the object torch.compile returned (not the original), or remove the torch.compile call",
         0.0,
         fn,
     )
@@ -183,7 +184,8 @@ def timing_findings(
             out.append(_slower_than_eager(row, cuda, breaks_in.get(id(row), 0)))
         elif said == "faster" and row["break_even_calls"] is not None and row["break_even_calls"] > n:
             out.append(_compile_not_amortised(row))
-        elif said == "inconclusive":
+        elif said == "inconclusive" and not (row.get("timing") or {}).get("capture_only"):
+            # a capture-only backend has no speed verdict to be inconclusive about (said up front)
             out.append(_inconclusive(row, load))
     return out
 

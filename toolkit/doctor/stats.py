@@ -12,6 +12,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from fxlens.doctor.finding import capture_only
 from fxlens.doctor.interval import paired_interval, unpaired_interval, verdict
 from fxlens.trace.session import Session
 
@@ -166,6 +167,7 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
         timing = {
             "method": "interleaved",
             "stopped": benches[0].get("stopped"),
+            "max_s": benches[0].get("max_s"),
             "seconds": round(sum(b.get("seconds") or 0.0 for b in benches), 3),
             "pairs_seconds": round(
                 sum(b.get("pairs_seconds") or b.get("seconds") or 0.0 for b in benches), 3
@@ -178,6 +180,8 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
             "work": benches[0].get("work"),
             "load": benches[0].get("load"),
             "timed_on": benches[0].get("timed_on"),
+            "replayed_in": benches[0].get("replayed_in"),
+            "segments": benches[0].get("segments"),
             # the fastest block of each mode: what a call costs when nothing stalls it
             "fastest_ms": {"eager": min(p[0] for p in pairs), "compiled": min(p[1] for p in pairs)},
             "compiles_during": sum(b.get("compiles_during") or 0 for b in benches),
@@ -239,6 +243,12 @@ def _function_row(row: dict) -> dict:
     said, disagreement = judge(iv, timing.get("cpu_speedup_interval"))
     if disagreement:
         timing["disagreement"] = disagreement
+    if capture_only((rec.get("options") or {}).get("backend")):
+        # eager/aot_eager compile nothing for speed: a "faster" reading is the machine or Python
+        # overhead, never the backend's doing; a slower one is their real capture overhead
+        timing["capture_only"] = True
+        if said == "faster":
+            said = "inconclusive"
     sigs = rec.get("signatures") or {}
     return {
         "function": rec.get("name"),
