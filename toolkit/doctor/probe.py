@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import functools
 import os
-import resource
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -33,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from fxlens.capture.compile_hook import observe
 from fxlens.doctor.callstate import capture_or_none
 from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
+from fxlens.doctor.memory import process_peak_memory
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import is_user_file
 
@@ -92,6 +92,7 @@ class _State:
     measuring: bool = False  # the after-script measurement runs: its compiles are nobody's cost
     trace_boundary: dict | None = None  # where the script's trace ends (fxlens.doctor.replaytrace.mark)
     replay_compiles: int = 0  # compiles during the after-script measurement: doctor's, not the script's
+    replay_s: float = 0.0  # seconds of that measurement: doctor's time, never the script's wall time
 
 
 _STATE = _State()
@@ -277,21 +278,6 @@ def wrap(model, compiled, kwargs: dict, frame):
     return compiled
 
 
-def peak_memory() -> dict:
-    """Process peak RSS in bytes, and CUDA allocator peaks when the script used CUDA."""
-    import torch
-
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes
-    out = {"rss_bytes": rss if sys.platform == "darwin" else rss * 1024, "cuda_bytes": None}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        out["cuda_bytes"] = max(torch.cuda.max_memory_allocated(d) for d in range(torch.cuda.device_count()))
-        out["cuda_reserved_bytes"] = max(
-            torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count())
-        )
-    return out
-
-
 def _flush() -> None:
     """At exit: one `doctor_probe` event with everything measured in this process."""
     if not _STATE.session:
@@ -304,8 +290,10 @@ def _flush() -> None:
             "mode": _STATE.mode,
             "rank": int(rank) if rank and rank.isdigit() else None,
             "pid": os.getpid(),
-            "script_s": time.perf_counter() - _STATE.t0,
-            "memory": peak_memory(),
+            # the script's own time: doctor's re-timing after it ended is not the script's
+            "script_s": time.perf_counter() - _STATE.t0 - _STATE.replay_s,
+            "replay_s": round(_STATE.replay_s, 3),
+            "memory": process_peak_memory(),
             "compiles": _STATE.compiles,
             "compile_s": _STATE.compile_s,
             "records": [asdict(r) for r in _STATE.records],
@@ -379,6 +367,7 @@ def measure_all() -> None:
 
     _STATE.trace_boundary = mark()
     _STATE.measuring = True
+    t0 = time.perf_counter()
     try:
         for rec in _STATE.records:
             if rec.index not in _STATE.last_call or rec.index not in _STATE.callables:
@@ -409,6 +398,7 @@ def measure_all() -> None:
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
                 rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
     finally:
+        _STATE.replay_s += time.perf_counter() - t0
         _STATE.measuring = False
         _STATE.last_call.clear()  # let the arguments go before interpreter teardown
 

@@ -260,13 +260,13 @@ def _record_wrap(recorder: _Recorder):
 
 
 def _set_config(actions: list[dict], applied: dict) -> None:
-    import torch._dynamo
+    from fxlens.backend.torch_compat import dynamo_config
 
     for i, act in enumerate(actions):
         if act["kind"] == "config":
             name, value = act["params"]["name"], act["params"]["value"]
-            if hasattr(torch._dynamo.config, name):
-                setattr(torch._dynamo.config, name, value)
+            if hasattr(dynamo_config, name):
+                setattr(dynamo_config, name, value)
                 applied[i] = True
 
 
