@@ -44,6 +44,13 @@ FIXES: dict[str, FixKind] = {
     ),
     # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
     "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
+    # the reverse: drop a needless dynamic=True (torch's default, dynamic=None: static until a size
+    # changes) for the compiled objects whose code is `function`, compiled at `site`
+    "dynamic_default": FixKind(
+        "hook",
+        "compile_s",
+        "drop `dynamic=True` at {site} (torch.compile's default, `dynamic=None`) for {which}",
+    ),
     # compile the module's own call in place (`model.compile()`): calls that bypass the
     # OptimizedModule wrapper (HF `generate()` calls `self(...)` on the original module) compile
     "compile_in_place": FixKind(
@@ -82,6 +89,14 @@ FIXES: dict[str, FixKind] = {
         "breaks",
         "keep `{expr}` a tensor (no `.item()`), or move the read out of the compiled function",
     ),
+    # not compiling at all: compiling costs more than it saves (doctor's slower_than_eager,
+    # compile_not_amortised); stated, never tried: the verdict rests on doctor's timing, not on a re-run
+    "no_compile": FixKind(
+        "code", "compile_s", "drop the torch.compile call at {site} (call the function itself)"
+    ),
+    # any other change to the user's code, in the finding's own words (a print moved out of the
+    # compiled function, a branch made branchless, a model setting): stated, not tried
+    "change_code": FixKind("code", "", "{text}"),
 }
 
 
