@@ -22,8 +22,7 @@ from fxlens.doctor.finding import capture_only, code_action
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple
-from fxlens.fix.findings import BREAK_ACTIONS
-from fxlens.report.fixes import config_action, how
+from fxlens.report.fixes import BREAK_ACTIONS, config_action, how
 from fxlens.trace.userframes import is_user_file, library_path
 
 # (pattern on torch's graph-break reason, what to change) - first match wins

@@ -11,27 +11,10 @@ compiled DDP wrapper). Code fixes get their patch here.
 from __future__ import annotations
 
 import os
-import re
 
 from fxlens.fix import patches
-from fxlens.report.fixes import action, config_action, describe, how, key
+from fxlens.report.fixes import BREAK_ACTIONS, action, config_action, describe, how, key
 from fxlens.trace.userframes import short_path
-
-# (pattern on torch's graph-break reason and explanation, the fixes) - first match wins
-BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
-    # Tensor.item() / a Python number read from a tensor: trace it as an unbacked symbol
-    (
-        re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
-        [config_action("capture_scalar_outputs", True, "breaks"), action("keep_tensor")],
-    ),
-    # nonzero / unique / masked_select: an output shape that depends on the data
-    (
-        re.compile(
-            r"dynamic.shape operator|capture_dynamic_output_shape_ops|data.dependent output shape", re.I
-        ),
-        [config_action("capture_dynamic_output_shape_ops", True, "breaks")],
-    ),
-]
 
 
 def _loc(file: str | None, line: int | None) -> str:

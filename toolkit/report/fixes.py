@@ -16,6 +16,7 @@ Pure Python: the table is read by the report (no torch) and by the re-run's chil
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -109,6 +110,24 @@ def action(kind: str, **params) -> dict:
 def config_action(name: str, value, target: str) -> dict:
     """A torch._dynamo.config switch that should improve `target` (recompiles, breaks, ...)."""
     return action("config", name=name, value=value, target=target)
+
+
+# (pattern on torch's graph-break reason and explanation, the fixes) - first match wins; read by
+# `fxlens fix` for the report's breaks and by doctor for its break findings (one table for both)
+BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
+    # Tensor.item() / a Python number read from a tensor: trace it as an unbacked symbol
+    (
+        re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
+        [config_action("capture_scalar_outputs", True, "breaks"), action("keep_tensor")],
+    ),
+    # nonzero / unique / masked_select: an output shape that depends on the data
+    (
+        re.compile(
+            r"dynamic.shape operator|capture_dynamic_output_shape_ops|data.dependent output shape", re.I
+        ),
+        [config_action("capture_dynamic_output_shape_ops", True, "breaks")],
+    ),
+]
 
 
 def how(act: dict) -> str:
