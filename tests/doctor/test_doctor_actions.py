@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
+from schema_check import validate
 
 from fxlens.backend.torch_compat import dynamo_config
 from fxlens.budget.check import _recompiles
@@ -117,7 +118,9 @@ def test_fix_tries_the_doctor_findings_fixes(doctored, tmp_path):
         "fix", "--session", session, "--json", out, SCRIPTS / "recompiles.py", env_root=tmp_path / "s"
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    fixes = {r["kind"]: r for r in json.loads(out.read_text())["fixes"]}
+    got = json.loads(out.read_text())
+    validate("fix", got)
+    fixes = {r["kind"]: r for r in got["fixes"]}
     # doctor-only: dynamic_unneeded's hook, applied and measured in a re-run
     dyn = fixes["dynamic_default"]
     assert dyn["applied"] and dyn["verdict"] in ("helps", "no effect", "hurts") and dyn["outputs_equal"]
