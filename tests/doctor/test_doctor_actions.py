@@ -132,3 +132,43 @@ def test_fix_tries_the_doctor_findings_fixes(doctored, tmp_path):
     # doctor's code fixes are stated, not tried
     for kind in ("no_compile", "change_code"):
         assert fixes[kind]["how"] == "code" and fixes[kind]["verdict"] == "not tried"
+
+
+def test_kinds_the_default_scripts_do_not_reach_carry_actions(tmp_path):
+    """compiled_after_wrap, never_called (bypassed or not), compile_not_amortised: from rows as
+    fxlens.doctor.stats writes them (the scripts that reach them are slow: DDP, HF generate)."""
+    from fxlens.doctor.findings import _usage_findings
+    from fxlens.doctor.speed import _compile_not_amortised, _never_called
+
+    script = tmp_path / "gen.py"
+    script.write_text("import torch\nm = torch.compile(model)\nm.generate(x)\n")
+    at = {"file": str(script), "line": 2}
+    row = {
+        "function": "Model.forward",
+        "file": str(script),
+        "compiled_at": at,
+        "options": {"backend": "inductor"},
+        "calls": 0,
+        "distinct_shapes": 1,
+        "wrapped_in": "DistributedDataParallel",
+        "eager_ms": 2.0,
+        "compiled_ms": 1.0,
+        "compile_s": 3.0,
+        "break_even_calls": 3000,
+        "speedup": 2.0,
+    }
+    (wrap,) = _usage_findings([row], graphs=0)
+    bypassed = _never_called(row)
+    plain = _never_called({**row, "compiled_at": {"file": str(tmp_path / "none.py"), "line": 1}})
+    short = _compile_not_amortised({**row, "calls": 10})
+    got = {
+        f["kind"] + ("" if f is not plain else "/plain"): f["actions"] for f in (wrap, bypassed, plain, short)
+    }
+    assert [a["kind"] for a in got["compiled_after_wrap"]] == ["compile_inside_ddp"]
+    assert got["compiled_after_wrap"][0]["params"]["site_key"] == f"{script}:2"
+    assert [a["kind"] for a in got["never_called"]] == ["compile_in_place"]
+    assert [a["kind"] for a in got["never_called/plain"]] == ["change_code"]
+    assert [a["kind"] for a in got["compile_not_amortised"]] == ["no_compile"]
+    for acts in got.values():
+        for act in acts:
+            _check_action(act)
