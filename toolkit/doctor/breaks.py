@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
-from fxlens.doctor.finding import capture_only
+from fxlens.doctor.finding import capture_only, code_action
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple
+from fxlens.report.fixes import BREAK_ACTIONS, config_action, how
 from fxlens.trace.userframes import is_user_file, library_path
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
@@ -79,6 +80,24 @@ LIBRARY_FIXES: list[tuple[re.Pattern, re.Pattern, str]] = [
 
 # a torch switch named in torch's own hint: `torch._dynamo.config.capture_scalar_outputs = True`
 _TORCH_SWITCH = re.compile(r"`?(torch\._dynamo\.config\.\w+ = \w+)`?")
+_SWITCH_PARTS = re.compile(r"torch\._dynamo\.config\.(\w+) = (\w+)")
+
+
+def break_actions(reason: str, hints: list[str], fix: str, file=None, line=None) -> list[dict]:
+    """The fix of one break as actions: the torch switch `fxlens fix` tries for this reason (the
+    same table it reads breaks with), or the one torch's hint names; else the change `fix` says,
+    stated as code."""
+    text = f"{reason} {' '.join(hints)}"
+    acts = next((list(a) for pattern, a in BREAK_ACTIONS if pattern.search(text)), [])
+    if not any(a["kind"] == "config" for a in acts):
+        for h in hints:
+            if m := _SWITCH_PARTS.search(h):
+                value = {"True": True, "False": False}.get(m.group(2), m.group(2))
+                acts.insert(0, config_action(m.group(1), value, "breaks"))
+                break
+    if not any(how(a) == "code" for a in acts) and "torch._dynamo.config" not in fix:
+        acts.append(code_action(fix, file, line))  # the change the text says, beside any switch that may do
+    return acts
 
 
 def break_fix(reason: str, hints: list[str], source: str) -> str:
@@ -227,6 +246,7 @@ def break_findings(
                 fix,
                 cost,
                 b["function"],
+                break_actions(b["reason"], b.get("hints") or [], fix, b["file"], b["line"]),
             )
         )
     return out
@@ -266,6 +286,7 @@ def eager_frame_findings(rows: list[dict], frames: list[dict], limits: list[dict
                 fix,
                 cost,
                 f["function"],
+                break_actions(f["reason"], f.get("hints") or [], fix, f["file"], f["line"]),
             )
         )
     return out

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from fxlens.doctor.breaks import break_findings, breaks_per_owner, eager_frame_findings, outside_cost, owner
 from fxlens.doctor.breaks import break_fix as break_fix  # noqa: PLC0414 - its old home, re-exported
-from fxlens.doctor.finding import capture_only
+from fxlens.doctor.finding import capture_only, code_action, simple, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.speed import no_graph, timing_findings
+from fxlens.report.fixes import action, config_action
 
 # structural findings, in this order, before any measured cost: while they hold, no per-call
 # number says anything about the compiler (it failed, or it never ran)
@@ -65,7 +66,19 @@ def _static_shapes_changing(row: dict, cause: dict, cost: float) -> dict:
         ),
         cost,
         row["function"],
+        # forced static: torch.compile(dynamic=True) there; and the cause's own fixes (mark_dynamic)
+        ([action("dynamic", **_code_of(row), **site(at))] if forced else []) + _cause_actions(cause),
     )
+
+
+def _code_of(row: dict) -> dict:
+    """The params naming a compiled row's code, as fxlens.fix.child matches it (name and file)."""
+    return {"function": simple(row["function"]), "file": row["file"]}
+
+
+def _cause_actions(cause: dict) -> list[dict]:
+    """A recompile cause's fixes as data (fxlens.report.causefix), else its words, stated as code."""
+    return list(cause.get("actions") or []) or [code_action(cause["fix"])]
 
 
 def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dict:
@@ -88,6 +101,7 @@ def _cause_finding(rows: list[dict], cause: dict, secs: dict[str, float]) -> dic
         cause["fix"],
         cost,
         cause["function"],
+        _cause_actions(cause),
     )
 
 
@@ -106,6 +120,8 @@ def _limit_finding(rows: list[dict], hit: dict) -> dict:
         "`torch._dynamo.config.recompile_limit` only hides it",
         cost,
         hit["function"],
+        # the same switch `fxlens fix` tries for a limit hit: measured, it shows what the limit hid
+        [config_action("recompile_limit", (hit.get("limit") or 8) * 8, "limit_hits")],
     )
 
 
@@ -138,6 +154,7 @@ def _capture_only(rows: list[dict]) -> list[dict]:
                 f"{backend!r} to debug what Dynamo captures (graph breaks, recompiles)",
                 0.0,
                 row["function"],
+                [code_action(f'`backend="inductor"` at {where}')],
             )
         )
     return out
@@ -169,6 +186,7 @@ def _usage_findings(rows: list[dict], graphs: int | None = None) -> list[dict]:
                     "and recommend compiling the inner module passed to the wrapper",
                     0.0,
                     row["function"],
+                    [action("compile_inside_ddp", **site(at))],
                 )
             )
         if row["options"].get("dynamic") is True and row["distinct_shapes"] == 1 and row["calls"] > 1:
@@ -183,6 +201,7 @@ def _usage_findings(rows: list[dict], graphs: int | None = None) -> list[dict]:
                     "default (dynamic=None) still turns dynamic if a shape ever changes",
                     0.0,
                     row["function"],
+                    [action("dynamic_default", **_code_of(row), **site(at))],
                 )
             )
     return out

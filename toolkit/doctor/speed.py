@@ -8,10 +8,12 @@ what to run instead.
 
 from __future__ import annotations
 
+from fxlens.doctor.finding import code_action, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.interval import fmt_speedup, is_busy, verdict
 from fxlens.doctor.render import inconclusive_why, load_phrase, rerun_advice
+from fxlens.report.fixes import action
 from fxlens.report.headlines import bypass_fix
 
 # eager slower than this many times the time its work takes on a core of its own is implausible
@@ -36,6 +38,10 @@ def _never_called(row: dict) -> dict:
         or "call the object torch.compile returned (not the original), or remove the torch.compile call",
         0.0,
         fn,
+        # `model.compile()` in place reaches the calls that bypass the wrapper (tried by `fxlens fix`)
+        [action("compile_in_place", **site(at))]
+        if bypass
+        else [code_action("call the object torch.compile returned")],
     )
 
 
@@ -64,6 +70,7 @@ def _slower_than_eager(row: dict, cuda: bool, breaks: int) -> dict:
         f"drop torch.compile at {where}{extra}",
         (c - e) * n + cs * 1000,
         fn,
+        [action("no_compile", **site(at))],
     )
 
 
@@ -88,6 +95,7 @@ def _compile_not_amortised(row: dict) -> dict:
         f"off in runs of more than {row['break_even_calls']} calls{cache}",
         cs * 1000 - (e - c) * n,
         fn,
+        [action("no_compile", **site(at))],
     )
 
 
@@ -217,4 +225,6 @@ def no_graph(rows: list[dict]) -> dict:
         fix,
         0.0,
         row["function"],
+        # the wrapper compiled first: DDP(torch.compile(model)) (tried); else the breaks carry the fixes
+        [action("compile_inside_ddp", **site(at))] if row.get("wrapped_in") else [],
     )

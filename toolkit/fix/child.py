@@ -33,6 +33,16 @@ MAX_CALLS = 8
 MAX_BYTES = 64 << 20
 # a positional argument as torch names it in a guard of a module call (`args[0]`)
 _POSITIONAL = re.compile(r"args\[(\d+)\]")
+# the `hook` fixes (fxlens.report.fixes) the compile hook below applies, each by name in _fix_wrap
+HOOK_KINDS = (
+    "dynamic",
+    "dynamic_default",
+    "mark_dynamic",
+    "mark_unbacked",
+    "compile_in_place",
+    "compile_inside_ddp",
+    "regional",
+)
 # the random seed of every run (the script's own seeding, if any, comes after and wins)
 SEED = 0
 
@@ -204,6 +214,9 @@ def _fix_wrap(actions: list[dict], applied: dict, real_compile):
             kind, params = act["kind"], act.get("params") or {}
             if kind == "dynamic" and _matches(params, code) and _at(params, frame):
                 compiled = real_compile(model, **{**options, "dynamic": True})
+                applied[i] = True
+            elif kind == "dynamic_default" and _matches(params, code) and _at(params, frame):
+                compiled = real_compile(model, **{k: v for k, v in options.items() if k != "dynamic"})
                 applied[i] = True
             elif kind in ("mark_dynamic", "mark_unbacked") and _matches(params, code):
                 compiled = _mark(compiled, inner, params, kind == "mark_unbacked", applied.setdefault(i, []))

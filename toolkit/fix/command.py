@@ -1,6 +1,7 @@
 """`fxlens fix SCRIPT [ARGS...]`: every fix the findings name, tried in a re-run and measured.
 
-The script runs once as asked (or `--session` names a run already made), then once per fix fxlens
+The script runs once as asked (or `--session` names a run already made: of `fxlens run`, or of
+`fxlens doctor`, whose findings' fixes are then gathered too), then once per fix fxlens
 can apply without editing the user's files (a torch switch, or a change through its torch.compile
 hook; fxlens.fix.child), each re-run with only that fix. Per fix: graphs, graph breaks, recompiles
 and cold compile seconds before -> after (every run gets its own empty inductor cache), whether the
@@ -170,8 +171,7 @@ def fix_script(
     results = [] if results is None else results
     progress = Progress(0)  # how many runs is known once the first run's findings are
     base, n = _first_run(script, args, sdir, session_dir, progress, opts)
-    _, report = measure.measures(Session.open(sdir))
-    entries = gather(report, script, base["recorder"], extra)
+    entries = _entries(sdir, script, base, extra)
     tried = [e for e in entries if e["how"] != "code"]
     progress.total = (
         n
@@ -194,6 +194,15 @@ def fix_script(
     out.update(fixes=results, together=together, load=_load())
     append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
     return out
+
+
+def _entries(sdir: Path, script: str, base: dict, extra: list[dict]) -> list[dict]:
+    """The fixes to try or state: from the first run's report and recorder, `--try`, and, in a
+    session of `fxlens doctor`, its findings' own (doctor-only ones among them)."""
+    session = Session.open(sdir)
+    _, report = measure.measures(session)
+    doctor = next((e for e in reversed(session.events) if e.get("event") == "doctor"), {})
+    return gather(report, script, base["recorder"], extra, doctor.get("findings") or [])
 
 
 def _first_run(script, args, sdir: Path, session_dir, progress, opts) -> tuple[dict, int]:

@@ -2,7 +2,8 @@
 
 Every finding that can be fixed carries its fixes as data (`actions`, fxlens.report.fixes): the
 recompile causes (fxlens.report.rootcause), and any other finding of the report with an `actions`
-list. Graph breaks and recompile-limit hits get theirs here, from BREAK_ACTIONS and the limit; the
+list, and, in a session of `fxlens doctor`, every doctor finding's `actions`. Graph breaks and
+recompile-limit hits get theirs here, from BREAK_ACTIONS and the limit; the
 recorder of the first run adds what only a run can tell (a compiled module never called, a
 compiled DDP wrapper). Code fixes get their patch here.
 """
@@ -10,27 +11,10 @@ compiled DDP wrapper). Code fixes get their patch here.
 from __future__ import annotations
 
 import os
-import re
 
 from fxlens.fix import patches
-from fxlens.report.fixes import action, config_action, describe, how, key
+from fxlens.report.fixes import BREAK_ACTIONS, action, config_action, describe, how, key
 from fxlens.trace.userframes import short_path
-
-# (pattern on torch's graph-break reason and explanation, the fixes) - first match wins
-BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
-    # Tensor.item() / a Python number read from a tensor: trace it as an unbacked symbol
-    (
-        re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
-        [config_action("capture_scalar_outputs", True, "breaks"), action("keep_tensor")],
-    ),
-    # nonzero / unique / masked_select: an output shape that depends on the data
-    (
-        re.compile(
-            r"dynamic.shape operator|capture_dynamic_output_shape_ops|data.dependent output shape", re.I
-        ),
-        [config_action("capture_dynamic_output_shape_ops", True, "breaks")],
-    ),
-]
 
 
 def _loc(file: str | None, line: int | None) -> str:
@@ -119,9 +103,24 @@ def _with_patch(entry: dict, script: str) -> dict | None:
     return {**entry, "patch": None}
 
 
-def gather(report: dict, script: str, recorder: dict | None = None, extra: list[dict] = ()) -> list[dict]:
-    """Every fix to try or state, once: `{finding, action, how, fix, file, line, patch}`."""
-    entries = _from_report(report)
+def _from_doctor(findings: list[dict]) -> list[dict]:
+    """The fixes of `fxlens doctor`'s findings (a doctor session): each finding's `actions`."""
+    out = []
+    for f in findings:
+        out += [_entry(f["message"], a, f.get("file"), f.get("line")) for a in f.get("actions") or []]
+    return out
+
+
+def gather(
+    report: dict,
+    script: str,
+    recorder: dict | None = None,
+    extra: list[dict] = (),
+    doctor: list[dict] = (),
+) -> list[dict]:
+    """Every fix to try or state, once: `{finding, action, how, fix, file, line, patch}`; `doctor`:
+    the findings of `fxlens doctor` when the session is doctor's."""
+    entries = _from_report(report) + _from_doctor(doctor)
     if recorder:
         entries += _from_recorder(recorder.get("objects") or {}, recorder.get("calls") or {})
     entries += [_entry("asked for with --try", a) for a in extra]

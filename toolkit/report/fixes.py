@@ -16,6 +16,7 @@ Pure Python: the table is read by the report (no torch) and by the re-run's chil
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -44,6 +45,13 @@ FIXES: dict[str, FixKind] = {
     ),
     # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
     "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
+    # the reverse: drop a needless dynamic=True (torch's default, dynamic=None: static until a size
+    # changes) for the compiled objects whose code is `function`, compiled at `site`
+    "dynamic_default": FixKind(
+        "hook",
+        "compile_s",
+        "drop `dynamic=True` at {site} (torch.compile's default, `dynamic=None`) for {which}",
+    ),
     # compile the module's own call in place (`model.compile()`): calls that bypass the
     # OptimizedModule wrapper (HF `generate()` calls `self(...)` on the original module) compile
     "compile_in_place": FixKind(
@@ -82,6 +90,14 @@ FIXES: dict[str, FixKind] = {
         "breaks",
         "keep `{expr}` a tensor (no `.item()`), or move the read out of the compiled function",
     ),
+    # not compiling at all: compiling costs more than it saves (doctor's slower_than_eager,
+    # compile_not_amortised); stated, never tried: the verdict rests on doctor's timing, not on a re-run
+    "no_compile": FixKind(
+        "code", "compile_s", "drop the torch.compile call at {site} (call the function itself)"
+    ),
+    # any other change to the user's code, in the finding's own words (a print moved out of the
+    # compiled function, a branch made branchless, a model setting): stated, not tried
+    "change_code": FixKind("code", "", "{text}"),
 }
 
 
@@ -94,6 +110,24 @@ def action(kind: str, **params) -> dict:
 def config_action(name: str, value, target: str) -> dict:
     """A torch._dynamo.config switch that should improve `target` (recompiles, breaks, ...)."""
     return action("config", name=name, value=value, target=target)
+
+
+# (pattern on torch's graph-break reason and explanation, the fixes) - first match wins; read by
+# `fxlens fix` for the report's breaks and by doctor for its break findings (one table for both)
+BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
+    # Tensor.item() / a Python number read from a tensor: trace it as an unbacked symbol
+    (
+        re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
+        [config_action("capture_scalar_outputs", True, "breaks"), action("keep_tensor")],
+    ),
+    # nonzero / unique / masked_select: an output shape that depends on the data
+    (
+        re.compile(
+            r"dynamic.shape operator|capture_dynamic_output_shape_ops|data.dependent output shape", re.I
+        ),
+        [config_action("capture_dynamic_output_shape_ops", True, "breaks")],
+    ),
+]
 
 
 def how(act: dict) -> str:
