@@ -69,3 +69,14 @@ def _skip_dynamo_bookkeeping() -> None:
 
 
 _skip_dynamo_bookkeeping()
+
+
+@pytest.fixture(autouse=True)
+def _cwd_restored():
+    """Every test ends in the directory it started in: a test that changes directory and never comes
+    back would make later tests in its xdist worker resolve relative paths elsewhere (a status line
+    then named `tmp/record/x.py` instead of `x.py`, failing only in some test orders)."""
+    home = os.getcwd()
+    yield
+    if os.getcwd() != home:
+        os.chdir(home)

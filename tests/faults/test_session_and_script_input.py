@@ -76,9 +76,10 @@ def test_a_deep_working_directory_never_makes_the_script_fail(tmp_path):
     proc = fxlens("run", script, cwd=deep, env={"FXLENS_SESSIONS_DIR": ".fxlens/sessions"})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "1 graph(s)" in proc.stdout
+    home = os.getcwd()
     os.chdir(deep)  # the session is under it, by a path only relative to it is short enough
     try:
         (sdir,) = Path(".fxlens/sessions").iterdir()
         assert list((sdir / "trace").glob("*.log")) and (sdir / "events.jsonl").exists()
     finally:
-        os.chdir(tmp_path.anchor)
+        os.chdir(home)  # back where the test started: later tests in this worker resolve paths from it
