@@ -61,7 +61,7 @@ def _router(override, script: str, session: str):
     sites = SiteBackends(override)
 
     def route(backend, api: str, frame):
-        asked = describe(backend, script)
+        asked = describe(backend, script, frame.f_globals)
         if session:
             _append_quietly(
                 session,
