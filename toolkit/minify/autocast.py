@@ -4,8 +4,9 @@ A graph compiled under `with torch.autocast(...)` is traced for that autocast (D
 it), and a script differentiates after the block: `autocast_state` records the autocast with each
 captured graph, so candidates and the reproducer run their forwards inside it and their backwards
 after it (`fxlens.minify.check`). `grad_references` and `grad_failure` find a graph whose outputs
-are right and whose gradients are not (a backend bug in the backward only), with the checks
-`fxlens bisect` runs (`fxlens.bisect.check`: gradients taken with autocast off).
+are right and whose gradients are not (a backend bug in the backward only), with the accuracy
+rule the reproducer applies (`fxlens.capture.accuracy`), taken with autocast off as `fxlens bisect`
+takes them.
 """
 
 from __future__ import annotations
@@ -24,40 +25,77 @@ def autocast_state() -> str:
     return ""
 
 
-def grad_references(gm, args: list, lifted: list):
-    """Eager references of a graph call for its gradients (run before the compiled call, which may
-    mutate its inputs), or None when nothing would be differentiated: grad mode off, no input
-    requiring grad, an attribute of the graph requiring grad (lifted copies: no gradient to compare
-    reaches them), or eager raising."""
+def _copies(args: list, fp64: bool) -> list:
+    """Detached copies of a call's inputs (floating ones fp64 with `fp64`), grad flags kept."""
     import torch
 
-    from fxlens.bisect.check import references
+    out = []
+    for a in args:
+        if not isinstance(a, torch.Tensor):
+            out.append(a)
+            continue
+        c = a.detach().to(torch.float64).clone() if fp64 and a.is_floating_point() else a.detach().clone()
+        out.append(c.requires_grad_(True) if a.requires_grad and c.is_floating_point() else c)
+    return out
+
+
+def grad_references(gm, args: list, lifted: list):
+    """Eager runs of a graph call on copies of its inputs, in their dtypes and in fp64 (before the
+    compiled call, which may mutate its inputs): `[(inputs, outputs), (inputs64, outputs64)]`, or
+    None when nothing would be differentiated (grad mode off, no input requiring grad, an attribute
+    of the graph requiring grad: lifted copies no gradient reaches) or eager raises."""
+    import torch
 
     def wants_grad(a):
         return isinstance(a, torch.Tensor) and a.requires_grad
 
     if not torch.is_grad_enabled() or not any(map(wants_grad, args)) or any(map(wants_grad, lifted)):
         return None
+    runs = []
     try:
-        return references(gm, [*args, *lifted])
-    except Exception:  # eager raises, or the copies cannot be made: no gradient check
+        for fp64 in (False, True):
+            inputs = _copies(args, fp64)
+            with torch.random.fork_rng(devices=[]):
+                runs.append((inputs, gm(*inputs, *_copies(lifted, fp64))))
+    except Exception:  # eager raises, or fp64 cannot run: no gradient check
         return None
+    return runs
+
+
+def _grads(inputs: list, outputs) -> list:
+    """Gradients of sum(outputs) at the inputs that require grad (zeros where unused), taken with
+    autocast off as a script's backward after its autocast block; the graph is kept for the
+    script's own backward."""
+    import contextlib
+
+    import torch
+
+    from fxlens.capture.accuracy import flat_tensors
+
+    outs = [o for o in flat_tensors(outputs) if o.requires_grad and o.is_floating_point()]
+    wrt = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    if not outs or not wrt:
+        return []
+    with contextlib.ExitStack() as stack:
+        for device in ("cpu", "cuda"):
+            if torch.is_autocast_enabled(device):
+                stack.enter_context(torch.autocast(device_type=device, enabled=False))
+        got = torch.autograd.grad([o.float().sum() for o in outs], wrt, retain_graph=True, allow_unused=True)
+    return [torch.zeros_like(x) if g is None else g for x, g in zip(wrt, got, strict=True)]
 
 
 def grad_failure(args: list, result, refs) -> str | None:
-    """An `AccuracyError` signature when a gradient of the compiled call's inputs is farther from
-    fp64 than the accuracy rule allows (outputs are judged by the caller), else None."""
-    from fxlens.bisect.check import compare_result
+    """An `AccuracyError` signature when the gradients of the compiled call's inputs diverge from
+    fp64 more than eager's do (minify's accuracy rule, `fxlens.capture.accuracy`), else None."""
+    from fxlens.capture.accuracy import accuracy_failure
 
     try:
-        divs = compare_result(list(args), result, refs, check_grads=True)
+        compiled = _grads(list(args), result)
+        (eager_in, eager_out), (in64, out64) = refs
+        eager, ref64 = _grads(eager_in, eager_out), _grads(in64, out64)
     except Exception:  # outputs that cannot be differentiated: best effort, as the output check
         return None
-    bad = [d for d in divs if not d.ok and d.what.startswith("grad")]
-    if not bad:
+    if not compiled or len(compiled) != len(eager):
         return None
-    d = bad[0]
-    return (
-        f"AccuracyError: {d.what} ({d.dtype}) max abs err {d.max_abs_err:.3g} vs fp64"
-        f" (eager: {d.eager_abs_err:.3g})"
-    )
+    why = accuracy_failure(ref64, eager, compiled)
+    return why and why.replace("compiled output", "compiled gradient", 1)
