@@ -40,9 +40,9 @@ def _copies(args: list, fp64: bool) -> list:
 
 
 def grad_references(gm, args: list, lifted: list):
-    """Eager runs of a graph call on copies of its inputs, in their dtypes and in fp64 (before the
-    compiled call, which may mutate its inputs): `[(inputs, outputs), (inputs64, outputs64)]`, or
-    None when nothing would be differentiated (grad mode off, no input requiring grad, an attribute
+    """Eager runs of a graph call on copies of its inputs, in their dtypes and in fp64, and a third
+    copy for the compiled probe (all taken before the compiled call, which may mutate its inputs):
+    `[(inputs, outputs), (inputs64, outputs64), probe_inputs]`, or None when nothing would be differentiated (grad mode off, no input requiring grad, an attribute
     of the graph requiring grad: lifted copies no gradient reaches) or eager raises."""
     import torch
 
@@ -59,7 +59,7 @@ def grad_references(gm, args: list, lifted: list):
                 runs.append((inputs, gm(*inputs, *_copies(lifted, fp64))))
     except Exception:  # eager raises, or fp64 cannot run: no gradient check
         return None
-    return runs
+    return [*runs, _copies(args, False)]
 
 
 def _grads(inputs: list, outputs) -> list:
@@ -84,14 +84,20 @@ def _grads(inputs: list, outputs) -> list:
     return [torch.zeros_like(x) if g is None else g for x, g in zip(wrt, got, strict=True)]
 
 
-def grad_failure(args: list, result, refs) -> str | None:
-    """An `AccuracyError` signature when the gradients of the compiled call's inputs diverge from
-    fp64 more than eager's do (minify's accuracy rule, `fxlens.capture.accuracy`), else None."""
+def grad_failure(call, refs) -> str | None:
+    """An `AccuracyError` signature when the gradients of a compiled call's inputs diverge from
+    fp64 more than eager's do (minify's accuracy rule, `fxlens.capture.accuracy`), else None.
+
+    `call(inputs)` calls the compiled graph: once more, after the user's call (whose outputs and
+    autograd graph stay the script's alone), on the probe copies, under the caller's autocast."""
+    import torch
+
     from fxlens.capture.accuracy import accuracy_failure
 
     try:
-        compiled = _grads(list(args), result)
-        (eager_in, eager_out), (in64, out64) = refs
+        (eager_in, eager_out), (in64, out64), probe = refs
+        with torch.random.fork_rng(devices=[]):
+            compiled = _grads(probe, call(probe))
         eager, ref64 = _grads(eager_in, eager_out), _grads(in64, out64)
     except Exception:  # outputs that cannot be differentiated: best effort, as the output check
         return None

@@ -333,7 +333,8 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
             elif check == "eager-diff":
                 _compare_eager(out, k, saved, eager_in, lifted, result)
             elif check in ("accuracy", "auto"):
-                _compare(out, k, saved, eager_in, lifted, result, (call_args, grad_refs))
+                probe = (lambda xs: compiled(list(xs))) if boxed else (lambda xs: compiled(*xs))
+                _compare(out, k, saved, eager_in, lifted, result, (probe, grad_refs))
         return result
 
     if boxed:
@@ -346,7 +347,8 @@ capture.for_asked = for_asked
 
 def _compare(out: Path, k: int, gm, args: list, lifted: list, result, grads=(None, None)) -> None:
     """Record an accuracy failure of graph k's first call (compiled vs eager vs fp64 eager): its
-    outputs, then (`grads`: the call's own inputs and `grad_references`) its inputs' gradients."""
+    outputs, then (`grads`: the compiled graph as a call, and `grad_references`) its inputs'
+    gradients."""
     import torch
 
     from fxlens.minify.autocast import grad_failure
@@ -363,7 +365,7 @@ def _compare(out: Path, k: int, gm, args: list, lifted: list, result, grads=(Non
                 ref64 = eager
         why = accuracy_failure(ref64, eager, result)
         if not why and grads[1] is not None:
-            why = grad_failure(grads[0], result, grads[1])
+            why = grad_failure(grads[0], grads[1])
     except Exception:  # comparing is best effort; the reduction re-checks in isolation
         return
     if why:
