@@ -63,6 +63,9 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "is_traceable_wrapper_subclass": ("torch.utils._python_dispatch", "is_traceable_wrapper_subclass", ("t",)),
     # torch.compile(mode=...)'s inductor config, applied by bisect to a call it routes to inductor
     "list_mode_options": ("torch._inductor", "list_mode_options", ("mode", "dynamic")),
+    # the wrapper torch.compile builds for backend="inductor" (an override gives each backend the
+    # script kept apart one of its own: torch's compare equal by config, so they would share graphs)
+    "TorchCompileInductorWrapper": ("torch", "_TorchCompileInductorWrapper", ("mode", "options", "dynamic")),
     "compile_fx_inner": ("torch._inductor.compile_fx", "compile_fx_inner", ("gm", "example_inputs")),
     "CompilerBisector": ("torch._inductor.compiler_bisector", "CompilerBisector", ()),
     "bisector_get_env_val": ("torch._inductor.compiler_bisector", "get_env_val", ("env_str",)),

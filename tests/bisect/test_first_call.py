@@ -40,7 +40,7 @@ def test_gradients_are_judged_where_the_script_differentiates(bisect):
     assert truth[:2] == [(0, "")] * 2 and truth[2][0] == 1 and "not close" in truth[2][1]
     proc, v = bisect(BACKWARD, "backward")
     assert proc.returncode == 0, proc.stderr
-    assert v["first_failing_stage"].endswith(":compiler_fn") and v["failure"]["kind"] == "accuracy"
+    assert v["first_failing_stage"] == f"{BACKWARD}:bad_grads" and v["failure"]["kind"] == "accuracy"
     assert v["failure"]["divergence"]["what"] == "grad of input 0"
 
 

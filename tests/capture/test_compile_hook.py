@@ -146,3 +146,40 @@ def test_override_keeps_the_scripts_backend_per_call_site(tmp_path, fresh_torch_
     for b in (*pair, *pair):
         torch.compile(scale, backend=b)
     assert made == list(dict.fromkeys(pair))  # the script's own objects, one call each
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["one backend", "two backends"])
+def test_backend_inductor_keeps_the_scripts_backends_apart(tmp_path, fresh_torch_compile, shared):
+    """Issue 34: torch's inductor wrappers compare equal, so `--backend inductor` gave two backends
+    the script kept apart one shared graph. Ground truth: the same pair compiled by plain torch."""
+    real_compile, _ = fresh_torch_compile
+
+    def backend(gm, example_inputs):
+        return gm.forward
+
+    def other(gm, example_inputs):
+        return gm.forward
+
+    pair = (backend, backend) if shared else (backend, other)
+    truth = _compiles(real_compile, pair)
+    assert truth == (1 if shared else 2)
+    torch._dynamo.reset()
+    patch_compile("inductor", __file__, str(tmp_path))
+    assert _compiles(torch.compile, pair) == truth
+
+
+def test_a_distinct_inductor_keeps_the_calls_mode(fresh_torch_compile):
+    """The inductor a second backend gets is configured from the call's mode as torch's own is."""
+    from fxlens.capture.runner import SiteBackends
+
+    def other(gm, example_inputs):
+        return gm.forward
+
+    sites = SiteBackends("inductor")
+    assert sites.replacing("eager", "eager") == "inductor"  # the first: torch's own wrapper
+    distinct = sites.replacing(other, "other")
+    mode = "max-autotune-no-cudagraphs"
+    torch.compile(scale, backend=distinct, mode=mode)(torch.ones(3))
+    (wrapper,) = distinct._wrappers.values()
+    assert wrapper.config == torch._TorchCompileInductorWrapper(mode, None, None).config
+    assert wrapper.config  # the mode changed something, so the comparison means something

@@ -136,8 +136,13 @@ def definitions_of(path: str, attr: str) -> dict:
     return namespace
 
 
-def describe(backend, script: str | None = None) -> str:
-    """A spec string for a backend object seen in a torch.compile call (for bisect/minify defaults)."""
+def describe(backend, script: str | None = None, namespace: dict | None = None) -> str:
+    """A spec string for a backend object seen in a torch.compile call (for bisect/minify defaults).
+
+    `namespace` is the globals of the code that called torch.compile: an object the script built
+    and bound to a global there (`bad = aot_autograd(...)`, whose own name is torch's
+    `compiler_fn`) is named by that global, `script.py:bad`, which bisect and minify resolve again.
+    """
     if backend is None:
         return "inductor"
     if isinstance(backend, str):
@@ -147,9 +152,25 @@ def describe(backend, script: str | None = None) -> str:
     module = getattr(fn, "__module__", None)
     if module == "__main__" and script:
         return f"{script}:{name}"
+    if script and namespace is not None and namespace.get("__name__") == "__main__":
+        bound = _global_name(backend, module, name, namespace)
+        if bound:
+            return f"{script}:{bound}"
     if module and module != "__main__":
         return f"{module}:{name}"
     try:
         return f"{inspect.getsourcefile(fn)}:{name}"
     except TypeError:
         return repr(backend)
+
+
+def _global_name(backend, module: str | None, name: str, namespace: dict) -> str | None:
+    """The script's global bound to `backend`, when `module:name` does not name it (an instance)."""
+    import sys
+
+    if module and getattr(sys.modules.get(module), name, None) is backend:
+        return None  # `module:name` resolves to this very object: keep the usual description
+    for key, value in list(namespace.items()):
+        if value is backend and not key.startswith("_"):
+            return key
+    return None

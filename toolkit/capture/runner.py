@@ -61,7 +61,7 @@ def _router(override, script: str, session: str):
     sites = SiteBackends(override)
 
     def route(backend, api: str, frame):
-        asked = describe(backend, script)
+        asked = describe(backend, script, frame.f_globals)
         if session:
             _append_quietly(
                 session,
@@ -134,13 +134,34 @@ class SiteBackends:
             return override  # the common case, one backend in the script: exactly what was named
         if isinstance(override, str):
             if override == "inductor":
-                # torch builds its own inductor wrapper from the call's mode and options (which a
-                # callable would lose); its wrappers compare by config: sites share as torch decides
-                return override
+                # torch's inductor wrappers compare equal by config: two backends the script kept
+                # apart would share graphs. A callable of its own, built with the call's mode and
+                # options as torch's wrapper is (torch passes them to a callable backend)
+                return _DistinctInductor()
             from fxlens.backend.torch_compat import lookup_backend
 
             override = lookup_backend(override)
         return _Distinct(override)
+
+
+class _DistinctInductor:
+    """inductor under a new identity: `torch.compile(backend=this, mode=..., options=...)` hands
+    mode and options to each call (torch's `_TorchCompileWrapper`), which build torch's own inductor
+    wrapper, as `backend="inductor"` does; `dynamic` is not handed on, so a mode's choice that
+    depends on it (reduce-overhead's cudagraphs) is made as for `dynamic=None`."""
+
+    __name__ = "inductor"
+
+    def __init__(self):
+        self._wrappers: dict = {}
+
+    def __call__(self, gm, example_inputs, mode=None, options=None):
+        from fxlens.backend.torch_compat import TorchCompileInductorWrapper
+
+        key = (mode, repr(sorted((options or {}).items())))
+        if key not in self._wrappers:
+            self._wrappers[key] = TorchCompileInductorWrapper(mode, dict(options or {}), None)
+        return self._wrappers[key](gm, example_inputs)
 
 
 class _Distinct:

@@ -198,6 +198,7 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     """Graph k as code (attributes lifted to inputs) and its meta; (the copy saved, lifted, meta)."""
     import torch
 
+    from fxlens.minify.autocast import autocast_state
     from fxlens.minify.fidelity import constants, graph_ops
     from fxlens.minify.graph import spec_of
 
@@ -215,6 +216,7 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
         "config": config_lines(),
         # dynamic=True (or a size marked dynamic): Dynamo passes symbolic sizes as SymInt inputs
         "dynamic": any(isinstance(x, torch.SymInt) for x in example_inputs),
+        "autocast": autocast_state(),  # forwards of candidates and reproducer run under it
         "num_calls": sum(
             1 for n in saved.graph.nodes if n.op in ("call_function", "call_method", "call_module")
         ),
@@ -293,6 +295,8 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
     accuracy checks compared with eager."""
     import torch
 
+    from fxlens.minify.autocast import grad_references
+
     boxed = bool(getattr(compiled, "_boxed_call", False))
     state = {"first": True}
 
@@ -301,11 +305,13 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
         call_args = list(args[0]) if boxed and len(args) == 1 and isinstance(args[0], list) else list(args)
         first = state["first"]
         state["first"] = False
-        eager_sig = None
+        eager_sig = grad_refs = None
         if first:
             _status(out, graph=k, step="run")
             if check in ("accuracy", "auto", "eager-diff"):
                 eager_in = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in call_args]
+            if check in ("accuracy", "auto"):  # a backward-only bug shows in the gradients alone
+                grad_refs = grad_references(saved, call_args, lifted)
             if check in ("auto", "raise"):
                 eager_sig = _eager_raises(saved, call_args, lifted)
             if eager_sig is not None:
@@ -327,7 +333,8 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
             elif check == "eager-diff":
                 _compare_eager(out, k, saved, eager_in, lifted, result)
             elif check in ("accuracy", "auto"):
-                _compare(out, k, saved, eager_in, lifted, result)
+                probe = (lambda xs: compiled(list(xs))) if boxed else (lambda xs: compiled(*xs))
+                _compare(out, k, saved, eager_in, lifted, result, (probe, grad_refs))
         return result
 
     if boxed:
@@ -338,9 +345,13 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
 capture.for_asked = for_asked
 
 
-def _compare(out: Path, k: int, gm, args: list, lifted: list, result) -> None:
-    """Record an accuracy failure of graph k's first call (compiled vs eager vs fp64 eager)."""
+def _compare(out: Path, k: int, gm, args: list, lifted: list, result, grads=(None, None)) -> None:
+    """Record an accuracy failure of graph k's first call (compiled vs eager vs fp64 eager): its
+    outputs, then (`grads`: the compiled graph as a call, and `grad_references`) its inputs'
+    gradients."""
     import torch
+
+    from fxlens.minify.autocast import grad_failure
 
     def to64(x):
         return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
@@ -353,6 +364,8 @@ def _compare(out: Path, k: int, gm, args: list, lifted: list, result) -> None:
             except Exception:
                 ref64 = eager
         why = accuracy_failure(ref64, eager, result)
+        if not why and grads[1] is not None:
+            why = grad_failure(grads[0], grads[1])
     except Exception:  # comparing is best effort; the reduction re-checks in isolation
         return
     if why:

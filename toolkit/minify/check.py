@@ -22,6 +22,7 @@ dtype: what a script comparing with eager checks, when no fp64 rule would call i
 """
 
 # --- embedded in reproducers from here on ---
+import contextlib
 import math
 import sys
 
@@ -47,6 +48,10 @@ WRAPPER_TYPES = ("BackendCompilerFailed", "InternalTorchDynamoError", "TorchRunt
 # lines main() prints before the signature: what eager did, what the compiled call did, the
 # largest error (filled by run_check; the reduction's workers ignore them)
 REPORT = []
+# the autocast the original call ran under ("cpu:bfloat16"; "" for none), set by run_check: each
+# forward runs inside it, each backward after it, as a script's `with torch.autocast(...)` block
+# and its `loss.backward()` after the block
+AUTOCAST_NOW = [""]
 
 
 def signature_of(exc):
@@ -61,8 +66,16 @@ def signature_of(exc):
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
+def _autocast():
+    if not AUTOCAST_NOW[0]:
+        return contextlib.nullcontext()
+    device, dtype = AUTOCAST_NOW[0].split(":")
+    return torch.autocast(device, dtype=getattr(torch, dtype))
+
+
 def run_model(model, inputs, backward):
-    out = model(*inputs)
+    with _autocast():
+        out = model(*inputs)
     if not backward:
         return out
     outs = [o for o in flat_tensors(out) if o.requires_grad]
@@ -78,7 +91,9 @@ def _to64(x):
     return x
 
 
-def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dynamic=False, reference=""):
+def run_check(
+    model_cls, make_inputs, backend, check="crash", backward=False, dynamic=False, reference="", autocast=""
+):
     """Run the model eagerly (or compiled with `reference`), then with `backend`; the failure's
     signature, or None.
 
@@ -93,8 +108,10 @@ def run_check(model_cls, make_inputs, backend, check="crash", backward=False, dy
         dynamic: compile with dynamic=True (symbolic shapes), as the original script did.
         reference: the backend the original script compared against (`eager`, `aot_eager`), as
             bug reports do: `torch.compile(m, backend=reference)` is the side compared with.
+        autocast: "device:dtype" of the autocast the original call ran under ("" for none).
     """
     del REPORT[:]
+    AUTOCAST_NOW[0] = autocast
     try:
         ref_model = model_cls()
         if reference:
@@ -278,13 +295,14 @@ def main(
     dynamic=False,
     load_inner=None,
     reference="",
+    autocast="",
 ):
     """Reproducer entry point: exit 1 printing the signature when it fails, else exit 0. With
     `load_inner`, the graph is an ATen graph compiled by the backend's inner compiler."""
     if load_inner is not None:
         sig = run_aten_check(model_cls, make_inputs, load_inner(), check, dynamic)
     else:
-        sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic, reference)
+        sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic, reference, autocast)
     for line in REPORT:  # what eager did, what the compiled call did, the largest error
         print(line, file=sys.stderr)
     if sig is None:

@@ -54,6 +54,7 @@ def base_spec(meta: dict, check: str, failed: dict | None, baseline: list[str], 
         config_lines=tuple(ln for ln in meta["config"] if ln not in baseline),
         env=_carried_env(),
         dynamic=bool(meta.get("dynamic")),
+        autocast=meta.get("autocast") or "",
         reference=reference_backend(session / "children" / "capture", meta["backend"]),
     )
 

@@ -351,7 +351,13 @@ def _evaluate(ns: dict, backend, backend_spec: str, call: str | None) -> str | N
         compiler = ns["load_inner"](backend)
         return ns["run_aten_check"](ns["Repro"], ns["make_inputs"], compiler, ns["CHECK"], ns["DYNAMIC"])
     return ns["run_check"](
-        ns["Repro"], ns["make_inputs"], backend, ns["CHECK"], ns["BACKWARD"], ns["DYNAMIC"]
+        ns["Repro"],
+        ns["make_inputs"],
+        backend,
+        ns["CHECK"],
+        ns["BACKWARD"],
+        ns["DYNAMIC"],
+        autocast=ns.get("AUTOCAST", ""),
     )
 
 

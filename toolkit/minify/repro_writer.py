@@ -50,6 +50,9 @@ class ReproSpec:
     inner: str = ""  # a key of INNER_COMPILERS
     # the backend the script compared against (`eager`): the reproducer compares the same two calls
     reference: str = ""
+    # the autocast the original call ran under ("cpu:bfloat16"): forwards run inside it, backwards
+    # after it (as the script's own backward, outside its `with torch.autocast(...)` block)
+    autocast: str = ""
 
     @property
     def level_name(self) -> str:
@@ -194,6 +197,12 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             if spec.reference and not aten
             else ""
         )
+        + (
+            "\n# the original call ran under torch.autocast: forwards run inside it, backwards after it\n"
+            f"AUTOCAST = {spec.autocast!r}"
+            if spec.autocast and not aten
+            else ""
+        )
     )
     parts.append(
         "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
@@ -201,7 +210,7 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
     parts.append(
         'if __name__ == "__main__":\n'
         "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
-        + (", load_inner))" if aten else (", reference=REFERENCE))" if spec.reference else "))"))
+        + (", load_inner))" if aten else _keywords(spec))
     )
     return "\n\n\n".join(parts) + "\n"
 
@@ -359,3 +368,11 @@ def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300, zygo
     else:
         forked = [(code, signal_signature(code) if code < 0 else signature_in(err)) for code, err in forked]
     return sum(int(code != 0 and sig == signature) for code, sig in [*fresh, *forked])
+
+
+def _keywords(spec: ReproSpec) -> str:
+    """The end of a Dynamo-level reproducer's `main(...)` call: its keyword arguments."""
+    words = (", reference=REFERENCE" if spec.reference else "") + (
+        ", autocast=AUTOCAST" if spec.autocast else ""
+    )
+    return words + "))"
