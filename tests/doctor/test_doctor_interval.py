@@ -311,3 +311,15 @@ def test_adaptive_stopping_claims_no_difference_where_there_is_none():
     rng = random.Random(3)
     pairs = [(1.5 * rng.lognormvariate(0, 0.03), rng.lognormvariate(0, 0.03)) for _ in range(16)]
     assert _stop_reason(pairs) == "interval"
+
+
+def test_the_interval_holds_the_reported_speedup_when_rounding_moves_it():
+    # sub-0.1 ms calls: the speedup is the ratio of the reported medians, rounded to 4 decimals
+    # (0.0123 / 0.0612 = 0.201), the interval the pairs' own (0.2015); a narrow interval once
+    # missed its speedup by 0.001 (a CI failure). It is widened to hold it, never narrowed
+    pairs = [(0.01234 + 1e-6 * (i % 3), 0.06123 + 1e-6 * (i % 2)) for i in range(40)]
+    (row,) = _bench_rows(pairs)
+    low, high = row["speedup_interval"]
+    assert row["speedup"] == round(row["eager_ms"] / row["compiled_ms"], 3)  # the contract's speedup
+    assert low <= row["speedup"] <= high
+    assert row["verdict"] == "slower"
