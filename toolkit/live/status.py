@@ -10,21 +10,13 @@ from __future__ import annotations
 import time
 
 from fxlens.live.state import Event, LiveState, short_file
+from fxlens.report.ranks import rank_ranges
 from fxlens.trace.sanitize import for_terminal
 
 
 def ranks_text(ranks: list) -> str:
-    """`0-3, 7` for ranks [0, 1, 2, 3, 7]."""
-    nums = sorted(r for r in ranks if r is not None)
-    out: list[str] = []
-    i = 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ", ".join(out)
+    """`0-3, 7` for ranks [0, 1, 2, 3, 7] (the report's rank ranges; a rank-less process left out)."""
+    return rank_ranges([r for r in ranks if r is not None])
 
 
 def counts_text(state: LiveState) -> str:
