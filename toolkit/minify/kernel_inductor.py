@@ -259,7 +259,7 @@ def reference_parts(info: CppKernel, snap: list) -> tuple[str, list, list]:
             shape, stride, off = _layout_for(rnode, snap[pos])
             boundary.append((rnode, None, pos, shape, stride, off))
             read.add(rnode)
-    nodes, missing, consts = _closure(info.nodes, read)
+    nodes, missing, consts = kernel_writer.node_closure(info.nodes, read, _no_stand_in)
     outputs, out_nodes = [], []
     inside = set(nodes)
     for pos, (role, _r, wnode) in enumerate(info.roles):
@@ -281,30 +281,8 @@ def reference_of(info: CppKernel, snap: list):
     return (lambda p, _c: ns["reference"](p, consts)), outputs
 
 
-def _closure(kernel_nodes: list, read: set) -> tuple[list, dict, list]:
-    """The kernel's nodes and those computing their other inputs (views of a graph input, ...)."""
-    inside = set(kernel_nodes)
-    extra: set = set()
-    missing: dict = {}
-    consts: list = []
-    todo = list(kernel_nodes)
-    while todo:
-        node = todo.pop()
-        for a in node.all_input_nodes:
-            if a in read or a in inside or a in extra or a in missing:
-                continue
-            if a.op == "call_function":
-                extra.add(a)
-                todo.append(a)
-            elif a.op == "get_attr":
-                consts.append(getattr(a.graph.owning_module, a.target).detach().clone())
-                missing[a] = f"C[{len(consts) - 1}]"
-            else:
-                raise kernel_writer.Unwritable(f"{node.name} needs {a.name}, which the kernel does not read")
-    if not kernel_nodes:
-        return [], missing, consts
-    order = {n: i for i, n in enumerate(kernel_nodes[0].graph.nodes)}
-    return sorted(inside | extra, key=order.__getitem__), missing, consts
+def _no_stand_in(node, a):
+    raise kernel_writer.Unwritable(f"{node.name} needs {a.name}, which the kernel does not read")
 
 
 def cpp_sources(info: CppKernel, path: str) -> tuple[str, str]:

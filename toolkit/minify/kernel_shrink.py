@@ -86,41 +86,22 @@ def user_line(ck) -> str:
     return ""
 
 
-def _closure(ck, read: set) -> tuple[list, dict, list]:
-    """The nodes to evaluate (the kernel's, and the graph's nodes computing their other inputs, as
-    `CompiledKernel._eval` does), stand-ins for inputs whose values no node reads, constants."""
+def _stand_in(ck):
+    """An input whose value no node reads: its size (a SymInt) or zeros of its shape, as
+    `CompiledKernel._eval` sizes it."""
     from fxlens.backend.symbolic import evaluate, size
 
-    inside = set(ck.replay_nodes)
-    extra: set = set()
-    missing: dict = {}
-    consts: list = []
-    todo = list(ck.replay_nodes)
-    while todo:
-        node = todo.pop()
-        for a in node.all_input_nodes:
-            if a in read or a in inside or a in extra or a in missing:
-                continue
-            if a.op == "call_function":
-                extra.add(a)
-                todo.append(a)
-            elif a.op == "get_attr":
-                consts.append(getattr(a.graph.owning_module, a.target).detach().clone())
-                missing[a] = f"C[{len(consts) - 1}]"
-            else:
-                v = a.meta.get("val")
-                env = ck._env()
-                if isinstance(v, torch.SymInt):
-                    missing[a] = repr(evaluate(size(v), env))
-                elif isinstance(v, torch.Tensor):
-                    shape = tuple(evaluate(size(s), env) for s in v.shape)
-                    missing[a] = f"torch.zeros({shape}, dtype={v.dtype}, device=DEV)"
-                else:
-                    raise kernel_writer.Unwritable(
-                        f"{node.name} needs {a.name}, which the launch does not hold"
-                    )
-    order = {n: i for i, n in enumerate(ck.replay_nodes[0].graph.nodes)} if ck.replay_nodes else {}
-    return sorted(inside | extra, key=order.__getitem__), missing, consts
+    def stand_in(node, a) -> str:
+        v = a.meta.get("val")
+        env = ck._env()
+        if isinstance(v, torch.SymInt):
+            return repr(evaluate(size(v), env))
+        if isinstance(v, torch.Tensor):
+            shape = tuple(evaluate(size(s), env) for s in v.shape)
+            return f"torch.zeros({shape}, dtype={v.dtype}, device=DEV)"
+        raise kernel_writer.Unwritable(f"{node.name} needs {a.name}, which the launch does not hold")
+
+    return stand_in
 
 
 def write_launch(ck, snap: list, sizes: list, xnumel: int, rnumel: int) -> Launch:
@@ -132,7 +113,9 @@ def write_launch(ck, snap: list, sizes: list, xnumel: int, rnumel: int) -> Launc
     for node, item, pi, shape, stride, off in ck.boundary:
         shape, stride, off = ck._layout(shape, stride, off)
         boundary.append((node, item, pi, shape, stride, off))
-    nodes, missing, consts = _closure(ck, {b[0] for b in boundary})
+    nodes, missing, consts = kernel_writer.node_closure(
+        ck.replay_nodes, {b[0] for b in boundary}, _stand_in(ck)
+    )
     ints = lambda s: evaluate(size(s), env)  # noqa: E731
     ref = kernel_writer.reference_source(
         nodes, boundary, [(n, item) for _pi, n, item, *_ in ck.outputs], consts, ints, missing

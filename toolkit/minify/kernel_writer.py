@@ -359,3 +359,30 @@ def helpers_cache() -> dict:
     if not _HELPERS_NS:
         _HELPERS_NS.update(helpers())
     return _HELPERS_NS
+
+
+def node_closure(nodes: list, read: set, stand_in) -> tuple[list, dict, list]:
+    """The nodes to evaluate for a kernel's reference: its own, and the graph's nodes computing their
+    other inputs (views of a graph input, ...), in graph order; `missing` maps each input no node
+    computes to the code standing in for it (`C[i]` for a constant, else `stand_in(node, input)`,
+    which raises Unwritable when there is none); `consts` holds those constants."""
+    inside = set(nodes)
+    extra: set = set()
+    missing: dict = {}
+    consts: list = []
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        for a in node.all_input_nodes:
+            if a in read or a in inside or a in extra or a in missing:
+                continue
+            if a.op == "call_function":
+                extra.add(a)
+                todo.append(a)
+            elif a.op == "get_attr":
+                consts.append(getattr(a.graph.owning_module, a.target).detach().clone())
+                missing[a] = f"C[{len(consts) - 1}]"
+            else:
+                missing[a] = stand_in(node, a)
+    order = {n: i for i, n in enumerate(nodes[0].graph.nodes)} if nodes else {}
+    return sorted(inside | extra, key=order.__getitem__), missing, consts
