@@ -31,7 +31,12 @@ def machine() -> str:
         torch = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch = "no torch"
-    parts = [platform.machine(), f"{os.cpu_count()} cores", f"torch {torch}", f"Python {platform.python_version()}"]
+    parts = [
+        platform.machine(),
+        f"{os.cpu_count()} cores",
+        f"torch {torch}",
+        f"Python {platform.python_version()}",
+    ]
     if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():
         parts.append(sys.modules["torch"].cuda.get_device_name(0))
     else:

@@ -110,7 +110,11 @@ def bench_fxlens(case: Path, tmp: Path, code: Path | None = None, name: str = "f
     seconds = time.perf_counter() - t0
     cpu = round(_cpu() - cpu0, 1)
     if not out.exists():
-        return {"runs": _count(counter), "seconds": round(seconds, 1), "verdict": f"error: {proc.stderr[-300:]}"}
+        return {
+            "runs": _count(counter),
+            "seconds": round(seconds, 1),
+            "verdict": f"error: {proc.stderr[-300:]}",
+        }
     r = json.loads(out.read_text())
     cb = r.get("compiler_bisector") or {}
     c = r.get("culprit") or {}
@@ -137,7 +141,11 @@ def before_checkout(ref: str, work: Path) -> Path:
     put first on PYTHONPATH, it shadows the editable install."""
     root = Path(__file__).resolve().parents[1]
     tree = work / "before-tree"
-    subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(tree), ref], check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "--detach", str(tree), ref],
+        check=True,
+        capture_output=True,
+    )
     pkg = work / "before-pkg" / "fxlens"
     pkg.mkdir(parents=True)
     for entry in (tree / "toolkit").iterdir():
@@ -149,7 +157,10 @@ def before_checkout(ref: str, work: Path) -> Path:
 
 def drop_checkout(work: Path) -> None:
     root = Path(__file__).resolve().parents[1]
-    subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(work / "before-tree")], capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "remove", "--force", str(work / "before-tree")],
+        capture_output=True,
+    )
 
 
 CASES = ("compile_error", "runtime_error", "accuracy")
@@ -184,12 +195,19 @@ def bench_case(bug: str, before: Path | None = None) -> dict:
         return out
 
 
-ROWS = (("torch", "torch CompilerBisector (`run`)"), ("before", "`fxlens bisect`, before"), ("fxlens", "`fxlens bisect`, after"))
+ROWS = (
+    ("torch", "torch CompilerBisector (`run`)"),
+    ("before", "`fxlens bisect`, before"),
+    ("fxlens", "`fxlens bisect`, after"),
+)
 
 
 def table(results: dict) -> str:
     """The Markdown table: runs, wall time, load and verdict per case and tool, and the ratios."""
-    lines = ["| case | tool | runs | wall s | CPU s | load avg before -> after | verdict |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| case | tool | runs | wall s | CPU s | load avg before -> after | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for bug, sides in results.items():
         first = True
         for key, name in ROWS:
@@ -203,7 +221,9 @@ def table(results: dict) -> str:
             first = False
         ratio, a, t = sides["ratio"], sides["fxlens"], sides["torch"]
         cpu = a.get("cpu", 0) / max(t.get("cpu", 0), 1e-9)
-        lines.append(f"| | **after / torch** | **{ratio['runs']}** | **{ratio['seconds']:.2f}** | **{cpu:.2f}** | | |")
+        lines.append(
+            f"| | **after / torch** | **{ratio['runs']}** | **{ratio['seconds']:.2f}** | **{cpu:.2f}** | | |"
+        )
         if "before" in sides:
             b = sides["before"]
             lines.append(
@@ -221,8 +241,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated subset of {', '.join(CASES)}")
-    ap.add_argument("--before", metavar="REF", help="also fxlens as of git commit REF (e.g. main at the start)")
-    ap.add_argument("--write", action="store_true", help="write the table as BENCHMARKS.md's `## Bisect: before and after` section")
+    ap.add_argument(
+        "--before", metavar="REF", help="also fxlens as of git commit REF (e.g. main at the start)"
+    )
+    ap.add_argument(
+        "--write",
+        action="store_true",
+        help="write the table as BENCHMARKS.md's `## Bisect: before and after` section",
+    )
     ap.add_argument("--notes", metavar="FILE", help="Markdown appended to the written section (analysis)")
     opts = ap.parse_args()
     results = {}

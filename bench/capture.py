@@ -92,7 +92,9 @@ def report_vs_tlparse(log: Path, tmp: Path, rounds: int) -> dict:
     fx, tl = [], []
     # alternated, so a load swing on this shared box hits both tools alike
     for _ in range(rounds):
-        fx.append(timed([sys.executable, "-m", "fxlens.cli", "report", str(log), "--json", str(tmp / "r.json")]))
+        fx.append(
+            timed([sys.executable, "-m", "fxlens.cli", "report", str(log), "--json", str(tmp / "r.json")])
+        )
         if tlparse:
             tl.append(timed([tlparse, str(log), "-o", str(tmp / "tl_out"), "--overwrite", "--no-browser"]))
     res = {
@@ -132,7 +134,7 @@ def markdown(cap: dict, rep: dict) -> str:
         "",
         f"Report vs tlparse: medians of alternated runs, 1-minute load average {rep['load'][0]:.1f} before and"
         f" {rep['load'][1]:.1f} after (2 cores, other work running). CPU time and peak memory for many ranks and"
-        " this log size are in the \"Many ranks\" section.",
+        ' this log size are in the "Many ranks" section.',
         "",
         "The 100 MB log is a real trace of the workload replicated with shifted frame ids (so every",
         "compile id stays distinct). fxlens reads records lazily: chromium events and tensor descriptions",

@@ -201,7 +201,9 @@ def phase_table(rows: list[dict]) -> str:
         if row.get("fxlens_again"):
             t = row["fxlens_again"]["timings"]
             cells = " | ".join(f"{t[k]:.1f}" if k in t else "-" for k in PHASES)
-            lines.append(f"| {row['case']} (after the launcher) | {cells} | {row['fxlens_again']['seconds']:.1f} | |")
+            lines.append(
+                f"| {row['case']} (after the launcher) | {cells} | {row['fxlens_again']['seconds']:.1f} | |"
+            )
     return head + "\n".join(lines) + "\n"
 
 

@@ -123,13 +123,17 @@ def test_private_torch_imports_only_in_the_compat_module():
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
                 names = (
-                    [a.name for a in node.names] if isinstance(node, ast.Import)
-                    else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
                 )
                 bad += [
                     f"{path.relative_to(ROOT)}:{node.lineno} {n}"
                     for n in names
-                    if n.startswith("torch") and any(p.startswith("_") for p in n.split(".")[1:])
+                    if n.startswith("torch")
+                    and any(p.startswith("_") for p in n.split(".")[1:])
                     and n not in WARMING_IMPORTS
                 ]
     assert bad == []

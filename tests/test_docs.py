@@ -38,7 +38,9 @@ def test_a_bench_write_stamps_its_section_and_keeps_the_others(tmp_path, monkeyp
     finally:
         sys.path.remove(str(ROOT / "bench"))
     notes = tmp_path / "BENCHMARKS.md"
-    notes.write_text("# Benchmarks\n\n## A\n\nLast run: `python bench/a.py` · old box · 2020-01-01\n\n| x |\n|---|\n| 1 |\n\n## B\n\nkept\n")
+    notes.write_text(
+        "# Benchmarks\n\n## A\n\nLast run: `python bench/a.py` · old box · 2020-01-01\n\n| x |\n|---|\n| 1 |\n\n## B\n\nkept\n"
+    )
     monkeypatch.setattr(sys, "argv", [str(ROOT / "bench" / "a.py"), "--write"])
     benchmarks_md.write_table("A", "| x |\n|---|\n| 2 |\n", path=notes)
     text = notes.read_text()
@@ -57,7 +59,10 @@ def test_mkdocs_build_strict(tmp_path):
     mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
     proc = subprocess.run(
         [mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 

@@ -100,7 +100,6 @@ def test_tui_reads_trace_and_report_only():
     assert bad == []
 
 
-
 def test_no_module_shadows_the_standard_library():
     # importing a family module named `math` binds it as an attribute of its package, where the stdlib
     # module of that name is expected; descriptive names keep both readable (issue 23)
@@ -184,7 +183,6 @@ def test_toolkit_and_backend_functions_and_modules_stay_small():
 def test_toolkit_and_backend_modules_open_with_a_docstring():
     bare = [rel for rel, text in _sized_modules() if not ast.get_docstring(ast.parse(text))]
     assert bare == []
-
 
 
 def test_ruff_clean():

@@ -30,6 +30,12 @@ def test_every_schema_file_is_a_kind():
 def test_a_report_missing_a_contract_key_is_rejected():
     # the schemas must actually constrain: a report without `graphs` is not a report
     pytest.importorskip("jsonschema")
-    report = {"graph_breaks": [], "recompiles": [], "recompile_limit_hits": [], "kernels": [], "fallbacks": []}
+    report = {
+        "graph_breaks": [],
+        "recompiles": [],
+        "recompile_limit_hits": [],
+        "kernels": [],
+        "fallbacks": [],
+    }
     with pytest.raises(AssertionError, match="graphs"):
         validate("report", report)

@@ -27,20 +27,29 @@ CASES = {
     "logcumsumexp": (lambda x: torch.logcumsumexp(x, 1), lambda: [torch.randn(4, 16)], "aten.logcumsumexp"),
     "avg_pool3d": (lambda x: F.avg_pool3d(x, 2), lambda: [torch.randn(1, 2, 4, 4, 4)], "aten.avg_pool3d"),
     "adaptive_avg_pool3d": (
-        lambda x: F.adaptive_avg_pool3d(x, 2), lambda: [torch.randn(1, 2, 4, 4, 4)], "aten._adaptive_avg_pool3d"
+        lambda x: F.adaptive_avg_pool3d(x, 2),
+        lambda: [torch.randn(1, 2, 4, 4, 4)],
+        "aten._adaptive_avg_pool3d",
     ),
     "adaptive_max_pool2d": (
-        lambda x: F.adaptive_max_pool2d(x, 3), lambda: [torch.randn(1, 2, 7, 7)], "aten.adaptive_max_pool2d"
+        lambda x: F.adaptive_max_pool2d(x, 3),
+        lambda: [torch.randn(1, 2, 7, 7)],
+        "aten.adaptive_max_pool2d",
     ),
     "matmul": (lambda a, b: a @ b, lambda: [torch.randn(4, 8), torch.randn(8, 3)], "aten.mm"),
     "convolution": (
-        lambda x, w: F.conv2d(x, w), lambda: [torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)], "aten.convolution"
+        lambda x, w: F.conv2d(x, w),
+        lambda: [torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)],
+        "aten.convolution",
     ),
     "max_pool2d window over 64 elements": (
-        lambda x: F.max_pool2d(x, 9), lambda: [torch.randn(1, 1, 9, 9)], "aten.max_pool2d_with_indices"
+        lambda x: F.max_pool2d(x, 9),
+        lambda: [torch.randn(1, 1, 9, 9)],
+        "aten.max_pool2d_with_indices",
     ),
     "index_put with a boolean mask": (
-        lambda x, m: x.index_put((m,), torch.tensor(1.0)), lambda: [torch.randn(6), torch.rand(6) > 0.5],
+        lambda x, m: x.index_put((m,), torch.tensor(1.0)),
+        lambda: [torch.randn(6), torch.rand(6) > 0.5],
         "aten.index_put",
     ),
     "randint": (lambda x: x + torch.randint(0, 5, x.shape), lambda: [torch.randn(8)], "aten.randint"),

@@ -14,19 +14,36 @@ def _report(**over) -> dict:
         "source": {"script": "/w/model.py"},
         "ranks": [None],
         "graphs": [
-            {"compile_id": "0/0", "rank": None, "function": "f", "file": "/w/model.py", "line": 3,
-             "num_nodes": 4, "ops": ["aten.sin.default"]}
+            {
+                "compile_id": "0/0",
+                "rank": None,
+                "function": "f",
+                "file": "/w/model.py",
+                "line": 3,
+                "num_nodes": 4,
+                "ops": ["aten.sin.default"],
+            }
         ],
         "graph_breaks": [
-            {"function": "f", "file": "/w/model.py", "line": 5, "reason": "print", "count": 1, "source": "print()"}
+            {
+                "function": "f",
+                "file": "/w/model.py",
+                "line": 5,
+                "reason": "print",
+                "count": 1,
+                "source": "print()",
+            }
         ],
         "recompiles": [],
         "recompile_causes": [],
         "recompile_limit_hits": [],
         "failures": [],
-        "compile_times": {"total_s": 0.5, "per_compile": [
-            {"compile_id": "0/0", "rank": None, "function": "f", "total_s": 0.5, "guard_count": 3}
-        ]},
+        "compile_times": {
+            "total_s": 0.5,
+            "per_compile": [
+                {"compile_id": "0/0", "rank": None, "function": "f", "total_s": 0.5, "guard_count": 3}
+            ],
+        },
         "kernels": [],
         "fallbacks": [],
         "events": [],
@@ -41,7 +58,10 @@ def _write(path, data) -> str:
 
 
 BAD = {
-    "deep_nesting": ('{"graphs": ' + "[" * 50000 + "]" * 50000 + ', "graph_breaks": []}', "nested too deeply"),
+    "deep_nesting": (
+        '{"graphs": ' + "[" * 50000 + "]" * 50000 + ', "graph_breaks": []}',
+        "nested too deeply",
+    ),
     "count_a_string": (
         _report(graph_breaks=[{"function": "f", "file": "m.py", "line": 5, "reason": "r", "count": "two"}]),
         "graph_breaks[0].count: expected an integer, got the string 'two'",
@@ -53,7 +73,10 @@ BAD = {
     "graphs_not_a_list": (_report(graphs=5), "graphs: expected a list, got the number 5"),
     "item_not_an_object": (_report(graph_breaks=["x"]), "graph_breaks[0]: expected an object"),
     "missing_field": (_report(graphs=[{"compile_id": "0/0"}]), "graphs[0]: no 'rank' field"),
-    "compile_times_wrong": (_report(compile_times={"total_s": "x"}), "compile_times.total_s: expected a number"),
+    "compile_times_wrong": (
+        _report(compile_times={"total_s": "x"}),
+        "compile_times.total_s: expected a number",
+    ),
     "nested_guard_list": (
         _report(guards=[{"compile_id": "0/0", "rank": None, "guards": [["x"]]}]),
         "guards[0].guards: expected strings, got a list",
@@ -87,7 +110,10 @@ def test_well_formed_reports_still_compare(fxlens, tmp_path):
 def test_guard_counts_match_what_is_listed():
     graphs = _report()["graphs"]
     a = _report(guards=[{"compile_id": "0/0", "rank": None, "guards": ["G_old"]}])
-    b = _report(guards=[{"compile_id": "0/0", "rank": None, "guards": [f"G_new_{i}" for i in range(9)]}], graphs=graphs)
+    b = _report(
+        guards=[{"compile_id": "0/0", "rank": None, "guards": [f"G_new_{i}" for i in range(9)]}],
+        graphs=graphs,
+    )
     text = render_text(compare(a, b))
     assert "1 new" not in text and "9 new, 1 gone" in text
     listed = [ln for ln in text.splitlines() if ln.startswith("  + G_new_")]

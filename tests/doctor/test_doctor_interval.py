@@ -1,13 +1,16 @@
 """doctor's intervals, verdicts and the findings that rest on them (synthetic numbers, no child process)."""
 
 import math
+import os
 import random
 
+import pytest
 from test_doctor_units import _rec, _report, _run
 
 from fxlens.doctor.findings import findings
 from fxlens.doctor.interval import (
     MIN_PAIRS,
+    clustered_interval,
     combined_interval,
     is_busy,
     paired_interval,
@@ -97,6 +100,38 @@ def test_intervals_cover_the_true_speedup_at_the_fewest_pairs_doctor_accepts():
             assert hits_unpaired / 200 >= 0.9, (kind, n, hits_unpaired)
 
 
+def _processes(seed, k=3, n=12, speedup=1.45, process_sd=0.03, noise=0.02):
+    """k processes' pairs: each process has its own speedup (lognormal around `speedup`, as fresh
+    processes' layouts gave ResNet 1.37-1.49x by hand), pairs share a load swing inside a process."""
+    rng = random.Random(seed)
+    groups = []
+    for _ in range(k):
+        own = speedup * math.exp(rng.gauss(0, process_sd))
+        groups.append([])
+        for _ in range(n):
+            load = 1 + rng.random() * 0.5
+            groups[-1].append((own * load * (1 + rng.gauss(0, noise)), load * (1 + rng.gauss(0, noise))))
+    return groups
+
+
+def test_rounds_interval_spans_the_spread_between_processes():
+    """`--rounds 3`: pooling three processes' pairs as one process's under-covers the speedup a fresh
+    process gives; resampling processes, then pairs within them, covers it at the stated level."""
+    runs = 100
+    pooled = clustered = 0
+    for seed in range(runs):
+        groups = _processes(seed)
+        lo, hi = clustered_interval(groups, resamples=400)
+        clustered += lo <= 1.45 <= hi
+        lo, hi = paired_interval([p for g in groups for p in g], resamples=400)
+        pooled += lo <= 1.45 <= hi
+    assert clustered >= 0.93 * runs and pooled < clustered - 5
+    # one process: exactly the paired interval; too few pairs: none
+    one = _processes(0, k=1)
+    assert clustered_interval(one) == paired_interval(one[0])
+    assert clustered_interval([one[0][:5], one[0][5:10]]) is None
+
+
 def test_combined_interval_spans_the_box():
     rows = [
         {"calls": 10, "eager_ms": 2.0, "compiled_ms": 1.0, "speedup_interval": [1.5, 2.5]},
@@ -111,6 +146,40 @@ def test_busy_is_load_per_core():
     assert is_busy({"average": 5.2, "cores": 2})
     assert not is_busy({"average": 0.9, "cores": 2})
     assert not is_busy({"average": None, "cores": 2})
+    # the 1-minute average still low, but tasks were runnable beside doctor's while it timed
+    assert is_busy({"average": 0.9, "cores": 2, "others_runnable": 2})
+    assert not is_busy({"average": 0.9, "cores": 2, "others_runnable": 0})
+
+
+def test_contention_of_the_moment_is_measured_while_the_load_average_lags():
+    """Spinning processes started just before the measurement: the 1-minute load average has not
+    caught up, the runnable-task count taken after each block pair has (and says the machine busy)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from fxlens.doctor.interleave import measure
+    from fxlens.doctor.render import load_phrase
+
+    if not os.path.exists("/proc/loadavg"):
+        pytest.skip("no /proc/loadavg")
+    spin = 3 + torch.get_num_threads()
+    procs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(spin)]
+    try:
+        x = torch.randn(64, 64)
+        got = measure(torch.tanh, torch.tanh, (x,), {}, 1.0, lambda: 0)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    load = got["load"]
+    # the spinners are runnable beyond this process's own threads (more if other work runs too)
+    assert load["others_runnable"] >= spin - torch.get_num_threads()
+    assert is_busy({**load, "average": 0.0})
+    assert f"{load['others_runnable']:g} other task(s) runnable while timing" in load_phrase(
+        {**load, "average": 0.0}
+    )
 
 
 def _bench(pairs, cpu_pairs=None, **kw):

@@ -27,9 +27,7 @@ class FakeCand:
 
 
 def _run(tmp_path, check="auto"):
-    run = pipeline.MinifyRun(
-        "s.py", [], None, check, None, None, False, None, 0.0, tmp_path, FakePool()
-    )
+    run = pipeline.MinifyRun("s.py", [], None, check, None, None, False, None, 0.0, tmp_path, FakePool())
     run.timings["capture"] = 30.0
     return run
 
@@ -46,7 +44,9 @@ def _captured(tmp_path, backend="inductor", **failed):
 @pytest.fixture
 def no_torch(monkeypatch):
     """load_candidate and base_spec without torch: the graph is not what is tested here."""
-    monkeypatch.setattr(pipeline, "load_candidate", lambda cap, k: ({"backend": "inductor"}, None, FakeCand(114)))
+    monkeypatch.setattr(
+        pipeline, "load_candidate", lambda cap, k: ({"backend": "inductor"}, None, FakeCand(114))
+    )
     base = ReproSpec(backend="inductor", check="crash")
     monkeypatch.setattr(pipeline, "base_spec", lambda *a: base)
 
@@ -110,7 +110,9 @@ def test_a_reduction_that_shrank_needs_no_isolated_run(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(pipeline, "_capture_phase", lambda run: None)
     monkeypatch.setattr(
-        pipeline, "_confirm_phase", lambda run, cap, trust_record=True: calls.append(trust_record) or _confirmed(True)
+        pipeline,
+        "_confirm_phase",
+        lambda run, cap, trust_record=True: calls.append(trust_record) or _confirmed(True),
     )
     monkeypatch.setattr(pipeline, "_reduce_phase", lambda run, conf: _reduced(1))
     monkeypatch.setattr(pipeline, "_finish", lambda run, cap, conf, red: conf)

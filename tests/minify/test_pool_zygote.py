@@ -93,7 +93,9 @@ def test_reruns_forked_from_the_zygote_compile_in_process_with_the_first_compile
     env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_COMPILE_THREADS"}
     # ground truth: the same probe in a new interpreter, as `python FILE` runs it
     (tmp_path / "fresh.py").write_text(PROBE)
-    fresh = subprocess.run([sys.executable, str(tmp_path / "fresh.py")], capture_output=True, text=True, env=env)
+    fresh = subprocess.run(
+        [sys.executable, str(tmp_path / "fresh.py")], capture_output=True, text=True, env=env
+    )
     assert fresh.returncode == 0, fresh.stderr
     fresh_new = int(fresh.stderr.split()[-1])
     assert fresh_new > 50  # inductor's first compile imports hundreds of modules lazily (223 on 2.13)

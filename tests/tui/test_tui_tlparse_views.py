@@ -223,6 +223,8 @@ async def test_metrics_view_shows_a_cache_hit_from_torchs_artifacts(tmp_path):
         assert (
             "cache: fx_graph hit, aotautograd hit" in detail and f"fx_graph hit saved {saved:.3f} s" in detail
         )
+
+
 # -- run-time findings across ranks (the Ranks view, 8), on tlparse's inputs -------------------------
 
 TLPARSE = Path(__file__).resolve().parents[1] / "data" / "tlparse"

@@ -241,11 +241,19 @@ def _load(runs: _Rounds, rows: list[dict]) -> dict:
     for row in rows:
         seen += list(((row.get("timing") or {}).get("load") or {}).values())[:2]
     seen = [x for x in seen if isinstance(x, (int, float))]
+    # the tasks runnable beside doctor's own while it timed: the load of that moment, which the
+    # 1-minute average only catches up with a minute later
+    others = [
+        t["load"]["others_runnable"]
+        for r in rows
+        if "others_runnable" in ((t := r.get("timing") or {}).get("load") or {})
+    ]
     return {
         "average": max(seen) if seen else None,
         "cores": cores(),
         "machine_cores": os.cpu_count(),
         "samples": seen,
+        **({"others_runnable": max(others)} if others else {}),
     }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from fxlens.doctor.interval import MIN_PAIRS, cores, load_average, paired_interval
+from fxlens.doctor.interval import MIN_PAIRS, cores, load_average, paired_interval, runnable_tasks
 
 # wall time one block of one mode aims for: long enough for the timer's overhead to vanish and to
 # span many scheduler slices (a loaded Linux box hands out 3-6 ms slices: with 5 ms blocks one
@@ -158,7 +158,7 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
     return {
         **got,
         "work": work,
-        "load": {"start": load0, "end": load_average(), "cores": cores()},
+        "load": {"start": load0, "end": load_average(), "cores": cores(), **_contention(got.pop("runnable"))},
         "seconds": round(time.perf_counter() - start, 3),
         "max_s": budget_s,
         "pairs_seconds": round(time.perf_counter() - pairs_start, 3),
@@ -176,6 +176,7 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
     # threads), the cross-check a wall-time verdict must not contradict (fxlens.doctor.stats)
     cpu_pairs: list[list[float]] = []
     stopped = "budget"
+    runnable: list[int] = []
     while True:
         # alternate which mode goes first, so neither always runs on caches the other warmed
         order = ("eager", "compiled") if len(pairs) % 2 == 0 else ("compiled", "eager")
@@ -191,6 +192,8 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
             # planned and starve the budget of pairs: steer each block back towards BLOCK_S
             number[mode] = max(1, round(number[mode] * min(2.0, max(0.5, BLOCK_S / max(w, 1e-9)))))
         pairs.append([round(got["eager"], 6), round(got["compiled"], 6)])
+        if (now := runnable_tasks()) is not None:
+            runnable.append(now)
         cpu_pairs.append([round(got_cpu["eager"], 6), round(got_cpu["compiled"], 6)])
         if len(pairs) >= MIN_PAIRS and len(pairs) % CHECK_EVERY == 0:
             stop = _stop_reason(pairs)
@@ -206,7 +209,22 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
         "eager": _summary(ms["eager"], wall["eager"], cpu["eager"]),
         "compiled": _summary(ms["compiled"], wall["compiled"], cpu["compiled"]),
         "stopped": stopped,
+        "runnable": runnable,
     }
+
+
+def _contention(runnable: list[int]) -> dict:
+    """What competed for the cores while the blocks ran: the median of the runnable-task counts taken
+    after each block pair, and how many of them were not this process's (its intra-op threads, which
+    may still spin between blocks, are all counted as its own: the count of others is a floor)."""
+    import statistics
+
+    import torch
+
+    if not runnable:
+        return {}
+    median = statistics.median(runnable)
+    return {"runnable": median, "others_runnable": max(0.0, median - torch.get_num_threads())}
 
 
 def _stop_reason(pairs: list) -> str | None:

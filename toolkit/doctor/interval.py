@@ -65,6 +65,36 @@ def paired_interval(
     return _percentiles(stats, level) if stats else None
 
 
+def clustered_interval(
+    groups: list[list[tuple[float, float]]], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0
+) -> tuple[float, float] | None:
+    """Bootstrap interval of the speedup over pairs measured in several processes (doctor's rounds).
+
+    A fresh process is a source of spread of its own (allocation, memory layout, which core it got):
+    on the real models of BENCHMARKS.md one process's interval was 1-6% wide while fresh processes'
+    speedups spread over 9%. Pooling every pair into one paired bootstrap would treat them as one
+    process's. So each resample draws processes with replacement, then pairs within each drawn
+    process: the interval spans the spread between processes as well as within. None when the
+    pooled pairs are fewer than MIN_PAIRS; one group is `paired_interval`.
+    """
+    groups = [g for g in groups if g]
+    if sum(len(g) for g in groups) < MIN_PAIRS:
+        return None
+    if len(groups) == 1:
+        return paired_interval(groups[0], resamples, level, seed)
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(resamples):
+        draw = []
+        for _ in groups:
+            g = groups[rng.randrange(len(groups))]
+            draw += [g[rng.randrange(len(g))] for _ in g]
+        r = _ratio([e for e, _ in draw], [c for _, c in draw])
+        if r is not None:
+            stats.append(r)
+    return _percentiles(stats, level) if stats else None
+
+
 def unpaired_interval(
     eager: list[float], compiled: list[float], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = 0
 ) -> tuple[float, float] | None:
@@ -126,10 +156,28 @@ def load_average() -> float | None:
         return None
 
 
+def runnable_tasks() -> int | None:
+    """Tasks the kernel has runnable right now, machine-wide, this one included (the numerator of
+    /proc/loadavg's fourth field; None where there is none).
+
+    The 1-minute load average lags: work that started a few seconds before doctor's sampling reads
+    as a quiet machine for most of a minute. This count is the contention of the moment a block ran.
+    """
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def is_busy(load: dict) -> bool:
-    """Whether the recorded load says other work competed for the cores."""
+    """Whether the recorded load says other work competed for the cores: the 1-minute load average,
+    or the tasks seen runnable beside doctor's own while it timed (`others_runnable`)."""
     avg, machine = load.get("average"), load.get("machine_cores") or load.get("cores") or 1
-    return avg is not None and avg > BUSY_LOAD_PER_CORE * machine
+    others = load.get("others_runnable")
+    return (avg is not None and avg > BUSY_LOAD_PER_CORE * machine) or (
+        others is not None and others > BUSY_LOAD_PER_CORE * machine
+    )
 
 
 def fmt_interval(interval) -> str:

@@ -24,8 +24,10 @@ def where(f: dict) -> str:
 
 def load_phrase(load: dict) -> str:
     """`load 5.2 on 2 cores`, as `os.getloadavg()` and the process's affinity saw it."""
-    avg = load.get("average")
-    return f"load {'?' if avg is None else f'{avg:.1f}'} on {load.get('cores') or '?'} cores"
+    avg, others = load.get("average"), load.get("others_runnable")
+    return f"load {'?' if avg is None else f'{avg:.1f}'} on {load.get('cores') or '?'} cores" + (
+        f", {others:g} other task(s) runnable while timing" if others else ""
+    )
 
 
 def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | None = None) -> str:

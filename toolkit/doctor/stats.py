@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 
 from fxlens.doctor.finding import capture_only
-from fxlens.doctor.interval import paired_interval, unpaired_interval, verdict
+from fxlens.doctor.interval import clustered_interval, unpaired_interval, verdict
 from fxlens.trace.session import Session
 
 
@@ -151,6 +151,13 @@ def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[R
     return per_key
 
 
+def _pooled(benches: list[dict], key: str) -> tuple[list[tuple], tuple[float, float] | None]:
+    """Every round's `key` pairs pooled, and their interval: the rounds' pairs are several
+    processes', resampled as such (fxlens.doctor.interval.clustered_interval)."""
+    groups = [[tuple(p) for p in b.get(key) or ()] for b in benches]
+    return [p for g in groups for p in g], clustered_interval(groups)
+
+
 def _steady(row: dict) -> tuple[float | None, float | None, dict]:
     """Steady-state eager and compiled ms per call, and how they were measured.
 
@@ -160,12 +167,14 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
     """
     benches = [r["bench"] for r in row["compiled"] if r.get("bench") and r["bench"].get("pairs")]
     if benches:
-        pairs = [tuple(p) for b in benches for p in b["pairs"]]
-        iv = paired_interval(pairs)
-        cpu_pairs = [tuple(p) for b in benches for p in b.get("cpu_pairs") or ()]
-        cpu_iv = paired_interval(cpu_pairs) if len(cpu_pairs) == len(pairs) else None
+        pairs, iv = _pooled(benches, "pairs")
+        cpu_pairs, cpu_iv = _pooled(benches, "cpu_pairs")
+        if len(cpu_pairs) != len(pairs):
+            cpu_iv = None
         timing = {
             "method": "interleaved",
+            # the interval's scope: one process's noise, or the spread between processes too
+            "processes": len(benches),
             "stopped": benches[0].get("stopped"),
             "max_s": benches[0].get("max_s"),
             "seconds": round(sum(b.get("seconds") or 0.0 for b in benches), 3),

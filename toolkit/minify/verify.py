@@ -54,7 +54,11 @@ class Zygote:
     def __init__(self, preload: list[str] | None, env: dict | None = None):
         """`preload` None: the process starts and waits, importing nothing, until `start` names
         the modules (so a zygote started early, from the main thread, costs nothing until then)."""
-        env = {k: v for k, v in (env or os.environ).items() if k not in ("TORCH_TRACE", "FXLENS_BACKEND_OVERRIDE")}
+        env = {
+            k: v
+            for k, v in (env or os.environ).items()
+            if k not in ("TORCH_TRACE", "FXLENS_BACKEND_OVERRIDE")
+        }
         # the worker pool's pipes go over this socket (`fork_worker`)
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env[ENV_CONTROL_FD] = str(theirs.fileno())

@@ -103,6 +103,8 @@ def is_eager_frame(text: str) -> bool:
     """Whether a graph-break record's text says torch gave up on the frame (it then runs eagerly):
     one rule for the reader and the budgets' quick count (fxlens.budget.check.quick_counts)."""
     return _SKIPPED in text.split("User code traceback:", 1)[0]
+
+
 _RESUME_AT = re.compile(r"^torch_dynamo_resume_in_(?P<fn>\w+?)_at_(?P<line>\d+)$")
 
 
