@@ -34,6 +34,9 @@ class ToolkitConfig:
     #: `fxlens doctor --budget`: seconds of interleaved eager-vs-compiled timing per compiled object,
     #: after the script ends, in the compiled child; 0: none (per-call times of the script's own calls)
     doctor_budget_s: float = 0.0
+    #: the least wall time doctor's interleaved timing spans before it stops on a narrow interval
+    #: (FXLENS_DOCTOR_MIN_SPAN; unset: fxlens.doctor.interleave.MIN_SPAN_S, at most half the budget)
+    doctor_min_span_s: float | None = None
 
 
 def load() -> ToolkitConfig:
@@ -44,7 +47,16 @@ def load() -> ToolkitConfig:
         doctor_probe=_env_str("FXLENS_DOCTOR_PROBE"),
         runner_hook=_env_str("FXLENS_RUNNER_HOOK"),
         doctor_budget_s=float(_env_str(ENV_DOCTOR_BUDGET, "0") or 0),
+        doctor_min_span_s=_env_float(ENV_DOCTOR_MIN_SPAN),
     )
+
+
+def _env_float(name: str) -> float | None:
+    """A number from the environment; None when unset, empty or not a number."""
+    try:
+        return float(_env_str(name))
+    except ValueError:
+        return None
 
 
 ENV_BACKEND_OVERRIDE = "FXLENS_BACKEND_OVERRIDE"
@@ -52,7 +64,10 @@ ENV_SESSION = "FXLENS_SESSION"
 ENV_SESSIONS_DIR = "FXLENS_SESSIONS_DIR"
 ENV_DOCTOR_PROBE = "FXLENS_DOCTOR_PROBE"
 ENV_RUNNER_HOOK = "FXLENS_RUNNER_HOOK"
-ENV_DOCTOR_BUDGET = "FXLENS_DOCTOR_BUDGET"
+ENV_DOCTOR_BUDGET = "FXLENS_DOCTOR_BUDGET"  # `fxlens doctor --budget`, for its child processes
+# the least seconds doctor's interleaved timing spans before a narrow interval stops it (unset: 10, at
+# most half the budget)
+ENV_DOCTOR_MIN_SPAN = "FXLENS_DOCTOR_MIN_SPAN"
 # -- fxlens fix: set by the parent for each re-run, read by fxlens.fix.child --
 ENV_FIX_ACTIONS = "FXLENS_FIX"  # JSON list of the fixes to apply (fxlens.report.fixes actions)
 ENV_FIX_OUTPUTS = "FXLENS_FIX_OUTPUTS"  # where the re-run saves its compiled calls' outputs

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.report.build import build_report
+from fxlens.report.coldstart import cache_lines
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.special import special_lines
 from fxlens.trace.model import RankModel
@@ -209,6 +210,8 @@ class Summary:
     # run-time findings across ranks and special records, as text sections (head line, lines):
     # collectives, parity, runtime, execution order, export issues, special graphs (fxlens.report)
     sections: list[list[str]] = field(default_factory=list)
+    # compile time as the report heads it: cold start, caches, repeated blocks (the Metrics view)
+    cost: list[list[str]] = field(default_factory=list)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -253,7 +256,24 @@ def summarise(session: Session) -> Summary:
         stack_trie=report.get("stack_trie") or [],
         output_code=report.get("output_code") or [],
         sections=text_sections(distributed_lines(report) + special_lines(report)),
+        cost=compile_cost_sections(report),
     )
+
+
+def compile_cost_sections(report: dict) -> list[list[str]]:
+    """What cold start cost and where it went, the caches, and repeated blocks (regional
+    compilation), as sections of the Metrics view: the report's headlines on compile time
+    (fxlens.report.coldstart, fxlens.report.blocks), each a head line and its lines."""
+    ct = report.get("compile_times") or {}
+    cs = ct.get("cold_start") or {}
+    out = []
+    if cs.get("total_s"):
+        out.append(["Where cold start goes:", cs["message"]])
+    if caches := cache_lines(ct):
+        out.append(["Compile caches:", *(x for x in caches if x.strip())])
+    for b in report.get("repeated_blocks") or []:
+        out.append(["Repeated block (regional compilation):", b["message"], f"fix: {b['fix']}"])
+    return out
 
 
 def text_sections(lines: list[str]) -> list[list[str]]:

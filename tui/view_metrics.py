@@ -107,6 +107,21 @@ class MetricsView(ListView):
             out.append(
                 (f"{m.rank}|{m.compile_id}", cells, f"{m.compile_id} {m.function} {m.co_name} {outcome}")
             )
+        # after the compiles (the view opens on the first one): the report's compile-time headlines
+        return out + self._cost_rows()
+
+    def _cost(self) -> list[list[str]]:
+        s = self.data.summary
+        return s.cost if s else []
+
+    def _cost_rows(self) -> list[tuple]:
+        """The report's compile-time headlines, a row each (key `c<i>`): where cold start
+        went, what the caches did, each repeated block that regional compilation would compile once."""
+        out = []
+        for i, sec in enumerate(self._cost()):
+            head = sec[0].rstrip(":").split(" (")[0]
+            cells = ("-", head, (sec[1:] or [""])[0], "", "", "", "", "", "", "")
+            out.append((f"c{i}", cells, " ".join(sec)))
         return out
 
     def _stages(self, rank: int | None, cid: str) -> list[tuple[str, float]]:
@@ -116,6 +131,11 @@ class MetricsView(ListView):
         return _stage_times(recs[-1].full_meta().get("compilation_metrics") or {}) if recs else []
 
     def detail(self, key: str) -> str:
+        if key.startswith("c") and key[1:].isdigit() and int(key[1:]) < len(self._cost()):
+            sec = self._cost()[int(key[1:])]
+            return "\n".join([f"[b]{escape(sec[0])}[/b]", *(escape(x) for x in sec[1:])])
+        if "|" not in key:
+            return ""
         rank_s, cid = key.split("|", 1)
         rank = None if rank_s == "None" else int(rank_s)
         m = next(

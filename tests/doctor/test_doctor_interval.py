@@ -3,6 +3,7 @@
 import math
 import os
 import random
+import statistics
 
 import pytest
 from test_doctor_units import _rec, _report, _run
@@ -14,6 +15,7 @@ from fxlens.doctor.interval import (
     combined_interval,
     is_busy,
     paired_interval,
+    run_length,
     unpaired_interval,
     verdict,
 )
@@ -130,6 +132,63 @@ def test_rounds_interval_spans_the_spread_between_processes():
     one = _processes(0, k=1)
     assert clustered_interval(one) == paired_interval(one[0])
     assert clustered_interval([one[0][:5], one[0][5:10]]) is None
+
+
+def _regimes(seed, n, fast=1.24, slow=0.96, mean_run=40, p_fast=0.4):
+    """Pairs in time order from a process that holds one speed for a run of pairs, then the other:
+    as measured here, ViT compiled with inductor on 2 threads (2 cores) ran at 1.24x for runs of
+    20-80 pairs (2-8 s), then at 0.96x, eager 1.0 vs 1.17 ms between the states."""
+    rng = random.Random(seed)
+    out, state = [], rng.random() < p_fast
+    while len(out) < n:
+        run = max(1, int(rng.expovariate(1 / (mean_run * (p_fast if state else 1 - p_fast) * 2))))
+        for _ in range(run):
+            e = (1.0 if state else 1.17) * (1 + rng.gauss(0, 0.02))
+            out.append((e, e / (fast if state else slow) * (1 + rng.gauss(0, 0.02))))
+        state = not state
+    return out[:n]
+
+
+def test_a_speed_that_holds_for_seconds_counts_once_not_per_pair():
+    """Long-run truth of the regime process: ratio of medians 0.97 (compiled not faster). Pairs
+    within a run agree with each other, so the plain paired bootstrap calls 30 s of pairs `faster`
+    in 11 of 60 runs; the block bootstrap (runs of `run_length` pairs) in at most 3."""
+    long = _regimes(999, 100_000)
+    truth = statistics.median([e for e, _ in long]) / statistics.median([c for _, c in long])
+    assert truth < 1
+    plain = blocks = 0
+    for seed in range(60):
+        pairs = _regimes(seed, 300)
+        assert run_length(pairs) > 5
+        blocks += paired_interval(pairs, resamples=200)[0] > 1
+        plain += paired_interval(pairs, resamples=200, block=1)[0] > 1
+    assert blocks <= 3 and plain >= 8
+    # independent pairs (a quiet process) are runs of one: the plain paired bootstrap, unchanged
+    iid = _noisy_pairs(1.5, 60, seed=3)
+    assert run_length(iid) == 1 and paired_interval(iid) == paired_interval(iid, block=1)
+
+
+def test_sampling_spans_the_least_time_before_a_narrow_interval_stops_it():
+    """A clear 3x speedup is narrow after a few pairs, yet sampling goes on for the least span (at
+    most half the budget): one state of the process must not stand for all of them."""
+    import torch
+
+    from fxlens.doctor.interleave import MIN_SPAN_S, measure
+
+    x = torch.randn(32, 32)
+
+    def slow(t):
+        for _ in range(3):
+            t = torch.tanh(t)
+        return t
+
+    got = measure(slow, torch.tanh, (x,), {}, 3.0, lambda: 0, min_span_s=1.0)
+    # 12 pairs of a 3x speedup take well under a second: only the span keeps it sampling (under
+    # load the interval may stay wide until the budget, which spans more)
+    assert got["pairs_seconds"] >= 1.0 and got["min_span_s"] == 1.0
+    assert got["run_length"] >= 1 and got["threads"] == torch.get_num_threads()
+    # by default the span is MIN_SPAN_S, at most half the budget
+    assert measure(slow, torch.tanh, (x,), {}, 1.0, lambda: 0)["min_span_s"] == min(MIN_SPAN_S, 0.5)
 
 
 def test_combined_interval_spans_the_box():

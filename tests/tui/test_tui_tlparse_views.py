@@ -148,7 +148,9 @@ async def test_metrics_view_shows_cache_outcome(inductor_16, tmp_path):
         await press(pilot, "7")
         table = app.query_one("#metrics-table", VimTable)
         col = list(table.columns).index("cache")
-        assert {r[col] for r in table._rows_plain()} == {"miss"}
+        ids = list(table.columns).index("compile id")
+        # every compile's row (the compile-time headline rows at the end have no cache cell)
+        assert {r[col] for r in table._rows_plain() if "/" in r[ids]} == {"miss"}
         assert "cache: fx_graph miss" in app.query_one("#metrics-detail", Info).plain
 
 
@@ -277,3 +279,43 @@ async def test_every_view_draws_compiles_of_every_id_shape(path, tmp_path):
             await press(pilot, "c")
             rows = app.query_one("#output-table", VimTable)._rows_plain()
             assert [r[0] for r in rows][-1].startswith("1/0#3")
+
+
+async def test_metrics_view_heads_with_cold_start_and_repeated_blocks(build_once, tmp_path):
+    """The report's compile-time headlines are rows of the Metrics view: where cold start went and each
+    repeated block regional compilation would compile once (issue 30's findings, in the TUI)."""
+    script = Path(__file__).resolve().parents[1] / "report" / "scripts" / "repeated_blocks.py"
+
+    def build(root: Path) -> None:  # the same build as tests/report/test_repeated_blocks.py (shared)
+        env = {**os.environ, "TORCH_TRACE": str(root / "trace")}
+        proc = subprocess.run(
+            [sys.executable, str(script)], cwd=root, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (root / "stdout.txt").write_text(proc.stdout)
+
+    trace = build_once("repeated-blocks", build) / "trace"
+    from fxlens.report.build import build_report
+    from fxlens.trace.session import Session
+
+    report = build_report(Session.open(trace), with_guards=False)
+    (block,) = report["repeated_blocks"]
+    cold = report["compile_times"]["cold_start"]["message"]
+    app = make_app(trace, tmp_path)
+    async with app.run_test(size=(220, 50)) as pilot:
+        await wait_loaded(app, pilot)
+        await press(pilot, "7")
+        table = app.query_one("#metrics-table", VimTable)
+        cols = list(table.columns)
+        rows = table._rows_plain()
+        # the compiles first (the view opens on one), then the headlines
+        assert rows[0][cols.index("compile id")] == "0/0"
+        (head,) = [r for r in rows if r[cols.index("compile id")] == "Where cold start goes"]
+        assert head[cols.index("function")] == cold
+        i = next(i for i, r in enumerate(rows) if r[cols.index("compile id")] == "Repeated block")
+        assert rows[i][cols.index("function")] == block["message"]
+        table.focus()
+        for _ in range(i):
+            await press(pilot, "j")
+        detail = app.query_one("#metrics-detail", Info).plain
+        assert block["message"] in detail and f"fix: {block['fix']}" in detail

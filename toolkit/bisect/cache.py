@@ -13,7 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from fxlens.capture import children
+from fxlens.trace.processes import alive
 
 INDUCTOR_CACHE = "inductor-cache"  # (older sessions held the runs' inductor cache under this name)
 CACHE_PREFIX = "fxlens-bisect-cache-"
@@ -35,7 +35,7 @@ def claim_cache(session_dir: Path) -> Path:
             pid = int((old / _OWNER).read_text().strip() or 0)
         except (OSError, ValueError):
             continue  # being created right now, or not ours to judge
-        if pid and not children.alive(pid):
+        if pid and not alive(pid):
             shutil.rmtree(old, ignore_errors=True)
     d = cache_dir(session_dir)
     d.mkdir(parents=True, exist_ok=True)

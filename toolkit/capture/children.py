@@ -20,6 +20,8 @@ import sys
 import threading
 import time
 
+from fxlens.trace.processes import alive
+
 GRACE_S = 2.0  # between SIGTERM and SIGKILL: lets a child flush its trace and events
 
 _live: dict[int, subprocess.Popen] = {}
@@ -129,17 +131,6 @@ def install_sigterm() -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, raise_terminated)
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` exists (someone else's counts: it cannot be signalled, but it lives)."""
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 ENV_PARENT = "FXLENS_PARENT_PID"  # set by `popen` in the child's environment

@@ -24,9 +24,7 @@ from fxlens.capture.runner import REFUSED, module_file
 from fxlens.capture.trace_place import collect_own_trace, move_into, point_trace
 from fxlens.errors import FxlensError
 from fxlens.live.terminal import wanted as live_wanted
-from fxlens.trace.session import TRACE_DIR, Session, new_session_dir, write_info
-
-LOCK_FILE = ".lock"  # held (flock) by the fxlens process writing the session
+from fxlens.trace.session import LOCK_FILE, TRACE_DIR, Session, new_session_dir, write_info
 
 
 @dataclass

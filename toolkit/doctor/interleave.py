@@ -20,7 +20,14 @@ from __future__ import annotations
 
 import time
 
-from fxlens.doctor.interval import MIN_PAIRS, cores, load_average, paired_interval, runnable_tasks
+from fxlens.doctor.interval import (
+    MIN_PAIRS,
+    cores,
+    load_average,
+    paired_interval,
+    run_length,
+    runnable_tasks,
+)
 
 # wall time one block of one mode aims for: long enough for the timer's overhead to vanish and to
 # span many scheduler slices (a loaded Linux box hands out 3-6 ms slices: with 5 ms blocks one
@@ -38,6 +45,12 @@ SAME_WIDTH = 0.04
 STOP_LEVEL = 0.99
 # the stopping rule's interval is recomputed every this many pairs (each costs a small bootstrap)
 CHECK_EVERY = 4
+# the least wall time the block pairs span before a narrow interval may stop them (at most half the
+# budget): a process can hold one speed for seconds, then another (fxlens.doctor.interval.run_length:
+# ViT on 2 threads switched between 1.24x and 0.96x every 2-8 s). One second of pairs inside one
+# such state gave a narrow 1.25x [1.24, 1.26] where a by-hand minute measured 0.92x; ten seconds
+# see the switches, and the block bootstrap then widens the interval by what they move
+MIN_SPAN_S = 10.0
 # calls of the compiled object before timing, to reach a call that compiles nothing
 MAX_WARMUP = 4
 # a torch call costs at most this much dispatch overhead on any CPU doctor runs on (typical: 5-20 µs)
@@ -118,7 +131,15 @@ def work_estimate(fn, args: tuple, kwargs: dict) -> dict:
     }
 
 
-def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, compiles) -> dict:
+def measure(
+    eager_fn,
+    compiled_fn,
+    args: tuple,
+    kwargs: dict,
+    budget_s: float,
+    compiles,
+    min_span_s: float | None = None,
+) -> dict:
     """Interleave eager and compiled blocks until the speedup's interval is narrow or the budget is spent.
 
     Args:
@@ -126,6 +147,8 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
         args, kwargs: the latest call of the script's most frequent input shapes.
         budget_s: wall seconds of block pairs (warm-up and the work count come on top).
         compiles: a callable returning how many compiles have run so far in this process.
+        min_span_s: the least seconds of pairs before a narrow interval stops them (default
+            MIN_SPAN_S); at most half of `budget_s`.
 
     Returns:
         `{pairs: [[eager_ms, compiled_ms], ...], number, eager, compiled, work, load, seconds,
@@ -137,13 +160,7 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
     load0 = load_average()
     eager_t = _timer(eager_fn, args, kwargs, "eager")
     compiled_t = _timer(compiled_fn, args, kwargs, "compiled")
-    # warm the compiled object up to a call that compiles nothing (a new grad mode, say)
-    for _ in range(MAX_WARMUP):
-        before = compiles()
-        one_c = _block(compiled_t, 1)[0].median
-        if compiles() == before:
-            break
-    one_e = _block(eager_t, 1)[0].median
+    one_e, one_c = _warm_up(eager_t, compiled_t, compiles)
     try:
         work = work_estimate(eager_fn, args, kwargs)
     except Exception as e:  # noqa: BLE001 - a yardstick that cannot be read must not cost the timing
@@ -154,20 +171,37 @@ def measure(eager_fn, compiled_fn, args: tuple, kwargs: dict, budget_s: float, c
     # the budget is for pairs: on a big model the warm-up and the work count (a dispatch mode
     # over hundreds of ops) can take seconds of their own, and a budget they ate gave 1 pair
     pairs_start = time.perf_counter()
-    got = _interleave({"eager": eager_t, "compiled": compiled_t}, number, pairs_start, budget_s)
+    span = min(MIN_SPAN_S if min_span_s is None else min_span_s, budget_s / 2)
+    got = _interleave({"eager": eager_t, "compiled": compiled_t}, number, pairs_start, budget_s, span)
     return {
         **got,
         "work": work,
         "load": {"start": load0, "end": load_average(), "cores": cores(), **_contention(got.pop("runnable"))},
         "seconds": round(time.perf_counter() - start, 3),
         "max_s": budget_s,
+        "min_span_s": round(span, 3),
+        "threads": _threads(),
+        # consecutive pairs that moved together (1: independent; fxlens.doctor.interval.run_length)
+        "run_length": run_length(got["pairs"]),
         "pairs_seconds": round(time.perf_counter() - pairs_start, 3),
         "compiles_during": compiles() - before,
     }
 
 
-def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> dict:
-    """Block pairs, eager and compiled, until the interval is narrow or the budget is spent."""
+def _warm_up(eager_t, compiled_t, compiles) -> tuple[float, float]:
+    """One call of each mode's seconds, after warming the compiled object up to a call that compiles
+    nothing (a new grad mode, say)."""
+    for _ in range(MAX_WARMUP):
+        before = compiles()
+        one_c = _block(compiled_t, 1)[0].median
+        if compiles() == before:
+            break
+    return _block(eager_t, 1)[0].median, one_c
+
+
+def _interleave(timers: dict, number: dict, start: float, budget_s: float, min_span_s: float) -> dict:
+    """Block pairs, eager and compiled, until the interval is narrow (after `min_span_s` at least)
+    or the budget is spent."""
     ms = {"eager": [], "compiled": []}
     wall = {"eager": 0.0, "compiled": 0.0}
     cpu = {"eager": 0.0, "compiled": 0.0}
@@ -195,7 +229,8 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
         if (now := runnable_tasks()) is not None:
             runnable.append(now)
         cpu_pairs.append([round(got_cpu["eager"], 6), round(got_cpu["compiled"], 6)])
-        if len(pairs) >= MIN_PAIRS and len(pairs) % CHECK_EVERY == 0:
+        spanned = time.perf_counter() - start >= min_span_s
+        if spanned and len(pairs) >= MIN_PAIRS and len(pairs) % CHECK_EVERY == 0:
             stop = _stop_reason(pairs)
             if stop:
                 stopped = stop
@@ -213,18 +248,22 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float) -> di
     }
 
 
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def _contention(runnable: list[int]) -> dict:
     """What competed for the cores while the blocks ran: the median of the runnable-task counts taken
     after each block pair, and how many of them were not this process's (its intra-op threads, which
     may still spin between blocks, are all counted as its own: the count of others is a floor)."""
     import statistics
 
-    import torch
-
     if not runnable:
         return {}
     median = statistics.median(runnable)
-    return {"runnable": median, "others_runnable": max(0.0, median - torch.get_num_threads())}
+    return {"runnable": median, "others_runnable": max(0.0, median - _threads())}
 
 
 def _stop_reason(pairs: list) -> str | None:

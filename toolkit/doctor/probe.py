@@ -85,6 +85,7 @@ class _State:
     compile_s: float = 0.0
     compile_t0: float = 0.0
     budget_s: float = 0.0  # seconds of interleaved timing per object after the script (0: none)
+    min_span_s: float | None = None  # the least seconds of pairs (None: interleave.MIN_SPAN_S)
     # per record index: (eager callable, compiled callable untimed) and the typical call's
     # (shapes, args, kwargs, CallState); kept out of ProbeRecord, which asdict() copies
     callables: dict = field(default_factory=dict)
@@ -390,7 +391,15 @@ def measure_all() -> None:
                 budget = min(budget, CAPTURE_ONLY_BUDGET_S)
             try:
                 with restored(call_state):
-                    rec.bench = measure(eager_fn, compiled_fn, args, kwargs, budget, lambda: _STATE.compiles)
+                    rec.bench = measure(
+                        eager_fn,
+                        compiled_fn,
+                        args,
+                        kwargs,
+                        budget,
+                        lambda: _STATE.compiles,
+                        _STATE.min_span_s,
+                    )
                 # which of the script's calls the steady state stands for, and the state it ran in
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
                 rec.bench["replayed_in"] = describe(call_state)
@@ -415,6 +424,7 @@ def runner_hook(script: str, session: str):
     cfg = config.load()
     install(cfg.doctor_probe, script, session)
     _STATE.budget_s = cfg.doctor_budget_s
+    _STATE.min_span_s = cfg.doctor_min_span_s
     return measure_all
 
 

@@ -45,7 +45,7 @@ def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | 
         return f"{timing['disagreement']}; {load_phrase(load)}"
     if timing.get("stopped") == "no_difference":
         return f"no difference: the interval is narrow around 1 ({n} pairs)"
-    spent = _spent(timing, n)
+    spent = _spent(timing, n) + runs_phrase({**timing, "samples": samples or {}})
     if is_busy(load):
         return f"the machine was busy, {load_phrase(load)}{spent}"
     return f"no difference beyond the noise of this run{spent}"
@@ -56,6 +56,27 @@ def _spent(timing: dict, pairs: int) -> str:
     if timing.get("stopped") != "budget" or not timing.get("max_s"):
         return ""
     return f"; still that wide after {pairs} pairs in {timing['max_s']:g} s, the maximum (`--budget`)"
+
+
+def runs_phrase(timing: dict) -> str:
+    """`; the speed held for runs of about 24 pairs (2.3 s) at a time ...`, when consecutive pairs
+    moved together (fxlens.doctor.interval.run_length), else ""."""
+    n, pairs = timing.get("run_length") or 1, (timing.get("samples") or {}).get("eager") or 0
+    if n <= 1:
+        return ""
+    spent = timing.get("pairs_seconds") or timing.get("seconds") or 0
+    secs = f" ({spent / pairs * n:.1f} s)" if pairs and spent else ""
+    threads = timing.get("threads") or 1
+    common = (
+        f"; with {threads} intra-op threads on CPU, OpenMP's workers spinning or asleep between "
+        "kernels is a common one: `OMP_WAIT_POLICY=ACTIVE`, or one thread, holds a single state"
+        if threads > 1
+        else ""
+    )
+    return (
+        f"; the speed held for runs of about {n} pairs{secs} at a time, each counted once in the "
+        f"interval (a state of the process or machine that lasts seconds{common})"
+    )
 
 
 def stop_phrase(timing: dict) -> str:
@@ -187,6 +208,7 @@ def _timing_lines(result: dict) -> list[str]:
                 f"{t.get('seconds', 0):.1f} s (stopped: {stop_phrase(t)}); process CPU / wall: "
                 f"eager {_num(share.get('eager'), '.2f')}, compiled {_num(share.get('compiled'), '.2f')}"
                 + _timed_on(f, t.get("timed_on"))
+                + runs_phrase({**t, "samples": f["samples"]})
             )
         elif t:
             out.append(

@@ -175,8 +175,8 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
             "method": "interleaved",
             # the interval's scope: one process's noise, or the spread between processes too
             "processes": len(benches),
-            "stopped": benches[0].get("stopped"),
-            "max_s": benches[0].get("max_s"),
+            **{k: benches[0].get(k) for k in ("stopped", "max_s", "min_span_s", "threads")},
+            "run_length": max(b.get("run_length") or 1 for b in benches),
             "seconds": round(sum(b.get("seconds") or 0.0 for b in benches), 3),
             "pairs_seconds": round(
                 sum(b.get("pairs_seconds") or b.get("seconds") or 0.0 for b in benches), 3
@@ -186,11 +186,7 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
                 m: {k: benches[0][m][k] for k in ("iqr_ms", "significant_figures")}
                 for m in ("eager", "compiled")
             },
-            "work": benches[0].get("work"),
-            "load": benches[0].get("load"),
-            "timed_on": benches[0].get("timed_on"),
-            "replayed_in": benches[0].get("replayed_in"),
-            "segments": benches[0].get("segments"),
+            **{k: benches[0].get(k) for k in ("work", "load", "timed_on", "replayed_in", "segments")},
             # the fastest block of each mode: what a call costs when nothing stalls it
             "fastest_ms": {"eager": min(p[0] for p in pairs), "compiled": min(p[1] for p in pairs)},
             "compiles_during": sum(b.get("compiles_during") or 0 for b in benches),

@@ -16,20 +16,8 @@ from pathlib import Path
 from fxlens.live.state import LiveState
 from fxlens.live.status import status_line
 from fxlens.live.tail import TraceTail
-from fxlens.trace.session import SESSION_FILE, TRACE_DIR
-
-LOCK_FILE = ".lock"  # written by `fxlens run` (fxlens.capture.command): the pid of the writer
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists (as fxlens.capture.children.alive; the live layer sits below capture)."""
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+from fxlens.trace.processes import alive
+from fxlens.trace.session import LOCK_FILE, SESSION_FILE, TRACE_DIR
 
 
 def run_in_progress(path: str | os.PathLike) -> bool:
@@ -47,7 +35,7 @@ def run_in_progress(path: str | os.PathLike) -> bool:
         pid = int((p / LOCK_FILE).read_text().strip() or 0)
     except (OSError, ValueError):
         return False
-    return pid > 0 and _alive(pid)
+    return pid > 0 and alive(pid)
 
 
 def trace_of(path: str | os.PathLike) -> Path:

@@ -7,7 +7,20 @@ a multiprocessing pool) writes a log too, but it is not a rank and is never comp
 
 from __future__ import annotations
 
+import os
+
 from fxlens.trace.model import RankModel
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (someone else's counts: it cannot be signalled, but it lives)."""
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def mark_workers(models: list[RankModel], script_pids: dict[int, int | None]) -> None:

@@ -26,6 +26,8 @@ from fxlens.trace.sources import SourceSnapshot
 from fxlens.trace.userframes import short_path, source_line
 
 SESSION_FILE = "session.json"
+# held (flock) by the fxlens process writing the session, which writes its pid in it (fxlens.capture.command)
+LOCK_FILE = ".lock"
 EVENTS_FILE = "events.jsonl"
 TRACE_DIR = "trace"
 
