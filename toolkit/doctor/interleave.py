@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 
+from fxlens.doctor.argstate import changed, fingerprint, param_names
 from fxlens.doctor.interval import (
     MIN_PAIRS,
     cores,
@@ -160,7 +161,7 @@ def measure(
     load0 = load_average()
     eager_t = _timer(eager_fn, args, kwargs, "eager")
     compiled_t = _timer(compiled_fn, args, kwargs, "compiled")
-    one_e, one_c = _warm_up(eager_t, compiled_t, compiles)
+    one_e, one_c = _warm_up(eager_t, compiled_t, compiles, (eager_fn, args, kwargs))
     try:
         work = work_estimate(eager_fn, args, kwargs)
     except Exception as e:  # noqa: BLE001 - a yardstick that cannot be read must not cost the timing
@@ -188,15 +189,29 @@ def measure(
     }
 
 
-def _warm_up(eager_t, compiled_t, compiles) -> tuple[float, float]:
+class ReplayRefused(Exception):
+    """The call cannot be re-timed as it is (fxlens.doctor.argstate): the reason, in words."""
+
+
+def _warm_up(eager_t, compiled_t, compiles, call: tuple) -> tuple[float, float]:
     """One call of each mode's seconds, after warming the compiled object up to a call that compiles
-    nothing (a new grad mode, say)."""
+    nothing (a new grad mode, say). Raises ReplayRefused when those calls changed the arguments of
+    `call` (eager_fn, args, kwargs): every replay would then time another call."""
+    eager_fn, args, kwargs = call
+    names = param_names(eager_fn, len(args))
+    before_call = fingerprint(args, kwargs, names)
     for _ in range(MAX_WARMUP):
         before = compiles()
         one_c = _block(compiled_t, 1)[0].median
         if compiles() == before:
             break
-    return _block(eager_t, 1)[0].median, one_c
+    one_e = _block(eager_t, 1)[0].median
+    if why := changed(before_call, fingerprint(args, kwargs, names)):
+        raise ReplayRefused(
+            f"each call changes its arguments ({why}: a cache it appends to?), so a replay would "
+            "time a different call each time; the times are the script's own calls"
+        )
+    return one_e, one_c
 
 
 def _interleave(timers: dict, number: dict, start: float, budget_s: float, min_span_s: float) -> dict:

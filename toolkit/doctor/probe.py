@@ -358,7 +358,7 @@ def measure_all() -> None:
     Under a distributed launch only rank 0 re-times, and only what `_retime_skip` allows.
     """
 
-    from fxlens.doctor.interleave import measure
+    from fxlens.doctor.interleave import ReplayRefused, measure
 
     if _STATE.mode != "compiled" or _STATE.budget_s <= 0:
         return
@@ -391,19 +391,14 @@ def measure_all() -> None:
                 budget = min(budget, CAPTURE_ONLY_BUDGET_S)
             try:
                 with restored(call_state):
-                    rec.bench = measure(
-                        eager_fn,
-                        compiled_fn,
-                        args,
-                        kwargs,
-                        budget,
-                        lambda: _STATE.compiles,
-                        _STATE.min_span_s,
-                    )
+                    timed = (eager_fn, compiled_fn, args, kwargs, budget)
+                    rec.bench = measure(*timed, lambda: _STATE.compiles, _STATE.min_span_s)
                 # which of the script's calls the steady state stands for, and the state it ran in
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
                 rec.bench["replayed_in"] = describe(call_state)
                 rec.bench["segments"] = profile_replay(compiled_fn, args, kwargs, call_state)
+            except ReplayRefused as e:  # the call changes its arguments: a replay times another call
+                rec.bench = {"skipped": f"not replayed: {e}"}
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
                 rec.bench = {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
     finally:
