@@ -276,6 +276,11 @@ def compile_cost_sections(report: dict) -> list[list[str]]:
     return out
 
 
+# the Metrics view's short label of each compile-time section (in its "compile id" column, which
+# must stay as narrow as a compile id: a long label pushed the cache column off an 80-column screen)
+COST_LABELS = {"Where cold start goes:": "cold start", "Compile caches:": "caches"}
+
+
 def text_sections(lines: list[str]) -> list[list[str]]:
     """Text lines split at blank lines into sections (each a head line and its lines)."""
     out: list[list[str]] = [[]]

@@ -9,7 +9,7 @@ from rich.text import Text
 from fxlens.report.coldstart import cache_outcomes
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path
-from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
+from fxlens.tui.loader import COST_LABELS, OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
 
@@ -119,8 +119,8 @@ class MetricsView(ListView):
         went, what the caches did, each repeated block that regional compilation would compile once."""
         out = []
         for i, sec in enumerate(self._cost()):
-            head = sec[0].rstrip(":").split(" (")[0]
-            cells = ("-", head, (sec[1:] or [""])[0], "", "", "", "", "", "", "")
+            label = COST_LABELS.get(sec[0], "repeated")
+            cells = ("-", label, (sec[1:] or [""])[0], "-", "-", "-", "-", "-", "", "")
             out.append((f"c{i}", cells, " ".join(sec)))
         return out
 

@@ -310,12 +310,13 @@ async def test_metrics_view_heads_with_cold_start_and_repeated_blocks(build_once
         rows = table._rows_plain()
         # the compiles first (the view opens on one), then the headlines
         assert rows[0][cols.index("compile id")] == "0/0"
-        (head,) = [r for r in rows if r[cols.index("compile id")] == "Where cold start goes"]
+        (head,) = [r for r in rows if r[cols.index("compile id")] == "cold start"]
         assert head[cols.index("function")] == cold
-        i = next(i for i, r in enumerate(rows) if r[cols.index("compile id")] == "Repeated block")
+        i = next(i for i, r in enumerate(rows) if r[cols.index("compile id")] == "repeated")
         assert rows[i][cols.index("function")] == block["message"]
         table.focus()
         for _ in range(i):
             await press(pilot, "j")
         detail = app.query_one("#metrics-detail", Info).plain
         assert block["message"] in detail and f"fix: {block['fix']}" in detail
+        assert "Repeated block (regional compilation):" in detail
