@@ -198,6 +198,14 @@ async def test_perfetto_key_writes_every_ranks_timeline(job_16, tmp_path):
     assert names == {r: f"rank {r}" for r in per_rank}
 
 
+async def _metrics_table(app, pilot) -> tuple[VimTable, list]:
+    """The Metrics view (7) once the session is loaded: its table and column names."""
+    await wait_loaded(app, pilot)
+    await press(pilot, "7")
+    table = app.query_one("#metrics-table", VimTable)
+    return table, list(table.columns)
+
+
 async def test_metrics_view_shows_a_cache_hit_from_torchs_artifacts(tmp_path):
     # tlparse's multi_rank_logs: rank 1's compile 0/0 logged fx_graph_cache_hit and
     # aotautograd_cache_hit artifacts (its metrics' hit counters are null): the cell and the detail
@@ -208,10 +216,7 @@ async def test_metrics_view_shows_a_cache_hit_from_torchs_artifacts(tmp_path):
     saved = int(json.loads(hit)["time_saved_ns"]) / 1e9
     app = make_app(data, tmp_path)
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_loaded(app, pilot)
-        await press(pilot, "7")
-        table = app.query_one("#metrics-table", VimTable)
-        cols = list(table.columns)
+        table, cols = await _metrics_table(app, pilot)
         row = next(
             r
             for r in table._rows_plain()
@@ -303,10 +308,7 @@ async def test_metrics_view_heads_with_cold_start_and_repeated_blocks(build_once
     cold = report["compile_times"]["cold_start"]["message"]
     app = make_app(trace, tmp_path)
     async with app.run_test(size=(220, 50)) as pilot:
-        await wait_loaded(app, pilot)
-        await press(pilot, "7")
-        table = app.query_one("#metrics-table", VimTable)
-        cols = list(table.columns)
+        table, cols = await _metrics_table(app, pilot)
         rows = table._rows_plain()
         # the compiles first (the view opens on one), then the headlines
         assert rows[0][cols.index("compile id")] == "0/0"
