@@ -451,3 +451,20 @@ def test_the_interval_holds_the_reported_speedup_when_rounding_moves_it():
     assert row["speedup"] == round(row["eager_ms"] / row["compiled_ms"], 3)  # the contract's speedup
     assert low <= row["speedup"] <= high
     assert row["verdict"] == "slower"
+
+
+def test_runs_of_pairs_are_said_with_their_seconds_and_the_openmp_cause_only_with_threads():
+    from fxlens.doctor.render import runs_phrase
+
+    pairs = _regimes(5, 120)
+    times = [1.0] * 20
+    bench = _bench(pairs, run_length=run_length(pairs), threads=2, pairs_seconds=12.0)
+    compiled = _rec(times=[500.0] + times[1:], compiles=[1] + [0] * 19, bench=bench)
+    (row,) = function_rows([_run("eager", _rec(times=times))], [_run("compiled", compiled)])
+    t = row["timing"]
+    assert t["run_length"] == run_length(pairs) > 1 and t["threads"] == 2
+    said = runs_phrase({**t, "samples": row["samples"]})
+    n = t["run_length"]
+    assert f"runs of about {n} pairs ({12.0 / 120 * n:.1f} s)" in said and "OMP_WAIT_POLICY=ACTIVE" in said
+    assert "OMP_WAIT_POLICY" not in runs_phrase({**t, "threads": 1, "samples": row["samples"]})
+    assert runs_phrase({**t, "run_length": 1, "samples": row["samples"]}) == ""
