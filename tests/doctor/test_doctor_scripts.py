@@ -84,6 +84,8 @@ def test_compile_hurts_tiny_tensors_and_breaks(doctored):
     (row,) = result["functions"]
     assert (row["function"], row["line"], row["calls"]) == ("step", 6, 200)
     assert row["rounds"] == {"eager": 2, "compiled": 2}
+    # each compiled round re-timed in its own process; the interval resamples processes, then pairs
+    assert row["timing"]["method"] == "interleaved" and row["timing"]["processes"] == 2
     breaks = _kinds(result, "graph_break")
     assert sorted(f["line"] for f in breaks) == [8, 10, 12]
     assert all(f["file"] == str(SCRIPTS / "hurts.py") for f in breaks)
