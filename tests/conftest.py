@@ -77,6 +77,28 @@ _skip_dynamo_bookkeeping()
 os.environ.setdefault("FXLENS_DOCTOR_MIN_SPAN", "1")
 
 
+@pytest.fixture
+def blocks_trace(build_once) -> tuple[Path, str]:
+    """(TORCH_TRACE dir, stdout) of tests/report/scripts/repeated_blocks.py, run once per test run:
+    a model whose graph inlines N instances of one block class (it prints `blocks N CLASS`). Read by
+    the report's repeated-blocks tests and by the TUI's Metrics view test."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).parent / "report" / "scripts" / "repeated_blocks.py"
+
+    def build(root: Path) -> None:
+        env = {**os.environ, "TORCH_TRACE": str(root / "trace")}
+        proc = subprocess.run(
+            [sys.executable, str(script)], cwd=root, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        (root / "stdout.txt").write_text(proc.stdout)
+
+    root = build_once("repeated-blocks", build)
+    return root / "trace", (root / "stdout.txt").read_text()
+
+
 @pytest.fixture(autouse=True)
 def _cwd_restored():
     """Every test ends in the directory it started in: a test that changes directory and never comes

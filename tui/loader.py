@@ -211,7 +211,7 @@ class Summary:
     # collectives, parity, runtime, execution order, export issues, special graphs (fxlens.report)
     sections: list[list[str]] = field(default_factory=list)
     # compile time as the report heads it: cold start, caches, repeated blocks (the Metrics view)
-    cost: list[list[str]] = field(default_factory=list)
+    cost: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -260,25 +260,22 @@ def summarise(session: Session) -> Summary:
     )
 
 
-def compile_cost_sections(report: dict) -> list[list[str]]:
+def compile_cost_sections(report: dict) -> list[tuple[str, list[str]]]:
     """What cold start cost and where it went, the caches, and repeated blocks (regional
-    compilation), as sections of the Metrics view: the report's headlines on compile time
-    (fxlens.report.coldstart, fxlens.report.blocks), each a head line and its lines."""
+    compilation), as rows of the Metrics view: the report's headlines on compile time
+    (fxlens.report.coldstart, fxlens.report.blocks), each `(label, [head line, lines...])`. The
+    label stands in the view's compile id column, so it is as short as a compile id (a long one
+    pushed the cache column off an 80-column screen)."""
     ct = report.get("compile_times") or {}
     cs = ct.get("cold_start") or {}
     out = []
     if cs.get("total_s"):
-        out.append(["Where cold start goes:", cs["message"]])
+        out.append(("cold start", ["Where cold start goes:", cs["message"]]))
     if caches := cache_lines(ct):
-        out.append(["Compile caches:", *(x for x in caches if x.strip())])
+        out.append(("caches", ["Compile caches:", *(x for x in caches if x.strip())]))
     for b in report.get("repeated_blocks") or []:
-        out.append(["Repeated block (regional compilation):", b["message"], f"fix: {b['fix']}"])
+        out.append(("repeated", ["Repeated block (regional compilation):", b["message"], f"fix: {b['fix']}"]))
     return out
-
-
-# the Metrics view's short label of each compile-time section (in its "compile id" column, which
-# must stay as narrow as a compile id: a long label pushed the cache column off an 80-column screen)
-COST_LABELS = {"Where cold start goes:": "cold start", "Compile caches:": "caches"}
 
 
 def text_sections(lines: list[str]) -> list[list[str]]:

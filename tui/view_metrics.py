@@ -9,7 +9,7 @@ from rich.text import Text
 from fxlens.report.coldstart import cache_outcomes
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path
-from fxlens.tui.loader import COST_LABELS, OUTCOME_LABEL, OUTCOME_STYLE, display_function
+from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
 
@@ -110,7 +110,7 @@ class MetricsView(ListView):
         # after the compiles (the view opens on the first one): the report's compile-time headlines
         return out + self._cost_rows()
 
-    def _cost(self) -> list[list[str]]:
+    def _cost(self) -> list[tuple[str, list[str]]]:
         s = self.data.summary
         return s.cost if s else []
 
@@ -118,8 +118,7 @@ class MetricsView(ListView):
         """The report's compile-time headlines, a row each (key `c<i>`): where cold start
         went, what the caches did, each repeated block that regional compilation would compile once."""
         out = []
-        for i, sec in enumerate(self._cost()):
-            label = COST_LABELS.get(sec[0], "repeated")
+        for i, (label, sec) in enumerate(self._cost()):
             cells = ("-", label, (sec[1:] or [""])[0], "-", "-", "-", "-", "-", "", "")
             out.append((f"c{i}", cells, " ".join(sec)))
         return out
@@ -132,7 +131,7 @@ class MetricsView(ListView):
 
     def detail(self, key: str) -> str:
         if key.startswith("c") and key[1:].isdigit() and int(key[1:]) < len(self._cost()):
-            sec = self._cost()[int(key[1:])]
+            sec = self._cost()[int(key[1:])][1]
             return "\n".join([f"[b]{escape(sec[0])}[/b]", *(escape(x) for x in sec[1:])])
         if "|" not in key:
             return ""

@@ -30,16 +30,6 @@ def _trace(script: Path, root: Path) -> tuple[Path, str]:
     return root / "trace", proc.stdout
 
 
-@pytest.fixture(scope="module")
-def blocks_trace(build_once):
-    def build(root: Path) -> None:
-        _, out = _trace(SCRIPTS / "repeated_blocks.py", root)
-        (root / "stdout.txt").write_text(out)
-
-    root = build_once("repeated-blocks", build)
-    return root / "trace", (root / "stdout.txt").read_text()
-
-
 def test_repeated_block_named_with_root_and_attribute(blocks_trace):
     trace, stdout = blocks_trace
     _, n, cls = next(ln for ln in stdout.splitlines() if ln.startswith("blocks ")).split()

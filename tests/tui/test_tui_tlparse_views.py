@@ -286,20 +286,10 @@ async def test_every_view_draws_compiles_of_every_id_shape(path, tmp_path):
             assert [r[0] for r in rows][-1].startswith("1/0#3")
 
 
-async def test_metrics_view_heads_with_cold_start_and_repeated_blocks(build_once, tmp_path):
+async def test_metrics_view_heads_with_cold_start_and_repeated_blocks(blocks_trace, tmp_path):
     """The report's compile-time headlines are rows of the Metrics view: where cold start went and each
     repeated block regional compilation would compile once (issue 30's findings, in the TUI)."""
-    script = Path(__file__).resolve().parents[1] / "report" / "scripts" / "repeated_blocks.py"
-
-    def build(root: Path) -> None:  # the same build as tests/report/test_repeated_blocks.py (shared)
-        env = {**os.environ, "TORCH_TRACE": str(root / "trace")}
-        proc = subprocess.run(
-            [sys.executable, str(script)], cwd=root, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        (root / "stdout.txt").write_text(proc.stdout)
-
-    trace = build_once("repeated-blocks", build) / "trace"
+    trace, _ = blocks_trace
     from fxlens.report.build import build_report
     from fxlens.trace.session import Session
 

@@ -23,11 +23,11 @@ from fxlens.capture.command import how_it_ended, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
+from fxlens.report.exits import TIMEOUT_EXIT
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import parse_traceback
 
 WRAPPER = "fxlens.bisect.backend:wrapper"
-TIMEOUT_EXIT = 124
 OUTPUT_FILE = "output.txt"  # the child's stdout and stderr, interleaved
 
 

@@ -37,9 +37,9 @@ from pathlib import Path
 from fxlens import __version__
 from fxlens.capture import children
 from fxlens.capture.command import RunResult
+from fxlens.report.exits import TIMEOUT_EXIT
 from fxlens.trace.session import TRACE_DIR, write_info
 
-TIMEOUT_EXIT = 124
 READY = "fxlens-bisect-warm-ready"
 # TORCH* switches torch reads when they are used, not at import: TORCHDYNAMO_DISABLE in
 # torch._dynamo.optimize, on every torch.compile call (bisect's "no torch.compile" run)

@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import os
 import shlex
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from fxlens.capture.runner import REFUSED, module_file
 from fxlens.capture.trace_place import collect_own_trace, move_into, point_trace
 from fxlens.errors import FxlensError
 from fxlens.live.terminal import wanted as live_wanted
+from fxlens.report.exits import TIMEOUT_EXIT, how_it_ended  # noqa: F401 - the commands' name for them
 from fxlens.trace.session import LOCK_FILE, TRACE_DIR, Session, new_session_dir, write_info
 
 
@@ -298,21 +298,6 @@ def _run_locked(
                 if code is not None:  # (interrupted: the interrupt is the news; don't replace it)
                     raise
     return RunResult(sdir, code, seconds)
-
-
-TIMEOUT_EXIT = 124  # run_captured's status for a run ended at its timeout (as timeout(1) says)
-
-
-def how_it_ended(code: int, timeout: float | None = None) -> str:
-    """`exited with status 3`, `was killed by SIGKILL`, `did not finish within 5 s (--timeout)`."""
-    if code == TIMEOUT_EXIT and timeout:
-        return f"did not finish within {timeout:g} s (--timeout)"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
 
 
 def shell_status(code: int) -> int:

@@ -9,7 +9,6 @@ with the same function, file and reason on another line reads as "moved", not as
 from __future__ import annotations
 
 import os
-import signal
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from fxlens.diff.summaries import (  # file_key, normalise_guard: public here be
     per_function,
 )
 from fxlens.report.counts import report_counts
+from fxlens.report.exits import how_it_ended
 
 DIFF_VERSION = 1
 
@@ -69,23 +69,10 @@ def side_failure(r: dict) -> str | None:
     if src.get("interrupted"):
         return f"its run was interrupted{before}"
     if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-        return f"its script {_ended(code, src.get('timed_out'))}{before}"
+        return f"its script {how_it_ended(code, src.get('timed_out'))}{before}"
     if never:
         return "it compiled nothing: no torch.compile call, compile or graph was recorded"
     return None
-
-
-def _ended(code: int, timed_out) -> str:
-    """How a run ended, in the words `fxlens run` prints (fxlens.capture.command.how_it_ended; the
-    diff reads reports, never the capture layer)."""
-    if code == 124 and timed_out:
-        return f"did not finish within {timed_out:g} s (--timeout)"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
 
 
 def _counts(r: dict) -> dict[str, int]:

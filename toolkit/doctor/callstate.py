@@ -124,6 +124,19 @@ def describe(state: CallState) -> dict:
     }
 
 
+def _set_flags_and_rng(state: CallState) -> None:
+    """Every module's `training` flag and the RNG states as `state` has them."""
+    import torch
+
+    # the attribute itself, not .train()/.eval(): a module may override those, and the flags were
+    # read per module, so setting each one restores exactly what was read
+    for m, flag in state.training:
+        m.training = flag
+    torch.set_rng_state(state.rng)
+    if state.cuda_rng is not None:
+        torch.cuda.set_rng_state_all(state.cuda_rng)
+
+
 @contextlib.contextmanager
 def restored(state: CallState):
     """Run the body in `state`; afterwards the state before it is back (flags, modes and RNG)."""
@@ -137,13 +150,7 @@ def restored(state: CallState):
         cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
     )
     try:
-        # the attribute itself, not .train()/.eval(): a module may override those, and the flags
-        # were read per module, so setting each one restores exactly what was read
-        for m, flag in state.training:
-            m.training = flag
-        torch.set_rng_state(state.rng)
-        if state.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(state.cuda_rng)
+        _set_flags_and_rng(state)
         with contextlib.ExitStack() as stack:
             stack.enter_context(torch.inference_mode(state.inference))
             stack.enter_context(torch.set_grad_enabled(state.grad))
@@ -155,8 +162,4 @@ def restored(state: CallState):
                 stack.enter_context(torch.device(device))
             yield
     finally:
-        for m, flag in now.training:
-            m.training = flag
-        torch.set_rng_state(now.rng)
-        if now.cuda_rng is not None:
-            torch.cuda.set_rng_state_all(now.cuda_rng)
+        _set_flags_and_rng(now)

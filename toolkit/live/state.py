@@ -25,7 +25,7 @@ from fxlens.trace.breaks import graph_break
 from fxlens.trace.entry import module_class, user_entry
 from fxlens.trace.guards import FailedGuard, parse_failed_guard
 from fxlens.trace.reader import CompileId, Record
-from fxlens.trace.records import Frame
+from fxlens.trace.records import Frame, frames_from
 from fxlens.trace.userframes import short_path
 
 # (Perfetto event torch logs, the stage it stands for); the innermost open one is shown
@@ -143,15 +143,7 @@ class LiveState:
             name, idx = meta["str"]
             log.strings[int(idx)] = str(name)
         elif "dynamo_start" in meta and cid:
-            stack = [
-                Frame(
-                    log.strings.get(f.get("filename"), str(f.get("filename"))),
-                    int(f.get("line") or 0),
-                    str(f.get("name")),
-                    f.get("loc") or "",
-                )
-                for f in (meta["dynamo_start"] or {}).get("stack", [])
-            ]
+            stack = frames_from((meta["dynamo_start"] or {}).get("stack"), log.strings)
             log.stacks[cid] = stack
             if stack:
                 log.code.setdefault(cid, (stack[-1].function, stack[-1].file, stack[-1].line))

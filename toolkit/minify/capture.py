@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.minify.check import accuracy_failure, signature_of
+from fxlens.report.exits import TIMEOUT_EXIT
 
 CAPTURE_SPEC = "fxlens.minify.capture:capture"
 STATUS_FILE = "status.jsonl"
@@ -413,9 +414,6 @@ def read_status(out: Path) -> list[dict]:
         except ValueError:
             continue
     return records
-
-
-TIMEOUT_EXIT = 124  # run_captured's status for a run ended at its timeout
 
 
 def failing_graph(out: Path, exit_code: int) -> dict | None:

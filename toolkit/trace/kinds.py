@@ -122,20 +122,10 @@ read_make_fx_fail = _special(
 
 def _user_frame(rec: Record, key: str, scan: LogScan):
     """The user's innermost frame of a record's `user_stack` (file names interned)."""
-    from fxlens.trace.records import Frame
+    from fxlens.trace.records import Frame, frames_from
 
     body = rec.meta.get(key) or {}
-    stack = body.get("user_stack") or body.get("stack") or []
-    frames = [
-        Frame(
-            scan.strings.get(f.get("filename"), str(f.get("filename"))),
-            int(f.get("line") or 0),
-            str(f.get("name")),
-            f.get("loc") or "",
-        )
-        for f in stack
-        if isinstance(f, dict)
-    ]
+    frames = frames_from(body.get("user_stack") or body.get("stack"), scan.strings)
     return innermost_user_frame(frames) or (frames[-1] if frames else Frame("", 0, "?", ""))
 
 

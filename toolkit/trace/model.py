@@ -28,6 +28,7 @@ from fxlens.trace.records import (
     RecompileLimitHit,
     RuntimeEstimate,
     SpecialGraph,
+    frames_from,
 )
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
@@ -205,15 +206,7 @@ def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -
 
 def _note_start(rec: Record, scan: LogScan, found: _Frames) -> None:
     """A dynamo_start record: the entry stack of its compile, whose last frame is the compiled one."""
-    stack = [
-        Frame(
-            scan.strings.get(f.get("filename"), str(f.get("filename"))),
-            int(f.get("line") or 0),
-            str(f.get("name")),
-            f.get("loc") or "",
-        )
-        for f in (rec.meta["dynamo_start"] or {}).get("stack", [])
-    ]
+    stack = frames_from((rec.meta["dynamo_start"] or {}).get("stack"), scan.strings)
     if stack and rec.compile_id:
         found.entry_stacks[rec.compile_id.key] = stack
         info = found.frames.setdefault(rec.compile_id.key, FrameInfo())

@@ -15,6 +15,22 @@ class Frame:
     code: str = ""
 
 
+def frames_from(stack, strings: dict) -> list[Frame]:
+    """The frames of a stack as torch logs it (`[{filename, line, name, loc}]`), file names given as
+    indices of the log's interned strings resolved through `strings`; entries that are not frames
+    are skipped."""
+    return [
+        Frame(
+            strings.get(f.get("filename"), str(f.get("filename"))),
+            int(f.get("line") or 0),
+            str(f.get("name")),
+            f.get("loc") or "",
+        )
+        for f in stack or ()
+        if isinstance(f, dict)
+    ]
+
+
 @dataclass(frozen=True)
 class Graph:
     """A graph Dynamo captured (one per compile that produced a graph)."""
