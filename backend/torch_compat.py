@@ -116,6 +116,15 @@ def resolve(name: str) -> Any:
     return obj
 
 
+# the config module a fix names (`inductor.freezing`): dynamo, inductor or functorch
+CONFIG_MODULES = {"dynamo": "dynamo_config", "inductor": "inductor_config", "functorch": "functorch_config"}
+
+
+def config_module(short: str) -> Any:
+    """torch's config module SHORT names (`dynamo`, `inductor`, `functorch`), None for another name."""
+    return resolve(CONFIG_MODULES[short]) if short in CONFIG_MODULES else None
+
+
 def __getattr__(name: str) -> Any:
     if name in SYMBOLS:
         return resolve(name)

@@ -110,13 +110,40 @@ def test_a_fix_that_changes_results_is_never_called_helps():
     # fewer breaks because nothing compiles any more is not a fix (an in-place compile inside DDP
     # is bypassed by DDP's call: 3 breaks -> 0, and 0 graphs)
     nothing = {"graphs": 0, "breaks": 0, "recompiles": 0, "compile_s": 0.0}
-    assert measure.verdict(["breaks"], {**before, "breaks": 3}, nothing, True)[0] == "hurts"
+    assert measure.verdict(["breaks"], {**before, "breaks": 3}, nothing, True)[0] == "not applied"
+    # a fix the re-run could not apply is never "no effect" nor "helps"
+    assert measure.verdict(["recompiles"], before, before, None, not_applied="not applied: x")[0] == "not applied"
     torch = pytest.importorskip("torch")
     a = {"outputs": {"f.py:3:0": [[torch.ones(3)]]}, "calls": {"f.py:3:0": 1}}
     b = {"outputs": {"f.py:3:0": [[torch.ones(3) * (1 + 1e-6)]]}, "calls": {"f.py:3:0": 1}}
     c = {"outputs": {"f.py:3:0": [[torch.ones(3) * 1.01]]}, "calls": {"f.py:3:0": 1}}
     assert measure.compare_outputs(a, b)[0] is True  # within float32's tolerance
     assert measure.compare_outputs(a, c)[0] is False
+    # the size of a difference, its call and output, and whether it is drift (within 10x)
+    equal, diff, n = measure.first_difference(a, c)
+    assert equal is False and n == 1 and diff["call"] == 1 and diff["output"] == 1
+    assert abs(diff["max_abs"] - 0.01) < 1e-6 and diff["within_loose"] is False
+    drift = {"outputs": {"f.py:3:0": [[torch.ones(3) * (1 + 3e-4)]]}, "calls": {"f.py:3:0": 1}}
+    equal, diff, _ = measure.first_difference(a, drift)
+    assert equal is False and diff["within_loose"] is True
+    # integers compare exactly
+    i = {"outputs": {"f.py:3:0": [[torch.tensor([1, 2, 3])]]}, "calls": {"f.py:3:0": 1}}
+    j = {"outputs": {"f.py:3:0": [[torch.tensor([1, 2, 4])]]}, "calls": {"f.py:3:0": 1}}
+    assert measure.first_difference(i, j)[1]["what"] == "1 of 3 values differ"
+
+
+def test_helps_only_when_no_other_count_got_worse():
+    # regional compilation of blocks of four widths: compile seconds fell, recompiles rose and the
+    # recompile limit was hit; that is a trade-off, with both sides said, never "helps"
+    before = {"graphs": 1, "breaks": 0, "recompiles": 2, "compile_s": 9.0, "limit_hits": 0}
+    after = {"graphs": 4, "breaks": 0, "recompiles": 8, "compile_s": 3.0, "limit_hits": 1}
+    got, why = measure.verdict(["compile_s"], before, after, True)
+    assert got == "trade-off" and "compile 9.00 s -> 3.00 s" in why and "recompiles 2 -> 8" in why
+    assert "limit_hits 0 -> 1" in why
+    # the target improved and nothing else moved: helps
+    assert measure.verdict(["compile_s"], before, {**before, "compile_s": 3.0}, True)[0] == "helps"
+    # the target did not move and another count got worse: hurts
+    assert measure.verdict(["recompiles"], before, {**before, "breaks": 2}, True)[0] == "hurts"
 
 
 def test_findings_carry_their_fixes_as_data_and_code_fixes_get_patches(tmp_path):

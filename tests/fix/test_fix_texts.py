@@ -122,36 +122,32 @@ def _size_one_script(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_automatic_dynamic_cannot_help_a_size_one_dim_and_mark_unbacked_does(tmp_path):
-    from fxlens.fix.runs import run_with_fixes
+    from fxlens.fix.runs import one_run
     from fxlens.report.fixes import action
 
     script = _size_one_script(tmp_path)
-    base = run_with_fixes(str(script), [], [], tmp_path / "base")
+    base = one_run(str(script), [], tmp_path / "base", [], backend=None, timeout=None, speed=0.0)
     assert base["measures"]["recompiles"] == 2  # 8 (static), 1 (specialised), 5 (dynamic)
-    marked = run_with_fixes(
-        str(script), [], [action("mark_dynamic", arg="input_ids", dim=1)], tmp_path / "md"
-    )
+    marked = one_run(str(script), [], tmp_path / "md", [action("mark_dynamic", arg="input_ids", dim=1)], backend=None, timeout=None, speed=0.0)
     # what the old text advised: the dim is dynamic from the start, yet size 1 still recompiles
     assert marked["measures"]["recompiles"] == 1
-    unbacked = run_with_fixes(
-        str(script), [], [action("mark_unbacked", arg="input_ids", dim=1)], tmp_path / "ub"
-    )
+    unbacked = one_run(str(script), [], tmp_path / "ub", [action("mark_unbacked", arg="input_ids", dim=1)], backend=None, timeout=None, speed=0.0)
     assert unbacked["measures"]["recompiles"] == 0 and unbacked["applied"]
 
 
 @pytest.mark.slow
 def test_the_tensor_lr_patch_removes_the_recompiles(tmp_path):
     from fxlens.fix.patches import tensor_lr
-    from fxlens.fix.runs import run_with_fixes
+    from fxlens.fix.runs import one_run
 
     script = tmp_path / "lr.py"
     shutil.copy(SCRIPTS / "lr_scheduler.py", script)
-    base = run_with_fixes(str(script), [], [], tmp_path / "base")
+    base = one_run(str(script), [], tmp_path / "base", [], backend=None, timeout=None, speed=0.0)
     assert base["measures"]["recompiles"] >= 1
     patch, line, lr = tensor_lr(str(script))
     assert lr == "0.01" and line == 7
     script.write_text(script.read_text().replace("lr=0.01", "lr=torch.tensor(0.01)"))
-    after = run_with_fixes(str(script), [], [], tmp_path / "after")
+    after = one_run(str(script), [], tmp_path / "after", [], backend=None, timeout=None, speed=0.0)
     assert after["measures"]["recompiles"] == 0
 
 
@@ -159,7 +155,7 @@ def test_the_tensor_lr_patch_removes_the_recompiles(tmp_path):
 def test_the_inner_frame_after_a_graph_break_gets_no_mark_dynamic(tmp_path):
     # Outer.forward calls Inner.forward(hidden_states), which breaks: torch compiles Inner.forward
     # as its own frame; the user holds `x`, never `hidden_states`
-    from fxlens.fix.runs import run_with_fixes
+    from fxlens.fix.runs import one_run
     from fxlens.report.build import build_report
     from fxlens.trace.session import Session
 
@@ -181,7 +177,7 @@ def test_the_inner_frame_after_a_graph_break_gets_no_mark_dynamic(tmp_path):
         "for n in (8, 12):\n"
         "    m(torch.randn(n, 4))\n"
     )
-    run = run_with_fixes(str(script), [], [], tmp_path / "base")
+    run = one_run(str(script), [], tmp_path / "base", [], backend=None, timeout=None, speed=0.0)
     report = build_report(Session.open(run["dir"]))
     causes = report["recompile_causes"]
     assert any("mark_dynamic(x, 0)" in c["fix"] for c in causes)

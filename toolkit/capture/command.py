@@ -20,6 +20,7 @@ from pathlib import Path
 from fxlens import __version__, config
 from fxlens.capture import children
 from fxlens.capture.runner import REFUSED, module_file
+from fxlens.capture.stdin import RECORD, stdin_for
 from fxlens.capture.trace_place import collect_own_trace, move_into, point_trace
 from fxlens.errors import FxlensError
 from fxlens.live.terminal import wanted as live_wanted
@@ -156,6 +157,8 @@ def run_captured(
     fresh: bool = False,
     trace: bool = True,
     live: bool = False,
+    stdin=None,
+    cwd: str | None = None,
 ) -> RunResult:
     """Run SCRIPT under capture into a (new) session directory; returns its exit status.
 
@@ -167,6 +170,8 @@ def run_captured(
     the trace costs the script about a CPU second on a small inductor compile).
     `live`: show what torch.compile is doing on a status line below the script's output
     (`fxlens.live.terminal`; the caller checks that stderr is a terminal).
+    `stdin`: what the script reads (a file object, or fxlens.capture.stdin.Tee, which records what it
+    passes on); None: fxlens's own stdin. `cwd`: where the script runs (default: here).
     """
     check_script(script)
     if session_dir:
@@ -184,7 +189,19 @@ def run_captured(
         if fresh:  # under the lock: a run still writing DIR is refused as such, not as "used"
             refuse_used(sdir)
         return _run_locked(
-            script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace, live and trace
+            script,
+            script_args,
+            sdir,
+            backend,
+            nproc,
+            env,
+            timeout,
+            stdout,
+            stderr,
+            trace,
+            live and trace,
+            stdin,
+            cwd,
         )
 
 
@@ -244,7 +261,19 @@ def _outputs(files: contextlib.ExitStack, stdout, stderr, live_trace: str | None
 
 
 def _run_locked(
-    script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr, trace=True, live=False
+    script,
+    script_args,
+    sdir,
+    backend,
+    nproc,
+    env,
+    timeout,
+    stdout,
+    stderr,
+    trace=True,
+    live=False,
+    stdin=None,
+    cwd=None,
 ) -> RunResult:
     info = {
         "script": os.path.abspath(script),
@@ -254,7 +283,7 @@ def _run_locked(
         "env": config.reproducing_env({**os.environ, **(env or {})}),
         "backend": backend,
         "nproc": nproc,
-        "cwd": os.getcwd(),
+        "cwd": os.path.abspath(cwd or os.getcwd()),
         "started": time.time(),
         "fxlens_version": __version__,
         "exit_code": None,
@@ -274,13 +303,16 @@ def _run_locked(
         code = None
         try:
             # its own process group: a timeout, Ctrl-C or SIGTERM ends it with all it forked
-            code = children.run(
-                child_command(script, script_args, nproc),
-                timeout=timeout,
-                env=child_env,
-                stdout=out,
-                stderr=err,
-            )
+            with stdin_for(stdin, sdir) as child_in:
+                code = children.run(
+                    child_command(os.path.abspath(script) if cwd else script, script_args, nproc),
+                    timeout=timeout,
+                    env=child_env,
+                    stdout=out,
+                    stderr=err,
+                    stdin=child_in,
+                    cwd=cwd,
+                )
         finally:
             if staged is not None:
                 move_into(staged, sdir)
@@ -332,6 +364,7 @@ def main(args: argparse.Namespace) -> int:
             nproc=args.nproc,
             fresh=True,
             live=not args.no_live and live_wanted(args.quiet),
+            stdin=RECORD,  # kept in the session: `fxlens fix --session` replays it in each re-run
         )
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: what was captured so far is in the session
         if (Path(sdir) / "session.json").exists():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,10 +29,12 @@ from fxlens.capture.command import (
 )
 from fxlens.errors import FxlensError
 from fxlens.fix import measure
-from fxlens.fix.findings import gather, parse_try
+from fxlens.capture.stdin import RECORD
+from fxlens.fix.findings import code_files_of, gather, parse_try, replacement
 from fxlens.fix.render import render_text
-from fxlens.fix.runs import Progress, error_line, one_run, read_run
+from fxlens.fix.runs import Launch, Progress, error_line, one_run, read_run
 from fxlens.report.fixes import label, target
+from fxlens.trace.userframes import short_path
 from fxlens.trace.session import Session, append_event, new_session_dir
 
 # --speed: seconds of doctor's interleaved timing per compiled function, per run
@@ -63,6 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", metavar="FILE", help="also write the result as JSON to FILE ('-' for stdout)"
     )
+    parser.add_argument(
+        "--nproc",
+        metavar="N",
+        type=int,
+        default=0,
+        help="launch every run through torchrun with N local processes, as `fxlens run --nproc` "
+        "(default: the session's own launcher with --session, else a plain process)",
+    )
     add_timeout_argument(parser)
 
 
@@ -70,6 +81,7 @@ def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
     """The first run: made here, or read from the session --session names."""
     if given is None:
         base = one_run(script, args, sdir, [], **opts)
+        opts["launch"].replay(sdir)
         if not (base["measures"] or {}).get("graphs") and not base["recorder"]["objects"]:
             if base["exit_code"]:
                 err = FxlensError(f"{script} {base['ended']} before compiling anything (session: {sdir})")
@@ -84,8 +96,9 @@ def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
     return read_run(session, sdir, info.get("exit_code"), info.get("seconds"))
 
 
-def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -> dict:
-    """One fix's JSON entry from its re-run (None for a code fix: not tried)."""
+def _result(entry: dict, base: dict, run: dict | None, reference: dict | None, eager=None) -> dict:
+    """One fix's JSON entry from its re-run (None for a code fix: not tried). EAGER() gives the
+    script's outputs run eagerly (made once, when a re-run's outputs differ from the first run's)."""
     out = {
         "finding": entry["finding"],
         "fix": entry["fix"],
@@ -99,6 +112,7 @@ def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -
         "after": None,
         "outputs_equal": None,
         "outputs": "",
+        "outputs_difference": None,
         "verdict": "not tried",
         "why": "a change to your code: fxlens states it as a patch and does not apply it",
         "patch": entry.get("patch"),
@@ -108,12 +122,7 @@ def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -
     if run is None:
         return out
     applied = bool(run["applied"].get("0"))
-    ref = reference or base
-    equal, said = measure.compare_outputs(ref["outputs"], run["outputs"])
-    if reference is not None:
-        said += " (compared with the same fix run eagerly: the first run never called the compiled object)"
-    elif base.get("outputs_from") == "eager":
-        said += " (compared with the script run eagerly: the session of `fxlens run` kept no outputs)"
+    equal, said, diff = _outputs(base, run, reference, eager)
     failed = ""
     if run["exit_code"] and not base["exit_code"]:
         why = error_line(Path(run["dir"]) / "output.log")
@@ -124,17 +133,72 @@ def _result(entry: dict, base: dict, run: dict | None, reference: dict | None) -
         after=run["measures"] or None,
         outputs_equal=equal,
         outputs=said,
+        outputs_difference=diff,
         run=run["dir"],
         seconds=run["seconds"],
         speed={"before": base["speed"], "after": run["speed"]} if run["speed"] or base["speed"] else None,
     )
-    if not applied:
-        out.update(verdict="no effect", why="not applied: the re-run never reached what the fix changes")
-        return out
     out["verdict"], out["why"] = measure.verdict(
-        target(entry["action"]), base["measures"], run["measures"] or {}, equal, failed
+        target(entry["action"]),
+        base["measures"],
+        run["measures"] or {},
+        equal,
+        failed,
+        "" if applied and not failed else _not_applied(entry["action"], run, failed),
     )
+    if run["notes"].get("0") and out["verdict"] != "not applied":
+        out["why"] += "; " + "; ".join(run["notes"]["0"])
     return out
+
+
+def _not_applied(act: dict, run: dict, failed: str) -> str:
+    """Why a fix was not applied (empty when it was, or when the run failed first: that is its own
+    verdict): what the action names against what the script compiled."""
+    if run["applied"].get("0") or failed:
+        return ""
+    notes = "; ".join(run["notes"].get("0") or [])
+    p = act.get("params") or {}
+    if p.get("function"):
+        names = f"`{p['function']}`" + (f" of {', '.join(short_path(f) for f in p['code_files'])}" if p.get("code_files") else "")
+        said = f"no torch.compile call of the re-run compiled {names}"
+    elif p.get("site"):
+        said = f"no torch.compile call of the re-run at {p['site']} could take it"
+    else:
+        said = "the re-run never reached what the fix changes"
+    compiled = run.get("compiled") or []
+    if compiled:
+        said += f" (the script compiled {', '.join(compiled[:4])})"
+    return "not applied: " + said + (f"; {notes}" if notes else "")
+
+
+def _outputs(base: dict, run: dict, reference: dict | None, eager) -> tuple[bool | None, str, dict | None]:
+    """(equal, what was compared, the largest difference): the re-run's compiled outputs against
+    the first run's, and, where those differ, against the script run eagerly (the first compiled
+    run may be the one that differs from eager). A difference within LOOSE times the dtype's
+    tolerance is numerical drift (equal, the drift said); beyond it, results changed."""
+    ref = reference or base
+    equal, diff, n = measure.first_difference(ref["outputs"], run["outputs"])
+    if equal is None:
+        return None, "no outputs recorded" if not ref["outputs"] or not run["outputs"] else "no compiled call in common", None
+    how = " (compared with the same fix run eagerly: the first run never called the compiled object)" if reference else ""
+    if base.get("outputs_from") == "eager" and not reference:
+        how = " (compared with the script run eagerly: the session of `fxlens run` kept no outputs)"
+    if equal:
+        return True, f"{n} compiled call(s) equal within the dtype's tolerance{how}", None
+    if reference is None and base.get("outputs_from") != "eager" and eager is not None:
+        eager_outputs = eager()
+        e_equal, e_diff, _ = measure.first_difference(eager_outputs, run["outputs"])
+        if e_equal:
+            return True, (
+                "equal to the script run eagerly within the dtype's tolerance; the first (compiled) run is "
+                f"the one that differs from eager ({measure.describe_difference(diff)})"
+            ), None
+        if e_diff is not None:
+            diff, how = e_diff, " (against the script run eagerly)"
+    said = measure.describe_difference(diff) + how
+    if diff.get("within_loose"):
+        return True, f"numerical drift only: {said}", diff
+    return False, f"differs beyond the dtype's tolerance: {said}", diff
 
 
 def fix_script(
@@ -147,8 +211,12 @@ def fix_script(
     tries: list[str] | tuple = (),
     timeout: float | None = None,
     results: list | None = None,
+    nproc: int = 0,
 ) -> dict:
     """Run SCRIPT, then re-run it once per applicable fix, and once with the fixes that helped.
+
+    Every run starts the script as the first run did (fxlens.fix.runs.Launch): the same launcher
+    (torchrun with N processes), working directory, environment switches and standard input.
 
     Args:
         script, args: the Python script (run as `__main__` in child processes) and its arguments.
@@ -158,19 +226,24 @@ def fix_script(
         tries: extra fixes (`regional:CLASS`, `dynamic`, `config:NAME=VALUE`).
         timeout: seconds one run may take.
         results: the per-fix results are appended to it as they come (kept on Ctrl-C).
+        nproc: torchrun's process count (0: the session's own, else one plain process).
 
     Returns:
-        `{script, session, base, fixes: [...], together, load}` (docs/schemas/fix.schema.json).
+        `{script, session, base, fixes: [...], together, load, said}` (docs/schemas/fix.schema.json).
     """
     check_script(script)
     if backend:
         check_spec(backend)
-    extra = [parse_try(t) for t in tries]
-    opts = {"backend": backend, "timeout": timeout, "speed": SPEED_BUDGET_S if speed else 0.0}
+    extra = [parse_try(t) for t in tries]  # a switch the running torch lacks: refused before any run
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
+    launch = _launch(sdir, nproc)
+    opts = {"backend": backend, "timeout": timeout, "speed": SPEED_BUDGET_S if speed else 0.0, "launch": launch}
     results = [] if results is None else results
     progress = Progress(0)  # how many runs is known once the first run's findings are
     base, n = _first_run(script, args, sdir, session_dir, progress, opts)
+    said = _before_reruns(script, sdir, base, launch)
+    for line in said:
+        print(f"fxlens fix: {line}", file=sys.stderr, flush=True)
     entries = _entries(sdir, script, base, extra)
     tried = [e for e in entries if e["how"] != "code"]
     progress.total = (
@@ -187,13 +260,74 @@ def fix_script(
             "the script run eagerly (reference outputs)",
             lambda: one_run(script, args, sdir / "reference", [], stance="eager", **opts),
         )["outputs"]
-    _each_fix(script, args, sdir, base, entries, results, progress, n, opts)
-    together = _together(script, args, sdir, base, entries, results, progress, opts)
+    eager = _EagerReference(script, args, sdir, progress, opts)
+    _each_fix(script, args, sdir, base, entries, results, progress, n, opts, eager)
+    together = _together(script, args, sdir, base, entries, results, progress, opts, eager)
     base_out = {k: base[k] for k in ("measures", "exit_code", "seconds", "speed")}
     out = {"script": os.path.abspath(script), "argv": list(args), "session": str(sdir), "base": base_out}
-    out.update(fixes=results, together=together, load=_load())
+    out.update(fixes=results, together=together, load=_load(), said=said)
     append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
     return out
+
+
+class _EagerReference:
+    """The script run eagerly, made once and only when a re-run's outputs differ from the first
+    run's: the verdict "changes results" is judged against eager, not against a compiled run."""
+
+    def __init__(self, script, args, sdir: Path, progress, opts):
+        self.script, self.args, self.sdir, self.progress, self.opts = script, args, sdir, progress, opts
+        self.outputs = self.made = None
+
+    def __call__(self):
+        if not self.made:
+            self.made = True
+            self.outputs = self.progress.run(
+                self.progress.total,
+                "the script run eagerly (a re-run's outputs differ from the first run's)",
+                lambda: one_run(self.script, self.args, self.sdir / "eager", [], stance="eager", **self.opts),
+            )["outputs"]
+        return self.outputs
+
+
+def _launch(sdir: Path, nproc: int) -> Launch:
+    """How every run starts the script: as the session's first run did (its launcher, folder and
+    switches), or from this command's own (cwd, --nproc); stdin is recorded by the first run."""
+    launch = Launch(nproc=nproc, stdin=RECORD)
+    if not (sdir / "session.json").exists():
+        return launch
+    info = Session.open(sdir).info
+    launch.nproc = nproc or int(info.get("nproc") or 0)
+    launch.cwd = info.get("cwd") if info.get("cwd") and os.path.isdir(info["cwd"]) else None
+    launch.env = {k: v for k, v in (info.get("env") or {}).items() if k not in (config.ENV_BACKEND_OVERRIDE,)}
+    launch.replay(sdir)
+    return launch
+
+
+def _before_reruns(script: str, sdir: Path, base: dict, launch: Launch) -> list[str]:
+    """What the re-runs cannot reproduce, or what the first run says that fix cannot answer, said
+    before any re-run (never after, as a verdict)."""
+    said = []
+    if base.get("exit_code"):
+        why = error_line(sdir / "output.log")
+        said.append(
+            f"the first run {base.get('ended') or 'failed'}" + (f" ({why})" if why else "")
+            + f": fix measures graphs, breaks and recompiles, but a failure is bisect's to find: "
+            f"`fxlens bisect {script}`"
+        )
+    if launch.stdin == subprocess.DEVNULL and base.get("stdin_read"):
+        said.append(
+            "the first run read its input from a terminal: the re-runs read an empty input "
+            f"(pipe it in to replay it: `fxlens fix {script} < input.txt`)"
+        )
+    ranks = len({r.rank for r in Session.open(sdir).ranks}) if (sdir / "session.json").exists() else 0
+    if ranks > 1 and not launch.nproc:
+        said.append(
+            f"the first run's trace has {ranks} ranks but no launcher was recorded: the re-runs start "
+            f"one process (pass --nproc {ranks} to launch them through torchrun)"
+        )
+    elif launch.nproc:
+        said.append(f"every re-run is launched through torchrun with {launch.nproc} processes, as the first run")
+    return said
 
 
 def _entries(sdir: Path, script: str, base: dict, extra: list[dict]) -> list[dict]:
@@ -202,7 +336,10 @@ def _entries(sdir: Path, script: str, base: dict, extra: list[dict]) -> list[dic
     session = Session.open(sdir)
     _, report = measure.measures(session)
     doctor = next((e for e in reversed(session.events) if e.get("event") == "doctor"), {})
-    return gather(report, script, base["recorder"], extra, doctor.get("findings") or [])
+    recorder = {**base["recorder"], "loaders": base.get("loaders") or []}
+    return gather(
+        report, script, recorder, extra, doctor.get("findings") or [], code_files=code_files_of(session)
+    )
 
 
 def _first_run(script, args, sdir: Path, session_dir, progress, opts) -> tuple[dict, int]:
@@ -213,52 +350,62 @@ def _first_run(script, args, sdir: Path, session_dir, progress, opts) -> tuple[d
     return progress.run(1, "the first run, as asked", lambda: _base(script, args, sdir, None, **opts)), 1
 
 
-def _each_fix(script, args, sdir: Path, base: dict, entries, results: list, progress, n: int, opts) -> None:
+def _each_fix(script, args, sdir: Path, base: dict, entries, results: list, progress, n: int, opts, eager) -> None:
     """One re-run per fix fxlens can apply, each result appended to RESULTS and to the session as
-    soon as it is measured (so Ctrl-C keeps it); code fixes are recorded as not tried."""
-    for i, e in enumerate(entries):
+    soon as it is measured (so Ctrl-C keeps it); code fixes are recorded as not tried. A fix torch
+    refuses (mark_dynamic: ConstraintViolationError) is followed by what torch suggests instead."""
+    queue = list(entries)
+    i = 0
+    while i < len(queue):
+        e = queue[i]
+        i += 1
         run = reference = None
         if e["how"] != "code":
             n += 1
-            run_dir = sdir / f"fix-{i + 1}"
+            run_dir = sdir / f"fix-{i}"
             run = progress.run(
                 n, label(e["action"]), lambda e=e, d=run_dir: one_run(script, args, d, [e["action"]], **opts)
             )
             if not measure.calls(base["outputs"]) and measure.calls(run["outputs"]):
                 # the first run never called the compiled object: the same fix run eagerly is the reference
-                ref_dir = sdir / f"fix-{i + 1}-eager"
                 reference = progress.run(
                     n,
                     f"{label(e['action'])}, run eagerly (the reference outputs)",
-                    lambda e=e, d=ref_dir: one_run(script, args, d, [e["action"]], stance="eager", **opts),
+                    lambda e=e, d=sdir / f"fix-{i}-eager": one_run(
+                        script, args, d, [e["action"]], stance="eager", **opts
+                    ),
                 )
-        res = _result(e, base, run, reference)
+        res = _result(e, base, run, reference, eager)
         results.append(res)
         append_event(sdir, "fix", res)
+        instead = replacement(e, res)
+        if instead is not None:
+            queue.insert(i, instead)
+            progress.total += 1
 
 
-def _together(script, args, sdir, base, entries, results, progress, opts) -> dict | None:
+def _together(script, args, sdir, base, entries, results, progress, opts, eager) -> dict | None:
     """The fixes that helped, tried together once (None when fewer than two helped)."""
-    helped = [i for i, r in enumerate(results) if r["verdict"] == "helps"]
+    helped = [r for r in results if r["verdict"] == "helps"]
     if len(helped) < 2:
         return None
-    actions = [entries[i]["action"] for i in helped]
+    actions = [{"kind": r["kind"], "params": r["params"]} for r in helped]
     run = progress.run(
         progress.total,
         "the fixes that helped, together",
         lambda: one_run(script, args, sdir / "fix-together", actions, **opts),
     )
-    equal, said = measure.compare_outputs(base["outputs"], run["outputs"])
+    equal, said, _ = _outputs(base, run, None, eager)
     failed = f"the re-run {run['ended']}" if run["exit_code"] and not base["exit_code"] else ""
     verdicts = [
         measure.verdict(target(a), base["measures"], run["measures"] or {}, equal, failed)[0] for a in actions
     ]
     verdict = next(
-        (v for v in ("changes results", "hurts") if v in verdicts),
+        (v for v in ("changes results", "hurts", "not applied", "trade-off") if v in verdicts),
         "helps" if "helps" in verdicts else "no effect",
     )
     res = {
-        "fixes": [results[i]["fix"] for i in helped],
+        "fixes": [r["fix"] for r in helped],
         "before": base["measures"],
         "after": run["measures"] or None,
         "outputs_equal": equal,
@@ -294,6 +441,7 @@ def main(args: argparse.Namespace) -> int:
             tries=args.tries,
             timeout=config.run_timeout(args.timeout),
             results=results,
+            nproc=args.nproc,
         )
     except KeyboardInterrupt:  # what was measured is in the session already; show it too
         if results:

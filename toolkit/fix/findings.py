@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 
 from fxlens.fix import patches
+from fxlens.fix.methods import called_methods
+from fxlens.fix.usage import short_batch
 from fxlens.report.fixes import BREAK_ACTIONS, action, config_action, describe, how, key
 from fxlens.trace.userframes import short_path
 
@@ -57,8 +59,14 @@ def _from_report(report: dict) -> list[dict]:
     return out
 
 
-def _from_recorder(objects: dict, calls: dict) -> list[dict]:
-    """Compiled modules the script never called, or compiled as a DDP wrapper (first run's recorder)."""
+# methods that call the module itself (`self(...)`) in a loop: compiling the module in place serves
+# them; compiling the method would trace the whole loop
+_CALLS_SELF = {"generate", "sample", "greedy_search", "beam_search"}
+
+
+def _from_recorder(objects: dict, calls: dict, compile_failed: bool = False) -> list[dict]:
+    """Compiled modules the script never called, or compiled as a DDP wrapper (first run's recorder).
+    A compile that failed (fullgraph=True and a break) is not a module never called."""
     out = []
     for site, info in objects.items():
         file, line, _ = site.rsplit(":", 2)
@@ -69,15 +77,28 @@ def _from_recorder(objects: dict, calls: dict) -> list[dict]:
             out.append(
                 _entry(finding, action("compile_inside_ddp", site_key=site_key, site=where), file, int(line))
             )
-        elif info.get("module") and not calls.get(site):
-            finding = f"the module compiled at {where} was never called through what torch.compile returned"
-            out.append(
-                _entry(finding, action("compile_in_place", site_key=site_key, site=where), file, int(line))
-            )
+        elif info.get("module") and not calls.get(site) and not compile_failed:
+            out += _never_called(file, int(line), site_key, where, bool(info.get("in_place")))
     return out
 
 
-def _with_patch(entry: dict, script: str) -> dict | None:
+def _never_called(file: str, line: int, site_key: str, where: str, in_place: bool) -> list[dict]:
+    """A compiled module the script never called: it calls the module's own methods instead."""
+    methods = called_methods(file, line)
+    said = f" (the script calls its {', '.join(f'`{m}`' for m in methods)})" if methods else ""
+    how = "`module.compile()`" if in_place else "what torch.compile returned"
+    finding = f"the module compiled at {where} was never called through {how}{said}"
+    out = []
+    if not in_place and (not methods or _CALLS_SELF & set(methods)):
+        out.append(_entry(finding, action("compile_in_place", site_key=site_key, site=where), file, line))
+    own = [m for m in methods if m not in _CALLS_SELF]
+    if own:
+        act = action("compile_methods", methods=own, site_key=site_key, site=where)
+        out.append(_entry(finding, act, file, line))
+    return out
+
+
+def _with_patch(entry: dict, script: str, loaders: list[dict] = ()) -> dict | None:
     """A code fix with its patch filled in (and its words from the patch); None when fxlens cannot
     find the line to patch (the finding's own text still states the fix)."""
     act = entry["action"]
@@ -89,7 +110,9 @@ def _with_patch(entry: dict, script: str) -> dict | None:
         patch, line, lr = got
         return {**entry, "action": action("tensor_lr", lr=lr), "patch": patch, "file": script, "line": line}
     if kind == "drop_last":
-        got = patches.drop_last(script)
+        # the loaders whose last batch is short, as the first run made them (not the first in the file)
+        short = [ld for ld in loaders if short_batch(ld) and os.path.realpath(ld["file"]) == os.path.realpath(script)]
+        got = patches.drop_last(script, [ld["line"] for ld in short] if loaders else None)
         if got is None:
             return None
         return {**entry, "patch": got[0], "file": script, "line": got[1]}
@@ -117,16 +140,19 @@ def gather(
     recorder: dict | None = None,
     extra: list[dict] = (),
     doctor: list[dict] = (),
+    code_files: dict | None = None,
 ) -> list[dict]:
     """Every fix to try or state, once: `{finding, action, how, fix, file, line, patch}`; `doctor`:
     the findings of `fxlens doctor` when the session is doctor's."""
     entries = _from_report(report) + _from_doctor(doctor)
     if recorder:
-        entries += _from_recorder(recorder.get("objects") or {}, recorder.get("calls") or {})
+        failed = bool(report.get("failures"))
+        entries += _from_recorder(recorder.get("objects") or {}, recorder.get("calls") or {}, failed)
     entries += [_entry("asked for with --try", a) for a in extra]
     out: dict[tuple, dict] = {}
     for e in entries:
-        e = _with_patch(e, script)
+        e = _with_code_files(e, code_files or {})
+        e = _with_patch(e, script, (recorder or {}).get("loaders") or [])
         if e is None:
             continue
         k = key(e["action"])
@@ -144,6 +170,27 @@ def gather(
             continue
         out[k] = {**e, "how": how(e["action"]), "fix": describe(e["action"])}
     return list(out.values())
+
+
+def _with_code_files(entry: dict, code_files: dict) -> dict:
+    """The action names the compiled frame's own files (from torch's trace), so the re-run's hook
+    matches the compiled object (a library's module compiled at the user's line), not the call line."""
+    params = entry["action"].get("params") or {}
+    fn = params.get("function")
+    files = code_files.get((fn, params.get("file"))) if fn else None
+    if not files or params.get("code_files"):
+        return entry
+    return {**entry, "action": {**entry["action"], "params": {**params, "code_files": sorted(files)}}}
+
+
+def code_files_of(session) -> dict:
+    """(function, user file) -> the files of the code torch compiled for it (compilation metrics)."""
+    out: dict = {}
+    for m in session.metrics:
+        if m.code_file and m.co_name:
+            out.setdefault((m.co_name, m.file), set()).add(m.code_file)
+            out.setdefault((m.function.rsplit(".", 1)[-1], m.file), set()).add(m.code_file)
+    return out
 
 
 def parse_try(spec: str) -> dict:
@@ -166,5 +213,33 @@ def parse_try(spec: str) -> dict:
                     value = float(raw)
                 except ValueError:
                     pass
-        return config_action(name.strip(), value, "recompiles")
+        name = name.strip()
+        from fxlens.fix.appliers import config_known
+
+        if not config_known(name):
+            raise FxlensError(
+                f"--try {spec!r}: the running torch has no config switch {name!r} "
+                "(NAME is torch._dynamo.config's, or inductor.NAME / functorch.NAME)"
+            )
+        return config_action(name, value, "recompiles")
     raise FxlensError(f"--try {spec!r}: expected regional:CLASS, dynamic or config:NAME=VALUE")
+
+
+# (kind, pattern on a verdict's why, the kind torch suggests instead): a fix torch refuses at run
+# time is followed by the one its error names
+_INSTEAD = (
+    # mark_dynamic on a dim the model specialises: torch raises ConstraintViolationError and its
+    # message suggests maybe_mark_dynamic (dynamic where the code allows, static where it needs)
+    ("mark_dynamic", "ConstraintViolationError", "maybe_mark_dynamic"),
+)
+
+
+def replacement(entry: dict, result: dict) -> dict | None:
+    """The fix to try instead of ENTRY when its re-run shows torch refused it, else None."""
+    act = entry["action"]
+    for kind, refused, instead in _INSTEAD:
+        if act["kind"] == kind and result["verdict"] == "hurts" and refused in (result.get("why") or ""):
+            new = action(instead, **{k: v for k, v in act["params"].items()})
+            finding = f"{entry['finding']}; torch refused `{kind}` ({refused}) and suggests `{instead}`"
+            return {**entry, "finding": finding, "action": new, "how": how(new), "fix": describe(new)}
+    return None

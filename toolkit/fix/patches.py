@@ -73,31 +73,49 @@ def tensor_lr(script: str) -> tuple[str, int, str] | None:
     return None
 
 
-def drop_last(script: str) -> tuple[str, int] | None:
-    """(patch, line) adding `drop_last=True` to the script's first DataLoader without it."""
+def drop_last(script: str, lines_of: list[int] | None = None) -> tuple[str, int] | None:
+    """(patch, line) adding `drop_last=True` to the DataLoaders made on LINES_OF (the loaders the
+    run saw end with a short batch; None: the first DataLoader without it)."""
     got = _read(script)
     if got is None:
         return None
     lines, tree = got
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _name(node.func) == "DataLoader" and node.end_lineno:
-            kws = {kw.arg: kw for kw in node.keywords}
-            if "drop_last" in kws:
-                kw = kws["drop_last"]
-                if isinstance(kw.value, ast.Constant) and kw.value.value is False:
-                    new = _replace_in_line(lines, kw.value, "False", "True")
-                    return (_diff(script, lines, new), node.lineno) if new else None
-                return None
-            i = node.end_lineno - 1
-            line = lines[i]
-            cut = len(line.encode()[: node.end_col_offset].decode()) - 1  # the closing paren
-            if line[cut] != ")":
-                return None
-            sep = "" if line[:cut].rstrip().endswith((",", "(")) else ", "
-            new = list(lines)
-            new[i] = line[:cut].rstrip() + sep + "drop_last=True" + line[cut:]
-            return _diff(script, lines, new), node.lineno
-    return None
+    if lines_of is not None and not lines_of:
+        return None
+    calls = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _name(n.func) == "DataLoader" and n.end_lineno),
+        key=lambda n: n.lineno,
+    )
+    new, first = list(lines), None
+    for node in calls:
+        if lines_of is not None and not any(node.lineno <= ln <= node.end_lineno for ln in lines_of):
+            continue
+        edited = _add_drop_last(new, node)
+        if edited is None:
+            continue
+        new, first = edited, first or node.lineno
+        if lines_of is None:
+            break
+    return (_diff(script, lines, new), first) if first else None
+
+
+def _add_drop_last(lines: list[str], node: ast.Call) -> list[str] | None:
+    """LINES with `drop_last=True` in the DataLoader call NODE (False turned True), or None."""
+    kws = {kw.arg: kw for kw in node.keywords}
+    if "drop_last" in kws:
+        kw = kws["drop_last"]
+        if isinstance(kw.value, ast.Constant) and kw.value.value is False:
+            return _replace_in_line(lines, kw.value, "False", "True")
+        return None
+    i = node.end_lineno - 1
+    line = lines[i]
+    cut = len(line.encode()[: node.end_col_offset].decode()) - 1  # the closing paren
+    if line[cut] != ")":
+        return None
+    sep = "" if line[:cut].rstrip().endswith((",", "(")) else ", "
+    new = list(lines)
+    new[i] = line[:cut].rstrip() + sep + "drop_last=True" + line[cut:]
+    return new
 
 
 def keep_tensor(path: str, line: int) -> tuple[str, str] | None:

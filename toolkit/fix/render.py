@@ -25,6 +25,7 @@ def render_text(result: dict) -> str:
     )
     base = result.get("base") or {}
     lines = [head]
+    lines += [f"note: {line}" for line in result.get("said") or []]
     if base.get("measures"):
         lines.append(f"first run: {change(base['measures'], None)}")
     lines += fix_lines(result, _speed)

@@ -9,28 +9,28 @@ run's own session: torch's trace, the child's `fix_child` event, doctor's probe 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens import config
 from fxlens.capture.command import check_script, how_it_ended, refused_message, run_captured
 from fxlens.capture.runner import REFUSED
+from fxlens.capture.stdin import STDIN_FILE
 from fxlens.errors import FxlensError
 from fxlens.fix import measure
+from fxlens.report.fixes import FIXES
 from fxlens.trace.session import Session
 
 CHILD_HOOK = "fxlens.fix.child:runner_hook"
 OUTPUTS = "outputs.pt"
 # seconds between progress lines while one run goes on
 TICK_S = 15.0
-# hook fixes that hand the script another object than torch.compile's: doctor's timing wrapper
-# would replace the module the script holds with a function, so --speed skips them
-_NO_SPEED = {"compile_in_place", "compile_inside_ddp", "regional"}
 
 
 class Progress:
@@ -60,8 +60,9 @@ class Progress:
             done.set()
 
 
-def _env(run_dir: Path, actions: list[dict], speed: float, stance: str = "") -> dict:
+def _env(run_dir: Path, actions: list[dict], speed: float, stance: str = "", launch=None) -> dict:
     env = {
+        **(launch.env if launch else {}),
         config.ENV_RUNNER_HOOK: CHILD_HOOK,
         config.ENV_FIX_ACTIONS: json.dumps(actions),
         config.ENV_FIX_OUTPUTS: str(run_dir.absolute() / OUTPUTS),
@@ -70,46 +71,51 @@ def _env(run_dir: Path, actions: list[dict], speed: float, stance: str = "") -> 
         "TORCHINDUCTOR_CACHE_DIR": str(run_dir.absolute() / "inductor-cache"),
         "TRITON_CACHE_DIR": str(run_dir.absolute() / "inductor-cache" / "triton"),
     }
-    if speed and not any(a["kind"] in _NO_SPEED for a in actions):
+    if speed and all(FIXES[a["kind"]].speed for a in actions):
         env.update({config.ENV_DOCTOR_PROBE: "compiled", config.ENV_DOCTOR_BUDGET: str(speed)})
     return env
 
 
-def one_run(script, args, run_dir: Path, actions, *, backend, timeout, speed, stance="") -> dict:
+@dataclass
+class Launch:
+    """How every run of one `fxlens fix` starts the script, the same as the first run did: the
+    launcher (torchrun with N processes), the working directory, the environment switches, and
+    the standard input (recorded by the first run, replayed by each re-run)."""
+
+    nproc: int = 0
+    cwd: str | None = None
+    env: dict = field(default_factory=dict)
+    stdin: object = None  # stdin.RECORD for the first run, then the recording's path
+
+    def replay(self, sdir: Path) -> None:
+        """After the first run: the re-runs read what it read (nothing, when it read a terminal)."""
+        rec = sdir / STDIN_FILE
+        self.stdin = str(rec) if rec.exists() else subprocess.DEVNULL
+
+
+def one_run(script, args, run_dir: Path, actions, *, backend, timeout, speed, stance="", launch=None) -> dict:
     """Run the script once with ACTIONS; what it measured, read from its own session."""
     run_dir.mkdir(parents=True, exist_ok=True)
     log = run_dir / "output.log"
+    launch = launch or Launch()
     result = run_captured(
         script,
         list(args),
         backend=backend,
         session_dir=str(run_dir),
-        env=_env(run_dir, actions, speed, stance),
+        nproc=launch.nproc,
+        env=_env(run_dir, actions, speed, stance, launch),
         timeout=timeout,
         stdout=log,
         stderr=log,
+        stdin=launch.stdin,
+        cwd=launch.cwd,
     )
     shutil.rmtree(run_dir / "inductor-cache", ignore_errors=True)  # cold runs: never read again
     session = Session.open(run_dir)
     if result.exit_code == REFUSED and (msg := refused_message(session)):
         raise FxlensError(msg)
     return read_run(session, run_dir, result.exit_code, result.seconds, timeout)
-
-
-def run_with_fixes(
-    script: str,
-    args: list[str] | tuple,
-    actions: list[dict],
-    run_dir: str | os.PathLike,
-    *,
-    backend=None,
-    timeout=None,
-) -> dict:
-    """One run of SCRIPT with ACTIONS applied (fxlens.report.fixes actions) into RUN_DIR: `{measures,
-    applied, outputs, exit_code, ...}`. What `fxlens fix` does per fix; tests use it to check that a
-    fix text says what torch does."""
-    check_script(script)
-    return one_run(script, args, Path(run_dir), list(actions), backend=backend, timeout=timeout, speed=0.0)
 
 
 def read_run(session: Session, run_dir: Path, code: int | None, seconds: float | None, timeout=None) -> dict:
@@ -123,6 +129,10 @@ def read_run(session: Session, run_dir: Path, code: int | None, seconds: float |
         "seconds": round(seconds, 2) if seconds is not None else None,
         "measures": got,
         "applied": child.get("applied") or {},
+        "notes": child.get("notes") or {},
+        "compiled": child.get("compiled") or [],
+        "loaders": child.get("loaders") or [],
+        "stdin_read": bool(child.get("stdin_read")),
         "recorder": {"calls": child.get("calls") or {}, "objects": child.get("objects") or {}},
         "outputs": measure.load_outputs(run_dir / OUTPUTS) if (run_dir / OUTPUTS).exists() else None,
         "speed": _speed(session),

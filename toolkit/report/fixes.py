@@ -4,10 +4,12 @@ A finding (a recompile cause, a graph break, a limit hit, a compiled object neve
 its fixes as data: `{"kind": KIND, "params": {...}}` (an *action*), never as prose that `fxlens fix`
 would have to parse. KIND is a key of FIXES:
 
-- `config`: a `torch._dynamo.config` switch, set in the re-run's process before the script runs.
-- `hook`: applied through fxlens's torch.compile hook (fxlens.capture.compile_hook) in the re-run:
-  the script's own torch.compile call is changed (options, what is compiled) or its compiled object
-  wrapped (mark_dynamic of an argument before each call).
+- `config`: a torch config switch (dynamo's, inductor's or functorch's), set in the re-run's
+  process before the script runs.
+- `hook`: applied by fxlens in the re-run, one applier per kind (fxlens.fix.appliers): mostly
+  through its torch.compile hook (fxlens.capture.compile_hook), where the script's own
+  torch.compile call is changed (options, what is compiled) or its compiled object wrapped
+  (mark_dynamic of an argument before each call).
 - `code`: a change to the user's file that fxlens cannot make at run time; stated as a unified diff
   at the line fxlens knows, marked "not tried".
 
@@ -27,12 +29,19 @@ class FixKind:
     how: str  # config | hook | code
     target: str  # what it should improve: recompiles, breaks, compile_s, graphs (0 -> some)
     text: str  # the fix in words, formatted with the action's params
+    # doctor's timing (--speed) wraps what the script gets: not for fixes that hand the script
+    # another object than torch.compile's (a module compiled in place, inside DDP, by regions)
+    speed: bool = True
+    # the params that make two actions one fix (None: all but `target`); regional: the block alone,
+    # whichever compile site holds it
+    same: tuple | None = None
 
 
 # kind -> (how, what it should improve, the fix in words); {name}/{value}/... are the action's params
 FIXES: dict[str, FixKind] = {
-    # a torch._dynamo.config switch for the whole run (capture_scalar_outputs, recompile_limit, ...)
-    "config": FixKind("config", "{target}", "`torch._dynamo.config.{name} = {value!r}`"),
+    # a torch config switch for the whole run (capture_scalar_outputs, recompile_limit, ...): NAME is
+    # torch._dynamo.config's, or `inductor.NAME` / `functorch.NAME` for those configs
+    "config": FixKind("config", "{target}", "`{config_name} = {value!r}`"),
     # mark one argument of the compiled function dynamic in `dim` before each call
     "mark_dynamic": FixKind(
         "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
@@ -42,6 +51,11 @@ FIXES: dict[str, FixKind] = {
         "hook",
         "recompiles",
         "`torch._dynamo.decorators.mark_unbacked({arg}, {dim})` before each call of {which}",
+    ),
+    # the mark torch suggests when it refuses mark_dynamic (ConstraintViolationError: the model
+    # specialises the dim): dynamic where it can be, static where the code needs it
+    "maybe_mark_dynamic": FixKind(
+        "hook", "recompiles", "`torch._dynamo.maybe_mark_dynamic({arg}, {dim})` before each call of {which}"
     ),
     # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
     "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
@@ -59,12 +73,27 @@ FIXES: dict[str, FixKind] = {
         "graphs",
         "`model.compile()` instead of `model = torch.compile(model)` (compiled at {site}): the script "
         "calls the module through its own methods (`generate()`), which never reach the wrapper",
+        speed=False,
+    ),
+    # the methods the script calls instead of forward (a VAE's encode/decode), each compiled
+    "compile_methods": FixKind(
+        "hook",
+        "graphs",
+        "compile the methods the script calls ({method_list}) instead of the module (compiled at "
+        "{site}): its forward never runs",
+        speed=False,
+    ),
+    # a keyword every call of a torch.nn class passes (a caller-side switch that removes a break
+    # inside the library, e.g. nn.Transformer's `tgt_is_causal=True` for a causal mask)
+    "call_kwarg": FixKind(
+        "hook", "breaks", "pass `{kwarg}={value!r}` to every `nn.{module_class}` call"
     ),
     # torch.compile(DDP(model)) -> DDP(torch.compile(model)): compile the wrapped module, keep the wrapper
     "compile_inside_ddp": FixKind(
         "hook",
         "breaks",
         "compile the module before DDP wraps it (`DDP(torch.compile(model))`, compiled at {site})",
+        speed=False,
     ),
     # regional compilation: each instance of a repeated block compiled, not the whole model
     "regional": FixKind(
@@ -72,6 +101,8 @@ FIXES: dict[str, FixKind] = {
         "compile_s",
         "compile each `{block}` (`for b in model.modules(): if isinstance(b, {block}): b.compile()`) "
         "instead of the whole model (compiled at {site}): one compile serves every instance",
+        speed=False,
+        same=("block",),
     ),
     # a tensor learning rate: a float LR changed by a scheduler is a guarded constant of the step
     "tensor_lr": FixKind(
@@ -149,13 +180,24 @@ def describe(act: dict) -> str:
     )
     params.setdefault("site", "?")
     params.setdefault("expr", "the value")
+    params["method_list"] = ", ".join(f"`{m}`" for m in params.get("methods") or []) or "?"
+    if act["kind"] == "config":
+        params["config_name"] = config_name(params["name"])
     return FIXES[act["kind"]].text.format(**params)
+
+
+def config_name(name: str) -> str:
+    """`torch._dynamo.config.NAME` for NAME; `inductor.X` / `functorch.X` name those configs."""
+    where, _, attr = name.rpartition(".")
+    return f"torch._{where or 'dynamo'}.config.{attr}"
 
 
 def key(act: dict) -> tuple:
     """Two actions with the same key are the same fix (one re-run for both findings)."""
     params = act.get("params") or {}
-    return (act["kind"], tuple(sorted((k, repr(v)) for k, v in params.items() if k != "target")))
+    same = FIXES[act["kind"]].same
+    keep = [k for k in params if k != "target" and (same is None or k in same)]
+    return (act["kind"], tuple(sorted((k, repr(params[k])) for k in keep)))
 
 
 def label(act: dict) -> str:
