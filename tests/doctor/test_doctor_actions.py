@@ -8,7 +8,6 @@ recompile causes, which carry actions too. The slow test runs `fxlens fix` on a 
 
 from __future__ import annotations
 
-import inspect
 import json
 import shutil
 
@@ -16,12 +15,11 @@ import pytest
 from doctor_helpers import SCRIPTS, fxlens
 from schema_check import validate
 
-from fxlens.backend.torch_compat import dynamo_config
 from fxlens.budget.check import _recompiles
 from fxlens.diff.compare import compare
 from fxlens.doctor.breaks import break_actions
 from fxlens.doctor.finding import NO_ACTION
-from fxlens.fix import child
+from fxlens.fix.appliers import APPLIERS, START, config_known
 from fxlens.report.build import build_report
 from fxlens.report.fixes import FIXES, describe, how
 from fxlens.trace.session import Session
@@ -34,9 +32,9 @@ def _check_action(act: dict) -> None:
     assert act["kind"] in FIXES, act
     kind = how(act)
     if kind == "config":  # a switch torch has: the child sets it only when it exists
-        assert hasattr(dynamo_config, act["params"]["name"]), act
+        assert config_known(act["params"]["name"]), act
     elif kind == "hook":
-        assert act["kind"] in child.HOOK_KINDS, act
+        assert act["kind"] in APPLIERS or act["kind"] in START, act
     else:
         assert kind == "code", act
     assert describe(act)  # the words `fxlens fix` prints for it format
@@ -71,12 +69,13 @@ def test_doctor_findings_name_the_fixes_fix_tries(doctored):
     assert limit["params"]["name"] == "recompile_limit" and limit["params"]["value"] == 32
 
 
-def test_hook_kinds_are_each_applied_by_the_child():
+def test_hook_kinds_are_each_applied_by_one_applier():
+    # one applier per hook kind, in a table (no if/elif on names): both ways
     hooks = {k for k, row in FIXES.items() if row.how == "hook"}
-    assert hooks == set(child.HOOK_KINDS)
-    source = inspect.getsource(child._fix_wrap)
-    for k in hooks:
-        assert f'"{k}"' in source, k
+    assert hooks == set(APPLIERS) | (set(START) - {"config"})
+    assert {k for k, row in FIXES.items() if row.how == "config"} == {"config"} and "config" in START
+    for k in APPLIERS:
+        assert callable(APPLIERS[k]), k
 
 
 def test_break_actions():

@@ -39,6 +39,17 @@ class Call:
     signature: object = None  # of the compiled callable (a module's forward, a bound method)
     notes: list = field(default_factory=list)
 
+    @property
+    def owner(self) -> str:
+        """`Linear.forward`, `Agent.act`, `step`: how the report names the compiled code."""
+        import torch
+
+        if isinstance(self.inner, torch.nn.Module):
+            return f"{type(self.inner).__name__}.forward"
+        if inspect.ismethod(self.inner):
+            return f"{type(self.inner.__self__).__name__}.{self.inner.__func__.__name__}"
+        return getattr(self.inner, "__qualname__", "") or getattr(self.code, "co_name", "")
+
 
 def code_of(obj):
     """(code, inner, signature) torch compiles for OBJ: a module's forward (inside DDP), a bound
@@ -100,6 +111,16 @@ def matches(params: dict, code) -> bool:
     return not is_user_file(code.co_filename)  # the report's file is the user's call line then
 
 
+def names(params: dict, call: Call) -> bool:
+    """Whether CALL compiles what the action names: its code (`function`, `code_files`), or, where
+    torch compiled a wrapper of its own (`inner`, for a module in torch 2.13), the report's name of
+    the compiled code (`owner`: `Linear.forward`)."""
+    if params.get("function"):
+        return matches(params, call.code)
+    owner = params.get("owner")
+    return not owner or owner == call.owner or owner.split(".")[-2:] == call.owner.split(".")[-2:]
+
+
 def _at(call: Call, params: dict) -> bool:
     """Whether torch.compile was called at the site an action names (any site when unnamed)."""
     return not params.get("site_key") or params["site_key"] == call.site
@@ -138,7 +159,7 @@ def _mark_with(name: str):
     def apply(call: Call, params: dict):
         import torch
 
-        if not matches(params, call.code):
+        if not names(params, call):
             return None
         arg, dim = params["arg"], int(params["dim"])
         sig = call.signature
@@ -162,14 +183,14 @@ def _mark_with(name: str):
 
 
 def _dynamic(call: Call, params: dict):
-    if not (matches(params, call.code) and _at(call, params)):
+    if not (names(params, call) and _at(call, params)):
         return None
     call.compiled = call.real_compile(call.model, **{**call.options, "dynamic": True})
     return True
 
 
 def _dynamic_default(call: Call, params: dict):
-    if not (matches(params, call.code) and _at(call, params)):
+    if not (names(params, call) and _at(call, params)):
         return None
     call.compiled = call.real_compile(call.model, **{k: v for k, v in call.options.items() if k != "dynamic"})
     return True

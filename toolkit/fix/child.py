@@ -126,8 +126,8 @@ def _fix_wrap(actions: list[dict], applied: dict, notes: dict, compiled_codes: l
             if apply is None:
                 continue
             got = apply(call, act.get("params") or {})
-            if got is not None:
-                applied[i] = got
+            if got is not None:  # one state per call it applied to (a mark: filled at the first call)
+                applied.setdefault(i, []).append(got)
             said = notes.setdefault(i, [])
             said += [n for n in call.notes if n not in said]
             call.notes.clear()
@@ -181,7 +181,7 @@ def _at_start(actions: list[dict], applied: dict, notes: dict) -> None:
         if apply is None:
             continue
         if apply(act.get("params") or {}):
-            applied[i] = True
+            applied[i] = [True]
         else:
             notes.setdefault(i, []).append(f"the running torch has nothing {act['kind']} names")
 
@@ -230,7 +230,7 @@ def runner_hook(script: str, session: str):
         if _rank() == 0:  # every rank runs the same code: rank 0's outputs and record stand for all
             recorder.save()
         if session and _rank() == 0:
-            done = {str(i): bool(v) for i, v in applied.items()}
+            done = {str(i): any(bool(s) for s in states) for i, states in applied.items()}
             append_event(
                 session,
                 "fix_child",

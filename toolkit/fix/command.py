@@ -161,6 +161,8 @@ def _not_applied(act: dict, run: dict, failed: str) -> str:
     if p.get("function"):
         names = f"`{p['function']}`" + (f" of {', '.join(short_path(f) for f in p['code_files'])}" if p.get("code_files") else "")
         said = f"no torch.compile call of the re-run compiled {names}"
+    elif p.get("owner"):
+        said = f"no torch.compile call of the re-run compiled `{p['owner']}`"
     elif p.get("site"):
         said = f"no torch.compile call of the re-run at {p['site']} could take it"
     else:
@@ -397,13 +399,9 @@ def _together(script, args, sdir, base, entries, results, progress, opts, eager)
     )
     equal, said, _ = _outputs(base, run, None, eager)
     failed = f"the re-run {run['ended']}" if run["exit_code"] and not base["exit_code"] else ""
-    verdicts = [
-        measure.verdict(target(a), base["measures"], run["measures"] or {}, equal, failed)[0] for a in actions
-    ]
-    verdict = next(
-        (v for v in ("changes results", "hurts", "not applied", "trade-off") if v in verdicts),
-        "helps" if "helps" in verdicts else "no effect",
-    )
+    # judged on every measure one of them targets: one fix's gain may be another's loss
+    targets = list(dict.fromkeys(t for a in actions for t in target(a)))
+    verdict, why = measure.verdict(targets, base["measures"], run["measures"] or {}, equal, failed)
     res = {
         "fixes": [r["fix"] for r in helped],
         "before": base["measures"],
@@ -411,6 +409,7 @@ def _together(script, args, sdir, base, entries, results, progress, opts, eager)
         "outputs_equal": equal,
         "outputs": said,
         "verdict": verdict,
+        "why": why,
         "run": run["dir"],
     }
     append_event(sdir, "fix_together", res)

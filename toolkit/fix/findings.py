@@ -31,7 +31,7 @@ def _from_report(report: dict) -> list[dict]:
     out = []
     for c in report.get("recompile_causes") or []:
         finding = f"recompile of {c['function']} ({_loc(c.get('file'), c.get('line'))}): {c['message']}"
-        out += [_entry(finding, a, c.get("file"), c.get("line")) for a in c.get("actions") or []]
+        out += [_entry(finding, _owned(a, c["function"]), c.get("file"), c.get("line")) for a in c.get("actions") or []]
     for b in report.get("graph_breaks") or []:
         text = f"{b.get('reason') or ''} {b.get('explanation') or ''}"
         acts = next((acts for pattern, acts in BREAK_ACTIONS if pattern.search(text)), [])
@@ -62,6 +62,19 @@ def _from_report(report: dict) -> list[dict]:
 # methods that call the module itself (`self(...)`) in a loop: compiling the module in place serves
 # them; compiling the method would trace the whole loop
 _CALLS_SELF = {"generate", "sample", "greedy_search", "beam_search"}
+
+
+def _owned(act: dict, function: str) -> dict:
+    """A hook action that names no compiled code (torch compiled its own wrapper of a module) gets
+    the report's name of the recompiled code, so the re-run applies it there and only there."""
+    params = act.get("params") or {}
+    if how(act) != "hook" or params.get("function") or params.get("owner") or act["kind"] not in _PER_CODE:
+        return act
+    return {**act, "params": {**params, "owner": function}}
+
+
+# hook kinds that apply to one compiled code (the others name a compile site or a block)
+_PER_CODE = {"mark_dynamic", "maybe_mark_dynamic", "mark_unbacked", "dynamic", "dynamic_default"}
 
 
 def _from_recorder(objects: dict, calls: dict, compile_failed: bool = False) -> list[dict]:

@@ -176,7 +176,10 @@ def describe(act: dict) -> str:
     """The fix in words (the same words the report prints)."""
     params = dict(act.get("params") or {})
     params.setdefault(
-        "which", f"`{params['function']}`" if params.get("function") else "every compiled function"
+        "which",
+        f"`{params['function']}`"
+        if params.get("function")
+        else f"`{params['owner']}`" if params.get("owner") else "every compiled function",
     )
     params.setdefault("site", "?")
     params.setdefault("expr", "the value")
@@ -203,7 +206,9 @@ def key(act: dict) -> tuple:
 def label(act: dict) -> str:
     """A short name for progress lines: `config capture_scalar_outputs=True`, `mark_dynamic x 1`."""
     p = {
-        k: v for k, v in (act.get("params") or {}).items() if k not in ("target", "file", "site", "site_key")
+        k: v
+        for k, v in (act.get("params") or {}).items()
+        if k not in ("target", "file", "site", "site_key", "code_files", "owner")
     }
     if act["kind"] == "config":
         return f"config {p.get('name')}={p.get('value')!r}"

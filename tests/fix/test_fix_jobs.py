@@ -1,0 +1,143 @@
+"""`fxlens fix` runs what the user ran and applies what it says (backend eager: no inductor needed).
+
+Ground truth: torch's own trace of each re-run (fxlens.fix.measure reads it again here), and the
+script's own output. Without stdin replayed, every re-run would read an empty input, call nothing
+and measure nothing; without matching the compiled object, the library module's and the bound
+method's marks would never be made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from schema_check import validate
+
+from fxlens.fix import measure
+from fxlens.fix.methods import called_methods
+from fxlens.fix.patches import drop_last
+from fxlens.trace.session import Session
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _fix(tmp: Path, script: Path, *opts: str, stdin: str | None = None, session: str = "s"):
+    out = tmp / "fix.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "fix", "--session", str(tmp / session), "--json", str(out), *opts, str(script)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        env={**os.environ, "FXLENS_SESSIONS_DIR": str(tmp / "sessions")},
+        timeout=900,
+    )
+    return proc, (json.loads(out.read_text()) if out.exists() else {})
+
+
+@pytest.fixture(scope="module")
+def jobs(build_once):
+    def build(d: Path) -> None:
+        proc, _ = _fix(d, SCRIPTS / "jobs_shapes.py", "--try", "regional:NoSuchBlock", stdin="8 12 16\n")
+        (d / "stdout").write_text(proc.stdout)
+        (d / "stderr").write_text(proc.stderr)
+        (d / "rc").write_text(str(proc.returncode))
+
+    d = build_once("fix-jobs-shapes", build)
+    return d, json.loads((d / "fix.json").read_text())
+
+
+def _one(result: dict, kind: str, **params) -> dict:
+    (got,) = [
+        f for f in result["fixes"] if f["kind"] == kind and all(f["params"].get(k) == v for k, v in params.items())
+    ]
+    return got
+
+
+def test_stdin_is_recorded_and_replayed_in_every_rerun(jobs):
+    d, result = jobs
+    assert (d / "rc").read_text() == "0", (d / "stderr").read_text()[-3000:]
+    validate("fix", result)
+    assert (d / "s" / "stdin.bin").read_bytes() == b"8 12 16\n"
+    # each re-run read the same sizes: its script printed them, and its outputs equal the first run's
+    for f in result["fixes"]:
+        if f["run"]:
+            assert "[8, 12, 16]" in (Path(f["run"]) / "output.log").read_text(), f["kind"]
+    md = _one(result, "mark_dynamic", arg="obs")
+    assert md["outputs_equal"] is True and md["outputs_difference"] is None
+
+
+def test_a_library_module_and_a_bound_method_get_their_marks(jobs):
+    _, result = jobs
+    lib = _one(result, "mark_dynamic", arg="args[0]")  # torch.nn.Linear: its code is torch's
+    bound = _one(result, "mark_dynamic", arg="obs")  # torch.compile(agent.act)
+    for f, owner in ((lib, "Linear.forward"), (bound, None)):
+        assert f["applied"] and f["verdict"] == "helps", f
+        again, _ = measure.measures(Session.open(f["run"]))  # torch's own counts of the re-run
+        assert again["recompiles"] == f["after"]["recompiles"] == f["before"]["recompiles"] - 1
+    assert lib["params"]["owner"] == "Linear.forward" and "`Linear.forward`" in lib["fix"]
+    assert bound["params"]["function"] == "act"
+
+
+def test_a_module_called_through_its_methods_gets_them_compiled(jobs):
+    _, result = jobs
+    f = _one(result, "compile_methods")
+    assert f["params"]["methods"] == ["decode", "encode"] and f["applied"]
+    assert f["verdict"] == "helps" and f["outputs_equal"] is True
+    # the first run compiled nothing of the VAE: its re-run compiled both methods (torch's trace)
+    graphs = [g for g in Session.open(f["run"]).graphs if g.function.endswith(("encode", "decode"))]
+    assert {g.function.rsplit(".", 1)[-1] for g in graphs} == {"encode", "decode"}
+    assert not any(g.function.endswith(("encode", "decode")) for g in Session.open(Path(f["run"]).parent).graphs)
+
+
+def test_a_fix_that_could_not_be_applied_says_not_applied_and_why(jobs):
+    _, result = jobs
+    f = _one(result, "regional")
+    assert f["verdict"] == "not applied" and not f["applied"]
+    assert "no `NoSuchBlock` inside the module compiled at" in f["why"]
+
+
+def test_try_config_names_a_switch_of_the_running_torch_before_any_run(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "fix", "--try", "config:no_such_knob=1", str(SCRIPTS / "kw_and_item.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "the running torch has no config switch 'no_such_knob'" in proc.stderr
+    assert not (tmp_path / ".fxlens").exists()  # refused before anything ran
+
+
+def test_methods_called_on_a_compiled_module_are_read_from_the_source(tmp_path):
+    script = tmp_path / "vae.py"
+    script.write_text(
+        "import torch\n"
+        "vae = make()\n"
+        "vae.compile()\n"
+        "z = vae.encode(x)\n"
+        "vae.eval()\n"
+        "out = vae.decode(z).sample\n"
+        "m = torch.compile(other)\n"
+        "m.generate(ids)\n"
+    )
+    assert called_methods(str(script), 3) == ["encode", "decode"]
+    assert called_methods(str(script), 7) == ["generate"]
+
+
+def test_drop_last_goes_on_the_loader_with_the_short_batch(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from torch.utils.data import DataLoader\n"
+        "train = DataLoader(ds_train, batch_size=8)\n"
+        "val = DataLoader(ds_val, batch_size=8)\n"
+    )
+    patch, line = drop_last(str(script), [3])  # the run saw val's last batch short
+    assert line == 3 and "+val = DataLoader(ds_val, batch_size=8, drop_last=True)" in patch
+    assert "+train" not in patch
+    assert drop_last(str(script), []) is None  # no loader with a short batch: no patch
