@@ -186,6 +186,11 @@ def test_the_report_of_a_fix_session_has_a_fixes_section(kw_item):
     assert (
         "Fixes tried (fxlens fix):" in text and "[helps] `torch._dynamo.mark_dynamic(input_ids, 1)`" in text
     )
+    # the recompile cause's own fix line carries what fxlens fix measured of it
+    (cause,) = report["recompile_causes"]
+    md = next(f for f in result["fixes"] if f["kind"] == "mark_dynamic")
+    assert cause["measured"] == [{"kind": "mark_dynamic", "verdict": "helps", "why": md["why"]}]
+    assert f"    measured by fxlens fix: [helps] {md['why']}" in text
 
 
 @pytest.mark.parametrize(

@@ -303,7 +303,8 @@ def call_kwarg(params: dict) -> bool:
 
     @functools.wraps(forward)
     def patched(self, *args, **kwargs):
-        kwargs.setdefault(kw, value)
+        if kwargs.get(kw) is None:  # nn.Transformer passes its own `tgt_is_causal=None` on
+            kwargs[kw] = value
         return forward(self, *args, **kwargs)
 
     cls.forward = patched

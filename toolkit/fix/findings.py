@@ -15,7 +15,15 @@ import os
 from fxlens.fix import patches
 from fxlens.fix.methods import called_methods
 from fxlens.fix.usage import short_batch
-from fxlens.report.fixes import BREAK_ACTIONS, action, config_action, describe, how, key
+from fxlens.report.fixes import (
+    BREAK_ACTIONS,
+    action,
+    config_action,
+    describe,
+    how,
+    key,
+    library_break_actions,
+)
 from fxlens.trace.userframes import short_path
 
 
@@ -34,7 +42,9 @@ def _from_report(report: dict) -> list[dict]:
         out += [_entry(finding, _owned(a, c["function"]), c.get("file"), c.get("line")) for a in c.get("actions") or []]
     for b in report.get("graph_breaks") or []:
         text = f"{b.get('reason') or ''} {b.get('explanation') or ''}"
-        acts = next((acts for pattern, acts in BREAK_ACTIONS if pattern.search(text)), [])
+        acts = library_break_actions(b.get("library")) + next(
+            (acts for pattern, acts in BREAK_ACTIONS if pattern.search(text)), []
+        )
         finding = f"graph break at {_loc(b.get('file'), b.get('line'))}: {b.get('reason')}"
         out += [_entry(finding, a, b.get("file"), b.get("line")) for a in acts]
     for h in report.get("recompile_limit_hits") or []:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
+from fxlens.report.measured import attach as attach_measured
 from fxlens.report.distributed import distributed
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
@@ -299,6 +300,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     }
     if with_guards:
         report["guards"] = _guards(session)
+        attach_measured(report, session)  # what `fxlens fix` measured of the fixes printed
     report["headlines"] = headlines(report, session)
     return report
 

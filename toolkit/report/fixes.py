@@ -86,7 +86,10 @@ FIXES: dict[str, FixKind] = {
     # a keyword every call of a torch.nn class passes (a caller-side switch that removes a break
     # inside the library, e.g. nn.Transformer's `tgt_is_causal=True` for a causal mask)
     "call_kwarg": FixKind(
-        "hook", "breaks", "pass `{kwarg}={value!r}` to every `nn.{module_class}` call"
+        "hook",
+        "breaks",
+        "pass `{kwarg}={value!r}` to your `nn.{module_class}` (or `nn.Transformer`) call when the mask is "
+        "causal: torch then trusts it instead of comparing it with a causal mask (the break)",
     ),
     # torch.compile(DDP(model)) -> DDP(torch.compile(model)): compile the wrapped module, keep the wrapper
     "compile_inside_ddp": FixKind(
@@ -161,6 +164,29 @@ BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
 ]
 
 
+# (library file, function that breaks, the fixes): a break inside a library that a keyword of the
+# caller removes. nn.TransformerDecoder compares a `tgt_mask` with a causal mask (`.all()` read as a
+# Python bool: a break) unless the caller says it is causal; nn.Transformer passes its own
+# `tgt_is_causal` on, so the decoder's keyword serves both
+LIBRARY_BREAK_ACTIONS: list[tuple[str, str, list[dict]]] = [
+    (
+        "torch/nn/modules/transformer.py",
+        "_detect_is_causal_mask",
+        [action("call_kwarg", module_class="TransformerDecoder", kwarg="tgt_is_causal", value=True)],
+    ),
+]
+
+
+def library_break_actions(library: dict | None) -> list[dict]:
+    """The caller-side fixes of a break inside a library frame (`{file, function}`), if any."""
+    if not library:
+        return []
+    file = str(library.get("file") or "").replace("\\", "/")
+    return next(
+        (acts for f, fn, acts in LIBRARY_BREAK_ACTIONS if file.endswith(f) and library.get("function") == fn), []
+    )
+
+
 def how(act: dict) -> str:
     return FIXES[act["kind"]].how
 
@@ -195,11 +221,15 @@ def config_name(name: str) -> str:
     return f"torch._{where or 'dynamo'}.config.{attr}"
 
 
+_DERIVED = ("target", "code_files", "owner")
+
+
 def key(act: dict) -> tuple:
     """Two actions with the same key are the same fix (one re-run for both findings)."""
     params = act.get("params") or {}
     same = FIXES[act["kind"]].same
-    keep = [k for k in params if k != "target" and (same is None or k in same)]
+    # code_files and owner are what fix learns of the code an action names, not another fix
+    keep = [k for k in params if k not in _DERIVED and (same is None or k in same)]
     return (act["kind"], tuple(sorted((k, repr(params[k])) for k in keep)))
 
 

@@ -131,6 +131,8 @@ def _recompile_lines(report: dict) -> list[str]:
             if c.get("guard"):
                 out.append(f"    torch's guard: {clip(c['guard'], 200)}")
             out.append(f"    fix: {c['fix']}")
+            for m in c.get("measured") or []:  # never advice without what fxlens fix measured of it
+                out.append(f"    measured by fxlens fix: [{m['verdict']}] {clip(m['why'], 160)}")
         out.append("")
     if report["recompile_limit_hits"]:
         out.append("Recompile limit hits (these frames now run EAGERLY, silently):")

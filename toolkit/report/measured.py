@@ -1,0 +1,94 @@
+"""What `fxlens fix` measured of the fixes a report prints, put beside them.
+
+A fix printed as advice and measured to hurt or do nothing is never shown without that measurement:
+the recompile causes and graph breaks of a report carry `measured` (each of their actions'
+verdicts) when a fix session exists: the session itself (`fxlens fix --session DIR`), else the
+latest `fxlens fix` session of the same script under the sessions folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from fxlens import config
+from fxlens.report.fixes import key
+
+# sessions looked at for a fix session of the same script, newest first
+MAX_SESSIONS = 200
+
+
+def _fix_events(events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("event") == "fix" and e.get("verdict") != "not tried"]
+
+
+def _read_events(sdir: Path) -> list[dict]:
+    out = []
+    try:
+        with open(sdir / "events.jsonl", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    continue  # a torn last line
+    except OSError:
+        pass
+    return out
+
+
+def _latest_fix_session(script: str, here: Path | None) -> tuple[Path | None, list[dict]]:
+    root = config.load().sessions_dir
+    try:
+        dirs = sorted((d for d in root.iterdir() if d.is_dir()), reverse=True)[:MAX_SESSIONS]
+    except OSError:
+        return None, []
+    for d in dirs:
+        if here is not None and d.resolve() == here.resolve():
+            continue
+        try:
+            info = json.loads((d / "session.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if os.path.realpath(str(info.get("script") or "")) != os.path.realpath(script):
+            continue
+        fixes = _fix_events(_read_events(d))
+        if fixes:
+            return d, fixes
+    return None, []
+
+
+def measured(session) -> tuple[str | None, dict]:
+    """(the fix session, {action key: {verdict, why}}) for SESSION's script; ({}) when none."""
+    own = _fix_events(session.events)
+    where: Path | None = Path(session.path) if own else None
+    if not own:
+        script = (session.info or {}).get("script")
+        if not script:
+            return None, {}
+        where, own = _latest_fix_session(script, Path(session.path))
+    got = {}
+    for e in own:
+        act = {"kind": e.get("kind"), "params": e.get("params") or {}}
+        if act["kind"]:
+            got[key(act)] = {"verdict": e["verdict"], "why": e.get("why") or ""}
+    return (str(where) if where else None), got
+
+
+def attach(report: dict, session) -> None:
+    """Each recompile cause and graph break with actions gets `measured`: its actions' verdicts."""
+    try:
+        where, got = measured(session)
+    except (OSError, KeyError, TypeError, ValueError):
+        return
+    if not got:
+        return
+    report["fix_session"] = where
+    for item in (report.get("recompile_causes") or []) + (report.get("graph_breaks") or []):
+        rows = []
+        for act in item.get("actions") or []:
+            m = got.get(key(act))
+            if m:
+                rows.append({"kind": act["kind"], **m})
+        if rows:
+            item["measured"] = rows
