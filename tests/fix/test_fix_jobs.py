@@ -141,3 +141,24 @@ def test_drop_last_goes_on_the_loader_with_the_short_batch(tmp_path):
     assert line == 3 and "+val = DataLoader(ds_val, batch_size=8, drop_last=True)" in patch
     assert "+train" not in patch
     assert drop_last(str(script), []) is None  # no loader with a short batch: no patch
+
+
+@pytest.mark.slow
+def test_a_torchrun_session_is_rerun_through_torchrun(tmp_path):
+    # `fxlens run --nproc 2` made the first run; fix reuses its launcher for every re-run
+    script = SCRIPTS / "ddp_sizes.py"
+    subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", "run", "--quiet", "--nproc", "2", "--session", str(tmp_path / "s"), str(script)],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    proc, result = _fix(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "launched through torchrun with 2 processes" in proc.stderr
+    f = _one(result, "mark_dynamic")
+    assert f["applied"] and f["verdict"] == "helps" and f["after"]["recompiles"] == 0
+    # both ranks ran the re-run (torch's trace holds one log per rank)
+    assert {r.rank for r in Session.open(f["run"]).ranks} == {0, 1}
+    assert f["before"]["recompiles"] == 2  # one per rank, as torch's trace of the first run says
