@@ -14,9 +14,26 @@ import os
 from fxlens.report.build import build_report
 from fxlens.trace.session import Session
 
-# a compile-time change smaller than this share (or than MIN_COMPILE_S) is noise on a busy machine
+# a compile-time change smaller than this share (or than MIN_COMPILE_S) is noise on a quiet machine;
+# the share grows with the load (runnable tasks per core): on 2 cores at a load of 9, two runs of
+# the same Llama script compiled in 10.8 s and 15.1 s
 COMPILE_S_SHARE = 0.2
 MIN_COMPILE_S = 0.3
+
+
+def _load_per_core() -> float:
+    try:
+        with open("/proc/loadavg") as f:
+            load = float(f.read().split()[0])
+        return load / max(1, os.cpu_count() or 1)
+    except (OSError, ValueError, IndexError):
+        return 1.0
+
+
+def compile_noise(before_s: float, load_per_core: float | None = None) -> float:
+    """Seconds of compile time two runs of the same script may differ by at this load."""
+    busy = max(1.0, _load_per_core() if load_per_core is None else load_per_core)
+    return max(COMPILE_S_SHARE * busy * before_s, MIN_COMPILE_S)
 # (rtol, atol) per dtype when comparing the compiled outputs of two runs: two compiles of the same
 # code may order a reduction differently (dynamic vs static shapes, one graph vs two)
 TOLERANCE = {
@@ -159,6 +176,7 @@ def verdict(
     outputs_equal: bool | None,
     failed: str = "",
     not_applied: str = "",
+    load: float | None = None,
 ) -> tuple[str, str]:
     """(verdict, why): not applied | hurts | changes results | helps | trade-off | no effect, on the
     measures the fix targets. helps: a target improved and no other count got worse; trade-off: a
@@ -176,7 +194,7 @@ def verdict(
     ):
         # fewer breaks or recompiles because nothing compiles any more is not a fix
         return "not applied", "the re-run compiled nothing: the fix took the code out of torch.compile"
-    said = [_one(t, before, after) for t in targets]
+    said = [_one(t, before, after, load) for t in targets]
     better = [why for v, why in said if v == "helps"]
     worse = [why for v, why in said if v == "hurts"]
     if "graphs" not in targets:  # compiling what never ran brings its breaks and seconds with it
@@ -185,8 +203,8 @@ def verdict(
             f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in others if after.get(k, 0) > before.get(k, 0)
         ]
         # fewer compiles should cost fewer seconds; a removed break compiles more code per graph
-        if set(targets) <= {"recompiles", "limit_hits"} and _one("compile_s", before, after)[0] == "hurts":
-            worse.append(_one("compile_s", before, after)[1])
+        if set(targets) <= {"recompiles", "limit_hits"} and _one("compile_s", before, after, load)[0] == "hurts":
+            worse.append(_one("compile_s", before, after, load)[1])
     if better and worse:
         return "trade-off", f"{'; '.join(better)}, but {'; '.join(worse)}"
     if better:
@@ -196,7 +214,7 @@ def verdict(
     return "no effect", "; ".join(why for _, why in said)
 
 
-def _one(target: str, before: dict, after: dict) -> tuple[str, str]:
+def _one(target: str, before: dict, after: dict, load: float | None = None) -> tuple[str, str]:
     b, a = before.get(target), after.get(target)
     if b is None or a is None:
         return "no effect", f"{target} not measured"
@@ -205,12 +223,12 @@ def _one(target: str, before: dict, after: dict) -> tuple[str, str]:
             return "helps", f"{b} -> {a} graphs"
         return "no effect", f"graphs {b} -> {a}"
     if target == "compile_s":
-        small = max(COMPILE_S_SHARE * b, MIN_COMPILE_S)
+        small = compile_noise(b, load)
         if a < b - small:
             return "helps", f"compile {b:.2f} s -> {a:.2f} s"
         if a > b + small:
             return "hurts", f"compile {b:.2f} s -> {a:.2f} s"
-        return "no effect", f"compile {b:.2f} s -> {a:.2f} s (within noise)"
+        return "no effect", f"compile {b:.2f} s -> {a:.2f} s (within the noise at this load, ±{small:.2f} s)"
     if a < b:
         return "helps", f"{target} {b} -> {a}"
     if a > b:
