@@ -1,0 +1,214 @@
+"""Every verdict of `fxlens fix` checked by applying the fix by hand (docs/guides/fix.md).
+
+    python bench/fix_by_hand.py [--out DIR] [CASE ...]
+
+For each case: `fxlens fix --json` on the script as a user runs it (stdin, torchrun, keyword
+inputs), then, for each fix it tried, the same fix written into a copy of the script by hand
+(the line a user would add or change) and run with `fxlens run --json`. The table puts fix's
+after-counts beside the by-hand counts (torch's own trace of each run), and whether the by-hand
+run failed the way fix said. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPTS = ROOT / "tests" / "fix" / "scripts"
+CASES_DIR = ROOT / "bench" / "fix_cases"
+
+_LLAMA_REGIONAL = (
+    'model = torch.compile(LlamaForCausalLM(cfg).eval(), backend="eager")',
+    'model = LlamaForCausalLM(cfg).eval()\n'
+    'for b in model.modules():\n'
+    '    if type(b).__name__ == "LlamaDecoderLayer":\n'
+    '        b.forward = torch.compile(b.forward, backend="eager")',
+)
+_IDS = "        ids = torch.randint(0, 128, (1, n))\n"
+
+# name -> (script, fix options, stdin, {fix selector: [(old, new) edits by hand]})
+CASES = {
+    "jobs (stdin, library module, bound method, VAE methods)": (
+        SCRIPTS / "jobs_shapes.py",
+        [],
+        "8 12 16\n",
+        {
+            "mark_dynamic args[0]": [("    lin(torch.randn(n, 4))", "    x = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(x, 0)\n    lin(x)")],
+            "mark_dynamic obs": [("    act(torch.randn(n, 4))", "    o = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(o, 0)\n    act(o)")],
+            "compile_methods": [
+                ('vae = torch.compile(VAE(), backend="eager")',
+                 'vae = VAE()\nvae.encode = torch.compile(vae.encode, backend="eager")\n'
+                 'vae.decode = torch.compile(vae.decode, backend="eager")'),
+            ],
+        },
+    ),
+    "HF Llama, two lengths": (
+        SCRIPTS / "hf_llama_lengths.py",
+        [],
+        None,
+        {
+            "mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.mark_dynamic(ids, 1)\n")],
+            "maybe_mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
+            "regional": [_LLAMA_REGIONAL],
+        },
+    ),
+    "HF BERT, three lengths": (
+        CASES_DIR / "hf_bert_lengths.py",
+        [],
+        None,
+        {
+            "mark_dynamic": [("        ids = torch.randint(0, 100, (2, n))\n",
+                              "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.mark_dynamic(ids, 1)\n")],
+            "maybe_mark_dynamic": [("        ids = torch.randint(0, 100, (2, n))\n",
+                                    "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
+        },
+    ),
+    "nn.Transformer, causal mask": (
+        CASES_DIR / "nn_transformer_causal.py",
+        [],
+        None,
+        {
+            "call_kwarg": [("tgt_mask=mask)", "tgt_mask=mask, tgt_is_causal=True)")],
+            "config capture_scalar_outputs": [("import torch\n", "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n")],
+        },
+    ),
+    "keyword input and .item()": (
+        SCRIPTS / "kw_and_item.py",
+        [],
+        None,
+        {
+            "mark_dynamic": [("    out = model(input_ids=torch.arange(n).unsqueeze(0))",
+                              "    ids = torch.arange(n).unsqueeze(0)\n    torch._dynamo.mark_dynamic(ids, 1)\n    out = model(input_ids=ids)")],
+            "config capture_scalar_outputs": [("import torch\n", "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n")],
+        },
+    ),
+    "DataLoader, short last batch": (
+        SCRIPTS / "dataloader.py",
+        ["--try", "dynamic"],
+        None,
+        {
+            "mark_dynamic": [("    loss = torch.nn.functional.mse_loss(cmodel(x), y)",
+                              "    torch._dynamo.mark_dynamic(x, 0)\n    loss = torch.nn.functional.mse_loss(cmodel(x), y)")],
+            "dynamic": [('cmodel = torch.compile(model, backend="aot_eager")',
+                         'cmodel = torch.compile(model, backend="aot_eager", dynamic=True)')],
+            "drop_last": [("batch_size=8)", "batch_size=8, drop_last=True)")],
+        },
+    ),
+    "twelve blocks, regional": (
+        SCRIPTS / "twelve_layers.py",
+        ["--try", "regional:Block"],
+        None,
+        {},
+    ),
+    "DDP on 2 ranks (torchrun)": (
+        SCRIPTS / "ddp_sizes.py",
+        ["--nproc", "2"],
+        None,
+        {
+            "mark_dynamic": [("    loss = step(torch.randn(n, 8)).sum()",
+                              "    x = torch.randn(n, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n    loss = step(x).sum()")],
+        },
+    ),
+}
+
+
+def _fxlens(args: list[str], cwd: Path, stdin: str | None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fxlens.cli", *args],
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=1800,
+        env={**os.environ, "FXLENS_SESSIONS_DIR": str(cwd / "sessions")},
+    )
+
+
+def _select(fixes: list[dict], selector: str) -> dict | None:
+    kind, _, arg = selector.partition(" ")
+    for f in fixes:
+        label = f"{f['params'].get('arg', '')}{f['params'].get('name', '')}"
+        if f["kind"] == kind and (not arg or arg == label):
+            return f
+    return None
+
+
+def _by_hand(script: Path, edits, out: Path, stdin, nproc: str | None) -> dict:
+    src = script.read_text()
+    for old, new in edits:
+        assert old in src, (script, old)
+        src = src.replace(old, new, 1)
+    hand = out / f"hand_{script.stem}.py"
+    hand.write_text(src)
+    opts = ["--nproc", nproc] if nproc else []
+    proc = _fxlens(["run", "--quiet", "--json", str(out / "hand.json"), *opts, str(hand)], out, stdin)
+    report = json.loads((out / "hand.json").read_text()) if (out / "hand.json").exists() else None
+    if report is None:
+        return {"failed": proc.returncode, "error": (proc.stderr.strip().splitlines() or [""])[-1][:120]}
+    err = next((ln for ln in reversed(proc.stdout.splitlines() + proc.stderr.splitlines()) if "Error" in ln), "")
+    return {
+        "graphs": len(report["graphs"]),
+        "breaks": sum(b["count"] for b in report["graph_breaks"]),
+        "recompiles": len(report["recompiles"]),
+        "failed": proc.returncode,
+        "error": err[:120],
+    }
+
+
+def _counts(m: dict | None) -> str:
+    return "-" if not m else f"{m['graphs']}/{m['breaks']}/{m['recompiles']}"
+
+
+def run_case(name: str, out: Path) -> list[str]:
+    script, opts, stdin, hands = CASES[name]
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    proc = _fxlens(["fix", "--session", str(out / "s"), "--json", str(out / "fix.json"), *opts, str(script)], out, stdin)
+    if not (out / "fix.json").exists():
+        return [f"| {name} | fxlens fix failed: {proc.stderr.strip().splitlines()[-1:]} | | | | | |"]
+    result = json.loads((out / "fix.json").read_text())
+    nproc = opts[opts.index("--nproc") + 1] if "--nproc" in opts else None
+    rows = []
+    for f in result["fixes"]:
+        selector = next((s for s in hands if _select([f], s)), None)
+        hand = _by_hand(script, hands[selector], out / f"hand-{len(rows)}", stdin, nproc) if selector else None
+        hand_s = "not applied by hand" if hand is None else (
+            f"exit {hand['failed']}: {hand['error']}" if hand.get("failed") else _counts(hand)
+        )
+        agree = "-"
+        if hand is not None and f["after"] and not hand.get("failed"):
+            agree = "yes" if _counts(f["after"]) == _counts(hand) else "NO"
+        elif hand is not None and hand.get("failed"):
+            cls = re.search(r"(\w+(?:Error|Exception))", hand["error"])
+            agree = "yes" if f["verdict"] == "hurts" and cls and cls.group(1) in f["why"] else "NO"
+        rows.append(
+            f"| {name} | {f['fix'][:70].replace('|', '/')} | {_counts(f['before'])} → {_counts(f['after'])} | "
+            f"**{f['verdict']}** | {hand_s} | {agree} |"
+        )
+    rows.append(f"| {name} | ({time.time() - t0:.0f} s for fix and by-hand runs) | | | | |")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="/tmp/fix_by_hand")
+    ap.add_argument("cases", nargs="*")
+    a = ap.parse_args()
+    print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}")
+    print("| case | fix | fix: graphs/breaks/recompiles before → after | verdict | by hand: graphs/breaks/recompiles | agree |")
+    print("|---|---|---|---|---|---|")
+    for i, name in enumerate(a.cases or CASES):
+        for row in run_case(name, Path(a.out) / f"case{i}"):
+            print(row, flush=True)
+    print(f"load average at end: {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()
