@@ -162,3 +162,45 @@ def test_a_torchrun_session_is_rerun_through_torchrun(tmp_path):
     # both ranks ran the re-run (torch's trace holds one log per rank)
     assert {r.rank for r in Session.open(f["run"]).ranks} == {0, 1}
     assert f["before"]["recompiles"] == 2  # one per rank, as torch's trace of the first run says
+
+
+@pytest.mark.slow
+def test_a_failing_script_is_said_first_with_bisect_next(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import torch\n"
+        "f = torch.compile(lambda x: x.sin() * 2, backend='eager')\n"
+        "for n in (4, 6):\n"
+        "    f(torch.randn(n))\n"
+        "raise RuntimeError('the loss went to NaN')\n"
+    )
+    proc, result = _fix(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (said,) = [s for s in result["said"] if "first run" in s]
+    assert "RuntimeError: the loss went to NaN" in said and f"fxlens bisect {script}" in said
+    assert proc.stdout.splitlines()[1].startswith("note: the first run exited with status 1")
+
+
+@pytest.mark.slow
+def test_an_in_place_compile_called_through_methods_gets_them_compiled(tmp_path):
+    script = tmp_path / "vae.py"
+    script.write_text(
+        "import torch\n"
+        "class VAE(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.e, self.d = torch.nn.Linear(4, 2), torch.nn.Linear(2, 4)\n"
+        "    def encode(self, x):\n"
+        "        return self.e(x)\n"
+        "    def decode(self, z):\n"
+        "        return self.d(z)\n"
+        "vae = VAE()\n"
+        "vae.compile(backend='eager')\n"
+        "print(vae.decode(vae.encode(torch.randn(3, 4))).shape)\n"
+    )
+    proc, result = _fix(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = _one(result, "compile_methods")
+    assert f["params"]["methods"] == ["decode", "encode"] and f["verdict"] == "helps"
+    assert f["before"]["graphs"] == 0 and f["after"]["graphs"] == 2  # torch's trace of each run
+    assert not [x for x in result["fixes"] if x["kind"] == "compile_in_place"]  # it is in place already
