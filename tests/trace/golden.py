@@ -47,7 +47,7 @@ def traces() -> list[tuple[str, Path]]:
 def _model_dump(session) -> str:
     lines = []
     for m in session.ranks:
-        for name, value in vars(m).items():
+        for name, value in sorted(vars(m).items()):
             if name == "by_compile":
                 value = {k: [(r.kind, r.line_no, r.payload_span) for r in v] for k, v in value.items()}
             lines.append(f"{name}: {value!r}")
