@@ -105,6 +105,9 @@ _AOT_INDUCTOR = group(
         ),
         Kind("inductor_pre_grad_graph", no_id=True),
         Kind("inductor_post_grad_graph", no_id=True),
+        Kind(
+            "artifact:inductor_post_grad_graph", no_id=True, why="the post-grad graph, as torch 2.13 logs it"
+        ),
         Kind("inductor_input_graph"),
         Kind(
             "inductor_output_code", no_id=True, label="inductor output code", why="code, kernels, provenance"
