@@ -108,8 +108,11 @@ def write(dest: Path) -> None:
 
 def compare(a: Path, b: Path) -> int:
     names = sorted({p.name for p in a.iterdir()} | {p.name for p in b.iterdir()})
-    differ = [n for n in names if not (a / n).exists() or not (b / n).exists()
-              or (a / n).read_bytes() != (b / n).read_bytes()]
+    differ = [
+        n
+        for n in names
+        if not (a / n).exists() or not (b / n).exists() or (a / n).read_bytes() != (b / n).read_bytes()
+    ]
     for n in differ:
         print(f"differs: {n}")
     print(f"{len(names) - len(differ)} of {len(names)} outputs identical")
