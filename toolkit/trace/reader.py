@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens.trace.kinds import table
-from fxlens.trace.shapes import problem, skipped_note
+from fxlens.trace.shapes import problem
 
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
@@ -131,13 +131,6 @@ class LogScan:
     ended: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # what the user should know about this log
     corrupt: list[tuple[int, str]] = field(default_factory=list)  # (line, kind): payloads failing md5
-    # record kind -> count, for kinds no reader in fxlens.trace.kinds takes (listed, never dropped)
-    unknown: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def skipped(self) -> list[str]:
-        """One note for the user on what was skipped (empty when nothing was)."""
-        return [skipped_note(self.path.name, self.bad)] if self.bad else []
 
 
 def rank_from_name(path: Path) -> int | None:
