@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from fxlens.trace.breaks import graph_break
 from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.records import (
+    BytecodeDump,
     Collectives,
     ExportIssue,
     Fallback,
@@ -124,6 +125,21 @@ def read_fallbacks(rec: Record, ctx: ReadContext):
         return None
     ops = (rec.payload_json() or {}).get("ops") or {}
     return [Fallback(ctx.cid, rec.rank, op, int(n)) for op, n in ops.items()]
+
+
+# -- the bytecode of a compiled code object, before and after Dynamo ------------------------------
+
+# one instruction of `dis` output: [line] [>>] offset OPNAME (the source line only on its first)
+_INSTRUCTION = re.compile(r"^\s*(?:\d+\s+)?(?:>>\s*)?\d+\s+[A-Z][A-Z0-9_]+\b", re.M)
+
+
+def read_bytecode(rec: Record, ctx: ReadContext):
+    """A `<co_name>_ORIGINAL_BYTECODE` / `_MODIFIED_BYTECODE` artifact (`dis.Bytecode(code).dis()`)."""
+    name = rec.kind.removeprefix("artifact:")
+    code, _, stage = name.rpartition("_")[0].rpartition("_")
+    return BytecodeDump(
+        ctx.cid or "-", rec.rank, code, stage.lower(), len(_INSTRUCTION.findall(rec.payload()))
+    )
 
 
 # -- distributed: collectives, runtime estimates, execution order --------------------------------

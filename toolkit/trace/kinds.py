@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from fxlens.trace import kind_readers as r
 from fxlens.trace.kindtable import HIDDEN, Kind, KindTable, group
 from fxlens.trace.records import (
+    BytecodeDump,
     Collectives,
     CompileMetrics,
     ExportIssue,
@@ -171,8 +172,22 @@ _AOT_INDUCTOR = group(
                 "aot_autograd_runtime_wrappers",
             )
         ),
-        Kind("artifact:*_ORIGINAL_BYTECODE", why="the bytecode of a compiled code object, before Dynamo"),
-        Kind("artifact:*_MODIFIED_BYTECODE", why="the bytecode Dynamo made of it"),
+        Kind(
+            "artifact:*_ORIGINAL_BYTECODE",
+            r.read_bytecode,
+            BytecodeDump,
+            "bytecode_dumps",
+            label="bytecode (original)",
+            why="the bytecode of a compiled code object, before Dynamo",
+        ),
+        Kind(
+            "artifact:*_MODIFIED_BYTECODE",
+            r.read_bytecode,
+            BytecodeDump,
+            "bytecode_dumps",
+            label="bytecode (modified)",
+            why="the bytecode Dynamo made of it",
+        ),
     ),
 )
 _CACHES = group(
