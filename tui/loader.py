@@ -71,7 +71,9 @@ class CompileEntry:
     tags: tuple[str, ...] = ()  # every outcome that applies (a recompile can also break)
 
     def artifacts(self) -> list[tuple[str, Record]]:
-        """(label, record) of every artifact worth opening, in log order."""
+        """(label, record) of every artifact worth opening, in log order, those of a subgraph of the
+        compile (torch's `subgraph_name`) after the compile's own, grouped by subgraph and labelled
+        with its name, as tlparse files them."""
         out: list[tuple[str, Record]] = []
         kernels = 0
         for rec in self.records:
@@ -81,8 +83,9 @@ class CompileEntry:
             if rec.kind == "artifact:fxlens_kernel":
                 kernels += 1
                 label = f"kernel #{kernels}"
-            out.append((label, rec))
-        return out
+            out.append((f"{rec.subgraph}: {label}" if rec.subgraph else label, rec))
+        groups = sorted(dict.fromkeys(rec.subgraph for _, rec in out), key=bool)  # the compile's own first
+        return sorted(out, key=lambda item: groups.index(item[1].subgraph))
 
 
 @dataclass

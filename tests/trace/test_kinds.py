@@ -22,7 +22,15 @@ from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.session import Session
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-META = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
+META = {
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "has_payload",
+    "rank",
+    "compiled_autograd_id",
+    "subgraph_name",
+}
 LOG = DATA / "tlparse" / "comp_metrics.log"
 
 

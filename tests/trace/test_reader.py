@@ -15,7 +15,15 @@ from fxlens.trace.reader import GLOG_PREFIX, scan_log
 DATA = Path(__file__).resolve().parents[1] / "data"
 COMP_METRICS = DATA / "tlparse" / "comp_metrics.log"  # torch 2.3: restarts (attempt 1), JSON guards
 TRACE = DATA / "traces" / "2.15.0" / "dedicated_log_torch_trace.log"
-META = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
+META = {
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "has_payload",
+    "rank",
+    "compiled_autograd_id",
+    "subgraph_name",
+}
 
 
 def _records(path: Path) -> list[tuple[int, dict]]:

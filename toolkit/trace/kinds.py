@@ -61,6 +61,10 @@ _DYNAMO = group(
             graph=True,
             why="built after the pass, once the metrics hold its node count",
         ),
+        Kind(
+            "artifact:dynamo_output_graph",
+            why="a Dynamo graph logged as an artifact (tlparse's subgraph_name.log)",
+        ),
         Kind("dynamo_cpp_guards_str", label="guards", why="the guard tree (Session.guards)"),
         Kind("dynamo_guards", label="guards (JSON, torch before 2.4)", why="guards as JSON, torch 2.3"),
         Kind(

@@ -24,7 +24,15 @@ _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # out of memory, or a 1024-rank job holds 1024 copies; `Record.full_meta()` reads them back
 _ELIDE_KEYS = ("inductor_config", "dynamo_config", "functorch_config", "compiler_config")
 # Metadata keys that are bookkeeping, not the record's kind.
-_META_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
+_META_KEYS = {
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "has_payload",
+    "rank",
+    "compiled_autograd_id",
+    "subgraph_name",  # the region of a compile the record is of (regional inductor's subgraphs)
+}
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class Record:
     line_no: int
     payload_span: tuple[int, int] | None = None  # byte offsets [start, end) of the payload lines
     line_span: tuple[int, int] | None = None  # the record's own line, when `meta` was elided or dropped
+    subgraph: str = ""  # torch's `subgraph_name`: the subgraph of its compile the record is of
 
     def full_meta(self) -> dict:
         """The metadata as logged, config snapshots included (re-read from disk if they were elided)."""
@@ -258,6 +267,8 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
         _rank_mismatch(scan, rank, line_no)
         rank = scan.rank
     rec = Record(kind, meta, _occurrence(_compile_id(meta), kind, scan), rank, scan.path, line_no)
+    if "subgraph_name" in meta:
+        rec.subgraph = str(meta["subgraph_name"])
     body_of_kind = meta.get(kind.split(":")[0])
     if kind in known.slim:
         rec.line_span = (offset, offset + len(line))
