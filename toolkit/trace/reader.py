@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens.trace.kinds import table
+from fxlens.trace.logfiles import plain_copy
 from fxlens.trace.shapes import problem
 
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid
@@ -187,7 +188,7 @@ def scan_log(path: str | Path) -> LogScan:
     shape the model cannot use, a record without its payload) are counted in `bad` with their line
     number and why; they never stop the scan.
     """
-    path = Path(path)
+    path = plain_copy(Path(path))  # a gzipped log is read through its plain copy
     scan = LogScan(path=path, rank=rank_from_name(path))
     pending: Record | None = None  # a record waiting for its payload lines
     payload_start = 0
@@ -353,7 +354,7 @@ def find_logs(path: str | Path) -> list[Path]:
     p = Path(path)
     if p.is_file():
         return [p]
-    logs = sorted(q for q in p.glob("*.log") if q.is_file())
+    logs = sorted(q for q in [*p.glob("*.log"), *p.glob("*.log.gz")] if q.is_file())
     return logs
 
 

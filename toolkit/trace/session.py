@@ -17,7 +17,15 @@ from pathlib import Path
 
 from fxlens.errors import FxlensError
 from fxlens.trace.info import check_info
-from fxlens.trace.logfiles import check_path, irregular_logs, kind_of, looks_like_trace, rank_logs
+from fxlens.trace.logfiles import (
+    check_path,
+    irregular_logs,
+    kind_of,
+    looks_like_trace,
+    plain_copies,
+    plain_copy,
+    rank_logs,
+)
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.parallel import read_models
 from fxlens.trace.processes import mark_workers
@@ -56,10 +64,12 @@ class Session:
             trace = p / TRACE_DIR
             if not trace.is_dir():
                 return cls(p, "session", [], info)
-            logs, notes = rank_logs(trace, find_logs(trace), others=False)
-            return cls(p, "session", logs, info, irregular_logs(trace) + notes)
+            plain, unread = plain_copies(find_logs(trace))
+            logs, notes = rank_logs(trace, plain, others=False)
+            return cls(p, "session", logs, info, irregular_logs(trace) + unread + notes)
         if stat.S_ISDIR(st.st_mode):
-            logs, notes = find_logs(p), irregular_logs(p)
+            logs, unread = plain_copies(find_logs(p))  # gzipped logs read through plain copies
+            notes = irregular_logs(p) + unread
             if not logs and notes:
                 raise FxlensError(f"{p}: no readable log ({notes[0]})")
             if not logs:
@@ -72,9 +82,10 @@ class Session:
             raise FxlensError(f"{p}: not a regular file ({kind_of(st)})")
         if st.st_size == 0:
             raise FxlensError(f"{p}: empty trace log")
-        if not looks_like_trace(p):
+        plain = plain_copy(p)
+        if not looks_like_trace(plain):
             raise FxlensError(f"{p}: not a TORCH_TRACE log (no structured-trace records)")
-        return cls(p, "log", [p], {})
+        return cls(p, "log", [plain], {})
 
     @cached_property
     def ranks(self) -> list[RankModel]:
