@@ -58,6 +58,7 @@ class FailedGuard:
 
 # ---- source names -------------------------------------------------------------------------------
 
+
 def _ordinal(i: int) -> str:
     return {0: "first", 1: "second", 2: "third"}.get(i, f"#{i + 1}")
 

@@ -70,6 +70,15 @@ def group(name: str, rows: Iterable[Kind]) -> tuple[Kind, ...]:
     return tuple(replace(r, group=name) for r in rows)
 
 
+def model_fields(rows: Iterable[Kind]) -> dict[str, type]:
+    """Each model list the rows fill, with its record type, in table order."""
+    out: dict[str, type] = {}
+    for row in rows:
+        if row.field and row.field not in out:
+            out[row.field] = row.record or object
+    return out
+
+
 def _family_pattern(name: str) -> re.Pattern:
     return re.compile("^" + r"\w+".join(re.escape(p) for p in name.split("*")) + "$")
 
@@ -139,14 +148,6 @@ class KindTable:
         if kind not in self._found:
             self._found[kind] = next((row for p, row in self._families if p.match(kind)), None)
         return self._found[kind]
-
-    def fields(self) -> dict[str, type]:
-        """Each model list a row fills, with its record type, in table order."""
-        out: dict[str, type] = {}
-        for row in self:
-            if row.field and row.field not in out:
-                out[row.field] = row.record or object
-        return out
 
     def label(self, kind: str) -> str | None:
         """The TUI's label of a record kind (None: not listed); unknown kinds show their own name."""

@@ -10,8 +10,8 @@ from fxlens.trace import compile_cost
 from fxlens.trace.breaks import restart_breaks
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
-from fxlens.trace.kinds import NO_ID, table
-from fxlens.trace.kindtable import ReadContext
+from fxlens.trace.kinds import KINDS, NO_ID, table
+from fxlens.trace.kindtable import ReadContext, model_fields
 from fxlens.trace.metrics_record import metrics_record
 from fxlens.trace.reader import LogScan, Record, frame_of
 from fxlens.trace.records import Frame, Graph, RecompileLimitHit, frames_from
@@ -61,13 +61,13 @@ class _RankLog:
 #: field of the kind table (graphs, graph_breaks, recompiles, metrics, specials, ...)
 RankModel = make_dataclass(
     "RankModel",
-    [(name, list[typ], field(default_factory=list)) for name, typ in table().fields().items()],
+    [(name, list[typ], field(default_factory=list)) for name, typ in model_fields(KINDS).items()],
     bases=(_RankLog,),
 )
 RankModel.__module__ = __name__  # pickled across the reading processes by its name
 RankModel.__doc__ = "Everything one log (one process / rank) says, as records."
 #: the model's lists of records, each kind's and the derived ones
-MODEL_LISTS: tuple[str, ...] = (*table().fields(), "limit_hits")
+MODEL_LISTS: tuple[str, ...] = (*model_fields(KINDS), "limit_hits")
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
