@@ -39,7 +39,6 @@ def _shown(names, prefix: str = "artifact:", **kw) -> tuple[Kind, ...]:
     return tuple(Kind(prefix + n, **kw) for n in names)
 
 
-_SPECIAL = SpecialGraph
 _DYNAMO = group(
     "Dynamo: what was compiled, from where, what broke and why it recompiled",
     (
@@ -241,7 +240,7 @@ _DISTRIBUTED = group(
                 ),
                 lambda x: "split graph",
             ),
-            _SPECIAL,
+            SpecialGraph,
             "specials",
         ),
         Kind(
@@ -253,7 +252,7 @@ _DISTRIBUTED = group(
                 ),
                 lambda x: str(r.meta_of(x, "optimize_ddp_split_child").get("name") or "submod"),
             ),
-            _SPECIAL,
+            SpecialGraph,
             "specials",
         ),
         Kind(
@@ -263,7 +262,7 @@ _DISTRIBUTED = group(
                 lambda x: f"the backward graph compiled autograd captured ({_lines(x)} lines)",
                 lambda x: "compiled autograd graph",
             ),
-            _SPECIAL,
+            SpecialGraph,
             "specials",
         ),
         Kind("artifact:compiled_autograd_compile_reasons"),
@@ -274,7 +273,7 @@ _DISTRIBUTED = group(
                 lambda x: f"code torch generated and ran (an FX GraphModule's forward, {_lines(x)} lines)",
                 lambda x: str(r.meta_of(x, "dump_file").get("name") or "?"),
             ),
-            _SPECIAL,
+            SpecialGraph,
             "specials",
         ),
         Kind(
@@ -284,7 +283,7 @@ _DISTRIBUTED = group(
                 lambda x: f"make_fx failed partway: the graph traced until the error ({_lines(x)} lines)",
                 lambda x: "partial make_fx graph",
             ),
-            _SPECIAL,
+            SpecialGraph,
             "specials",
         ),
     ),
