@@ -1,8 +1,9 @@
 """Write the reference pages that come from the code: docs/reference/cli.md (every command's
 `--help`, from the argparse parsers), docs/reference/config.md (every FXLENS_* switch, from
 toolkit/config.py and backend/config.py) and docs/reference/torch-internals.md (the private torch
-symbols, from fxlens.backend.torch_compat) and docs/reference/op-coverage.md (the OpInfo sweep's
-per-op table, tests/backend/opinfo_status.md).
+symbols, from fxlens.backend.torch_compat), docs/reference/op-coverage.md (the OpInfo sweep's
+per-op table, tests/backend/opinfo_status.md) and docs/reference/record-kinds.md (every record kind,
+from fxlens.trace.kinds).
 
     python docs/gen_reference.py           # rewrite the pages
     python docs/gen_reference.py --check   # exit 1 if a committed page is stale (tests/test_docs.py)
@@ -162,6 +163,51 @@ def internals_page() -> str:
     return out.getvalue()
 
 
+def _kind_cells(k) -> list[str]:
+    into = f"`{k.field}` ({getattr(k.record, '__name__', '')})" if k.field else ""
+    memory = "skipped unread" if k.skip else "slimmed once read" if k.slim else ""
+    if k.read_only_with:
+        memory = f"read only with `{k.read_only_with.decode()}`"
+    label = "hidden" if k.label is None else k.label
+    return [
+        f"`{k.name}`",
+        f"`{k.read.__name__}`" if k.read else "",
+        into,
+        "compile `-`" if k.no_id else "",
+        f"`{k.check.__name__}`" if k.check else "",
+        memory,
+        label,
+        "yes" if k.graph else "",
+        k.why,
+    ]
+
+
+def kinds_page() -> str:
+    from fxlens.trace.kinds import KINDS
+
+    out = io.StringIO()
+    out.write(HEADER + "# Record kinds\n\nEvery record kind of torch's structured trace (TORCH_TRACE) fxlens "
+              "knows, from its table, `fxlens.trace.kinds.KINDS`: one row per kind. A record of a kind "
+              "in no row is counted and listed in the report (`unknown_records`), never dropped. "
+              "`*` in a name is one or more word characters (a family of artifacts).\n\n"
+              "Columns: the reader (in `fxlens.trace.kind_readers`) and the model list it fills "
+              "(`RankModel.<field>`, `Session.<field>` across ranks); `compile -`: logged without a "
+              "compile id, the record belongs to the compile `-` (AOTInductor, export); the shape check "
+              "run as the line is read (`fxlens.trace.shapes`); what the reader does to save memory; "
+              "the TUI's label among a compile's artifacts (empty: its own name); whether the TUI's "
+              "graph view parses it. Kinds with no reader are kept by compile id and shown as they "
+              "are. To read a kind of your own, see [outside readers](../guides/report.md#outside-readers).\n")
+    head = ["kind", "reader", "fills", "no compile id", "check", "memory", "TUI label", "graph", "what"]
+    groups: dict[str, list] = {}
+    for k in KINDS:
+        groups.setdefault(k.group, []).append(k)
+    for name, rows in groups.items():
+        out.write(f"\n## {name}\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
+        for k in rows:
+            out.write("| " + " | ".join(_cell(c) for c in _kind_cells(k)) + " |\n")
+    return out.getvalue()
+
+
 def ops_page() -> str:
     # the OpInfo sweep writes tests/backend/opinfo_status.md; the site shows it as it is
     status = (ROOT / "tests" / "backend" / "opinfo_status.md").read_text()
@@ -174,6 +220,7 @@ PAGES = {
     "config.md": config_page,
     "torch-internals.md": internals_page,
     "op-coverage.md": ops_page,
+    "record-kinds.md": kinds_page,
 }
 
 

@@ -16,7 +16,8 @@ from fxlens.report.build import build_report
 from fxlens.report.coldstart import cache_lines
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.special import special_lines
-from fxlens.trace.model import RankModel
+from fxlens.trace.kinds import table
+from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.reader import Record, find_logs, frame_of
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
@@ -38,33 +39,7 @@ OUTCOME_LABEL = {
     "ok": "ok",
 }
 
-# Record kinds shown as artifacts of a compile id, and their labels (others show their own name).
-ARTIFACT_LABELS = {
-    "dynamo_output_graph": "Dynamo FX graph",
-    "dynamo_cpp_guards_str": "guards",
-    "dynamo_guards": "guards (JSON, torch before 2.4)",
-    "artifact:dynamo_graph_break_reason": "graph break",
-    "artifact:recompile_reasons": "recompile reasons",
-    "aot_forward_graph": "ATen forward graph",
-    "aot_backward_graph": "ATen backward graph",
-    "aot_inference_graph": "ATen inference graph",
-    "aot_joint_graph": "ATen joint graph",
-    "inductor_output_code": "inductor output code",
-    "compilation_metrics": "compile metrics",
-}
-# Graph-like artifacts the graph view can parse into a node table, Dynamo's first.
-GRAPH_KINDS = (
-    "dynamo_output_graph",
-    "artifact:fxlens_aten_forward_graph",
-    "artifact:fxlens_aten_inference_graph",
-    "artifact:fxlens_aten_backward_graph",
-    "aot_forward_graph",
-    "aot_inference_graph",
-    "aot_backward_graph",
-    "aot_joint_graph",
-)
 _RESUME_AT = re.compile(r"^torch_dynamo_resume_in_.+_at_(\d+)$")
-_HIDDEN = {"dynamo_start", "artifact:torch_version", "artifact:fxlens_stage"}
 
 
 def display_function(function: str, co_name: str) -> str:
@@ -76,8 +51,13 @@ def display_function(function: str, co_name: str) -> str:
 
 
 def is_graph_kind(kind: str) -> bool:
-    """Whether a record kind holds printed FX graph code."""
-    return kind in GRAPH_KINDS or (kind.startswith("artifact:fxlens_") and kind.endswith("_graph"))
+    """Whether a record kind holds printed FX graph code (its row in fxlens.trace.kinds says)."""
+    return table().is_graph(kind)
+
+
+def artifact_label(kind: str) -> str | None:
+    """How the TUI names a record kind among a compile's artifacts (None: not listed)."""
+    return table().label(kind)
 
 
 @dataclass
@@ -91,19 +71,21 @@ class CompileEntry:
     tags: tuple[str, ...] = ()  # every outcome that applies (a recompile can also break)
 
     def artifacts(self) -> list[tuple[str, Record]]:
-        """(label, record) of every artifact worth opening, in log order."""
+        """(label, record) of every artifact worth opening, in log order, those of a subgraph of the
+        compile (torch's `subgraph_name`) after the compile's own, grouped by subgraph and labelled
+        with its name, as tlparse files them."""
         out: list[tuple[str, Record]] = []
         kernels = 0
         for rec in self.records:
-            if rec.kind in _HIDDEN or (rec.payload_span is None and rec.kind != "compilation_metrics"):
+            label = artifact_label(rec.kind)
+            if label is None or (rec.payload_span is None and rec.kind != "compilation_metrics"):
                 continue
             if rec.kind == "artifact:fxlens_kernel":
                 kernels += 1
                 label = f"kernel #{kernels}"
-            else:
-                label = ARTIFACT_LABELS.get(rec.kind, rec.kind.removeprefix("artifact:"))
-            out.append((label, rec))
-        return out
+            out.append((f"{rec.subgraph}: {label}" if rec.subgraph else label, rec))
+        groups = sorted(dict.fromkeys(rec.subgraph for _, rec in out), key=bool)  # the compile's own first
+        return sorted(out, key=lambda item: groups.index(item[1].subgraph))
 
 
 @dataclass
@@ -233,8 +215,9 @@ def _clean_model(model: RankModel) -> None:
     """Show every name and reason of a rank with control characters escaped (a trace may be
     hostile: "\x1b[2J" in a function name would clear the screen). Done once, as the rank is read;
     views then only need to keep Rich markup in these strings uninterpreted (Text, or escape())."""
-    for attr in ("graphs", "graph_breaks", "recompiles", "limit_hits", "metrics", "kernels", "fallbacks"):
+    for attr in MODEL_LISTS:  # every list of records the kind table fills, and the derived ones
         setattr(model, attr, clean(getattr(model, attr)))
+    model.extra = clean(model.extra)
     model.skipped = clean(model.skipped)
 
 

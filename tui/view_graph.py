@@ -13,7 +13,7 @@ from fxlens.trace.graph_code import COLUMNS, Node, filter_nodes, parse_graph, so
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
-from fxlens.tui.loader import ARTIFACT_LABELS, is_graph_kind
+from fxlens.tui.loader import artifact_label, is_graph_kind
 from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded
 from fxlens.tui.widgets import CodeView, Info, VimTable
@@ -117,7 +117,7 @@ class GraphView(View):
         self._token += 1
         where = f"rank {entry.rank} · " if entry.rank is not None else ""
         head = f"{where}compile {entry.compile_id}"
-        label = ARTIFACT_LABELS.get(kind, kind.removeprefix("artifact:"))
+        label = artifact_label(kind) or kind.removeprefix("artifact:")
         if key in self._parsed:
             self._parsed.move_to_end(key)
             self._show_graph(self._token, key, head, label, *self._parsed[key])

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 
 from fxlens.report.build import build_report
-from fxlens.trace.reader import SLIM_KINDS
+from fxlens.trace.kinds import table
 from fxlens.trace.session import Session
 
 
 def test_records_read_into_the_model_are_dropped_and_read_back(job_many_outliers):
     session = Session.open(job_many_outliers)
     r5 = next(r for r in session.ranks if r.rank == 5)
+    SLIM_KINDS = table().slim
     recs = [rec for recs in r5.by_compile.values() for rec in recs if rec.kind in SLIM_KINDS]
     assert {rec.kind for rec in recs} == set(SLIM_KINDS)
     lines = open(r5.log, encoding="utf-8").read().split("\n")

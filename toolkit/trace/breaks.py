@@ -5,8 +5,8 @@ compiled entry, and the library frame that broke when the user's line only calle
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from fxlens.trace.reader import Record
 from fxlens.trace.records import Frame, GraphBreak
 from fxlens.trace.userframes import (
     innermost_user_frame,
@@ -16,6 +16,9 @@ from fxlens.trace.userframes import (
     source_line,
     user_function,
 )
+
+if TYPE_CHECKING:
+    from fxlens.trace.reader import Record
 
 _BREAK_AT = re.compile(r"^Graph break in user code at (?P<file>.+):(?P<line>\d+)$", re.M)
 _GB_ID = re.compile(r"/gb/(gb\d+)\.html", re.I)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fxlens.trace.records import Frame
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback, source_line
 
 _DTYPES = {
@@ -58,8 +57,6 @@ class FailedGuard:
 
 
 # ---- source names -------------------------------------------------------------------------------
-
-_SUB = re.compile(r"\[(?:'(?P<key>[^']*)'|\"(?P<dkey>[^\"]*)\"|(?P<idx>-?\d+))\]")
 
 
 def _ordinal(i: int) -> str:
@@ -328,9 +325,3 @@ def _stack_value(text: str, file: str, code: str) -> tuple[str, str]:
     if not broke or _TENSOR_READ.search(broke):
         return "item_value", code
     return "stack_value", broke
-
-
-def user_frame_of(reason: str) -> Frame | None:
-    """The innermost user frame of a failed guard's stack, when torch logged one."""
-    _, _, stack = reason.partition("\nUser stack trace:")
-    return innermost_user_frame(parse_traceback(stack)) if stack else None

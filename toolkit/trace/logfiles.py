@@ -1,12 +1,17 @@
 """The files of a trace folder: which are TORCH_TRACE logs (and ranks), which are not (empty, not a
-trace, not a regular file), each said in one note; and the one-line error for a path that cannot be
-opened at all."""
+trace, not a regular file), each said in one note; the one-line error for a path that cannot be
+opened at all; and gzipped logs (`*.log.gz`), read through a plain copy made once."""
 
 from __future__ import annotations
 
 import errno
+import gzip
+import hashlib
 import os
+import shutil
 import stat
+import tempfile
+import zlib
 from pathlib import Path
 
 from fxlens.errors import FxlensError
@@ -86,9 +91,46 @@ def rank_logs(d: Path, logs: list[Path], others: bool = True) -> tuple[list[Path
     rest = sorted(
         q.name
         for q in d.iterdir()  # hidden files (a tool's markers) are no one's business
-        if q.is_file() and q.name not in names and not q.name.endswith(".log") and not q.name.startswith(".")
+        if q.is_file()
+        and q.name not in names
+        and not q.name.endswith((".log", ".log.gz"))
+        and not q.name.startswith(".")
     )
     notes += [f"{n}: not a *.log, not read" for n in rest[:20]]
     if len(rest) > 20:
         notes.append(f"... and {len(rest) - 20} more file(s) that are not *.log, not read")
     return traces, notes
+
+
+def plain_copy(path: Path) -> Path:
+    """A gzipped log's text as a plain file (made once per version of the .gz, in the temp folder),
+    so the reader can seek to each payload; any other path as it is. A .gz that does not decompress
+    is a one-line FxlensError."""
+    if path.suffix != ".gz":
+        return path
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    dest = Path(tempfile.gettempdir()) / f"fxlens-gunzip-{os.getuid()}" / key / path.name.removesuffix(".gz")
+    if dest.is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + f".{os.getpid()}.part")
+    try:
+        with gzip.open(path, "rb") as src, open(part, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    except (OSError, EOFError, zlib.error) as e:  # BadGzipFile is an OSError
+        part.unlink(missing_ok=True)
+        raise FxlensError(f"{path}: not a readable gzip file ({e})") from None
+    os.replace(part, dest)  # whole or not at all: a reader never sees half a copy
+    return dest
+
+
+def plain_copies(logs: list[Path]) -> tuple[list[Path], list[str]]:
+    """Each log readable as plain text (`plain_copy`), and a note for each .gz that is not."""
+    plain, notes = [], []
+    for q in logs:
+        try:
+            plain.append(plain_copy(q))
+        except FxlensError as e:
+            notes.append(f"{q.name}: {str(e).rsplit(': ', 1)[-1]}, not read")
+    return plain, notes

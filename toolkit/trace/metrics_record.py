@@ -4,9 +4,13 @@ which reads every field torch writes)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fxlens.trace import compile_cost
-from fxlens.trace.reader import Record
 from fxlens.trace.records import CompileMetrics
+
+if TYPE_CHECKING:
+    from fxlens.trace.reader import Record
 
 _CACHES = ("inductor_fx_local", "inductor_fx_remote", "aotautograd_local", "aotautograd_remote")
 # (stage, compilation_metrics key in microseconds): the stages tlparse shows, in pipeline order
@@ -17,6 +21,9 @@ _STAGES = (
     ("code_gen", "inductor_code_gen_cumulative_compile_time_us"),
     ("triton", "triton_compile_time_us"),
 )
+
+if TYPE_CHECKING:
+    from fxlens.trace.reader import Record
 
 
 def _stages(m: dict, bwd: dict) -> tuple[tuple[str, float], ...]:

@@ -4,32 +4,17 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 
 from fxlens.trace import compile_cost
-from fxlens.trace.breaks import graph_break as _graph_break
 from fxlens.trace.breaks import restart_breaks
 from fxlens.trace.entry import Entry, user_entry
 from fxlens.trace.graph_code import parse_graph
-from fxlens.trace.guards import parse_failed_guard
-from fxlens.trace.kinds import NO_ID, NO_ID_COMPILE, READERS, is_known
+from fxlens.trace.kinds import KINDS, NO_ID, table
+from fxlens.trace.kindtable import ReadContext, model_fields
 from fxlens.trace.metrics_record import metrics_record
-from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, frame_of
-from fxlens.trace.records import (
-    Collectives,
-    CompileMetrics,
-    ExportIssue,
-    Fallback,
-    Frame,
-    Graph,
-    GraphBreak,
-    Kernel,
-    Recompile,
-    RecompileLimitHit,
-    RuntimeEstimate,
-    SpecialGraph,
-    frames_from,
-)
+from fxlens.trace.reader import LogScan, Record, frame_of
+from fxlens.trace.records import Frame, Graph, RecompileLimitHit, frames_from
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
     is_resume,
@@ -50,18 +35,12 @@ class FrameInfo:
 
 
 @dataclass
-class RankModel:
-    """Everything one log (one process / rank) says, as records."""
+class _RankLog:
+    """What one log is besides the lists its records fill (those come from the kind table)."""
 
     rank: int | None
     log: str
-    graphs: list[Graph] = field(default_factory=list)
-    graph_breaks: list[GraphBreak] = field(default_factory=list)
-    recompiles: list[Recompile] = field(default_factory=list)
-    limit_hits: list[RecompileLimitHit] = field(default_factory=list)
-    metrics: list[CompileMetrics] = field(default_factory=list)
-    kernels: list[Kernel] = field(default_factory=list)
-    fallbacks: list[Fallback] = field(default_factory=list)
+    limit_hits: list[RecompileLimitHit] = field(default_factory=list)  # from the metrics, after the pass
     # compile id -> its records (artifacts, guards, graphs), for the TUI and `guards()`
     by_compile: dict[str, list[Record]] = field(default_factory=lambda: defaultdict(list))
     skipped: list[str] = field(default_factory=list)
@@ -73,14 +52,22 @@ class RankModel:
     # rank; `worker_of` is the rank it belongs to (None: the job's one process, or not known)
     worker: bool = False
     worker_of: int | None = None
-    # read by the readers of fxlens.trace.kinds (one per record kind)
-    collectives: list[Collectives] = field(default_factory=list)
-    runtimes: list[RuntimeEstimate] = field(default_factory=list)
-    exec_order: list[str] = field(default_factory=list)  # compile ids in the order their graphs ran
-    graph_runs: list[str] = field(default_factory=list)  # an older release's graph-run records
-    specials: list[SpecialGraph] = field(default_factory=list)
-    export_issues: list[ExportIssue] = field(default_factory=list)
-    unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no reader knows: counted
+    unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no row knows: counted
+    # field -> records, filled by the readers of kinds registered from outside fxlens
+    extra: dict[str, list] = field(default_factory=dict)
+
+
+#: Everything one log (one process / rank) says, as records: a `_RankLog` with one list per model
+#: field of the kind table (graphs, graph_breaks, recompiles, metrics, specials, ...)
+RankModel = make_dataclass(
+    "RankModel",
+    [(name, list[typ], field(default_factory=list)) for name, typ in model_fields(KINDS).items()],
+    bases=(_RankLog,),
+)
+RankModel.__module__ = __name__  # pickled across the reading processes by its name
+RankModel.__doc__ = "Everything one log (one process / rank) says, as records."
+#: the model's lists of records, each kind's and the derived ones
+MODEL_LISTS: tuple[str, ...] = (*model_fields(KINDS), "limit_hits")
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -168,8 +155,9 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
     _add_limit_hits(model)
     model.graph_breaks += restart_breaks(model.metrics, model.graph_breaks)
     _add_graphs(model, graph_recs, frames, bad)
+    slim = table().slim
     for rec in scan.records:  # what the model read into its records leaves memory (fxlens.trace.reader)
-        if rec.kind in SLIM_KINDS:
+        if rec.kind in slim:
             rec.slim()
     return model
 
@@ -177,15 +165,16 @@ def _build(scan: LogScan, bad: list[tuple[int, str]]) -> RankModel:
 def _index_frames(scan: LogScan, model: RankModel, bad: list[tuple[int, str]]) -> _Frames:
     """First pass: records by compile id, the rank, and which frame each compile id compiled."""
     found = _Frames()
+    kinds = table()
     for rec in scan.records:
         try:
-            if not is_known(rec.kind):
+            if kinds.get(rec.kind) is None:
                 model.unknown_kinds[rec.kind] = model.unknown_kinds.get(rec.kind, 0) + 1
             if rec.compile_id is not None:
                 model.by_compile[rec.compile_id.key].append(rec)
                 if rec.rank is not None and model.rank is None:
                     model.rank = rec.rank
-            elif rec.kind in NO_ID_COMPILE:  # an AOTInductor compile: no Dynamo, no compile id
+            elif rec.kind in kinds.no_id:  # an AOTInductor compile: no Dynamo, no compile id
                 model.by_compile[NO_ID].append(rec)
             if rec.kind == "dynamo_start":
                 _note_start(rec, scan, found)
@@ -218,73 +207,36 @@ def _note_start(rec: Record, scan: LogScan, found: _Frames) -> None:
 def _read_records(
     scan: LogScan, model: RankModel, frames: _Frames, bad: list[tuple[int, str]]
 ) -> dict[str, Record]:
-    """Second pass: breaks, recompiles, metrics, kernels and fallbacks; returns each compile id's
-    graph record (graphs are built last, once the metrics hold their node counts)."""
-    where = frames.where
-    graph_recs: dict[str, Record] = {}
-    metric_recs: list[Record] = []
-    backward: dict[str, dict] = {}
+    """Second pass: each record through its kind's reader (fxlens.trace.kinds), what it returns into
+    its row's field; then the metrics held for after the pass. Returns each compile id's graph
+    record (graphs are built last, once the metrics hold their node counts)."""
+    kinds = table()
+    ctx = ReadContext(model, scan, frames.where, frames.entry_stacks)
     for rec in scan.records:
+        row = kinds.get(rec.kind)
+        if row is None or row.read is None:
+            continue
         try:
-            cid = rec.compile_id.key if rec.compile_id else None
-            if rec.kind == "dynamo_output_graph" and cid:
-                graph_recs[cid] = rec  # the last attempt wins (restarts re-trace)
-            elif rec.kind == "artifact:dynamo_graph_break_reason" and cid:
-                model.graph_breaks.append(
-                    _graph_break(rec, cid, where(cid), frames.entry_stacks.get(cid, []))
-                )
-            elif rec.kind == "artifact:recompile_reasons" and cid:
-                fn, file, line, co = where(cid)
-                items = _reason_items(rec)
-                model.recompiles.append(
-                    Recompile(
-                        cid,
-                        rec.rank,
-                        fn,
-                        file,
-                        line,
-                        tuple(_first_lines(items)),
-                        co,
-                        tuple(parse_failed_guard(i) for i in items),
-                    )
-                )
-            elif rec.kind == "compilation_metrics":
-                metric_recs.append(rec)  # after the pass: the backward's record comes after it
-            elif rec.kind == "bwd_compilation_metrics":
-                b = rec.meta["bwd_compilation_metrics"] or {}
-                bkey = cid or str(b.get("compile_id") or "?")
-                backward[bkey] = b
-            elif rec.kind == "artifact:fxlens_kernel" and cid:
-                model.kernels.append(_kernel(rec, cid))
-            elif rec.kind == "artifact:fxlens_fallbacks" and cid:
-                for op, n in ((rec.payload_json() or {}).get("ops") or {}).items():
-                    model.fallbacks.append(Fallback(cid, rec.rank, op, int(n)))
-            elif (read := READERS.get(rec.kind)) is not None:  # one reader per kind (fxlens.trace.kinds)
-                read(rec, cid, model, scan)
+            ctx.cid = rec.compile_id.key if rec.compile_id else None
+            got = row.read(rec, ctx)
+            if got is not None and row.field:
+                into = _list_of(model, row)
+                into.extend(got) if isinstance(got, list) else into.append(got)
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
-    for rec in metric_recs:
+    backward = ctx.held.get("backward", {})
+    for rec in ctx.held.get("metrics", []):
         try:
-            model.metrics.append(
-                metrics_record(rec, _metrics_key(rec, rec.meta["compilation_metrics"] or {}), where, backward)
-            )
+            key = _metrics_key(rec, rec.meta["compilation_metrics"] or {})
+            model.metrics.append(metrics_record(rec, key, frames.where, backward))
         except Exception as e:  # noqa: BLE001 -- a shape the checks did not foresee
             bad.append(_unusable(rec, e))
-    return graph_recs
+    return ctx.held.get("graphs", {})
 
 
-def _kernel(rec: Record, cid: str) -> Kernel:
-    k = rec.payload_json() or {}
-    return Kernel(
-        cid,
-        rec.rank,
-        str(k.get("name", "?")),
-        str(k.get("graph", "")),
-        tuple(k.get("ops", ())),
-        int(k.get("bytes_read") or 0),
-        int(k.get("bytes_written") or 0),
-        str(k.get("source_path", "")),
-    )
+def _list_of(model: RankModel, row) -> list:
+    """The list a row fills: the model's own for fxlens's rows, `extra`'s for an outside reader's."""
+    return getattr(model, row.field) if row.source == "fxlens" else model.extra.setdefault(row.field, [])
 
 
 def _add_limit_hits(model: RankModel) -> None:
@@ -357,21 +309,3 @@ def _graph_ops(code: str) -> list[str]:
         for n in parse_graph(code)
         if n.op in ("call_function", "call_method", "call_module")
     ]
-
-
-def _reason_items(rec: Record) -> list[str]:
-    """The recompile record's failed guards, each whole (first line, torch's comment, user stack)."""
-    data = rec.payload_json()
-    items = data if isinstance(data, list) else [data if isinstance(data, str) else rec.payload()]
-    return [str(i).strip("\n") for i in items if str(i).strip()]
-
-
-def _first_lines(items: list[str]) -> list[str]:
-    """The guard of each item: its first line, without the "# source  # file:line" comment."""
-    out = []
-    for item in items:
-        first = item.strip().split("\n")[0]
-        first = re.sub(r"\s{2,}#.*$", "", first).strip()
-        if first:
-            out.append(first)
-    return out

@@ -15,30 +15,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from fxlens.trace.shapes import problem, skipped_note
+from fxlens.trace.kinds import table
+from fxlens.trace.logfiles import plain_copy
+from fxlens.trace.shapes import problem
 
-# Record keys whose JSON we never need to decode (checked on the raw line prefix).
-_SKIP_PREFIXES = (
-    b'{"chromium_event"',
-    b'{"describe_tensor"',
-    b'{"describe_storage"',
-    b'{"describe_source"',
-    b'{"guard_added_fast"',
-    b'{"propagate_real_tensors"',
-    b'{"link"',
-)
-# read only when evaluated by export (`"prefix": "eval"`): Dynamo logs thousands of the others
-_EVAL_GUARD = (b'{"guard_added"', b'"prefix": "eval"')
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 # torch's config snapshots inside compilation metrics (~35 KB a compile, the same every time): kept
 # out of memory, or a 1024-rank job holds 1024 copies; `Record.full_meta()` reads them back
 _ELIDE_KEYS = ("inductor_config", "dynamo_config", "functorch_config", "compiler_config")
-# Record kinds the model reads whole into its own records (CompileMetrics, entry stacks): once read,
-# their metadata is dropped from memory (`Record.slim`) and `full_meta()` reads it back from disk
-SLIM_KINDS = ("compilation_metrics", "bwd_compilation_metrics", "dynamo_start")
 # Metadata keys that are bookkeeping, not the record's kind.
-_META_KEYS = {"frame_id", "frame_compile_id", "attempt", "has_payload", "rank", "compiled_autograd_id"}
+_META_KEYS = {
+    "frame_id",
+    "frame_compile_id",
+    "attempt",
+    "has_payload",
+    "rank",
+    "compiled_autograd_id",
+    "subgraph_name",  # the region of a compile the record is of (regional inductor's subgraphs)
+}
 
 
 @dataclass(frozen=True)
@@ -87,6 +82,7 @@ class Record:
     line_no: int
     payload_span: tuple[int, int] | None = None  # byte offsets [start, end) of the payload lines
     line_span: tuple[int, int] | None = None  # the record's own line, when `meta` was elided or dropped
+    subgraph: str = ""  # torch's `subgraph_name`: the subgraph of its compile the record is of
 
     def full_meta(self) -> dict:
         """The metadata as logged, config snapshots included (re-read from disk if they were elided)."""
@@ -145,13 +141,6 @@ class LogScan:
     ended: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # what the user should know about this log
     corrupt: list[tuple[int, str]] = field(default_factory=list)  # (line, kind): payloads failing md5
-    # record kind -> count, for kinds no reader in fxlens.trace.kinds takes (listed, never dropped)
-    unknown: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def skipped(self) -> list[str]:
-        """One note for the user on what was skipped (empty when nothing was)."""
-        return [skipped_note(self.path.name, self.bad)] if self.bad else []
 
 
 def rank_from_name(path: Path) -> int | None:
@@ -199,7 +188,7 @@ def scan_log(path: str | Path) -> LogScan:
     shape the model cannot use, a record without its payload) are counted in `bad` with their line
     number and why; they never stop the scan.
     """
-    path = Path(path)
+    path = plain_copy(Path(path))  # a gzipped log is read through its plain copy
     scan = LogScan(path=path, rank=rank_from_name(path))
     pending: Record | None = None  # a record waiting for its payload lines
     payload_start = 0
@@ -244,9 +233,10 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     if scan.pid is None:
         scan.pid = int(m.group(1))
     body = line[m.end() :]
-    if body.startswith(_SKIP_PREFIXES):
+    known = table()  # what to skip unread, each kind's shape check, what to slim (fxlens.trace.kinds)
+    if body.startswith(known.skip_prefixes):
         return None
-    if body.startswith(_EVAL_GUARD[0]) and _EVAL_GUARD[1] not in body:
+    if any(body.startswith(prefix) and needle not in body for prefix, needle in known.read_only_with):
         return None
     try:
         meta = json.loads(body)
@@ -263,7 +253,7 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     if not kinds:
         return None
     kind = kinds[0]
-    why = problem(kind, meta)
+    why = problem(kind, meta, known.checks.get(kind))
     if why:
         scan.bad.append((line_no, why))
         return None
@@ -278,8 +268,10 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
         _rank_mismatch(scan, rank, line_no)
         rank = scan.rank
     rec = Record(kind, meta, _occurrence(_compile_id(meta), kind, scan), rank, scan.path, line_no)
+    if "subgraph_name" in meta:
+        rec.subgraph = str(meta["subgraph_name"])
     body_of_kind = meta.get(kind.split(":")[0])
-    if kind in SLIM_KINDS:
+    if kind in known.slim:
         rec.line_span = (offset, offset + len(line))
     if len(line) > 4096 and isinstance(body_of_kind, dict):
         for k in _ELIDE_KEYS:
@@ -362,7 +354,7 @@ def find_logs(path: str | Path) -> list[Path]:
     p = Path(path)
     if p.is_file():
         return [p]
-    logs = sorted(q for q in p.glob("*.log") if q.is_file())
+    logs = sorted(q for q in [*p.glob("*.log"), *p.glob("*.log.gz")] if q.is_file())
     return logs
 
 

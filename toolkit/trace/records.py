@@ -232,3 +232,15 @@ class SpecialGraph:
     rank: int | None
     name: str
     detail: str  # one line: what it holds
+
+
+@dataclass(frozen=True)
+class BytecodeDump:
+    """The bytecode torch logged of a code object it compiled (`<co_name>_ORIGINAL_BYTECODE`, and
+    `_MODIFIED_BYTECODE`, what Dynamo made of it), as `dis` printed it."""
+
+    compile_id: str
+    rank: int | None
+    code: str  # the code object's name (a resume function: torch_dynamo_resume_in_f_at_16)
+    stage: str  # "original" or "modified"
+    instructions: int  # bytecode instructions listed

@@ -17,8 +17,16 @@ from pathlib import Path
 
 from fxlens.errors import FxlensError
 from fxlens.trace.info import check_info
-from fxlens.trace.logfiles import check_path, irregular_logs, kind_of, looks_like_trace, rank_logs
-from fxlens.trace.model import RankModel
+from fxlens.trace.logfiles import (
+    check_path,
+    irregular_logs,
+    kind_of,
+    looks_like_trace,
+    plain_copies,
+    plain_copy,
+    rank_logs,
+)
+from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.parallel import read_models
 from fxlens.trace.processes import mark_workers
 from fxlens.trace.reader import Record, find_logs, rank_from_name
@@ -56,10 +64,12 @@ class Session:
             trace = p / TRACE_DIR
             if not trace.is_dir():
                 return cls(p, "session", [], info)
-            logs, notes = rank_logs(trace, find_logs(trace), others=False)
-            return cls(p, "session", logs, info, irregular_logs(trace) + notes)
+            plain, unread = plain_copies(find_logs(trace))
+            logs, notes = rank_logs(trace, plain, others=False)
+            return cls(p, "session", logs, info, irregular_logs(trace) + unread + notes)
         if stat.S_ISDIR(st.st_mode):
-            logs, notes = find_logs(p), irregular_logs(p)
+            logs, unread = plain_copies(find_logs(p))  # gzipped logs read through plain copies
+            notes = irregular_logs(p) + unread
             if not logs and notes:
                 raise FxlensError(f"{p}: no readable log ({notes[0]})")
             if not logs:
@@ -72,9 +82,10 @@ class Session:
             raise FxlensError(f"{p}: not a regular file ({kind_of(st)})")
         if st.st_size == 0:
             raise FxlensError(f"{p}: empty trace log")
-        if not looks_like_trace(p):
+        plain = plain_copy(p)
+        if not looks_like_trace(plain):
             raise FxlensError(f"{p}: not a TORCH_TRACE log (no structured-trace records)")
-        return cls(p, "log", [p], {})
+        return cls(p, "log", [plain], {})
 
     @cached_property
     def ranks(self) -> list[RankModel]:
@@ -162,33 +173,16 @@ class Session:
     def _all(self, attr: str) -> list:
         return [item for r in self.ranks for item in getattr(r, attr)]
 
-    @property
-    def graphs(self):
-        return self._all("graphs")
+    def __getattr__(self, name: str) -> list:
+        """Every rank's records of one model list (`graphs`, `graph_breaks`, `metrics`, ... one per
+        field of the kind table, fxlens.trace.kinds), in rank order."""
+        if name in MODEL_LISTS:
+            return self._all(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    @property
-    def graph_breaks(self):
-        return self._all("graph_breaks")
-
-    @property
-    def recompiles(self):
-        return self._all("recompiles")
-
-    @property
-    def limit_hits(self):
-        return self._all("limit_hits")
-
-    @property
-    def metrics(self):
-        return self._all("metrics")
-
-    @property
-    def kernels(self):
-        return self._all("kernels")
-
-    @property
-    def fallbacks(self):
-        return self._all("fallbacks")
+    def extra(self, field: str) -> list:
+        """Every rank's records of a kind registered from outside fxlens (`register_kind`)."""
+        return [item for r in self.ranks for item in r.extra.get(field, [])]
 
     @property
     def skipped(self) -> list[str]:

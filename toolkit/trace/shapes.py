@@ -61,7 +61,7 @@ _METRIC_FIELDS: dict[str, Callable[[object], bool]] = {
 }
 
 
-def _str_record(v) -> str | None:
+def check_str(v) -> str | None:
     if not (isinstance(v, list) and len(v) == 2 and _is_int(v[1]) and isinstance(v[0], str)):
         return "string table entry is not [name, index]"
     if "\x00" in v[0]:
@@ -69,7 +69,7 @@ def _str_record(v) -> str | None:
     return None
 
 
-def _dynamo_start(v) -> str | None:
+def check_dynamo_start(v) -> str | None:
     if not isinstance(v, dict) or not isinstance(v.get("stack", []), list):
         return "stack is not a list"
     for f in v.get("stack", []):
@@ -85,7 +85,7 @@ def _dynamo_start(v) -> str | None:
     return None
 
 
-def _metrics(v) -> str | None:
+def check_metrics(v) -> str | None:
     if not isinstance(v, dict):
         return "compilation_metrics is not an object"
     for key, ok in _METRIC_FIELDS.items():
@@ -97,7 +97,7 @@ def _metrics(v) -> str | None:
     return None
 
 
-def _output_graph(v) -> str | None:
+def check_output_graph(v) -> str | None:
     if v is not None and not (isinstance(v, dict) and isinstance(v.get("sizes", {}), dict)):
         return "dynamo_output_graph.sizes is not an object"
     return None
@@ -109,23 +109,14 @@ def _artifact(v) -> str | None:
     return None
 
 
-# record kind -> check of the value under that key (kinds not listed are kept as they are)
-_KIND_CHECKS: dict[str, Callable[[object], str | None]] = {
-    "str": _str_record,
-    "dynamo_start": _dynamo_start,
-    "compilation_metrics": _metrics,
-    "bwd_compilation_metrics": _metrics,
-    "dynamo_output_graph": _output_graph,
-    "artifact": _artifact,
-}
-
-
-def problem(kind: str, meta: dict) -> str | None:
-    """Why the record `meta` (whose key is `kind`) cannot be used, or None when it can."""
+def problem(kind: str, meta: dict, check: Callable[[object], str | None] | None = None) -> str | None:
+    """Why the record `meta` (whose key is `kind`) cannot be used, or None when it can: its compile
+    id and rank fields, an artifact's name, and `check`, its kind's own (fxlens.trace.kinds)."""
     for key, ok in _META_FIELDS.items():
         if not ok(meta.get(key)):
             return f"{key} is not an integer"
-    check = _KIND_CHECKS.get(kind)
+    if kind == "artifact":
+        check = _artifact
     return check(meta[kind]) if check else None
 
 
