@@ -26,8 +26,8 @@ CASES_DIR = ROOT / "bench" / "fix_cases"
 
 _LLAMA_REGIONAL = (
     'model = torch.compile(LlamaForCausalLM(cfg).eval(), backend="eager")',
-    'model = LlamaForCausalLM(cfg).eval()\n'
-    'for b in model.modules():\n'
+    "model = LlamaForCausalLM(cfg).eval()\n"
+    "for b in model.modules():\n"
     '    if type(b).__name__ == "LlamaDecoderLayer":\n'
     '        b.forward = torch.compile(b.forward, backend="eager")',
 )
@@ -40,12 +40,24 @@ CASES = {
         [],
         "8 12 16\n",
         {
-            "mark_dynamic args[0]": [("    lin(torch.randn(n, 4))", "    x = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(x, 0)\n    lin(x)")],
-            "mark_dynamic obs": [("    act(torch.randn(n, 4))", "    o = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(o, 0)\n    act(o)")],
+            "mark_dynamic args[0]": [
+                (
+                    "    lin(torch.randn(n, 4))",
+                    "    x = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(x, 0)\n    lin(x)",
+                )
+            ],
+            "mark_dynamic obs": [
+                (
+                    "    act(torch.randn(n, 4))",
+                    "    o = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(o, 0)\n    act(o)",
+                )
+            ],
             "compile_methods": [
-                ('vae = torch.compile(VAE(), backend="eager")',
-                 'vae = VAE()\nvae.encode = torch.compile(vae.encode, backend="eager")\n'
-                 'vae.decode = torch.compile(vae.decode, backend="eager")'),
+                (
+                    'vae = torch.compile(VAE(), backend="eager")',
+                    'vae = VAE()\nvae.encode = torch.compile(vae.encode, backend="eager")\n'
+                    'vae.decode = torch.compile(vae.decode, backend="eager")',
+                ),
             ],
         },
     ),
@@ -64,10 +76,18 @@ CASES = {
         [],
         None,
         {
-            "mark_dynamic": [("        ids = torch.randint(0, 100, (2, n))\n",
-                              "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.mark_dynamic(ids, 1)\n")],
-            "maybe_mark_dynamic": [("        ids = torch.randint(0, 100, (2, n))\n",
-                                    "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
+            "mark_dynamic": [
+                (
+                    "        ids = torch.randint(0, 100, (2, n))\n",
+                    "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.mark_dynamic(ids, 1)\n",
+                )
+            ],
+            "maybe_mark_dynamic": [
+                (
+                    "        ids = torch.randint(0, 100, (2, n))\n",
+                    "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.maybe_mark_dynamic(ids, 1)\n",
+                )
+            ],
         },
     ),
     "nn.Transformer, causal mask": (
@@ -76,7 +96,9 @@ CASES = {
         None,
         {
             "call_kwarg": [("tgt_mask=mask)", "tgt_mask=mask, tgt_is_causal=True)")],
-            "config capture_scalar_outputs": [("import torch\n", "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n")],
+            "config capture_scalar_outputs": [
+                ("import torch\n", "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n")
+            ],
         },
     ),
     "keyword input and .item()": (
@@ -84,9 +106,15 @@ CASES = {
         [],
         None,
         {
-            "mark_dynamic": [("    out = model(input_ids=torch.arange(n).unsqueeze(0))",
-                              "    ids = torch.arange(n).unsqueeze(0)\n    torch._dynamo.mark_dynamic(ids, 1)\n    out = model(input_ids=ids)")],
-            "config capture_scalar_outputs": [("import torch\n", "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n")],
+            "mark_dynamic": [
+                (
+                    "    out = model(input_ids=torch.arange(n).unsqueeze(0))",
+                    "    ids = torch.arange(n).unsqueeze(0)\n    torch._dynamo.mark_dynamic(ids, 1)\n    out = model(input_ids=ids)",
+                )
+            ],
+            "config capture_scalar_outputs": [
+                ("import torch\n", "import torch\ntorch._dynamo.config.capture_scalar_outputs = True\n")
+            ],
         },
     ),
     "DataLoader, short last batch": (
@@ -94,10 +122,18 @@ CASES = {
         ["--try", "dynamic"],
         None,
         {
-            "mark_dynamic": [("    loss = torch.nn.functional.mse_loss(cmodel(x), y)",
-                              "    torch._dynamo.mark_dynamic(x, 0)\n    loss = torch.nn.functional.mse_loss(cmodel(x), y)")],
-            "dynamic": [('cmodel = torch.compile(model, backend="aot_eager")',
-                         'cmodel = torch.compile(model, backend="aot_eager", dynamic=True)')],
+            "mark_dynamic": [
+                (
+                    "    loss = torch.nn.functional.mse_loss(cmodel(x), y)",
+                    "    torch._dynamo.mark_dynamic(x, 0)\n    loss = torch.nn.functional.mse_loss(cmodel(x), y)",
+                )
+            ],
+            "dynamic": [
+                (
+                    'cmodel = torch.compile(model, backend="aot_eager")',
+                    'cmodel = torch.compile(model, backend="aot_eager", dynamic=True)',
+                )
+            ],
             "drop_last": [("batch_size=8)", "batch_size=8, drop_last=True)")],
         },
     ),
@@ -112,8 +148,12 @@ CASES = {
         ["--nproc", "2"],
         None,
         {
-            "mark_dynamic": [("    loss = step(torch.randn(n, 8)).sum()",
-                              "    x = torch.randn(n, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n    loss = step(x).sum()")],
+            "mark_dynamic": [
+                (
+                    "    loss = step(torch.randn(n, 8)).sum()",
+                    "    x = torch.randn(n, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n    loss = step(x).sum()",
+                )
+            ],
         },
     ),
 }
@@ -152,7 +192,9 @@ def _by_hand(script: Path, edits, out: Path, stdin, nproc: str | None) -> dict:
     report = json.loads((out / "hand.json").read_text()) if (out / "hand.json").exists() else None
     if report is None:
         return {"failed": proc.returncode, "error": (proc.stderr.strip().splitlines() or [""])[-1][:120]}
-    err = next((ln for ln in reversed(proc.stdout.splitlines() + proc.stderr.splitlines()) if "Error" in ln), "")
+    err = next(
+        (ln for ln in reversed(proc.stdout.splitlines() + proc.stderr.splitlines()) if "Error" in ln), ""
+    )
     return {
         "graphs": len(report["graphs"]),
         "breaks": sum(b["count"] for b in report["graph_breaks"]),
@@ -170,7 +212,9 @@ def run_case(name: str, out: Path) -> list[str]:
     script, opts, stdin, hands = CASES[name]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
-    proc = _fxlens(["fix", "--session", str(out / "s"), "--json", str(out / "fix.json"), *opts, str(script)], out, stdin)
+    proc = _fxlens(
+        ["fix", "--session", str(out / "s"), "--json", str(out / "fix.json"), *opts, str(script)], out, stdin
+    )
     if not (out / "fix.json").exists():
         return [f"| {name} | fxlens fix failed: {proc.stderr.strip().splitlines()[-1:]} | | | | | |"]
     result = json.loads((out / "fix.json").read_text())
@@ -178,9 +222,13 @@ def run_case(name: str, out: Path) -> list[str]:
     rows = []
     for f in result["fixes"]:
         selector = next((s for s in hands if _select([f], s)), None)
-        hand = _by_hand(script, hands[selector], out / f"hand-{len(rows)}", stdin, nproc) if selector else None
-        hand_s = "not applied by hand" if hand is None else (
-            f"exit {hand['failed']}: {hand['error']}" if hand.get("failed") else _counts(hand)
+        hand = (
+            _by_hand(script, hands[selector], out / f"hand-{len(rows)}", stdin, nproc) if selector else None
+        )
+        hand_s = (
+            "not applied by hand"
+            if hand is None
+            else (f"exit {hand['failed']}: {hand['error']}" if hand.get("failed") else _counts(hand))
         )
         agree = "-"
         if hand is not None and f["after"] and not hand.get("failed"):
@@ -202,7 +250,9 @@ def main() -> None:
     ap.add_argument("cases", nargs="*")
     a = ap.parse_args()
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}")
-    print("| case | fix | fix: graphs/breaks/recompiles before → after | verdict | by hand: graphs/breaks/recompiles | agree |")
+    print(
+        "| case | fix | fix: graphs/breaks/recompiles before → after | verdict | by hand: graphs/breaks/recompiles | agree |"
+    )
     print("|---|---|---|---|---|---|")
     for i, name in enumerate(a.cases or CASES):
         for row in run_case(name, Path(a.out) / f"case{i}"):

@@ -112,7 +112,10 @@ def test_a_fix_that_changes_results_is_never_called_helps():
     nothing = {"graphs": 0, "breaks": 0, "recompiles": 0, "compile_s": 0.0}
     assert measure.verdict(["breaks"], {**before, "breaks": 3}, nothing, True)[0] == "not applied"
     # a fix the re-run could not apply is never "no effect" nor "helps"
-    assert measure.verdict(["recompiles"], before, before, None, not_applied="not applied: x")[0] == "not applied"
+    assert (
+        measure.verdict(["recompiles"], before, before, None, not_applied="not applied: x")[0]
+        == "not applied"
+    )
     torch = pytest.importorskip("torch")
     a = {"outputs": {"f.py:3:0": [[torch.ones(3)]]}, "calls": {"f.py:3:0": 1}}
     b = {"outputs": {"f.py:3:0": [[torch.ones(3) * (1 + 1e-6)]]}, "calls": {"f.py:3:0": 1}}
@@ -143,7 +146,9 @@ def test_helps_only_when_no_other_count_got_worse():
     # the target improved and nothing else moved: helps
     assert measure.verdict(["compile_s"], before, {**before, "compile_s": 3.0}, True, load=1.0)[0] == "helps"
     # at a load of 4 per core the same change is within the noise
-    assert measure.verdict(["compile_s"], before, {**before, "compile_s": 3.0}, True, load=4.0)[0] == "no effect"
+    assert (
+        measure.verdict(["compile_s"], before, {**before, "compile_s": 3.0}, True, load=4.0)[0] == "no effect"
+    )
     # the target did not move and another count got worse: hurts
     assert measure.verdict(["recompiles"], before, {**before, "breaks": 2}, True)[0] == "hurts"
 

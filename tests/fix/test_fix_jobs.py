@@ -28,7 +28,18 @@ SCRIPTS = Path(__file__).parent / "scripts"
 def _fix(tmp: Path, script: Path, *opts: str, stdin: str | None = None, session: str = "s"):
     out = tmp / "fix.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "fix", "--session", str(tmp / session), "--json", str(out), *opts, str(script)],
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "fix",
+            "--session",
+            str(tmp / session),
+            "--json",
+            str(out),
+            *opts,
+            str(script),
+        ],
         input=stdin,
         capture_output=True,
         text=True,
@@ -53,7 +64,9 @@ def jobs(build_once):
 
 def _one(result: dict, kind: str, **params) -> dict:
     (got,) = [
-        f for f in result["fixes"] if f["kind"] == kind and all(f["params"].get(k) == v for k, v in params.items())
+        f
+        for f in result["fixes"]
+        if f["kind"] == kind and all(f["params"].get(k) == v for k, v in params.items())
     ]
     return got
 
@@ -75,7 +88,7 @@ def test_a_library_module_and_a_bound_method_get_their_marks(jobs):
     _, result = jobs
     lib = _one(result, "mark_dynamic", arg="args[0]")  # torch.nn.Linear: its code is torch's
     bound = _one(result, "mark_dynamic", arg="obs")  # torch.compile(agent.act)
-    for f, owner in ((lib, "Linear.forward"), (bound, None)):
+    for f in (lib, bound):
         assert f["applied"] and f["verdict"] == "helps", f
         again, _ = measure.measures(Session.open(f["run"]))  # torch's own counts of the re-run
         assert again["recompiles"] == f["after"]["recompiles"] == f["before"]["recompiles"] - 1
@@ -91,7 +104,9 @@ def test_a_module_called_through_its_methods_gets_them_compiled(jobs):
     # the first run compiled nothing of the VAE: its re-run compiled both methods (torch's trace)
     graphs = [g for g in Session.open(f["run"]).graphs if g.function.endswith(("encode", "decode"))]
     assert {g.function.rsplit(".", 1)[-1] for g in graphs} == {"encode", "decode"}
-    assert not any(g.function.endswith(("encode", "decode")) for g in Session.open(Path(f["run"]).parent).graphs)
+    assert not any(
+        g.function.endswith(("encode", "decode")) for g in Session.open(Path(f["run"]).parent).graphs
+    )
 
 
 def test_a_fix_that_could_not_be_applied_says_not_applied_and_why(jobs):
@@ -103,7 +118,15 @@ def test_a_fix_that_could_not_be_applied_says_not_applied_and_why(jobs):
 
 def test_try_config_names_a_switch_of_the_running_torch_before_any_run(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "fix", "--try", "config:no_such_knob=1", str(SCRIPTS / "kw_and_item.py")],
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "fix",
+            "--try",
+            "config:no_such_knob=1",
+            str(SCRIPTS / "kw_and_item.py"),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -148,7 +171,18 @@ def test_a_torchrun_session_is_rerun_through_torchrun(tmp_path):
     # `fxlens run --nproc 2` made the first run; fix reuses its launcher for every re-run
     script = SCRIPTS / "ddp_sizes.py"
     subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "run", "--quiet", "--nproc", "2", "--session", str(tmp_path / "s"), str(script)],
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "run",
+            "--quiet",
+            "--nproc",
+            "2",
+            "--session",
+            str(tmp_path / "s"),
+            str(script),
+        ],
         cwd=tmp_path,
         check=True,
         capture_output=True,

@@ -128,10 +128,26 @@ def test_automatic_dynamic_cannot_help_a_size_one_dim_and_mark_unbacked_does(tmp
     script = _size_one_script(tmp_path)
     base = one_run(str(script), [], tmp_path / "base", [], backend=None, timeout=None, speed=0.0)
     assert base["measures"]["recompiles"] == 2  # 8 (static), 1 (specialised), 5 (dynamic)
-    marked = one_run(str(script), [], tmp_path / "md", [action("mark_dynamic", arg="input_ids", dim=1)], backend=None, timeout=None, speed=0.0)
+    marked = one_run(
+        str(script),
+        [],
+        tmp_path / "md",
+        [action("mark_dynamic", arg="input_ids", dim=1)],
+        backend=None,
+        timeout=None,
+        speed=0.0,
+    )
     # what the old text advised: the dim is dynamic from the start, yet size 1 still recompiles
     assert marked["measures"]["recompiles"] == 1
-    unbacked = one_run(str(script), [], tmp_path / "ub", [action("mark_unbacked", arg="input_ids", dim=1)], backend=None, timeout=None, speed=0.0)
+    unbacked = one_run(
+        str(script),
+        [],
+        tmp_path / "ub",
+        [action("mark_unbacked", arg="input_ids", dim=1)],
+        backend=None,
+        timeout=None,
+        speed=0.0,
+    )
     assert unbacked["measures"]["recompiles"] == 0 and unbacked["applied"]
 
 

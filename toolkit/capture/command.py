@@ -189,20 +189,9 @@ def run_captured(
         if fresh:  # under the lock: a run still writing DIR is refused as such, not as "used"
             refuse_used(sdir)
         return _run_locked(
-            script,
-            script_args,
-            sdir,
-            backend,
-            nproc,
-            env,
-            timeout,
-            stdout,
-            stderr,
-            trace,
-            live and trace,
-            stdin,
-            cwd,
-        )
+            script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr,
+            trace, live and trace, stdin, cwd,
+        )  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -261,20 +250,9 @@ def _outputs(files: contextlib.ExitStack, stdout, stderr, live_trace: str | None
 
 
 def _run_locked(
-    script,
-    script_args,
-    sdir,
-    backend,
-    nproc,
-    env,
-    timeout,
-    stdout,
-    stderr,
-    trace=True,
-    live=False,
-    stdin=None,
-    cwd=None,
-) -> RunResult:
+    script, script_args, sdir, backend, nproc, env, timeout, stdout, stderr,
+    trace=True, live=False, stdin=None, cwd=None,
+) -> RunResult:  # fmt: skip
     info = {
         "script": os.path.abspath(script),
         "argv": script_args,

@@ -27,14 +27,14 @@ from fxlens.capture.command import (
     check_script,
     shell_status,
 )
+from fxlens.capture.stdin import RECORD
 from fxlens.errors import FxlensError
 from fxlens.fix import measure
-from fxlens.capture.stdin import RECORD
 from fxlens.fix.findings import code_files_of, gather, parse_try, replacement
 from fxlens.fix.render import render_text
+from fxlens.fix.results import fix_result, outputs_judged
 from fxlens.fix.runs import Launch, Progress, error_line, one_run, read_run
 from fxlens.report.fixes import label, target
-from fxlens.trace.userframes import short_path
 from fxlens.trace.session import Session, append_event, new_session_dir
 
 # --speed: seconds of doctor's interleaved timing per compiled function, per run
@@ -96,113 +96,6 @@ def _base(script, args, sdir: Path, given: str | None, **opts) -> dict:
     return read_run(session, sdir, info.get("exit_code"), info.get("seconds"))
 
 
-def _result(entry: dict, base: dict, run: dict | None, reference: dict | None, eager=None) -> dict:
-    """One fix's JSON entry from its re-run (None for a code fix: not tried). EAGER() gives the
-    script's outputs run eagerly (made once, when a re-run's outputs differ from the first run's)."""
-    out = {
-        "finding": entry["finding"],
-        "fix": entry["fix"],
-        "how": entry["how"],
-        "kind": entry["action"]["kind"],
-        "params": entry["action"].get("params") or {},
-        "file": entry.get("file"),
-        "line": entry.get("line"),
-        "applied": False,
-        "before": base["measures"],
-        "after": None,
-        "outputs_equal": None,
-        "outputs": "",
-        "outputs_difference": None,
-        "verdict": "not tried",
-        "why": "a change to your code: fxlens states it as a patch and does not apply it",
-        "patch": entry.get("patch"),
-        "run": None,
-        "speed": None,
-    }
-    if run is None:
-        return out
-    applied = bool(run["applied"].get("0"))
-    equal, said, diff = _outputs(base, run, reference, eager)
-    failed = ""
-    if run["exit_code"] and not base["exit_code"]:
-        why = error_line(Path(run["dir"]) / "output.log")
-        failed = f"the re-run {run['ended']} (the first run did not)" + (f": {why}" if why else "")
-        failed += f"; see {run['dir']}/output.log"
-    out.update(
-        applied=applied,
-        after=run["measures"] or None,
-        outputs_equal=equal,
-        outputs=said,
-        outputs_difference=diff,
-        run=run["dir"],
-        seconds=run["seconds"],
-        speed={"before": base["speed"], "after": run["speed"]} if run["speed"] or base["speed"] else None,
-    )
-    out["verdict"], out["why"] = measure.verdict(
-        target(entry["action"]),
-        base["measures"],
-        run["measures"] or {},
-        equal,
-        failed,
-        "" if applied and not failed else _not_applied(entry["action"], run, failed),
-    )
-    if run["notes"].get("0") and out["verdict"] != "not applied":
-        out["why"] += "; " + "; ".join(run["notes"]["0"])
-    return out
-
-
-def _not_applied(act: dict, run: dict, failed: str) -> str:
-    """Why a fix was not applied (empty when it was, or when the run failed first: that is its own
-    verdict): what the action names against what the script compiled."""
-    if run["applied"].get("0") or failed:
-        return ""
-    notes = "; ".join(run["notes"].get("0") or [])
-    p = act.get("params") or {}
-    if p.get("function"):
-        names = f"`{p['function']}`" + (f" of {', '.join(short_path(f) for f in p['code_files'])}" if p.get("code_files") else "")
-        said = f"no torch.compile call of the re-run compiled {names}"
-    elif p.get("owner"):
-        said = f"no torch.compile call of the re-run compiled `{p['owner']}`"
-    elif p.get("site"):
-        said = f"no torch.compile call of the re-run at {p['site']} could take it"
-    else:
-        said = "the re-run never reached what the fix changes"
-    compiled = run.get("compiled") or []
-    if compiled:
-        said += f" (the script compiled {', '.join(compiled[:4])})"
-    return "not applied: " + said + (f"; {notes}" if notes else "")
-
-
-def _outputs(base: dict, run: dict, reference: dict | None, eager) -> tuple[bool | None, str, dict | None]:
-    """(equal, what was compared, the largest difference): the re-run's compiled outputs against
-    the first run's, and, where those differ, against the script run eagerly (the first compiled
-    run may be the one that differs from eager). A difference within LOOSE times the dtype's
-    tolerance is numerical drift (equal, the drift said); beyond it, results changed."""
-    ref = reference or base
-    equal, diff, n = measure.first_difference(ref["outputs"], run["outputs"])
-    if equal is None:
-        return None, "no outputs recorded" if not ref["outputs"] or not run["outputs"] else "no compiled call in common", None
-    how = " (compared with the same fix run eagerly: the first run never called the compiled object)" if reference else ""
-    if base.get("outputs_from") == "eager" and not reference:
-        how = " (compared with the script run eagerly: the session of `fxlens run` kept no outputs)"
-    if equal:
-        return True, f"{n} compiled call(s) equal within the dtype's tolerance{how}", None
-    if reference is None and base.get("outputs_from") != "eager" and eager is not None:
-        eager_outputs = eager()
-        e_equal, e_diff, _ = measure.first_difference(eager_outputs, run["outputs"])
-        if e_equal:
-            return True, (
-                "equal to the script run eagerly within the dtype's tolerance; the first (compiled) run is "
-                f"the one that differs from eager ({measure.describe_difference(diff)})"
-            ), None
-        if e_diff is not None:
-            diff, how = e_diff, " (against the script run eagerly)"
-    said = measure.describe_difference(diff) + how
-    if diff.get("within_loose"):
-        return True, f"numerical drift only: {said}", diff
-    return False, f"differs beyond the dtype's tolerance: {said}", diff
-
-
 def fix_script(
     script: str,
     args: list[str] | tuple = (),
@@ -239,7 +132,12 @@ def fix_script(
     extra = [parse_try(t) for t in tries]  # a switch the running torch lacks: refused before any run
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     launch = _launch(sdir, nproc)
-    opts = {"backend": backend, "timeout": timeout, "speed": SPEED_BUDGET_S if speed else 0.0, "launch": launch}
+    opts = {
+        "backend": backend,
+        "timeout": timeout,
+        "speed": SPEED_BUDGET_S if speed else 0.0,
+        "launch": launch,
+    }
     results = [] if results is None else results
     progress = Progress(0)  # how many runs is known once the first run's findings are
     base, n = _first_run(script, args, sdir, session_dir, progress, opts)
@@ -248,12 +146,8 @@ def fix_script(
         print(f"fxlens fix: {line}", file=sys.stderr, flush=True)
     entries = _entries(sdir, script, base, extra)
     tried = [e for e in entries if e["how"] != "code"]
-    progress.total = (
-        n
-        + len(tried)
-        + (1 if base["outputs"] is None and tried else 0)
-        + (1 if len(tried) > 1 else 0)  # the fixes that helped, together (when two or more do)
-    )
+    # + the eager reference of a `fxlens run` session, + the fixes that helped, together
+    progress.total = n + len(tried) + (base["outputs"] is None and bool(tried)) + (len(tried) > 1)
     if base["outputs"] is None and tried:  # a `fxlens run` session: the eager run is the reference
         n += 1
         base["outputs_from"] = "eager"
@@ -312,7 +206,8 @@ def _before_reruns(script: str, sdir: Path, base: dict, launch: Launch) -> list[
     if base.get("exit_code"):
         why = error_line(sdir / "output.log")
         said.append(
-            f"the first run {base.get('ended') or 'failed'}" + (f" ({why})" if why else "")
+            f"the first run {base.get('ended') or 'failed'}"
+            + (f" ({why})" if why else "")
             + f": fix measures graphs, breaks and recompiles, but a failure is bisect's to find: "
             f"`fxlens bisect {script}`"
         )
@@ -328,7 +223,9 @@ def _before_reruns(script: str, sdir: Path, base: dict, launch: Launch) -> list[
             f"one process (pass --nproc {ranks} to launch them through torchrun)"
         )
     elif launch.nproc:
-        said.append(f"every re-run is launched through torchrun with {launch.nproc} processes, as the first run")
+        said.append(
+            f"every re-run is launched through torchrun with {launch.nproc} processes, as the first run"
+        )
     return said
 
 
@@ -352,7 +249,9 @@ def _first_run(script, args, sdir: Path, session_dir, progress, opts) -> tuple[d
     return progress.run(1, "the first run, as asked", lambda: _base(script, args, sdir, None, **opts)), 1
 
 
-def _each_fix(script, args, sdir: Path, base: dict, entries, results: list, progress, n: int, opts, eager) -> None:
+def _each_fix(
+    script, args, sdir: Path, base: dict, entries, results: list, progress, n: int, opts, eager
+) -> None:
     """One re-run per fix fxlens can apply, each result appended to RESULTS and to the session as
     soon as it is measured (so Ctrl-C keeps it); code fixes are recorded as not tried. A fix torch
     refuses (mark_dynamic: ConstraintViolationError) is followed by what torch suggests instead."""
@@ -377,7 +276,7 @@ def _each_fix(script, args, sdir: Path, base: dict, entries, results: list, prog
                         script, args, d, [e["action"]], stance="eager", **opts
                     ),
                 )
-        res = _result(e, base, run, reference, eager)
+        res = fix_result(e, base, run, reference, eager)
         results.append(res)
         append_event(sdir, "fix", res)
         instead = replacement(e, res)
@@ -397,7 +296,7 @@ def _together(script, args, sdir, base, entries, results, progress, opts, eager)
         "the fixes that helped, together",
         lambda: one_run(script, args, sdir / "fix-together", actions, **opts),
     )
-    equal, said, _ = _outputs(base, run, None, eager)
+    equal, said, _ = outputs_judged(base, run, None, eager)
     failed = f"the re-run {run['ended']}" if run["exit_code"] and not base["exit_code"] else ""
     # judged on every measure one of them targets: one fix's gain may be another's loss
     targets = list(dict.fromkeys(t for a in actions for t in target(a)))

@@ -39,7 +39,10 @@ def _from_report(report: dict) -> list[dict]:
     out = []
     for c in report.get("recompile_causes") or []:
         finding = f"recompile of {c['function']} ({_loc(c.get('file'), c.get('line'))}): {c['message']}"
-        out += [_entry(finding, _owned(a, c["function"]), c.get("file"), c.get("line")) for a in c.get("actions") or []]
+        out += [
+            _entry(finding, _owned(a, c["function"]), c.get("file"), c.get("line"))
+            for a in c.get("actions") or []
+        ]
     for b in report.get("graph_breaks") or []:
         text = f"{b.get('reason') or ''} {b.get('explanation') or ''}"
         acts = library_break_actions(b.get("library")) + next(
@@ -134,7 +137,11 @@ def _with_patch(entry: dict, script: str, loaders: list[dict] = ()) -> dict | No
         return {**entry, "action": action("tensor_lr", lr=lr), "patch": patch, "file": script, "line": line}
     if kind == "drop_last":
         # the loaders whose last batch is short, as the first run made them (not the first in the file)
-        short = [ld for ld in loaders if short_batch(ld) and os.path.realpath(ld["file"]) == os.path.realpath(script)]
+        short = [
+            ld
+            for ld in loaders
+            if short_batch(ld) and os.path.realpath(ld["file"]) == os.path.realpath(script)
+        ]
         got = patches.drop_last(script, [ld["line"] for ld in short] if loaders else None)
         if got is None:
             return None

@@ -34,6 +34,8 @@ def compile_noise(before_s: float, load_per_core: float | None = None) -> float:
     """Seconds of compile time two runs of the same script may differ by at this load."""
     busy = max(1.0, _load_per_core() if load_per_core is None else load_per_core)
     return max(COMPILE_S_SHARE * busy * before_s, MIN_COMPILE_S)
+
+
 # (rtol, atol) per dtype when comparing the compiled outputs of two runs: two compiles of the same
 # code may order a reduction differently (dynamic vs static shapes, one graph vs two)
 TOLERANCE = {
@@ -82,13 +84,22 @@ def _difference(a, b) -> dict | None:
     import torch
 
     if a.shape != b.shape or a.dtype != b.dtype:
-        return {"max_abs": None, "max_rel": None, "within_loose": False, "what": f"{tuple(b.shape)} {b.dtype} "
-                f"where the reference has {tuple(a.shape)} {a.dtype}"}
+        return {
+            "max_abs": None,
+            "max_rel": None,
+            "within_loose": False,
+            "what": f"{tuple(b.shape)} {b.dtype} where the reference has {tuple(a.shape)} {a.dtype}",
+        }
     if not (a.is_floating_point() or a.is_complex()):
         if torch.equal(a, b):
             return None
         wrong = int((a != b).sum())
-        return {"max_abs": None, "max_rel": None, "within_loose": False, "what": f"{wrong} of {a.numel()} values differ"}
+        return {
+            "max_abs": None,
+            "max_rel": None,
+            "within_loose": False,
+            "what": f"{wrong} of {a.numel()} values differ",
+        }
     rtol, atol = TOLERANCE.get(str(a.dtype), (1e-4, 1e-5))
     if torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
         return None
@@ -99,7 +110,12 @@ def _difference(a, b) -> dict | None:
     big = float(diff.max())
     rel = float((diff / x.abs().clamp_min(atol)).max())
     loose = bool(torch.allclose(a, b, rtol=rtol * LOOSE, atol=atol * LOOSE, equal_nan=True))
-    return {"max_abs": big, "max_rel": rel, "within_loose": loose, "what": f"max abs diff {big:.3g} (rel {rel:.3g})"}
+    return {
+        "max_abs": big,
+        "max_rel": rel,
+        "within_loose": loose,
+        "what": f"max abs diff {big:.3g} (rel {rel:.3g})",
+    }
 
 
 def _close(a, b) -> bool:
@@ -119,8 +135,12 @@ def first_difference(before: dict | None, after: dict | None) -> tuple[bool | No
         for n, (xs, ys) in enumerate(zip(ref, calls, strict=False)):
             compared += 1
             if len(xs) != len(ys):
-                d = {"max_abs": None, "max_rel": None, "within_loose": False,
-                     "what": f"{len(ys)} tensors where the reference has {len(xs)}"}
+                d = {
+                    "max_abs": None,
+                    "max_rel": None,
+                    "within_loose": False,
+                    "what": f"{len(ys)} tensors where the reference has {len(xs)}",
+                }
                 return False, {**d, "call": n + 1, "output": None, "site": _site(site)}, compared
             for k, (x, y) in enumerate(zip(xs, ys, strict=True)):
                 d = _difference(x, y)
@@ -200,10 +220,15 @@ def verdict(
     if "graphs" not in targets:  # compiling what never ran brings its breaks and seconds with it
         others = [k for k in COUNTS if k not in targets]
         worse += [
-            f"{k} {before.get(k, 0)} -> {after.get(k, 0)}" for k in others if after.get(k, 0) > before.get(k, 0)
+            f"{k} {before.get(k, 0)} -> {after.get(k, 0)}"
+            for k in others
+            if after.get(k, 0) > before.get(k, 0)
         ]
         # fewer compiles should cost fewer seconds; a removed break compiles more code per graph
-        if set(targets) <= {"recompiles", "limit_hits"} and _one("compile_s", before, after, load)[0] == "hurts":
+        if (
+            set(targets) <= {"recompiles", "limit_hits"}
+            and _one("compile_s", before, after, load)[0] == "hurts"
+        ):
             worse.append(_one("compile_s", before, after, load)[1])
     if better and worse:
         return "trade-off", f"{'; '.join(better)}, but {'; '.join(worse)}"

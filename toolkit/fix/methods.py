@@ -14,11 +14,43 @@ import ast
 # methods of torch.nn.Module itself (and Python's): moving, saving or compiling a module is not
 # calling it through a method of its own
 _MODULE_API = {
-    "compile", "eval", "train", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type",
-    "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
-    "modules", "named_modules", "state_dict", "load_state_dict", "zero_grad", "requires_grad_",
-    "apply", "forward", "get_submodule", "get_parameter", "get_buffer", "share_memory", "extra_repr",
-    "add_module", "register_module", "set_extra_state", "get_extra_state", "to_empty", "xpu", "ipu",
+    "compile",
+    "eval",
+    "train",
+    "to",
+    "cuda",
+    "cpu",
+    "half",
+    "float",
+    "double",
+    "bfloat16",
+    "type",
+    "parameters",
+    "named_parameters",
+    "buffers",
+    "named_buffers",
+    "children",
+    "named_children",
+    "modules",
+    "named_modules",
+    "state_dict",
+    "load_state_dict",
+    "zero_grad",
+    "requires_grad_",
+    "apply",
+    "forward",
+    "get_submodule",
+    "get_parameter",
+    "get_buffer",
+    "share_memory",
+    "extra_repr",
+    "add_module",
+    "register_module",
+    "set_extra_state",
+    "get_extra_state",
+    "to_empty",
+    "xpu",
+    "ipu",
 }
 
 
@@ -63,8 +95,10 @@ def called_methods(script: str, line: int) -> list[str]:
     for node in calls:
         if isinstance(node.func, ast.Attribute):
             attr = node.func.attr
-            if _source(node.func.value) in names and attr not in _MODULE_API and not attr.startswith(
-                ("_", "register_")
+            if (
+                _source(node.func.value) in names
+                and attr not in _MODULE_API
+                and not attr.startswith(("_", "register_"))
             ):
                 if attr not in out:
                     out.append(attr)

@@ -83,7 +83,11 @@ def drop_last(script: str, lines_of: list[int] | None = None) -> tuple[str, int]
     if lines_of is not None and not lines_of:
         return None
     calls = sorted(
-        (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _name(n.func) == "DataLoader" and n.end_lineno),
+        (
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and _name(n.func) == "DataLoader" and n.end_lineno
+        ),
         key=lambda n: n.lineno,
     )
     new, first = list(lines), None

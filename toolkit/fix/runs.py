@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture.command import check_script, how_it_ended, refused_message, run_captured
+from fxlens.capture.command import how_it_ended, refused_message, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.capture.stdin import STDIN_FILE
 from fxlens.errors import FxlensError

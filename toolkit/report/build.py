@@ -13,9 +13,9 @@ from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
-from fxlens.report.measured import attach as attach_measured
 from fxlens.report.distributed import distributed
 from fxlens.report.headlines import gb_doc, headlines
+from fxlens.report.measured import attach as attach_measured
 from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
