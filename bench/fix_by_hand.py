@@ -185,6 +185,7 @@ def _by_hand(script: Path, edits, out: Path, stdin, nproc: str | None) -> dict:
     for old, new in edits:
         assert old in src, (script, old)
         src = src.replace(old, new, 1)
+    out.mkdir(parents=True, exist_ok=True)
     hand = out / f"hand_{script.stem}.py"
     hand.write_text(src)
     opts = ["--nproc", nproc] if nproc else []
