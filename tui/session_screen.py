@@ -201,11 +201,16 @@ class SessionScreen(Screen):
         notice.remove_class("shown")
         # a job still writing: verdicts on a partial trace ("no graph" mid-compile) would mislead
         partial = self.follow is not None and not self.follow.ended
-        if skipped:
+        heads = summary.headlines if summary else []
+        # a log cut mid-record outranks any skipped line: every count shown is short of the job's
+        cut = next((h for h in heads if h.get("kind") == "truncated"), None)
+        if cut:
+            notice.set(f"⚠ {escape(cut['message'])} — press ! for details")
+            notice.add_class("shown")
+        elif skipped:
             more = f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
             notice.set(f"⚠ skipped while reading: {escape(skipped[0])}{more} — press ! for details")
             notice.add_class("shown")
-        heads = summary.headlines if summary else []
         if heads and not skipped and not partial:  # the verdict the tables would hide (no graph, ...)
             more = f" (+{len(heads) - 1} more)" if len(heads) > 1 else ""
             notice.set(f"!! {escape(heads[0]['message'])}{more} fix: {escape(heads[0]['fix'])}")

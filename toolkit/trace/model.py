@@ -81,6 +81,7 @@ class RankModel:
     specials: list[SpecialGraph] = field(default_factory=list)
     export_issues: list[ExportIssue] = field(default_factory=list)
     unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no reader knows: counted
+    truncated: int | None = None  # the log ends inside this line's record (fxlens.trace.reader)
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
@@ -93,6 +94,7 @@ def build_rank_model(scan: LogScan) -> RankModel:
     # with a caveat (a payload's md5, a rank that is not the file name's)
     model.skipped = ([skipped_note(scan.path.name, bad)] if bad else []) + list(scan.notes)
     model.records = len(scan.records) + len(scan.strings)
+    model.truncated = scan.truncated
     return model
 
 
