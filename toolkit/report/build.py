@@ -298,7 +298,9 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "skipped": session.skipped,
         # logs that end mid-record (a job killed while writing them): their counts are a lower bound
         "truncated": [
-            {"log": Path(m.log).name, "rank": m.rank, "line": m.truncated} for m in session.ranks if m.truncated
+            {"log": Path(m.log).name, "rank": m.rank, "line": m.truncated}
+            for m in session.ranks
+            if m.truncated
         ],
     }
     if with_guards:
