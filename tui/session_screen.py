@@ -238,6 +238,9 @@ class SessionScreen(Screen):
         self.timings["loaded"] = time.perf_counter()
         if self.follow is not None:
             self.sub_title += " · following" if not self.follow.ended else " · run ended"
+            if self.follow.failed:  # said above everything: what is shown is all the run wrote
+                notice.set(f"⚠ the run failed: {escape(self.follow.ending or '')} — this is what it wrote")
+                notice.add_class("shown")
             if not self.follow.ended and not hasattr(self, "_follow_timer"):
                 self._follow_timer = self.set_interval(FOLLOW_INTERVAL_S, self._follow_tick)
         first = next((c for r in self.data.ranks for f in r.frames for c in f.compiles), None)
