@@ -143,3 +143,12 @@ def test_a_write_that_fails_after_the_check_is_one_line(tmp_path):
     (tmp_path / "gone").write_text("")
     with pytest.raises(FxlensError, match=r"^--out .*gone/r\.txt: cannot write \(Not a directory\)$"):
         write_text("report", tmp_path / "gone" / "r.txt", "--out")
+
+
+def test_a_fifo_or_device_output_is_not_opened_to_check_it(tmp_path):
+    # opening a FIFO for writing blocks until a reader comes: the check must not (a test hang)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    check_writable(fifo, "--out")
+    check_writable("/dev/null", "--json")
+    assert fifo.exists() and not fifo.is_file()

@@ -50,6 +50,10 @@ def check_writable(dest: str | os.PathLike | None, option: str = "--json") -> No
             raise _refuse(option, dest, f"{anc} is a file, not a folder")
         raise _refuse(option, dest, f"no such directory {p.parent}")
     existed = os.path.lexists(p)
+    if existed and not p.is_file():  # /dev/stdout, a FIFO: opening one to check it could block
+        if not os.access(p, os.W_OK):
+            raise _refuse(option, dest, "not writable")
+        return
     try:
         with open(p, "a"):  # appends nothing: an existing file keeps its bytes
             pass
