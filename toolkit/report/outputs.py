@@ -21,8 +21,9 @@ from fxlens.errors import FxlensError
 
 
 def _existing_ancestor(p: Path) -> Path:
-    """The nearest of P's parents that exists (a folder, or a file where a folder was needed)."""
-    for a in p.absolute().parents:
+    """The nearest of P's parents that exists (a folder, or a file where a folder was needed),
+    spelled as the user spelled P (`notes`, not the absolute path)."""
+    for a in (*p.parents, *p.absolute().parents):
         if a.exists():
             return a
     return Path("/")
