@@ -73,3 +73,48 @@ def test_readme_stays_short_and_keeps_the_ci_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     (command,) = re.findall(r"python -m pytest[^\n]*", ci)
     assert command.strip() in readme, "README's test command must be .ci/run's"
+
+
+# a path of the machine a page was written on: a home or worktree folder, a virtualenv's library,
+# a temporary folder of one run (torch's and fxlens's own cache folders are named by variable)
+_MACHINE_PATH = re.compile(r"(?<![\w.$>])(/root/|/work/|/home/\w|/Users/\w|/tmp/|[\w.-]*venv/lib/)")
+
+
+def test_docs_hold_no_machine_paths():
+    pages = [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = [
+        f"{p.relative_to(ROOT)}:{n}: {m.group(1)}"
+        for p in pages
+        for n, line in enumerate(p.read_text().split("\n"), 1)
+        if (m := _MACHINE_PATH.search(line))
+    ]
+    assert bad == [], "\n".join(bad)
+
+
+def test_machine_path_pattern_catches_what_it_should():
+    # the pattern itself, on lines that were once in the docs, and on ones that must pass
+    caught = [
+        "in file `/work/main/.venv/lib/python3.11/site-packages/torch/_compile.py`",
+        "at /work/wt22/tests/report/scripts/specialize.py:8",
+        "  0/0 f: /tmp/provcache/7r/c7r7.py (106 lines)",
+        "/root/.cache/x",
+        "see .venv/lib/python3.11/site-packages/torch",
+    ]
+    passed = [
+        "`fxlens report .fxlens/sessions/x`",
+        "source $TMPDIR/fxlens_<uid>/kernels/fxk_1.py",
+        "`<cache>/5a/c5au.py`",
+        "tests/report/scripts/specialize.py:8",
+        "python3 -m venv .venv && . .venv/bin/activate",
+    ]
+    assert all(_MACHINE_PATH.search(s) for s in caught)
+    assert not any(_MACHINE_PATH.search(s) for s in passed)
+
+
+def test_docs_home_names_every_command():
+    from fxlens.cli import COMMANDS
+
+    home = (ROOT / "docs" / "index.md").read_text()
+    missing = [c for c in COMMANDS if f"`fxlens {c}" not in home]
+    assert missing == [], f"docs/index.md never shows: {missing}"
+    assert "live" in home.lower() and "guides/live.md" in home  # the live view of `fxlens run`

@@ -185,6 +185,7 @@ def _main(argv: list[str]) -> int:
         print(f"fxlens: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
         return 143 if terminated else 130
     except Exception as e:  # an fxlens bug: still one line, the traceback on request
+        progress.clear()
         if os.environ.get("FXLENS_DEBUG"):
             raise
         print(

@@ -201,11 +201,16 @@ class SessionScreen(Screen):
         notice.remove_class("shown")
         # a job still writing: verdicts on a partial trace ("no graph" mid-compile) would mislead
         partial = self.follow is not None and not self.follow.ended
-        if skipped:
+        heads = summary.headlines if summary else []
+        # a log cut mid-record outranks any skipped line: every count shown is short of the job's
+        cut = next((h for h in heads if h.get("kind") == "truncated"), None)
+        if cut:
+            notice.set(f"⚠ {escape(cut['message'])} — press ! for details")
+            notice.add_class("shown")
+        elif skipped:
             more = f" (+{len(skipped) - 1} more)" if len(skipped) > 1 else ""
             notice.set(f"⚠ skipped while reading: {escape(skipped[0])}{more} — press ! for details")
             notice.add_class("shown")
-        heads = summary.headlines if summary else []
         if heads and not skipped and not partial:  # the verdict the tables would hide (no graph, ...)
             more = f" (+{len(heads) - 1} more)" if len(heads) > 1 else ""
             notice.set(f"!! {escape(heads[0]['message'])}{more} fix: {escape(heads[0]['fix'])}")
@@ -233,6 +238,9 @@ class SessionScreen(Screen):
         self.timings["loaded"] = time.perf_counter()
         if self.follow is not None:
             self.sub_title += " · following" if not self.follow.ended else " · run ended"
+            if self.follow.failed:  # said above everything: what is shown is all the run wrote
+                notice.set(f"⚠ the run failed: {escape(self.follow.ending or '')} — this is what it wrote")
+                notice.add_class("shown")
             if not self.follow.ended and not hasattr(self, "_follow_timer"):
                 self._follow_timer = self.set_interval(FOLLOW_INTERVAL_S, self._follow_tick)
         first = next((c for r in self.data.ranks for f in r.frames for c in f.compiles), None)

@@ -102,6 +102,9 @@ class VimTable(ScrollView, can_focus=True):
         # width from the end of this list (unlisted ones first), so the column that tells rows apart
         # stays readable at 80x24; a cut cell ends in "…" and `elided()` has it whole
         self.priority: tuple[str, ...] = ()
+        # column keys whose cells are cut from the left ("…/pkg/model.py:57"): a location's end
+        # (file and line) tells rows apart, its folder prefix rarely does
+        self.cut_left: tuple[str, ...] = ()
         self._fit_for: tuple[int, list[int]] | None = None
         self._rows: list[tuple[str | None, tuple]] = []
         self._widths: list[int] | None = None
@@ -250,14 +253,15 @@ class VimTable(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         base = self.rich_style
         if y == 0:
-            line = self._line(list(self.columns.values()), widths)
+            line = self._line(list(self.columns.values()), widths)  # (headers fit: cut at the end)
             line.stylize(Style(bold=True, underline=True))
             style = base
         else:
             i = scroll_y + y - 1
             if i >= len(self._rows):
                 return Strip.blank(width, base)
-            line = self._line(self._rows[i][1], widths)
+            left = [k in self.cut_left for k in self.columns]
+            line = self._line(self._rows[i][1], widths, left)
             if i == self.cursor_row:
                 style = base + Style(reverse=True) if self.has_focus else base + Style(bgcolor="grey30")
             elif i % 2:
@@ -271,12 +275,14 @@ class VimTable(ScrollView, can_focus=True):
         return strip.extend_cell_length(width, style)
 
     @staticmethod
-    def _line(cells, widths: list[int]) -> Text:
+    def _line(cells, widths: list[int], cut_left: list[bool] | None = None) -> Text:
         line = Text()
-        for c, w in zip(cells, widths, strict=False):
+        for i, (c, w) in enumerate(zip(cells, widths, strict=False)):
             if not w:  # a column hidden to fit a narrow pane (its text is in `elided`)
                 continue
             t = c.copy() if isinstance(c, Text) else Text(str(c))
+            if cut_left and i < len(cut_left) and cut_left[i] and t.cell_len > w:
+                t = Text("…") + t[len(t) - (w - 1) :] if w > 1 else Text("…")
             t.truncate(w, overflow="ellipsis")
             t.pad_right(w - t.cell_len + _GAP)
             line.append_text(t)

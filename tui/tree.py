@@ -30,10 +30,26 @@ def _compile_label(c: CompileEntry) -> Text:
     return label
 
 
+# cells of a frame's name the tree shows whole (the pane keeps ~23 at 80 columns); a longer name is
+# cut in the middle, so names that share a long prefix still differ on screen (their ends, a
+# resume's line), and the location after it is what a narrow pane gives up
+FRAME_NAME_CELLS = 22
+
+
+def clip_middle(text: str, cells: int) -> str:
+    """TEXT in at most CELLS characters: its start, "…", and its (longer) end."""
+    if len(text) <= cells:
+        return text
+    head = (cells - 1) * 2 // 5
+    return text[:head] + "…" + text[len(text) - (cells - 1 - head) :]
+
+
 def _frame_label(f: FrameEntry) -> Text:
+    name, _, where = f.label.rpartition("  ")
     return Text.assemble(
         ("● ", OUTCOME_STYLE[f.outcome]),
-        (f.label, ""),
+        (clip_middle(name, FRAME_NAME_CELLS), ""),
+        (f"  {where}", ""),
         (f"  ×{len(f.compiles)}", "dim"),
     )
 

@@ -22,6 +22,8 @@ class ListView(View):
     #: columns, most important first: the first is what tells rows apart and keeps its width longest
     #: on a narrow terminal (see VimTable.priority)
     priority: tuple[str, ...] = ()
+    #: columns cut from the left when narrow (locations: `…/model.py:57`, see VimTable.cut_left)
+    cut_left: tuple[str, ...] = ("where",)
     empty = "nothing here"
     DEFAULT_CSS = """
     ListView > VimTable { height: 1fr; }
@@ -66,6 +68,7 @@ class ListView(View):
         table.clear(columns=True)
         table.add_columns(*self.columns)
         table.priority = self.priority
+        table.cut_left = self.cut_left
         table.add_rows((key, cells) for key, cells, _ in self.shown)  # plain str: Text per drawn line
         if not self.shown:
             self.query_one(f"#{self.view_id}-detail", Info).set(

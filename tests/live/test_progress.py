@@ -74,3 +74,38 @@ def test_reading_many_ranks_reports_each_log(terminal, monkeypatch, tmp_path):
         r"fxlens: reading log 1/2 \(dedicated_log_torch_trace_rank_0_x\.log\) · [\d.]+s · last step", out
     )
     assert "fxlens: reading log 2/2" in out and out.endswith("\r\x1b[K")
+
+
+def test_a_running_step_is_drawn_before_it_ends_and_redrawn_while_it_runs(terminal, monkeypatch):
+    # doctor's first run takes ~40 s here: its line must be up, its clock moving, long before that
+    import time
+
+    monkeypatch.setattr(progress, "TICK_S", 0.05)
+    p = progress.Progress("doctor", "run", total=2, stream=terminal)
+    p.begin("eager, round 1")
+    deadline = time.monotonic() + 10
+    while terminal.getvalue().count("\r\x1b[K") < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    draws = re.findall(r"\r\x1b\[K(fxlens doctor: run [^\r\n]*)", terminal.getvalue())
+    assert len(draws) >= 3 and not p.steps, draws  # drawn while no step has ended
+    assert all(d.startswith("fxlens doctor: run 1/2 (eager, round 1) · ") for d in draws), draws
+    clocks = [float(re.search(r"this step (\d+)ms", d)[1]) for d in draws]
+    assert clocks == sorted(clocks) and clocks[-1] > clocks[0], draws  # redrawn with time moving
+    p.step("eager, round 1")
+    assert re.findall(r"run [^\r]*", terminal.getvalue())[-1].startswith("run 1/2 (eager, round 1) · ")
+    p.close()
+    after = terminal.getvalue()
+    time.sleep(0.2)  # the ticker is stopped: nothing is drawn after the line was cleared
+    assert terminal.getvalue() == after and after.endswith("\r\x1b[K")
+
+
+def test_clear_stops_a_ticking_line_not_yet_drawn(terminal, monkeypatch):
+    # an error before the line's first draw: nothing may be drawn over the error message after it
+    import time
+
+    monkeypatch.setattr(progress, "TICK_S", 0.02)
+    p = progress.Progress("doctor", "run", total=2, stream=terminal, after_s=0.3)
+    p.begin("eager, round 1")
+    progress.clear()
+    time.sleep(0.5)
+    assert "fxlens doctor" not in terminal.getvalue()

@@ -80,10 +80,10 @@ def _env(tmp_path: Path) -> dict:
     return env
 
 
-def _run_on_pty(tmp_path: Path, *args) -> tuple[int, bytes]:
+def _run_on_pty(tmp_path: Path, *args, columns: int = 150) -> tuple[int, bytes]:
     """`fxlens run ARGS` with stdin, stdout and stderr a pty, as in a terminal: (status, bytes shown)."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 150, 0, 0))  # 150 columns
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     proc = subprocess.Popen(
         [*FXLENS, "run", "--session", str(tmp_path / "s"), *map(str, args)],
         stdin=slave,
@@ -171,3 +171,16 @@ def test_status_line_on_a_pty_real_compile(tmp_path):
     # the status line was drawn while the script ran, and is gone from the screen at exit
     assert re.search(rb"fxlens \| not compiling \(last: \S+ f", raw), raw
     assert not any(s.startswith("fxlens |") for s in _screen(raw))
+
+
+def test_status_line_at_80_columns_keeps_counts_and_stage(tmp_path):
+    """A real inductor trace replayed into a terminal 80 columns wide: every status line drawn fits
+    in 79, and each one drawn while a compile runs keeps its stage, clock and counts."""
+    code, raw = _run_on_pty(tmp_path, REPLAY, HERE.parent / "data" / "inductor" / "fused.log.gz", columns=80)
+    assert code == 0, raw[-3000:]
+    drawn = [m.decode() for m in re.findall(rb"\r\x1b\[K(fxlens [^\r\n\x1b]*)", raw)]
+    assert drawn and all(len(s) <= 79 for s in drawn), drawn
+    compiling = [s for s in drawn if "waiting" not in s and "idle" not in s and "not compiling" not in s]
+    assert compiling, drawn
+    for s in compiling:  # `fxlens compiling 0/0 f (inductor_case.py:5) | inductor 0.3s | 1 graph`
+        assert re.search(r" \| (\w[\w :-]* )?\d+\.\ds \| \d+ graphs?\b", s), s

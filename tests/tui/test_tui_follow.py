@@ -71,3 +71,48 @@ async def test_follow_refreshes_as_the_trace_grows(tmp_path, monkeypatch):
         await pilot.press("4")  # the recompiles view shows it
         assert app.current_view == "recompiles"
     assert threads and "MainThread" not in threads  # polled and parsed in workers
+
+
+@pytest.mark.parametrize(
+    ("code", "extra", "said"),
+    [
+        (1, {}, "the script exited with status 1"),
+        (-11, {}, "the script was killed by SIGSEGV"),
+        (None, {"interrupted": True}, "interrupted (Ctrl-C or SIGTERM)"),
+        (0, {}, "the script exited with status 0"),
+    ],
+    ids=["status_1", "sigsegv", "interrupted", "ok"],
+)
+async def test_follow_says_how_the_run_ended(tmp_path, code, extra, said):
+    """A session as `fxlens run` writes it: session.json without an exit code and the lock of a live
+    process while it runs (this test's own pid), then the end it records (capture/command.py)."""
+    import json
+    import os
+
+    from fxlens.report.exits import how_it_ended
+
+    session = tmp_path / "s"
+    (session / "trace").mkdir(parents=True)
+    info = {"script": str(tmp_path / "train.py"), "argv": [], "exit_code": None, "started": 1.0}
+    (session / "session.json").write_text(json.dumps(info))
+    (session / ".lock").write_text(str(os.getpid()))
+    logs = gzip.decompress((DATA / "rank_0.log.gz").read_bytes())
+    (session / "trace" / "dedicated_log_torch_trace_rank_0_x.log").write_bytes(logs)
+    app = FxlensApp(
+        resolve(str(session), follow=True), cursor_blink=False, follow=Follow(session, min_reload_s=0)
+    )
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_loaded(app, pilot)
+        live = app.query_one("#live", Info)
+        await _until(pilot, lambda: "following" in live.plain, "the live bar")
+        (session / "session.json").write_text(
+            json.dumps({**info, "exit_code": code, "finished": 2.0, **extra})
+        )
+        (session / ".lock").unlink()
+        await _until(pilot, lambda: "run ended" in app.main.sub_title, "the end of the run")
+        await _until(pilot, lambda: f"run ended: {said}" in live.plain, "how the run ended")
+        if code is not None:  # the words `fxlens run` prints for that status
+            assert said == f"the script {how_it_ended(code)}"
+        notice = app.query_one("#notice", Info)
+        failed = code != 0
+        assert ("the run failed: " + said in notice.plain) is failed, notice.plain

@@ -80,6 +80,7 @@ def main(args: argparse.Namespace) -> int:
 
     check_script(args.script)
     check_writable(args.json)
+    check_writable(args.report, "--report")
     timeout = config.run_timeout(args.timeout, config.load_bisect().timeout)
     result = bisect_script(
         args.script,

@@ -326,10 +326,12 @@ def refused_message(session: Session) -> str | None:
 def main(args: argparse.Namespace) -> int:
     from fxlens.report.build import build_report, render_text
     from fxlens.report.command import check_writable, write_json
+    from fxlens.report.outputs import check_folder_writable
     from fxlens.trace.sources import capture_sources
 
     check_script(args.script)
     check_writable(args.json)
+    check_folder_writable(args.session, "--session")
     # the session's path is known before the run starts, so an interrupted run can still say it
     how = "pass --session DIR or set FXLENS_SESSIONS_DIR to a writable folder"
     sdir = args.session or str(new_session_dir(config.load().sessions_dir, args.script, how))

@@ -18,7 +18,7 @@ from fxlens.diff.render import diff_blocks, render_text
 from fxlens.diff.validate import check_report
 from fxlens.errors import FxlensError
 from fxlens.report.build import build_report
-from fxlens.report.command import write_json, write_output
+from fxlens.report.command import check_writable, write_json, write_output
 from fxlens.trace.session import Session
 
 
@@ -63,6 +63,8 @@ def diff_paths(a: str, b: str, allow_failed: bool = False) -> dict:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_writable(args.json)
+    check_writable(args.out, "--out")
     diff = diff_paths(args.a, args.b, args.allow_failed)
     if args.json:
         write_json(diff, args.json)

@@ -72,6 +72,9 @@ def side_failure(r: dict) -> str | None:
         return f"its script {how_it_ended(code, src.get('timed_out'))}{before}"
     if never:
         return "it compiled nothing: no torch.compile call, compile or graph was recorded"
+    if cut := r.get("truncated"):  # a job killed mid-write: fewer counts is the cut, not a fix
+        logs = ", ".join(f"{t.get('log')}, line {t.get('line')}" for t in cut[:3])
+        return f"its trace ends mid-record ({logs}): the job was killed, or the log cut, while torch wrote it"
     return None
 
 

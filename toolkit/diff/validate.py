@@ -81,6 +81,7 @@ SCHEMA: dict[str, tuple[bool, dict[str, tuple]]] = {
     "fallbacks": (False, {"!op": (_STR,), "!count": (_INT,)}),
     "guards": (False, {"!compile_id": (_STR, _INT), "!rank": (_INT, _NONE), "!guards": (_LIST,)}),
     "events": (False, {}),
+    "truncated": (False, {"!log": (_STR,), "!line": (_INT,)}),  # logs cut mid-record: a failed side
 }
 _PER_COMPILE = {
     "!compile_id": (_STR, _INT),

@@ -155,6 +155,7 @@ def _run_rounds(
     tick = Progress("doctor", "run", total=2 * rounds)  # one line on a terminal (fxlens.live.progress)
     for k in range(1, rounds + 1):
         for mode in ("eager", "compiled"):
+            tick.begin(f"{mode}, round {k}")  # drawn, its clock moving, while the run goes on
             run_dir = _run_dir(sdir, mode, k)
             done.loads.append(load_average())
             result = _run(script, args, run_dir, mode, backend, nproc, timeout, budget)

@@ -323,11 +323,11 @@ def _load() -> dict:
 
 def main(args: argparse.Namespace) -> int:
     from fxlens.report.command import check_writable, write_json
+    from fxlens.report.outputs import check_folder_writable
 
     check_writable(args.json)
     check_script(args.script)
-    if args.session and Path(args.session).exists() and not Path(args.session).is_dir():
-        raise FxlensError(f"--session {args.session}: not a directory")
+    check_folder_writable(args.session, "--session")  # read as the first run, or written: written to
     results: list = []
     try:
         out = fix_script(

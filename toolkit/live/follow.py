@@ -16,6 +16,7 @@ from pathlib import Path
 from fxlens.live.state import LiveState
 from fxlens.live.status import status_line
 from fxlens.live.tail import TraceTail
+from fxlens.report.exits import how_it_ended
 from fxlens.trace.processes import alive
 from fxlens.trace.session import LOCK_FILE, SESSION_FILE, TRACE_DIR
 
@@ -36,6 +37,24 @@ def run_in_progress(path: str | os.PathLike) -> bool:
     except (OSError, ValueError):
         return False
     return pid > 0 and alive(pid)
+
+
+def run_ending(path: str | os.PathLike) -> tuple[str, bool]:
+    """(how the run of session PATH ended, in the words `fxlens run` prints; whether it failed).
+    A run whose fxlens was killed (SIGKILL: no handler ran) recorded no end at all."""
+    try:
+        info = json.loads((Path(path) / SESSION_FILE).read_text())
+    except (OSError, ValueError):
+        info = None
+    if not isinstance(info, dict):
+        return "its session.json cannot be read", True
+    code = info.get("exit_code")
+    if info.get("interrupted"):
+        return "interrupted (Ctrl-C or SIGTERM)", True
+    if not isinstance(code, int) or isinstance(code, bool):
+        return "fxlens stopped without recording how (killed?)", True
+    timeout = info.get("timed_out") if isinstance(info.get("timed_out"), (int, float)) else None
+    return f"the script {how_it_ended(code, timeout)}", code != 0
 
 
 def trace_of(path: str | os.PathLike) -> Path:
@@ -59,6 +78,10 @@ class Follow:
         self._load_s = 0.0
         self._read_at_load = 0
         self.ended = False  # the session's run ended (set once, by the poll that saw it)
+        self.ending: str | None = None  # how it ended, in words, once it did (`run_ending`)
+        self.failed = False  # it ended other than with status 0
+        if self.is_session and not self.running:  # it had ended before we looked
+            self.ending, self.failed = run_ending(self.path)
 
     def poll(self) -> bool:
         """Read what was appended; whether the views should re-read the trace now."""
@@ -66,6 +89,7 @@ class Follow:
         if self.is_session and self.running and not run_in_progress(self.path):
             self.running = False
             self.ended = True
+            self.ending, self.failed = run_ending(self.path)
             self.state.update(self.tail.poll())  # what it wrote last
             return True
         grew = self.tail.bytes_read > self._read_at_load
@@ -82,7 +106,7 @@ class Follow:
         """The status line, prefixed with whether the job still runs."""
         text = status_line(self.state, width=0).removeprefix("fxlens | ")
         if self.is_session and not self.running:
-            head = "run ended"
+            head = f"run ended: {self.ending}" if self.ending else "run ended"
         else:
             head = "following"
         line = f"{head} | {text}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
@@ -25,6 +26,9 @@ _CLEAR = "\r\x1b[K"
 _enabled = False
 AFTER_S = 0.5  # seconds of waiting before a progress line is first drawn
 _shown: list[Progress] = []  # the progress whose line is on screen now (at most one)
+TICK_S = 1.0  # while a step runs (`begin`), its line is redrawn this often: its clock moves
+_lock = threading.RLock()  # the ticker thread and the command's own prints take turns
+_ticking: list[Progress] = []  # progress lines with a ticker (drawn yet or not): `clear` stops them
 
 
 def enable(on: bool = True) -> None:
@@ -70,23 +74,48 @@ class Progress:
         self.t0 = self._last = time.perf_counter()
         self.steps: list[tuple[str, float]] = []  # (label, seconds) of each step done
         self.tty = _terminal(self.stream)
+        self._running: str | None = None  # the step under way (`begin`), until `step` ends it
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def begin(self, label: str = "") -> None:
+        """A step starts (LABEL says which). Until it ends the line shows it with its clock,
+        redrawn every TICK_S: a first step of minutes (doctor's first run) is never a blank screen."""
+        self._running = label
+        if self.tty and self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, name="fxlens-progress", daemon=True)
+            _ticking.append(self)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK_S):
+            with _lock:
+                if self._stop.is_set():
+                    return
+                if self._running is not None and time.perf_counter() - self.t0 >= self.after_s:
+                    self._draw(self.line())
 
     def step(self, label: str = "") -> float:
         """One step done (LABEL says which); the seconds it took."""
         now = time.perf_counter()
         took, self._last = now - self._last, now
         self.steps.append((label, took))
+        self._running = None
         if self.tty and now - self.t0 >= self.after_s:
-            self._draw(self.line(now))
+            with _lock:
+                self._draw(self.line(now))
         return took
 
     def line(self, now: float | None = None) -> str:
         """`fxlens doctor: run 3/6 (compiled 2) · 41.2s · last step 12.9s`."""
         now = time.perf_counter() if now is None else now
         n = len(self.steps)
+        if self._running is not None:  # `run 1/6 (eager, round 1) · 12.0s · this step 12.0s`
+            n, label, last = n + 1, self._running, f" · this step {_secs(now - self._last)}"
+        else:
+            label = self.steps[-1][0] if self.steps else ""
+            last = f" · last step {_secs(self.steps[-1][1])}" if self.steps else ""
         count = f"{n}/{self.total}" if self.total else str(n)
-        label = self.steps[-1][0] if self.steps else ""
-        last = f" · last step {_secs(self.steps[-1][1])}" if self.steps else ""
         return f"{self.head} {self.what} {count}{f' ({label})' if label else ''} · {now - self.t0:.1f}s{last}"
 
     def _draw(self, text: str) -> None:
@@ -103,6 +132,13 @@ class Progress:
 
     def close(self) -> None:
         """Take the line off the screen (what the command prints next starts on a clean line)."""
+        with _lock:
+            self._stop.set()  # (under the lock: the ticker never draws after this)
+            if self in _ticking:
+                _ticking.remove(self)
+            self._clear()
+
+    def _clear(self) -> None:
         if self in _shown:
             _shown.remove(self)
             try:
@@ -132,13 +168,14 @@ def steps(
 def echo(line: str, stream=None) -> None:
     """Print LINE for good, above the progress line on screen (redrawn after it)."""
     stream = stream if stream is not None else sys.stdout
-    shown = _shown[-1] if _shown else None
-    if shown is not None:
-        shown.stream.write(_CLEAR)
-        shown.stream.flush()
-    print(line, file=stream, flush=True)
-    if shown is not None:
-        shown._draw(shown.line())
+    with _lock:
+        shown = _shown[-1] if _shown else None
+        if shown is not None:
+            shown.stream.write(_CLEAR)
+            shown.stream.flush()
+        print(line, file=stream, flush=True)
+        if shown is not None:
+            shown._draw(shown.line())
 
 
 def _secs(s: float) -> str:
@@ -148,7 +185,7 @@ def _secs(s: float) -> str:
 
 def clear() -> None:
     """Take any progress line off the screen (before an error message, on Ctrl-C)."""
-    for p in list(_shown):
+    for p in list(_shown) + list(_ticking):
         p.close()
 
 

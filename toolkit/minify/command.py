@@ -146,13 +146,20 @@ def minify_script(
 
 
 def main(args: argparse.Namespace) -> int:
+    from fxlens.report.outputs import check_folder_writable, check_writable
+
+    out, out_dir = args.out, None
+    if out and (out.endswith(os.sep) or os.path.isdir(out)):  # a folder: a fresh name inside it
+        out, out_dir = None, out
+    check_writable(args.report, "--report")
+    if out_dir or not out:  # where a fresh name goes: --out DIR/, or the default folder
+        check_folder_writable(
+            out_dir or config.load_minify().repro_dir, "--out" if out_dir else "FXLENS_REPRO_DIR"
+        )
     if args.kernel or args.kernel_name:  # the kernel reproducer: its own pipeline
         from fxlens.minify import kernel
 
         return kernel.main(args)
-    out, out_dir = args.out, None
-    if out and (out.endswith(os.sep) or os.path.isdir(out)):  # a folder: a fresh name inside it
-        out, out_dir = None, out
     result = minify_script(
         args.script,
         args.script_args,

@@ -297,6 +297,12 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "unknown_records": unknown_records(session),
         "events": session.events,
         "skipped": session.skipped,
+        # logs that end mid-record (a job killed while writing them): their counts are a lower bound
+        "truncated": [
+            {"log": Path(m.log).name, "rank": m.rank, "line": m.truncated}
+            for m in session.ranks
+            if m.truncated
+        ],
     }
     if with_guards:
         report["guards"] = _guards(session)

@@ -4,13 +4,12 @@ a TORCH_TRACE directory or one log; markdown and html are for pasting into a bug
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-from pathlib import Path
 
-from fxlens.errors import FxlensError
 from fxlens.report.build import build_report, render_text
+
+# the checks and writers of user-named outputs; imported from here by every command
+from fxlens.report.outputs import check_writable, write_json, write_text
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
@@ -58,40 +57,10 @@ def add_format_arguments(parser: argparse.ArgumentParser) -> None:
 def write_formatted(text: str, dest: str | None) -> None:
     """A markdown/html verdict to FILE, or to stdout after the text output."""
     if dest and dest != "-":
-        with open(dest, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text(text, dest, "--report")
         print(f"wrote {dest}")
     else:
         sys.stdout.write("\n" + text)
-
-
-def check_writable(dest: str | None, option: str = "--json") -> None:
-    """Refuse, before any work is done, an output path that cannot be written: a directory, a
-    missing folder, a read-only place (one line, exit 2; never a traceback after a long run)."""
-    if not dest or dest == "-":
-        return
-    p = Path(dest)
-    parent = p.parent
-    if p.is_dir():
-        raise FxlensError(f"{option} {dest}: is a directory")
-    if not parent.is_dir():
-        raise FxlensError(f"{option} {dest}: no such directory {parent}")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise FxlensError(f"{option} {dest}: not writable")
-
-
-def write_json(report: dict, dest: str, option: str = "--json") -> None:
-    """The report as JSON, streamed to `dest` ("-": stdout): never the whole text in memory."""
-    if dest == "-":
-        json.dump(report, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
-        return
-    try:
-        with open(dest, "w") as f:
-            json.dump(report, f, indent=1, default=str)
-            f.write("\n")
-    except OSError as e:  # a full disk, a path that became unwritable during the run
-        raise FxlensError(f"{option} {dest}: {e.strerror or e}") from None
 
 
 def render_guards(report: dict) -> str:
@@ -107,6 +76,7 @@ def render_guards(report: dict) -> str:
 def main(args: argparse.Namespace) -> int:
     check_writable(args.json)
     check_writable(getattr(args, "perfetto", None), "--perfetto")
+    check_writable(args.out, "--out")
     session = Session.open(args.path)
     from fxlens.report.toolsession import report_main, tool_of
 
@@ -137,8 +107,7 @@ def main(args: argparse.Namespace) -> int:
 def write_output(text: str, out: str | None, quiet: bool = False) -> None:
     """Write a rendered report to `out` (saying where on stderr), or to stdout unless `quiet`."""
     if out and out != "-":
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_text(text, out, "--out")
         print(f"wrote {out}", file=sys.stderr)
     elif not quiet:
         sys.stdout.write(text)

@@ -68,6 +68,23 @@ class Details:
     blocks: list = field(default_factory=list)
 
 
+# a `quoted` span in a plain string: torch's messages and fxlens's own causes and fixes quote code
+# this way, and both renderers show it as code (not as backticks escaped to stay literal)
+_TICKED = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: str) -> list:
+    """TEXT as str and Code pieces, each `quoted` span a Code; [TEXT] when it quotes nothing."""
+    out: list = []
+    at = 0
+    for m in _TICKED.finditer(text):
+        if m.start() > at:
+            out.append(text[at : m.start()])
+        out.append(Code(m[1]))
+        at = m.end()
+    return out + [text[at:]] if at < len(text) or not out else out
+
+
 def environment_blocks(env: dict) -> list:
     """The environment block every bug report ends with (torch, triton, python, platform, device)."""
     return [Heading(3, "Environment"), Table(["", ""], [[k, Code(v)] for k, v in environment_lines(env)])]
@@ -83,6 +100,8 @@ def _md_inline(x: Inline) -> str:
         return md_code(x.text)
     if isinstance(x, Bold):
         return f"**{md_text(x.text)}**"
+    if "`" in str(x) and len(pieces := code_spans(str(x))) > 1:
+        return "".join(md_code(p.text) if isinstance(p, Code) else md_text(p) for p in pieces)
     return md_text(x)
 
 
@@ -130,6 +149,8 @@ def _html_inline(x: Inline) -> str:
         return f"<code>{h(x.text)}</code>"
     if isinstance(x, Bold):
         return f"<strong>{h(x.text)}</strong>"
+    if "`" in str(x) and len(pieces := code_spans(str(x))) > 1:
+        return "".join(f"<code>{h(p.text)}</code>" if isinstance(p, Code) else h(p) for p in pieces)
     return h(x)
 
 

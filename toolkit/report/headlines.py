@@ -222,9 +222,25 @@ def _backend_switched(report: dict) -> list[dict]:
     return out
 
 
+def _truncated(report: dict) -> list[dict]:
+    """Logs cut mid-record: what the job did after the cut is not in them."""
+    cut = report.get("truncated") or []
+    if not cut:
+        return []
+    where = ", ".join(f"{t['log']} (line {t['line']})" for t in cut[:3]) + (" ..." if len(cut) > 3 else "")
+    return [
+        {
+            "kind": "truncated",
+            "message": f"truncated trace: {where} ends mid-record (a job killed while writing it?);"
+            " the counts are of what was written before the cut",
+            "fix": "let the job finish (or copy the whole log) before comparing its counts",
+        }
+    ]
+
+
 def headlines(report: dict, session=None) -> list[dict]:
     """The report's leading verdicts, most consequential first."""
-    out = _backend_switched(report)
+    out = _truncated(report) + _backend_switched(report)
     if h := _no_graph(report, session):
         out.append(h)
     out += _eager_frames(report)

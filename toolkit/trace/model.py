@@ -55,6 +55,7 @@ class _RankLog:
     unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no row knows: counted
     # field -> records, filled by the readers of kinds registered from outside fxlens
     extra: dict[str, list] = field(default_factory=dict)
+    truncated: int | None = None  # the log ends inside this line's record (fxlens.trace.reader)
 
 
 #: Everything one log (one process / rank) says, as records: a `_RankLog` with one list per model
@@ -80,6 +81,7 @@ def build_rank_model(scan: LogScan) -> RankModel:
     # with a caveat (a payload's md5, a rank that is not the file name's)
     model.skipped = ([skipped_note(scan.path.name, bad)] if bad else []) + list(scan.notes)
     model.records = len(scan.records) + len(scan.strings)
+    model.truncated = scan.truncated
     return model
 
 

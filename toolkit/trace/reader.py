@@ -141,6 +141,7 @@ class LogScan:
     ended: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)  # what the user should know about this log
     corrupt: list[tuple[int, str]] = field(default_factory=list)  # (line, kind): payloads failing md5
+    truncated: int | None = None  # the line of the record the log ends inside (cut while written)
 
 
 def rank_from_name(path: Path) -> int | None:
@@ -195,6 +196,7 @@ def scan_log(path: str | Path) -> LogScan:
     offset = 0
     line_no = 0
     check = _Checksum()  # every payload against torch's md5 of it, skipped records' too
+    line, last_record = b"", 0
     with open(path, "rb") as f:
         for line_no, line in enumerate(f, 1):
             start = offset
@@ -206,6 +208,7 @@ def scan_log(path: str | Path) -> LogScan:
                     check.lines.append(line)
                 continue
             check.close()
+            last_record = line_no
             if pending is not None:
                 _close_payload(pending, payload_start, start, scan)
                 pending = None
@@ -218,7 +221,35 @@ def scan_log(path: str | Path) -> LogScan:
         check.close()
         check.note(scan)
     scan.lines = line_no
+    _note_cut(scan, last_record, check.bad, line)
     return scan
+
+
+def _note_cut(scan: LogScan, last: int, corrupt: list[tuple[int, str]], tail: bytes) -> None:
+    """A log that ends inside its last record was cut while torch wrote it (a killed job, a full
+    disk, a partial copy): said as such, not only as a torn line or a checksum. Evidence: the last
+    record is damaged and either the file stops mid-line (torch ends every line) or the damage is
+    its payload (a cut at a line boundary leaves it short of its md5, or absent)."""
+    if not last:
+        return
+    mid_line = not tail.endswith(b"\n")
+    torn = any(n == last for n, _ in scan.bad)
+    short_payload = any(n == last for n, _ in corrupt) or any(
+        n == last and "no payload" in why for n, why in scan.bad
+    )
+    if mid_line and not (torn or short_payload) and not tail.startswith(b"\t"):
+        try:  # a kind the reader skips undecoded (chromium_event): decode this one line
+            m = GLOG_PREFIX.match(tail)
+            json.loads(tail[m.end() :] if m else b"")
+        except (ValueError, RecursionError):
+            torn = True
+    if short_payload or (mid_line and torn):
+        scan.truncated = last
+        scan.notes.insert(
+            0,
+            f"{scan.path.name} is truncated: it ends mid-record (line {last}), as a job killed while"
+            f" writing it leaves a log; the records before it are read",
+        )
 
 
 def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> Record | None:

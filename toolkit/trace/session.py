@@ -31,7 +31,7 @@ from fxlens.trace.parallel import read_models
 from fxlens.trace.processes import mark_workers
 from fxlens.trace.reader import Record, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
-from fxlens.trace.userframes import short_path, source_line
+from fxlens.trace.userframes import short_path, show_relative_to, source_line
 
 SESSION_FILE = "session.json"
 # held (flock) by the fxlens process writing the session, which writes its pid in it (fxlens.capture.command)
@@ -61,6 +61,8 @@ class Session:
         st = check_path(p)
         if stat.S_ISDIR(st.st_mode) and (p / SESSION_FILE).is_file():
             info = _read_info(p / SESSION_FILE)
+            if isinstance(info.get("script"), str) and info["script"]:  # its locations: `model.py:12`
+                show_relative_to(Path(info["script"]).parent)
             trace = p / TRACE_DIR
             if not trace.is_dir():
                 return cls(p, "session", [], info)

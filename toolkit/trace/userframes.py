@@ -122,12 +122,33 @@ def innermost_user_frame(frames: list[Frame]) -> Frame | None:
     return None
 
 
-def short_path(path: str, root: str | None = None) -> str:
-    """A path relative to `root` (default: cwd) when inside it, else as is."""
+# folders a location is shown relative to when it is not under the cwd: the folders of the scripts
+# whose sessions were opened, so a session read from another folder still shows `model.py:12`
+_ROOTS: list[Path] = []
+
+
+def show_relative_to(folder: str | os.PathLike) -> None:
+    """Show locations under FOLDER relative to it (after the cwd, which comes first)."""
     try:
-        return str(Path(path).resolve().relative_to(Path(root or ".").resolve()))
+        p = Path(folder).resolve()
+    except (OSError, ValueError):
+        return
+    if p not in _ROOTS:
+        _ROOTS.append(p)
+
+
+def short_path(path: str, root: str | None = None) -> str:
+    """A path relative to `root` (default: the cwd, else a script's folder, see `show_relative_to`)
+    when inside it, else as is."""
+    try:
+        full = Path(path).resolve()
+        roots = [Path(root).resolve()] if root else [Path.cwd().resolve(), *_ROOTS]
     except (ValueError, OSError):
         return path
+    for r in roots:
+        if full.is_relative_to(r):
+            return str(full.relative_to(r))
+    return path
 
 
 _SITE = re.compile(r".*/(?:site-packages|dist-packages)/")
