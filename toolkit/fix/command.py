@@ -132,12 +132,7 @@ def fix_script(
     extra = [parse_try(t) for t in tries]  # a switch the running torch lacks: refused before any run
     sdir = Path(session_dir) if session_dir else new_session_dir(config.load().sessions_dir, script)
     launch = _launch(sdir, nproc)
-    opts = {
-        "backend": backend,
-        "timeout": timeout,
-        "speed": SPEED_BUDGET_S if speed else 0.0,
-        "launch": launch,
-    }
+    opts = {"backend": backend, "timeout": timeout, "speed": SPEED_BUDGET_S * speed, "launch": launch}
     results = [] if results is None else results
     progress = Progress(0)  # how many runs is known once the first run's findings are
     base, n = _first_run(script, args, sdir, session_dir, progress, opts)
