@@ -145,12 +145,7 @@ def fix_script(
     progress.total = n + len(tried) + (base["outputs"] is None and bool(tried)) + (len(tried) > 1)
     if base["outputs"] is None and tried:  # a `fxlens run` session: the eager run is the reference
         n += 1
-        base["outputs_from"] = "eager"
-        base["outputs"] = progress.run(
-            n,
-            "the script run eagerly (reference outputs)",
-            lambda: one_run(script, args, sdir / "reference", [], stance="eager", **opts),
-        )["outputs"]
+        _reference_outputs(script, args, sdir, base, progress, n, opts)
     eager = _EagerReference(script, args, sdir, progress, opts)
     _each_fix(script, args, sdir, base, entries, results, progress, n, opts, eager)
     together = _together(script, args, sdir, base, entries, results, progress, opts, eager)
@@ -159,6 +154,16 @@ def fix_script(
     out.update(fixes=results, together=together, load=_load(), said=said)
     append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
     return out
+
+
+def _reference_outputs(script, args, sdir: Path, base: dict, progress, n: int, opts) -> None:
+    """A session of `fxlens run` kept no outputs: the script run eagerly gives the reference."""
+    base["outputs_from"] = "eager"
+    base["outputs"] = progress.run(
+        n,
+        "the script run eagerly (reference outputs)",
+        lambda: one_run(script, args, sdir / "reference", [], stance="eager", **opts),
+    )["outputs"]
 
 
 class _EagerReference:
