@@ -28,12 +28,13 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.bisect.cache import cache_dir, cache_env, claim_cache
+from fxlens.bisect.handover import DEFAULT_BUDGET_S, crash_site, run_output
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs, count_runs
 from fxlens.bisect.script_env import sets_environment
-from fxlens.bisect.verdict import next_command, render_text, summary_line
+from fxlens.bisect.verdict import next_command, render_text, site_line, summary_line
 from fxlens.bisect.warm import WarmServer
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
@@ -73,6 +74,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop at the inductor graph; don't hand over to torch's CompilerBisector",
     )
+    parser.add_argument(
+        "--compiler-bisector-budget",
+        metavar="SECONDS",
+        type=_seconds,
+        default=DEFAULT_BUDGET_S,
+        help=f"time the CompilerBisector hand-over may take (default {DEFAULT_BUDGET_S:.0f}; 0: no bound)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -88,6 +106,7 @@ def main(args: argparse.Namespace) -> int:
         check=args.check,
         timeout=timeout,
         torch_bisector=not args.no_compiler_bisector,
+        bisector_budget=args.compiler_bisector_budget,
     )
     progress.clear()
     print()
@@ -112,6 +131,7 @@ def bisect_script(
     torch_bisector: bool = True,
     echo=None,
     env: dict[str, str] | None = None,
+    bisector_budget: float = DEFAULT_BUDGET_S,
 ) -> dict:
     """Bisect SCRIPT's failure; the public entry point (`fxlens demo` calls it).
 
@@ -125,6 +145,7 @@ def bisect_script(
         torch_bisector: hand an inductor failure over to torch's CompilerBisector.
         echo: called with one line per run (progress); `lambda line: None` for silence.
         env: extra environment for every run (e.g. {"FXLENS_INJECT": "accuracy:aten.erf"}).
+        bisector_budget: seconds the CompilerBisector hand-over may take (0: no bound).
 
     Returns:
         The `--json` dict: first_failing_stage, check, runs, culprit {compile_id, function, file,
@@ -134,7 +155,9 @@ def bisect_script(
     echo = echo or progress.echo  # above the progress line on a terminal
     sdir, info = _open_session(script, args, backend, check, session_dir, env)
     try:
-        return _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env)
+        return _bisect_in(
+            sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env, bisector_budget
+        )
     except BaseException as e:  # interrupted or failed: said in session.json, never `exit_code: null`
         _mark_ended(sdir, info, e)
         raise
@@ -157,9 +180,10 @@ def _mark_ended(sdir: Path, info: dict, e: BaseException) -> None:
         pass
 
 
-def _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env) -> dict:
+def _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env, budget) -> dict:
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
+    runs.handover_budget = budget
     runs.extra_env.update(env or {})
     runs.module = module_of(script)
     how = _start_warm(runs, script, env or {})
@@ -273,6 +297,8 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
     base["failure"]["vs_eager"] = bad_out.mismatch or None
     # the script's own check failed on a value that passes the fp64 rule: its tolerance is the issue
     base["failure"]["eager_diff"] = bad_out.closer if bad_out.kind == "accuracy" and bad_out.outside else None
+    # the inductor code that raised, from the run's traceback (CompilerBisector names a pass to disable)
+    base["failure"]["site"] = crash_site(run_output(bad_out.session_dir)) if bad_out.kind == "crash" else None
     if first_bad == lad[0]:
         return _eager_fails(runs, base, bad_out, fails)
     good = lad[lad.index(first_bad) - 1]
@@ -382,7 +408,10 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
     elif handover:
         # the failure the steps must reproduce to count (`inductor.same_failure`): the confirming run's
         error = confirm.error if confirm.kind == kind else bad_out.error
-        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind, error=error)
+        _say_stage_verdict(runs, base)
+        base["compiler_bisector"] = hand_over(
+            runs, stage, _plain(base, good), ordinal, kind, error=error, estimate_from=confirm
+        )
     return base
 
 
@@ -396,16 +425,34 @@ def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) ->
     """The culprit graph as the failing run recorded it, handed to CompilerBisector without a
     confirming run of its own; False (base untouched) when the steps did not confirm it."""
     n = max(len(good_out.graphs), len(bad_out.graphs))
+    found = {"outcome": "fails", "culprit": _culprit(bad_out, ordinal, fallback=(good_out,))}
+    found["graph"] = {"ordinal": ordinal, "of": n, "from": f"run {bad_out.n}'s own record"}
+    _say_stage_verdict(runs, {**base, **found})
     cb = hand_over(
-        runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False, error=bad_out.error
+        runs,
+        stage,
+        _plain(base, good),
+        ordinal,
+        bad_out.kind,
+        confirmed=False,
+        error=bad_out.error,
+        estimate_from=bad_out,
     )
     if cb.get("unconfirmed"):
         runs.echo(f"  graph {ordinal} did not fail alone ({cb['unconfirmed']}): narrowing by runs instead")
         return False
-    base.update(outcome="fails", compiler_bisector=cb)
-    base["graph"] = {"ordinal": ordinal, "of": n, "from": f"run {bad_out.n}'s own record"}
-    base["culprit"] = _culprit(bad_out, ordinal, fallback=(good_out,))
+    base.update(found, compiler_bisector=cb)
     return True
+
+
+def _say_stage_verdict(runs: Runs, base: dict) -> None:
+    """The stage and graph, printed before the CompilerBisector hand-over (which may take long, or
+    be stopped): what the ladder and the graph search established, as the final verdict says it."""
+    now = {**base, "runs": count_runs(runs.session_dir)}
+    runs.echo(f"stage verdict: {summary_line(now)}")
+    site = (base.get("failure") or {}).get("site")
+    if site:
+        runs.echo(f"  {site_line(site)}")
 
 
 def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
