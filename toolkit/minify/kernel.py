@@ -262,6 +262,14 @@ def _why_none(status: dict, kernel: str | None, code: int | None, log: Path) -> 
         seen = ", ".join(sorted(status.get("seen") or [])) or "none"
         return f"kernel {kernel} never ran (kernels launched: {seen}); check --kernel-name and --backend"
     total = sum(launches.values())
+    if code is not None and code < 0:  # a kernel launch ended the process: that is the failure
+        from fxlens.minify.repro_writer import signal_signature
+
+        return (
+            f"the script was {signal_signature(code)} after {total} launch(es) that agree with eager's"
+            " fp64 computation: a launch crashed the process, which the kernel check does not catch"
+            " (try `fxlens minify --check crash` on the graph)"
+        )
     which = f"kernel {kernel}" if kernel else "no kernel"
     return (
         f"{which} failed: {total} launch(es) agree with eager's fp64 computation of their ops "

@@ -26,6 +26,8 @@ from fxlens.minify.child import (
     last_error_line,
     no_failure_error,
 )
+from fxlens.minify.after import after_return
+from fxlens.minify.script_config import not_set_by_script
 from fxlens.minify.confirm import base_spec, confirm, load_candidate, usable
 from fxlens.report.command import write_json
 from fxlens.trace.session import append_event
@@ -165,6 +167,8 @@ def _capture_phase(run: MinifyRun) -> _Captured:
         raise run.no_failure(found)
     # from a worker's probe; in this process only when no worker could start (it imports Dynamo)
     found.baseline = run.pool.baseline() or baseline_config_lines()
+    # and the lines whose setting the script never names: torch's or another tool's, not the script's
+    found.baseline = sorted(set(found.baseline) | not_set_by_script(run.script, cap))
     return found
 
 
@@ -207,11 +211,13 @@ def _confirm_phase(run: MinifyRun, captured: _Captured, trust_record: bool = Tru
         run.lap("confirm")
         return found
     found = None
+    # no graph failed in the script's run: what the script did with the outputs when it failed
+    after = after_return(captured.stderr_text) if captured.failed is None else ()
     for k in captured.todo:
         meta, values_path, cand = load_candidate(cap, k)
         base = base_spec(meta, run.check, captured.failed, captured.baseline, run.session)
         t_confirm = time.perf_counter()
-        spec, sig, flaky, seen = confirm(pool, cand, base, values_path, child_sig)
+        spec, sig, flaky, seen = confirm(pool, cand, base, values_path, child_sig, after)
         # a candidate may take as long as the whole graph did (slow compilers on a busy machine);
         # not when the failure is a hang: the confirm then took the timeout itself
         if sig != "timeout":  # pool.TIMEOUT_SIGNATURE (imported lazily: pool imports this package)
@@ -247,7 +253,7 @@ def _reduce_phase(run: MinifyRun, confirmed: _Confirmed) -> _Reduced:
 
     pool, cand, spec = run.pool, confirmed.cand, confirmed.spec
     dynamo_nodes, aot_note = cand.num_calls, None
-    if spec.backward:  # the failure needs backward: find the ATen graph it lives in
+    if spec.backward and not spec.mutate:  # the failure needs backward: find the ATen graph it lives in
         cand, spec, aot_note = _aot_level(pool, cand, spec, run.session)
         run.lap("aot_capture")
     # the reproducer's re-runs fork from a zygote that imports torch while the reduction runs: the
@@ -360,9 +366,34 @@ def _write(run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote)
     target = claim(target, numbered=bool(interrupted or not out), also=also)
     try:
         return _write_claimed(run, spec, cand, final, reducer, interrupted, zygote, target)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while verifying: keep what reduction found
+        release(target, also)
+        if not interrupted:
+            _save_partial(run.session / "repro" / target.name, target, also)
+        raise
     except BaseException:
         release(target, also)
         raise
+
+
+def _save_partial(staged: Path, target: Path, also: tuple[str, ...]) -> None:
+    """The staged (reduced, not yet verified) reproducer as NAME.partial.py, its path printed."""
+    import sys
+
+    from fxlens.minify.repro_writer import claim
+
+    if not staged.exists():
+        return
+    partial = claim(target.with_name(target.stem + ".partial.py"), numbered=True, also=also)
+    text = staged.read_text()
+    if also:  # the recorded values, under the partial's own name
+        values = staged.with_name(target.with_suffix(".pt").name)
+        text = text.replace(repr(values.name), repr(partial.with_suffix(".pt").name))
+        _copy_atomic(values, partial.with_suffix(".pt"))
+    tmp = staged.with_name(partial.name)
+    tmp.write_text(text.replace("# nodes:", "# note: interrupted while verifying: not re-verified\n# nodes:", 1))
+    _copy_atomic(tmp, partial)
+    print(f"fxlens minify: interrupted; the best reproducer so far (not verified): {partial}", file=sys.stderr)
 
 
 def _write_claimed(
