@@ -83,7 +83,9 @@ def test_the_driver_stops_before_a_step_that_would_end_after_its_deadline(capsys
     inductor.STEPS[:] = []
     spec = {"deadline": time.time() + 30, "estimate": 10}
     inductor._check_budget(spec)  # 30 s left, a step ~10 s: it runs
-    inductor.STEPS.append({"subsystem": "pre_grad_passes", "state": "test_disable", "fails": True, "seconds": 40})
+    inductor.STEPS.append(
+        {"subsystem": "pre_grad_passes", "state": "test_disable", "fails": True, "seconds": 40}
+    )
     with pytest.raises(inductor.BudgetSpent):  # the steps so far take 40 s: it would not fit
         inductor._check_budget(spec)
     assert "the hand-over stops here" in capsys.readouterr().out
@@ -194,9 +196,13 @@ def test_seven_graph_script_says_its_stage_first_and_the_handover_keeps_its_budg
         seen.append((time.monotonic() - t0, line.rstrip("\n")))
     assert proc.wait(timeout=60) == 0
     v = json.loads(out.read_text())
-    at = {text.split(":")[0].strip(): t for t, text in seen if text.startswith(("stage verdict", "  handing"))}
+    at = {
+        text.split(":")[0].strip(): t for t, text in seen if text.startswith(("stage verdict", "  handing"))
+    }
     lines = [text for _, text in seen]
-    verdict = next(i for i, ln in enumerate(lines) if ln.startswith("stage verdict: crash first at stage inductor"))
+    verdict = next(
+        i for i, ln in enumerate(lines) if ln.startswith("stage verdict: crash first at stage inductor")
+    )
     assert verdict < next(i for i, ln in enumerate(lines) if ln.startswith("  handing over"))
     # said within the time the stage runs took (plus the CLI's own start), before the hand-over
     ladder = sum(t["seconds"] for t in v["run_times"])
@@ -222,7 +228,9 @@ def test_minify_writes_a_reproducer_that_fails_alone_and_passes_on_eager(tmp_pat
     script = SCRIPTS / name
     assert _python(script).returncode == 1 and _python(script, env={"BACKEND": "eager"}).returncode == 0
     repro = tmp_path / "repro.py"
-    m = _fxlens(tmp_path, "minify", "--backend", backend, "--out", repro, "--json", tmp_path / "m.json", script)
+    m = _fxlens(
+        tmp_path, "minify", "--backend", backend, "--out", repro, "--json", tmp_path / "m.json", script
+    )
     assert m.returncode == 0, m.stderr[-3000:]
     text = repro.read_text()
     assert all(mark in text for mark in marks), text[:3000]
@@ -234,8 +242,20 @@ def test_minify_writes_a_reproducer_that_fails_alone_and_passes_on_eager(tmp_pat
 def test_sigterm_during_minify_names_its_partial_reproducer(tmp_path):
     script = SCRIPTS / "view_output_mutated.py"
     env = {**os.environ, "FXLENS_SESSIONS_DIR": str(tmp_path / "sessions")}
-    cmd = [sys.executable, "-m", "fxlens.cli", "minify", "--backend", "aot_eager", "--out", "r.py", str(script)]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    cmd = [
+        sys.executable,
+        "-m",
+        "fxlens.cli",
+        "minify",
+        "--backend",
+        "aot_eager",
+        "--out",
+        "r.py",
+        str(script),
+    ]
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path
+    )
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and not list((tmp_path / "sessions").glob("*/repro/r.py")):
         time.sleep(0.05)  # the reproducer is staged: verification starts now

@@ -28,13 +28,14 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.bisect.cache import cache_dir, cache_env, claim_cache
-from fxlens.bisect.handover import DEFAULT_BUDGET_S, crash_site, run_output
+from fxlens.bisect.culprit import culprit_of
+from fxlens.bisect.handover import DEFAULT_BUDGET_S, budget_seconds, crash_site, run_output, say_stage_verdict
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs, count_runs
 from fxlens.bisect.script_env import sets_environment
-from fxlens.bisect.verdict import next_command, render_text, site_line, summary_line
+from fxlens.bisect.verdict import next_command, render_text, summary_line
 from fxlens.bisect.warm import WarmServer
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
@@ -77,20 +78,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compiler-bisector-budget",
         metavar="SECONDS",
-        type=_seconds,
+        type=budget_seconds,
         default=DEFAULT_BUDGET_S,
         help=f"time the CompilerBisector hand-over may take (default {DEFAULT_BUDGET_S:.0f}; 0: no bound)",
     )
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return value
 
 
 def main(args: argparse.Namespace) -> int:
@@ -356,7 +347,7 @@ def _eager_fails(runs: Runs, base: dict, bad_out: Outcome, fails) -> dict:
     base["outcome"] = "eager_fails"
     if bad_out.failing:
         ordinal = bad_out.failing[0]
-        base["culprit"] = _culprit(bad_out, ordinal)
+        base["culprit"] = culprit_of(bad_out, ordinal)
         base["graph"] = {"ordinal": ordinal, "of": len(bad_out.graphs)}
     return base
 
@@ -388,13 +379,13 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
             return base
         base["outcome"] = "needs_several_graphs"
         base["graph"] = {"ordinal": found.lo, "to": found.hi, "of": n}
-        base["culprit"] = _culprit(bad_out, found.lo)
+        base["culprit"] = culprit_of(bad_out, found.lo)
         return base
     ordinal = found.single
     confirm = last["out"]
     base["outcome"] = "fails"
     base["graph"] = {"ordinal": ordinal, "of": n}
-    base["culprit"] = culprit = _culprit(confirm, ordinal, fallback=(bad_out, good_out))
+    base["culprit"] = culprit = culprit_of(confirm, ordinal, fallback=(bad_out, good_out))
     if is_fxlens_codegen(stage):
         kernel = find_kernel(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
         base["kernel"] = kernel
@@ -408,7 +399,7 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
     elif handover:
         # the failure the steps must reproduce to count (`inductor.same_failure`): the confirming run's
         error = confirm.error if confirm.kind == kind else bad_out.error
-        _say_stage_verdict(runs, base)
+        say_stage_verdict(runs, base)
         base["compiler_bisector"] = hand_over(
             runs, stage, _plain(base, good), ordinal, kind, error=error, estimate_from=confirm
         )
@@ -425,9 +416,9 @@ def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) ->
     """The culprit graph as the failing run recorded it, handed to CompilerBisector without a
     confirming run of its own; False (base untouched) when the steps did not confirm it."""
     n = max(len(good_out.graphs), len(bad_out.graphs))
-    found = {"outcome": "fails", "culprit": _culprit(bad_out, ordinal, fallback=(good_out,))}
+    found = {"outcome": "fails", "culprit": culprit_of(bad_out, ordinal, fallback=(good_out,))}
     found["graph"] = {"ordinal": ordinal, "of": n, "from": f"run {bad_out.n}'s own record"}
-    _say_stage_verdict(runs, {**base, **found})
+    say_stage_verdict(runs, {**base, **found})
     cb = hand_over(
         runs,
         stage,
@@ -443,43 +434,3 @@ def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) ->
         return False
     base.update(found, compiler_bisector=cb)
     return True
-
-
-def _say_stage_verdict(runs: Runs, base: dict) -> None:
-    """The stage and graph, printed before the CompilerBisector hand-over (which may take long, or
-    be stopped): what the ladder and the graph search established, as the final verdict says it."""
-    now = {**base, "runs": count_runs(runs.session_dir)}
-    runs.echo(f"stage verdict: {summary_line(now)}")
-    site = (base.get("failure") or {}).get("site")
-    if site:
-        runs.echo(f"  {site_line(site)}")
-
-
-def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
-    """{compile_id, function, file, line, kernel, ops} of graph `ordinal` as a run's trace names it."""
-    cid = out.graphs.get(ordinal) or next((o.graphs[ordinal] for o in fallback if ordinal in o.graphs), "?")
-    culprit = {"compile_id": cid, "function": None, "file": None, "line": None, "kernel": None, "ops": None}
-    found = []
-    for o in (out, *fallback):
-        try:
-            graphs = o.session().graphs
-        except FxlensError:
-            continue
-        g = next((g for g in graphs if g.compile_id == cid), None)
-        if g is not None:
-            found.append(g)
-    # a graph whose compile failed may be named after torch's own frame (`inner` of
-    # torch/_dynamo/external_utils.py, for a compiled nn.Module) where the runs that compiled it
-    # name the user's (`Sequential.forward`): the user's name, from whichever run has it
-    g = next((g for g in found if not _torch_frame_name(g)), found[0] if found else None)
-    if g is not None:
-        culprit.update(function=g.function, file=g.file, line=g.line)
-    return culprit
-
-
-def _torch_frame_name(g) -> bool:
-    """Whether a graph is named after a frame of torch's own code, not the user's."""
-    library = getattr(g, "library", None) or ""
-    return (
-        bool(library) and g.function == getattr(g, "co_name", None) and library.endswith(f" in {g.function}")
-    )

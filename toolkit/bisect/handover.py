@@ -14,6 +14,7 @@ Pure Python; never imports torch.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from fxlens.trace.userframes import library_path, parse_traceback
@@ -86,3 +87,27 @@ def partial_answer(steps: list[dict]) -> str:
     if ruled_out:
         parts.append(f"ruled out: {', '.join(dict.fromkeys(ruled_out))}")
     return "; ".join(parts) or "no step finished"
+
+
+def say_stage_verdict(runs, base: dict) -> None:
+    """The stage and graph, printed before the CompilerBisector hand-over (which may take long, or
+    be stopped): what the ladder and the graph search established, as the final verdict says it."""
+    from fxlens.bisect.runs import count_runs
+    from fxlens.bisect.verdict import site_line, summary_line
+
+    now = {**base, "runs": count_runs(runs.session_dir)}
+    runs.echo(f"stage verdict: {summary_line(now)}")
+    site = (base.get("failure") or {}).get("site")
+    if site:
+        runs.echo(f"  {site_line(site)}")
+
+
+def budget_seconds(text: str) -> float:
+    """argparse type of --compiler-bisector-budget: seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value

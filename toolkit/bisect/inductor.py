@@ -93,7 +93,10 @@ def _check_budget(spec: dict) -> None:
     estimate = sum(done) / len(done) if done else float(spec.get("estimate") or 0)
     left = deadline - time.time()
     if estimate > left:
-        print(f"  budget left {max(left, 0):.0f}s, a step ~{estimate:.0f}s: the hand-over stops here", flush=True)
+        print(
+            f"  budget left {max(left, 0):.0f}s, a step ~{estimate:.0f}s: the hand-over stops here",
+            flush=True,
+        )
         raise BudgetSpent()
 
 
@@ -314,8 +317,6 @@ def hand_over(
     `confirmed` False: the driver checks the graph fails alone as recorded (`kind`; a crash's `error`).
     It ends by `runs.handover_budget` seconds (the driver stops before a step that would not fit,
     this process ends it at the deadline); `estimate_from`: the run a step's time is guessed from."""
-    from fxlens.bisect.handover import budget_line, step_estimate
-
     with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
         # `kind` and `error`: how the recording run failed (`same_failure`)
         spec = {**_run_spec(runs), "kind": kind, "error": error, "good": good, "graph": ordinal}
@@ -326,11 +327,7 @@ def hand_over(
         runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
         budget = runs.handover_budget
         t0, launched = time.perf_counter(), time.time()
-        if budget:
-            spec["deadline"] = launched + budget
-            if estimate_from is not None:
-                spec["estimate"] = step_estimate(estimate_from)
-                runs.echo(budget_line(budget, spec["estimate"], f"run {estimate_from.n} less its imports"))
+        _set_budget(runs, spec, launched, estimate_from)
         spec_path.write_text(json.dumps(spec))
         proc = children.popen(
             [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
@@ -373,6 +370,19 @@ def hand_over(
         **_err(data),
         **({"unconfirmed": data["unconfirmed"]} if data.get("unconfirmed") else {}),
     }
+
+
+def _set_budget(runs: Runs, spec: dict, launched: float, estimate_from) -> None:
+    """The driver's deadline and first step estimate in `spec`, and the `budget` line said."""
+    from fxlens.bisect.handover import budget_line, step_estimate
+
+    if not runs.handover_budget:
+        return
+    spec["deadline"] = launched + runs.handover_budget
+    if estimate_from is not None:
+        spec["estimate"] = step_estimate(estimate_from)
+        source = f"run {estimate_from.n} less its imports"
+        runs.echo(budget_line(runs.handover_budget, spec["estimate"], source))
 
 
 def _deadline_timers(proc, budget: float | None) -> list:

@@ -202,7 +202,6 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     from fxlens.minify.autocast import autocast_state
     from fxlens.minify.fidelity import constants, graph_ops
     from fxlens.minify.graph import spec_of
-
     from fxlens.minify.regions import inline_regions
 
     saved = copy.deepcopy(gm)

@@ -10,7 +10,6 @@ reads; each phase hands the next a small record of what it found.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 import time
@@ -20,15 +19,16 @@ from pathlib import Path
 from fxlens.capture import children
 from fxlens.capture.command import TIMEOUT_EXIT, how_it_ended
 from fxlens.errors import FxlensError
+from fxlens.minify.after import after_return
 from fxlens.minify.child import (
     capture_failing_run,
     first_backend,
     last_error_line,
     no_failure_error,
 )
-from fxlens.minify.after import after_return
-from fxlens.minify.script_config import not_set_by_script
 from fxlens.minify.confirm import base_spec, confirm, load_candidate, usable
+from fxlens.minify.partial import copy_atomic, save_partial
+from fxlens.minify.script_config import not_set_by_script
 from fxlens.report.command import write_json
 from fxlens.trace.session import append_event
 
@@ -369,31 +369,11 @@ def _write(run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while verifying: keep what reduction found
         release(target, also)
         if not interrupted:
-            _save_partial(run.session / "repro" / target.name, target, also)
+            save_partial(run.session / "repro" / target.name, target, also)
         raise
     except BaseException:
         release(target, also)
         raise
-
-
-def _save_partial(staged: Path, target: Path, also: tuple[str, ...]) -> None:
-    """The staged (reduced, not yet verified) reproducer as NAME.partial.py, its path printed."""
-    import sys
-
-    from fxlens.minify.repro_writer import claim
-
-    if not staged.exists():
-        return
-    partial = claim(target.with_name(target.stem + ".partial.py"), numbered=True, also=also)
-    text = staged.read_text()
-    if also:  # the recorded values, under the partial's own name
-        values = staged.with_name(target.with_suffix(".pt").name)
-        text = text.replace(repr(values.name), repr(partial.with_suffix(".pt").name))
-        _copy_atomic(values, partial.with_suffix(".pt"))
-    tmp = staged.with_name(partial.name)
-    tmp.write_text(text.replace("# nodes:", "# note: interrupted while verifying: not re-verified\n# nodes:", 1))
-    _copy_atomic(tmp, partial)
-    print(f"fxlens minify: interrupted; the best reproducer so far (not verified): {partial}", file=sys.stderr)
 
 
 def _write_claimed(
@@ -431,26 +411,15 @@ def _write_claimed(
     vt = cfg.timeout if spec.signature == "timeout" else 300
     ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, timeout=vt, zygote=zygote)
     verify_s = round(time.perf_counter() - t_verify, 2)
-    _copy_atomic(staged, target)  # over the empty file claimed for it: ours
+    copy_atomic(staged, target)  # over the empty file claimed for it: ours
     if spec.values_path:
-        _copy_atomic(work / target.with_suffix(".pt").name, target.with_suffix(".pt"))
+        copy_atomic(work / target.with_suffix(".pt").name, target.with_suffix(".pt"))
     return {
         "repro": str(target),
         "reproduced": f"{ok}/{0 if interrupted else cfg.reruns}",
         "flaky": 0 < ok < cfg.reruns,
         "verify_seconds": verify_s,
     }
-
-
-def _copy_atomic(src: Path, dest: Path) -> None:
-    """Copy via a temporary name and a rename: an interrupt or a full disk never leaves half a
-    reproducer under its real name."""
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def summary_line(r: dict) -> str:

@@ -185,7 +185,9 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
         )
     rows = ",\n".join(f"        {_input_expr(i, s, use_saved)}" for i, s in enumerate(cand.inputs))
     # a graph with no inputs (every tensor built inside it) takes an empty list
-    parts.append(f"def make_inputs():\n    return [\n{rows},\n    ]" if rows else "def make_inputs():\n    return []")
+    parts.append(
+        f"def make_inputs():\n    return [\n{rows},\n    ]" if rows else "def make_inputs():\n    return []"
+    )
     parts.append(backend_loader(spec.backend))
     aten = spec.level != "dynamo"
     if aten:
@@ -193,7 +195,21 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             f"# the failure lives in the AOTAutograd {spec.level} graph: compile it with the backend's\n"
             "# inner ATen compiler, as the backend itself does\n" + inner_loader(spec.inner, spec.level)
         )
+    parts.append(_constants(spec, aten))
     parts.append(
+        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
+    )
+    parts.append(
+        'if __name__ == "__main__":\n'
+        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
+        + (", load_inner))" if aten else _keywords(spec))
+    )
+    return "\n\n\n".join(parts) + "\n"
+
+
+def _constants(spec: ReproSpec, aten: bool) -> str:
+    """The reproducer's settings block: CHECK, BACKWARD, ... as `main(...)` reads them."""
+    return (
         f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n"
         f"DYNAMIC = {spec.dynamic!r}\nLEVEL = {spec.level!r}"
         + (
@@ -215,15 +231,6 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             else ""
         )
     )
-    parts.append(
-        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
-    )
-    parts.append(
-        'if __name__ == "__main__":\n'
-        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
-        + (", load_inner))" if aten else _keywords(spec))
-    )
-    return "\n\n\n".join(parts) + "\n"
 
 
 def header(
@@ -375,7 +382,9 @@ def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300, zygo
 
     with ThreadPoolExecutor(max_workers=runs) as ex:
         try:
-            forks = ex.submit(zygote.run, path, runs - 1, timeout) if zygote is not None and runs > 1 else None
+            forks = (
+                ex.submit(zygote.run, path, runs - 1, timeout) if zygote is not None and runs > 1 else None
+            )
             fresh = list(ex.map(lambda _: run_repro(path, timeout), range(1 if forks else runs)))
             forked = forks.result() if forks else []
         except KeyboardInterrupt:  # end the re-runs now: the pool's threads wait for them to exit

@@ -14,14 +14,16 @@ import json
 import re
 from pathlib import Path
 
-from fxlens.bisect.script_env import _local_imports
-
 MAX_FILES = 200
 
 
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+import|import\s+([\w.]+))", re.M)
+
+
 def _sources(script: str) -> str:
-    """The text of SCRIPT and the local modules it imports, transitively (unreadable ones skipped)."""
-    roots = [Path(script).resolve().parent, Path.cwd()]
+    """The text of SCRIPT and the modules it imports from its own folder, transitively (a
+    module's `.py` file or package `__init__.py`; unreadable ones skipped)."""
+    folder = Path(script).resolve().parent
     seen: set[Path] = set()
     todo, texts = [Path(script).resolve()], []
     while todo and len(seen) < MAX_FILES:
@@ -34,7 +36,9 @@ def _sources(script: str) -> str:
         except OSError:
             continue
         texts.append(text)
-        todo += _local_imports(text, path, roots)
+        for m in _IMPORT.finditer(text):
+            rel = Path(*(m.group(1) or m.group(2)).split("."))
+            todo += [p for p in (folder / rel.with_suffix(".py"), folder / rel / "__init__.py") if p.exists()]
     return "\n".join(texts)
 
 

@@ -25,7 +25,7 @@ def scale():
 
 
 def forward(x, ws):
-    for i, w in enumerate(ws):
+    for w in ws:
         x = torch.compile(block, backend=backend, dynamic=False)(x, w)
     return x * torch.compile(scale, backend=backend)()
 
