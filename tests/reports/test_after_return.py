@@ -264,3 +264,16 @@ def test_sigterm_during_minify_names_its_partial_reproducer(tmp_path):
     assert proc.returncode == 143
     partial = tmp_path / "r.partial.py"
     assert partial.exists() and f"(not verified): {partial}" in err
+
+
+@pytest.mark.slow  # ~1 min: inductor compiles the C++ kernel that aborts
+def test_kernel_minify_names_an_abort_as_the_failure(tmp_path):
+    # pytorch/pytorch#195402: inductor's parallel C++ kernel aborts on an out-of-bounds index;
+    # before, "no kernel failed: 0 launch(es) agree ... (exit -6)"
+    script = SCRIPTS / "index_oob_abort.py"
+    assert _python(script, env={"BACKEND": "inductor"}).returncode == -signal.SIGABRT
+    m = _fxlens(tmp_path, "minify", "--kernel", "--backend", "inductor", script)
+    last = m.stderr.strip().splitlines()[-1]
+    assert m.returncode != 0 and "Traceback" not in m.stderr
+    assert "no kernel failed" not in last and "the script was killed by SIGABRT" in last
+    assert "the abort is the failure" in last
