@@ -28,6 +28,8 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.bisect.cache import cache_dir, cache_env, claim_cache
+from fxlens.bisect.culprit import culprit_of
+from fxlens.bisect.handover import DEFAULT_BUDGET_S, budget_seconds, crash_site, run_output, say_stage_verdict
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
 from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
@@ -73,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop at the inductor graph; don't hand over to torch's CompilerBisector",
     )
+    parser.add_argument(
+        "--compiler-bisector-budget",
+        metavar="SECONDS",
+        type=budget_seconds,
+        default=DEFAULT_BUDGET_S,
+        help=f"time the CompilerBisector hand-over may take (default {DEFAULT_BUDGET_S:.0f}; 0: no bound)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -89,6 +98,7 @@ def main(args: argparse.Namespace) -> int:
         check=args.check,
         timeout=timeout,
         torch_bisector=not args.no_compiler_bisector,
+        bisector_budget=args.compiler_bisector_budget,
     )
     progress.clear()
     print()
@@ -113,6 +123,7 @@ def bisect_script(
     torch_bisector: bool = True,
     echo=None,
     env: dict[str, str] | None = None,
+    bisector_budget: float = DEFAULT_BUDGET_S,
 ) -> dict:
     """Bisect SCRIPT's failure; the public entry point (`fxlens demo` calls it).
 
@@ -126,6 +137,7 @@ def bisect_script(
         torch_bisector: hand an inductor failure over to torch's CompilerBisector.
         echo: called with one line per run (progress); `lambda line: None` for silence.
         env: extra environment for every run (e.g. {"FXLENS_INJECT": "accuracy:aten.erf"}).
+        bisector_budget: seconds the CompilerBisector hand-over may take (0: no bound).
 
     Returns:
         The `--json` dict: first_failing_stage, check, runs, culprit {compile_id, function, file,
@@ -135,7 +147,9 @@ def bisect_script(
     echo = echo or progress.echo  # above the progress line on a terminal
     sdir, info = _open_session(script, args, backend, check, session_dir, env)
     try:
-        return _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env)
+        return _bisect_in(
+            sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env, bisector_budget
+        )
     except BaseException as e:  # interrupted or failed: said in session.json, never `exit_code: null`
         _mark_ended(sdir, info, e)
         raise
@@ -158,9 +172,10 @@ def _mark_ended(sdir: Path, info: dict, e: BaseException) -> None:
         pass
 
 
-def _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env) -> dict:
+def _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector, echo, env, budget) -> dict:
     t0 = time.perf_counter()
     runs = Runs(script, list(args), sdir, check, timeout=timeout, echo=echo)
+    runs.handover_budget = budget
     runs.extra_env.update(env or {})
     runs.module = module_of(script)
     how = _start_warm(runs, script, env or {})
@@ -274,6 +289,8 @@ def _bisect(runs: Runs, script: str, args: list[str], backend: str | None, check
     base["failure"]["vs_eager"] = bad_out.mismatch or None
     # the script's own check failed on a value that passes the fp64 rule: its tolerance is the issue
     base["failure"]["eager_diff"] = bad_out.closer if bad_out.kind == "accuracy" and bad_out.outside else None
+    # the inductor code that raised, from the run's traceback (CompilerBisector names a pass to disable)
+    base["failure"]["site"] = crash_site(run_output(bad_out.session_dir)) if bad_out.kind == "crash" else None
     if first_bad == lad[0]:
         return _eager_fails(runs, base, bad_out, fails)
     good = lad[lad.index(first_bad) - 1]
@@ -331,7 +348,7 @@ def _eager_fails(runs: Runs, base: dict, bad_out: Outcome, fails) -> dict:
     base["outcome"] = "eager_fails"
     if bad_out.failing:
         ordinal = bad_out.failing[0]
-        base["culprit"] = _culprit(bad_out, ordinal)
+        base["culprit"] = culprit_of(bad_out, ordinal)
         base["graph"] = {"ordinal": ordinal, "of": len(bad_out.graphs)}
     return base
 
@@ -363,13 +380,13 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
             return base
         base["outcome"] = "needs_several_graphs"
         base["graph"] = {"ordinal": found.lo, "to": found.hi, "of": n}
-        base["culprit"] = _culprit(bad_out, found.lo)
+        base["culprit"] = culprit_of(bad_out, found.lo)
         return base
     ordinal = found.single
     confirm = last["out"]
     base["outcome"] = "fails"
     base["graph"] = {"ordinal": ordinal, "of": n}
-    base["culprit"] = culprit = _culprit(confirm, ordinal, fallback=(bad_out, good_out))
+    base["culprit"] = culprit = culprit_of(confirm, ordinal, fallback=(bad_out, good_out))
     if is_fxlens_codegen(stage):
         kernel = find_kernel(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
         base["kernel"] = kernel
@@ -383,7 +400,10 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
     elif handover:
         # the failure the steps must reproduce to count (`inductor.same_failure`): the confirming run's
         error = confirm.error if confirm.kind == kind else bad_out.error
-        base["compiler_bisector"] = hand_over(runs, stage, _plain(base, good), ordinal, kind, error=error)
+        say_stage_verdict(runs, base)
+        base["compiler_bisector"] = hand_over(
+            runs, stage, _plain(base, good), ordinal, kind, error=error, estimate_from=confirm
+        )
     return base
 
 
@@ -397,43 +417,21 @@ def _recorded_graph(runs, base, stage, good, bad_out, good_out, ordinal: int) ->
     """The culprit graph as the failing run recorded it, handed to CompilerBisector without a
     confirming run of its own; False (base untouched) when the steps did not confirm it."""
     n = max(len(good_out.graphs), len(bad_out.graphs))
+    found = {"outcome": "fails", "culprit": culprit_of(bad_out, ordinal, fallback=(good_out,))}
+    found["graph"] = {"ordinal": ordinal, "of": n, "from": f"run {bad_out.n}'s own record"}
+    say_stage_verdict(runs, {**base, **found})
     cb = hand_over(
-        runs, stage, _plain(base, good), ordinal, bad_out.kind, confirmed=False, error=bad_out.error
+        runs,
+        stage,
+        _plain(base, good),
+        ordinal,
+        bad_out.kind,
+        confirmed=False,
+        error=bad_out.error,
+        estimate_from=bad_out,
     )
     if cb.get("unconfirmed"):
         runs.echo(f"  graph {ordinal} did not fail alone ({cb['unconfirmed']}): narrowing by runs instead")
         return False
-    base.update(outcome="fails", compiler_bisector=cb)
-    base["graph"] = {"ordinal": ordinal, "of": n, "from": f"run {bad_out.n}'s own record"}
-    base["culprit"] = _culprit(bad_out, ordinal, fallback=(good_out,))
+    base.update(found, compiler_bisector=cb)
     return True
-
-
-def _culprit(out: Outcome, ordinal: int, fallback=()) -> dict:
-    """{compile_id, function, file, line, kernel, ops} of graph `ordinal` as a run's trace names it."""
-    cid = out.graphs.get(ordinal) or next((o.graphs[ordinal] for o in fallback if ordinal in o.graphs), "?")
-    culprit = {"compile_id": cid, "function": None, "file": None, "line": None, "kernel": None, "ops": None}
-    found = []
-    for o in (out, *fallback):
-        try:
-            graphs = o.session().graphs
-        except FxlensError:
-            continue
-        g = next((g for g in graphs if g.compile_id == cid), None)
-        if g is not None:
-            found.append(g)
-    # a graph whose compile failed may be named after torch's own frame (`inner` of
-    # torch/_dynamo/external_utils.py, for a compiled nn.Module) where the runs that compiled it
-    # name the user's (`Sequential.forward`): the user's name, from whichever run has it
-    g = next((g for g in found if not _torch_frame_name(g)), found[0] if found else None)
-    if g is not None:
-        culprit.update(function=g.function, file=g.file, line=g.line)
-    return culprit
-
-
-def _torch_frame_name(g) -> bool:
-    """Whether a graph is named after a frame of torch's own code, not the user's."""
-    library = getattr(g, "library", None) or ""
-    return (
-        bool(library) and g.function == getattr(g, "co_name", None) and library.endswith(f" in {g.function}")
-    )

@@ -56,12 +56,48 @@ def run_driver(spec: dict) -> dict:
     # forked steps inherit this; fresh ones read it from FXLENS_BISECT_STATE_DIR
     CompilerBisector.in_process_cache = state
     fn = _step(CompilerBisector, runs, spec, step_env)
+    RUNS.append(runs)
     try:
         found = CompilerBisector.do_bisect(fn)
         fn.confirm()  # no step passed and none failed the same way: the graph still needs its run
     except Unconfirmed as e:
         return {**_result(None, runs), "unconfirmed": str(e), "ready_at": ready_at}
+    except BudgetSpent:
+        return {**_result(None, runs), **_spent(), "ready_at": ready_at}
     return {**_result(found, runs), "ready_at": ready_at}
+
+
+class BudgetSpent(Exception):
+    """The next step would not end within the hand-over's time budget."""
+
+
+# the driver's Runs and each step's {subsystem, state, fails, seconds}, for a partial answer when
+# the budget ends the bisector (or the parent ends this driver at its deadline)
+RUNS: list = []
+STEPS: list[dict] = []
+
+
+def _spent() -> dict:
+    from fxlens.bisect.handover import partial_answer
+
+    return {"budget_spent": partial_answer(STEPS), "steps": list(STEPS)}
+
+
+def _check_budget(spec: dict) -> None:
+    """Raise BudgetSpent when one more step (its estimate: the mean of the steps so far, else the
+    parent's estimate from the failing run) would end after the deadline."""
+    deadline = spec.get("deadline")
+    if not deadline:
+        return
+    done = [s["seconds"] for s in STEPS]
+    estimate = sum(done) / len(done) if done else float(spec.get("estimate") or 0)
+    left = deadline - time.time()
+    if estimate > left:
+        print(
+            f"  budget left {max(left, 0):.0f}s, a step ~{estimate:.0f}s: the hand-over stops here",
+            flush=True,
+        )
+        raise BudgetSpent()
 
 
 def _prepare(spec: dict) -> tuple[str, bool, dict]:
@@ -187,6 +223,7 @@ def _step(bisector, runs, spec: dict, step_env: dict):
             run_state = bisector.get_run_state(backend, subsystem) or ""
             if run_state == "test_disable":
                 env["TORCH_BISECT_MAX"] = "-1"  # disable the subsystem entirely, as torch's CLI does
+        _check_budget(spec)
         with clean_cache(step_env) as cache:
             env["TORCHINDUCTOR_CACHE_DIR"] = cache
             out = runs.run(
@@ -198,6 +235,11 @@ def _step(bisector, runs, spec: dict, step_env: dict):
             )
         confirm(out)
         same = same_failure(out, spec)
+        STEPS.append({"subsystem": subsystem, "state": run_state, "fails": same, "seconds": out.seconds})
+        if spec.get("deadline"):
+            mean = sum(s["seconds"] for s in STEPS) / len(STEPS)
+            left = spec["deadline"] - time.time()
+            print(f"  budget {max(left, 0):.0f}s left, ~{mean:.0f}s a step so far", flush=True)
         if out.failed and not same:
             # another failure (a cached kernel that no longer loads, a pass that crashes once
             # another is off) is not the script's: the step says nothing of the failure searched
@@ -268,42 +310,54 @@ def _run_spec(runs: Runs) -> dict:
     }
 
 
-def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confirmed=True, error="") -> dict:
+def hand_over(
+    runs: Runs, stage: str, good: str, ordinal: int, kind: str, confirmed=True, error="", estimate_from=None
+) -> dict:
     """Run torch's CompilerBisector on the culprit graph in a driver process (fxlens.bisect.inductor);
-    `confirmed` False: the driver checks the graph fails alone as recorded (`kind`; a crash's `error`)."""
+    `confirmed` False: the driver checks the graph fails alone as recorded (`kind`; a crash's `error`).
+    It ends by `runs.handover_budget` seconds (the driver stops before a step that would not fit,
+    this process ends it at the deadline); `estimate_from`: the run a step's time is guessed from."""
     with tempfile.TemporaryDirectory(prefix="fxlens-bisect-") as tmp:
         # `kind` and `error`: how the recording run failed (`same_failure`)
         spec = {**_run_spec(runs), "kind": kind, "error": error, "good": good, "graph": ordinal}
         spec.update(confirmed=confirmed, cache_dir=str(Path(tmp) / "inductor-cache"))
         spec["out"] = str(Path(tmp) / "result.json")
         spec_path = Path(tmp) / "spec.json"
-        spec_path.write_text(json.dumps(spec))
         how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
         runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
+        budget = runs.handover_budget
         t0, launched = time.perf_counter(), time.time()
+        _set_budget(runs, spec, launched, estimate_from)
+        spec_path.write_text(json.dumps(spec))
         proc = children.popen(
             [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
+        stop = _deadline_timers(proc, budget)
         tail: list[str] = []
         try:
             for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith(("  run ", "  skip ", "  other ")):
+                if line.startswith(("  run ", "  skip ", "  other ", "  budget ")):
                     runs.echo(line.rstrip("\n"))
                 tail = [*tail[-20:], line.rstrip("\n")]
         except BaseException:
             # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
             children.end(proc)
             raise
+        finally:
+            for timer in stop:
+                timer.cancel()
         children.wait(proc)
         out_path = Path(spec["out"])
         if not out_path.exists():
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
             return {"error": f"CompilerBisector driver exited with status {proc.returncode}: {last}"}
         data = json.loads(out_path.read_text())
-    extra = {"forked": spec["fork"], "seconds": round(time.perf_counter() - t0, 2)}
+    extra = {"forked": spec["fork"], "seconds": round(time.perf_counter() - t0, 2), "budget_s": budget}
+    if data.get("budget_spent"):
+        extra["budget_spent"] = data["budget_spent"]
     # the driver's own interpreter start and imports (forked steps skip them; fresh ones do not)
     extra["driver_start_s"] = round(data["ready_at"] - launched, 2) if data.get("ready_at") else None
     return {
@@ -318,8 +372,46 @@ def hand_over(runs: Runs, stage: str, good: str, ordinal: int, kind: str, confir
     }
 
 
+def _set_budget(runs: Runs, spec: dict, launched: float, estimate_from) -> None:
+    """The driver's deadline and first step estimate in `spec`, and the `budget` line said."""
+    from fxlens.bisect.handover import budget_line, step_estimate
+
+    if not runs.handover_budget:
+        return
+    spec["deadline"] = launched + runs.handover_budget
+    if estimate_from is not None:
+        spec["estimate"] = step_estimate(estimate_from)
+        source = f"run {estimate_from.n} less its imports"
+        runs.echo(budget_line(runs.handover_budget, spec["estimate"], source))
+
+
+def _deadline_timers(proc, budget: float | None) -> list:
+    """Timers that end the driver at the budget's deadline (SIGTERM: it writes the steps so far),
+    and kill it a few seconds later if it is still there."""
+    import signal
+    import threading
+
+    if not budget:
+        return []
+    timers = [
+        threading.Timer(budget, children.killpg, (proc.pid, signal.SIGTERM)),
+        threading.Timer(budget + 3 * children.GRACE_S, children.killpg, (proc.pid, signal.SIGKILL)),
+    ]
+    for t in timers:
+        t.daemon = True
+        t.start()
+    return timers
+
+
 def _err(data: dict) -> dict:
     return {"error": data["error"]} if data.get("error") else {}
+
+
+def _write_partial(spec: dict) -> None:
+    """The steps so far, for the parent's verdict, when this driver is ended before its answer."""
+    runs = [{**o.times(), "ok": not o.failed, "error": o.error} for r in RUNS for o in r.outcomes]
+    out = {"result": None, "runs": runs, "skipped": list(SKIPPED), "other_failures": list(OTHER), **_spent()}
+    Path(spec["out"]).write_text(json.dumps(out, default=str))
 
 
 def main() -> None:
@@ -330,8 +422,9 @@ def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     try:
         out = run_driver(spec)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # and SIGTERM: the parent's deadline, or the user
         children.end_all()
+        _write_partial(spec)
         sys.exit(143)
     except Exception as e:  # reported by the parent as "CompilerBisector did not finish"
         out = {"error": f"{type(e).__name__}: {e}", "runs": []}

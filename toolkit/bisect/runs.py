@@ -174,6 +174,8 @@ class Runs:
         self.module: str | None = None  # the module of `-m MODULE` (forked runs: see run_forked)
         # or fork each run from a warm server process (`fxlens.bisect.warm.WarmServer`), with a trace
         self.warm = None
+        # seconds the CompilerBisector hand-over may take (`fxlens.bisect.handover`); 0: no bound
+        self.handover_budget: float = 0.0
 
     @property
     def count(self) -> int:

@@ -48,6 +48,10 @@ def summary_line(r: dict) -> str:
             f" ({cb['debug_info']})" if cb.get("debug_info") and cb["debug_info"] != cb["subsystem"] else ""
         )
         torch_part = f", CompilerBisector: {cb['subsystem']}{num}{info}"
+    elif cb.get("budget_spent"):
+        torch_part = f", CompilerBisector stopped at its {cb.get('budget_s') or 0:.0f}s budget"
+    if site := failure.get("site"):
+        torch_part += f", raised in {site['function']}"
     stage = r.get("first_failing_stage")
     g = r.get("graph") or {}
     if outcome == "needs_several_graphs":
@@ -207,9 +211,17 @@ def _failure_lines(r: dict) -> list[str]:
     return lines
 
 
+def site_line(site: dict) -> str:
+    """`site     pointless_cumsum_replacement  torch/_inductor/fx_passes/post_grad.py:988 ...`"""
+    inner = f" (raised in {site['raised_in']})" if site.get("raised_in") else ""
+    return f"site     {site['function']}  {site['file']}:{site['line']}{inner}"
+
+
 def _location_lines(r: dict) -> list[str]:
     """The `graph`, `kernel` and `fusion` lines: where in the compiled code the failure is."""
     lines = []
+    if site := (r.get("failure") or {}).get("site"):
+        lines.append(f"  {site_line(site)}")
     c = r.get("culprit") or {}
     g = r.get("graph") or {}
     if c.get("compile_id"):
@@ -245,6 +257,11 @@ def _torch_bisector_lines(cb: dict | None) -> list[str]:
         skipped = f"; skipped {', '.join(cb['skipped'])}: no CUDA" if cb.get("skipped") else ""
         lines = [
             f"  torch    CompilerBisector: {cb['backend']} / {sub}{num}{dbg} ({cb.get('runs')} runs{skipped})"
+        ]
+    elif cb.get("budget_spent"):
+        lines = [
+            f"  torch    CompilerBisector: stopped at its {cb.get('budget_s') or 0:.0f}s budget after"
+            f" {cb.get('runs')} runs ({cb['budget_spent']}); --compiler-bisector-budget SECONDS for more"
         ]
     else:
         lines = []

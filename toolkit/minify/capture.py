@@ -202,8 +202,10 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
     from fxlens.minify.autocast import autocast_state
     from fxlens.minify.fidelity import constants, graph_ops
     from fxlens.minify.graph import spec_of
+    from fxlens.minify.regions import inline_regions
 
     saved = copy.deepcopy(gm)
+    regions = inline_regions(saved)  # nested compile regions: their bodies, saved with the graph
     n_extra = len(example_inputs)
     # what the backend is given, before attributes are lifted: compared with the isolated graph
     seen = {"ops": graph_ops(gm.graph), "constants": constants(gm)}
@@ -218,6 +220,7 @@ def _save_graph(out: Path, k: int, gm, example_inputs, spec: str):
         # dynamic=True (or a size marked dynamic): Dynamo passes symbolic sizes as SymInt inputs
         "dynamic": any(isinstance(x, torch.SymInt) for x in example_inputs),
         "autocast": autocast_state(),  # forwards of candidates and reproducer run under it
+        "regions_inlined": regions,
         "num_calls": sum(
             1 for n in saved.graph.nodes if n.op in ("call_function", "call_method", "call_module")
         ),

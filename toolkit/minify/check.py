@@ -52,6 +52,9 @@ REPORT = []
 # forward runs inside it, each backward after it, as a script's `with torch.autocast(...)` block
 # and its `loss.backward()` after the block
 AUTOCAST_NOW = [""]
+# whether the caller mutates the outputs in place after the call (set by run_check): a failure the
+# script hit after the graph returned, e.g. on an output that is a view (`y = f(x); y.mul_(2)`)
+MUTATE_NOW = [False]
 
 
 def signature_of(exc):
@@ -76,12 +79,16 @@ def _autocast():
 def run_model(model, inputs, backward):
     with _autocast():
         out = model(*inputs)
+    if MUTATE_NOW[0]:  # the caller's in-place use of what the graph returned
+        for o in flat_tensors(out):
+            if o.is_floating_point():
+                o.mul_(1)
     if not backward:
         return out
     outs = [o for o in flat_tensors(out) if o.requires_grad]
     if outs:
         torch.autograd.backward([o.float().sum() for o in outs])
-    grads = [x.grad for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    grads = [x.grad for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad and x.is_leaf]
     return [*flat_tensors(out), *[g for g in grads if g is not None]]
 
 
@@ -92,7 +99,15 @@ def _to64(x):
 
 
 def run_check(
-    model_cls, make_inputs, backend, check="crash", backward=False, dynamic=False, reference="", autocast=""
+    model_cls,
+    make_inputs,
+    backend,
+    check="crash",
+    backward=False,
+    dynamic=False,
+    reference="",
+    autocast="",
+    mutate=False,
 ):
     """Run the model eagerly (or compiled with `reference`), then with `backend`; the failure's
     signature, or None.
@@ -109,9 +124,11 @@ def run_check(
         reference: the backend the original script compared against (`eager`, `aot_eager`), as
             bug reports do: `torch.compile(m, backend=reference)` is the side compared with.
         autocast: "device:dtype" of the autocast the original call ran under ("" for none).
+        mutate: the caller mutates the outputs in place after the call (`o.mul_(1)` on each).
     """
     del REPORT[:]
     AUTOCAST_NOW[0] = autocast
+    MUTATE_NOW[0] = mutate
     try:
         ref_model = model_cls()
         if reference:
@@ -260,8 +277,9 @@ def run_aten_check(model_cls, make_inputs, compiler, check="crash", dynamic=Fals
         return _accuracy(model_cls, make_inputs, False, eager, compiled) if check == "accuracy" else None
 
 
-def rand_tensor(shape, stride, dtype, device, requires_grad, seed, lo=0, hi=2, value=None):
-    """A deterministic input: `value` (a saved tensor, cut to `shape`) or seeded random numbers."""
+def rand_tensor(shape, stride, dtype, device, requires_grad, seed, lo=0, hi=2, value=None, leaf=True):
+    """A deterministic input: `value` (a saved tensor, cut to `shape`) or seeded random numbers;
+    `leaf` False: a non-leaf (a view of a leaf that requires grad), as the graph was given."""
     if value is not None:
         t = value[tuple(slice(0, s) for s in shape)] if value.dim() == len(shape) else value
         t = t.to(device=device, dtype=dtype)
@@ -282,7 +300,11 @@ def rand_tensor(shape, stride, dtype, device, requires_grad, seed, lo=0, hi=2, v
         t = out
     else:
         t = t.contiguous().clone()
-    return t.requires_grad_(requires_grad) if (t.is_floating_point() or t.is_complex()) else t
+    if not (t.is_floating_point() or t.is_complex()):
+        return t
+    t.requires_grad_(requires_grad)
+    # a non-leaf (clone keeps dense strides) may be mutated in place under autograd, a leaf not
+    return t.clone() if requires_grad and not leaf else t
 
 
 def main(
@@ -296,13 +318,16 @@ def main(
     load_inner=None,
     reference="",
     autocast="",
+    mutate=False,
 ):
     """Reproducer entry point: exit 1 printing the signature when it fails, else exit 0. With
     `load_inner`, the graph is an ATen graph compiled by the backend's inner compiler."""
     if load_inner is not None:
         sig = run_aten_check(model_cls, make_inputs, load_inner(), check, dynamic)
     else:
-        sig = run_check(model_cls, make_inputs, load_backend(), check, backward, dynamic, reference, autocast)
+        sig = run_check(
+            model_cls, make_inputs, load_backend(), check, backward, dynamic, reference, autocast, mutate
+        )
     for line in REPORT:  # what eager did, what the compiled call did, the largest error
         print(line, file=sys.stderr)
     if sig is None:

@@ -70,11 +70,12 @@ def usable(sig: str | None) -> bool:
     return bool(sig) and not sig.startswith(("eager:", "candidate error", "worker exited"))
 
 
-def confirm(pool, cand, base, values_path: Path | None, child_sig: str | None):
+def confirm(pool, cand, base, values_path: Path | None, child_sig: str | None, after: tuple[str, ...] = ()):
     """Compile the captured graph alone: the spec (inputs random or recorded, forward or also
     backward) under which it fails, its signature (the script's own preferred), whether it is
     flaky, and every signature seen. Options are tried in order, cheapest first, each a few times
-    at once on the pool: a failure that does not show every time is flaky."""
+    at once on the pool: a failure that does not show every time is flaky. `after`: what the
+    script did with the outputs where it failed after the graph returned ("mutate": in place)."""
     from fxlens.minify.repro_writer import render
 
     options = [replace(base, values_path=None)]
@@ -82,6 +83,8 @@ def confirm(pool, cand, base, values_path: Path | None, child_sig: str | None):
         options.append(replace(base, values_path=str(values_path)))
     if any(s.requires_grad for s in cand.inputs):
         options += [replace(o, backward=True) for o in options]
+    if "mutate" in after:  # the caller's in-place use of the outputs, last: the rarest shape
+        options += [replace(o, mutate=True) for o in options]
     reps = min(max(2, pool.size), 4)
     seen: list = []
     fallback = None
@@ -107,6 +110,7 @@ def _restore(value, spec):
         return spec.scalar
     if spec.requires_grad and (value.is_floating_point() or value.is_complex()):
         value.requires_grad_(True)
+        return value if spec.leaf else value.clone()  # a non-leaf, as the graph got it
     return value
 
 
@@ -121,7 +125,8 @@ def _random_like(spec):
         t.random_(0, 2)
     else:
         t.random_(spec.lo, spec.hi + 1)
-    return t.requires_grad_(spec.requires_grad and (t.is_floating_point() or t.is_complex()))
+    t.requires_grad_(spec.requires_grad and (t.is_floating_point() or t.is_complex()))
+    return t if spec.leaf or not t.requires_grad else t.clone()
 
 
 def _load_values(path: Path) -> dict:

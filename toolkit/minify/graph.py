@@ -35,6 +35,9 @@ class InputSpec:
     saved: str | None = None  # key of a recorded value (only when the check needs real values)
     scalar: object = None  # a non-tensor input (int, float, bool)
     is_tensor: bool = True
+    # False: the graph got a non-leaf (the output of earlier autograd ops, e.g. `base * 1.0`); a
+    # graph may mutate such an input in place, which a leaf that requires grad refuses
+    leaf: bool = True
 
     @property
     def nbytes(self) -> int:
@@ -77,6 +80,7 @@ def spec_of(value, saved: str | None = None) -> InputSpec:
         lo=lo,
         hi=hi,
         saved=saved,
+        leaf=bool(value.is_leaf) or not value.requires_grad,
     )
 
 

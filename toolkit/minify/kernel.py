@@ -262,6 +262,15 @@ def _why_none(status: dict, kernel: str | None, code: int | None, log: Path) -> 
         seen = ", ".join(sorted(status.get("seen") or [])) or "none"
         return f"kernel {kernel} never ran (kernels launched: {seen}); check --kernel-name and --backend"
     total = sum(launches.values())
+    if code is not None and code < 0:  # a kernel launch ended the process: that is the failure
+        from fxlens.minify.repro_writer import signal_signature
+
+        agreed = f"after {total} kernel launch(es) that agree with eager's fp64 computation"
+        return (
+            f"the script was {signal_signature(code)} {agreed if total else 'before any kernel launch finished'}"
+            ": the abort is the failure, which the in-process kernel check cannot write as a kernel"
+            " reproducer (try `fxlens minify` on the graph: it reduces aborts)"
+        )
     which = f"kernel {kernel}" if kernel else "no kernel"
     return (
         f"{which} failed: {total} launch(es) agree with eager's fp64 computation of their ops "

@@ -10,7 +10,6 @@ reads; each phase hands the next a small record of what it found.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from fxlens.capture import children
 from fxlens.capture.command import TIMEOUT_EXIT, how_it_ended
 from fxlens.errors import FxlensError
+from fxlens.minify.after import after_return
 from fxlens.minify.child import (
     capture_failing_run,
     first_backend,
@@ -27,6 +27,8 @@ from fxlens.minify.child import (
     no_failure_error,
 )
 from fxlens.minify.confirm import base_spec, confirm, load_candidate, usable
+from fxlens.minify.partial import copy_atomic, save_partial
+from fxlens.minify.script_config import not_set_by_script
 from fxlens.report.command import write_json
 from fxlens.trace.session import append_event
 
@@ -165,6 +167,8 @@ def _capture_phase(run: MinifyRun) -> _Captured:
         raise run.no_failure(found)
     # from a worker's probe; in this process only when no worker could start (it imports Dynamo)
     found.baseline = run.pool.baseline() or baseline_config_lines()
+    # and the lines whose setting the script never names: torch's or another tool's, not the script's
+    found.baseline = sorted(set(found.baseline) | not_set_by_script(run.script, cap))
     return found
 
 
@@ -207,11 +211,13 @@ def _confirm_phase(run: MinifyRun, captured: _Captured, trust_record: bool = Tru
         run.lap("confirm")
         return found
     found = None
+    # no graph failed in the script's run: what the script did with the outputs when it failed
+    after = after_return(captured.stderr_text) if captured.failed is None else ()
     for k in captured.todo:
         meta, values_path, cand = load_candidate(cap, k)
         base = base_spec(meta, run.check, captured.failed, captured.baseline, run.session)
         t_confirm = time.perf_counter()
-        spec, sig, flaky, seen = confirm(pool, cand, base, values_path, child_sig)
+        spec, sig, flaky, seen = confirm(pool, cand, base, values_path, child_sig, after)
         # a candidate may take as long as the whole graph did (slow compilers on a busy machine);
         # not when the failure is a hang: the confirm then took the timeout itself
         if sig != "timeout":  # pool.TIMEOUT_SIGNATURE (imported lazily: pool imports this package)
@@ -247,7 +253,7 @@ def _reduce_phase(run: MinifyRun, confirmed: _Confirmed) -> _Reduced:
 
     pool, cand, spec = run.pool, confirmed.cand, confirmed.spec
     dynamo_nodes, aot_note = cand.num_calls, None
-    if spec.backward:  # the failure needs backward: find the ATen graph it lives in
+    if spec.backward and not spec.mutate:  # the failure needs backward: find the ATen graph it lives in
         cand, spec, aot_note = _aot_level(pool, cand, spec, run.session)
         run.lap("aot_capture")
     # the reproducer's re-runs fork from a zygote that imports torch while the reduction runs: the
@@ -360,6 +366,11 @@ def _write(run: MinifyRun, spec, cand, final, reducer, interrupted: int, zygote)
     target = claim(target, numbered=bool(interrupted or not out), also=also)
     try:
         return _write_claimed(run, spec, cand, final, reducer, interrupted, zygote, target)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while verifying: keep what reduction found
+        release(target, also)
+        if not interrupted:
+            save_partial(run.session / "repro" / target.name, target, also)
+        raise
     except BaseException:
         release(target, also)
         raise
@@ -400,26 +411,15 @@ def _write_claimed(
     vt = cfg.timeout if spec.signature == "timeout" else 300
     ok = 0 if interrupted else verify(staged, spec.signature, cfg.reruns, timeout=vt, zygote=zygote)
     verify_s = round(time.perf_counter() - t_verify, 2)
-    _copy_atomic(staged, target)  # over the empty file claimed for it: ours
+    copy_atomic(staged, target)  # over the empty file claimed for it: ours
     if spec.values_path:
-        _copy_atomic(work / target.with_suffix(".pt").name, target.with_suffix(".pt"))
+        copy_atomic(work / target.with_suffix(".pt").name, target.with_suffix(".pt"))
     return {
         "repro": str(target),
         "reproduced": f"{ok}/{0 if interrupted else cfg.reruns}",
         "flaky": 0 < ok < cfg.reruns,
         "verify_seconds": verify_s,
     }
-
-
-def _copy_atomic(src: Path, dest: Path) -> None:
-    """Copy via a temporary name and a rename: an interrupt or a full disk never leaves half a
-    reproducer under its real name."""
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    try:
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def summary_line(r: dict) -> str:

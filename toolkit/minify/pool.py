@@ -358,6 +358,7 @@ def _evaluate(ns: dict, backend, backend_spec: str, call: str | None) -> str | N
         ns["BACKWARD"],
         ns["DYNAMIC"],
         autocast=ns.get("AUTOCAST", ""),
+        mutate=ns.get("MUTATE", False),
     )
 
 

@@ -53,6 +53,9 @@ class ReproSpec:
     # the autocast the original call ran under ("cpu:bfloat16"): forwards run inside it, backwards
     # after it (as the script's own backward, outside its `with torch.autocast(...)` block)
     autocast: str = ""
+    # the script used the outputs in place after the call (its failure came after the graph
+    # returned): the reproducer mutates each output in place, then runs backward when `backward`
+    mutate: bool = False
 
     @property
     def level_name(self) -> str:
@@ -150,9 +153,10 @@ def _input_expr(i: int, spec: InputSpec, use_saved: bool) -> str:
         return repr(spec.scalar)
     value = f", value=SAVED[{spec.saved!r}]" if use_saved and spec.saved else ""
     rng = f", lo={spec.lo!r}, hi={spec.hi!r}" if spec.dtype.startswith(("int", "uint")) else ""
+    leaf = "" if spec.leaf else ", leaf=False"
     return (
         f"rand_tensor({tuple(spec.shape)!r}, {tuple(spec.stride)!r}, torch.{spec.dtype}, "
-        f"{spec.device!r}, {spec.requires_grad!r}, seed={i}{rng}{value})"
+        f"{spec.device!r}, {spec.requires_grad!r}, seed={i}{rng}{value}{leaf})"
     )
 
 
@@ -180,7 +184,10 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             f"SAVED = torch.load({values_expr or repr(spec.values_path)}, weights_only=True)"
         )
     rows = ",\n".join(f"        {_input_expr(i, s, use_saved)}" for i, s in enumerate(cand.inputs))
-    parts.append(f"def make_inputs():\n    return [\n{rows},\n    ]")
+    # a graph with no inputs (every tensor built inside it) takes an empty list
+    parts.append(
+        f"def make_inputs():\n    return [\n{rows},\n    ]" if rows else "def make_inputs():\n    return []"
+    )
     parts.append(backend_loader(spec.backend))
     aten = spec.level != "dynamo"
     if aten:
@@ -188,7 +195,21 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             f"# the failure lives in the AOTAutograd {spec.level} graph: compile it with the backend's\n"
             "# inner ATen compiler, as the backend itself does\n" + inner_loader(spec.inner, spec.level)
         )
+    parts.append(_constants(spec, aten))
     parts.append(
+        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
+    )
+    parts.append(
+        'if __name__ == "__main__":\n'
+        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
+        + (", load_inner))" if aten else _keywords(spec))
+    )
+    return "\n\n\n".join(parts) + "\n"
+
+
+def _constants(spec: ReproSpec, aten: bool) -> str:
+    """The reproducer's settings block: CHECK, BACKWARD, ... as `main(...)` reads them."""
+    return (
         f"CHECK = {spec.check!r}\nBACKWARD = {spec.backward!r}\nEXPECTED = {spec.signature!r}\n"
         f"DYNAMIC = {spec.dynamic!r}\nLEVEL = {spec.level!r}"
         + (
@@ -203,16 +224,13 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
             if spec.autocast and not aten
             else ""
         )
+        + (
+            "\n# the original script mutated the outputs in place after the call (its failure came after)\n"
+            f"MUTATE = {spec.mutate!r}"
+            if spec.mutate and not aten
+            else ""
+        )
     )
-    parts.append(
-        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
-    )
-    parts.append(
-        'if __name__ == "__main__":\n'
-        "    sys.exit(main(Repro, make_inputs, load_backend, CHECK, BACKWARD, EXPECTED, DYNAMIC"
-        + (", load_inner))" if aten else _keywords(spec))
-    )
-    return "\n\n\n".join(parts) + "\n"
 
 
 def header(
@@ -242,7 +260,8 @@ def header(
         f"# created: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}",
         f"# versions: torch {torch.__version__}, triton {triton_version}, fxlens {__version__}",
         f"# backend: {spec.backend}",
-        f"# check: {spec.check}{' (forward and backward)' if spec.backward else ''}",
+        f"# check: {spec.check}{' (forward and backward)' if spec.backward else ''}"
+        + (" (outputs mutated in place after the call, as the script did)" if spec.mutate else ""),
         f"# level: {spec.level_name}{', dynamic=True' if spec.dynamic else ''}",
         f"# nodes: {original_nodes} original -> {final_nodes} final ({queries} queries)",
         # a process killed by a signal exits with no status and prints no signature line
@@ -359,10 +378,20 @@ def verify(path: Path, signature: str, runs: int = 3, timeout: float = 300, zygo
     (`fxlens.minify.verify`), the others are forked from it and skip importing torch."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from fxlens.capture import children
+
     with ThreadPoolExecutor(max_workers=runs) as ex:
-        forks = ex.submit(zygote.run, path, runs - 1, timeout) if zygote is not None and runs > 1 else None
-        fresh = list(ex.map(lambda _: run_repro(path, timeout), range(1 if forks else runs)))
-        forked = forks.result() if forks else []
+        try:
+            forks = (
+                ex.submit(zygote.run, path, runs - 1, timeout) if zygote is not None and runs > 1 else None
+            )
+            fresh = list(ex.map(lambda _: run_repro(path, timeout), range(1 if forks else runs)))
+            forked = forks.result() if forks else []
+        except KeyboardInterrupt:  # end the re-runs now: the pool's threads wait for them to exit
+            children.end_all()
+            if zygote is not None:
+                zygote.close()
+            raise
     if forks is not None and forked is None:  # the zygote is gone: plain interpreters instead
         forked = [run_repro(path, timeout) for _ in range(runs - 1)]
     else:
@@ -375,4 +404,4 @@ def _keywords(spec: ReproSpec) -> str:
     words = (", reference=REFERENCE" if spec.reference else "") + (
         ", autocast=AUTOCAST" if spec.autocast else ""
     )
-    return words + "))"
+    return words + (", mutate=MUTATE" if spec.mutate else "") + "))"
