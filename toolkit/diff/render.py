@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
+from fxlens.report.table import tabulate
 
 from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.markup import PathShortener, visible

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tabulate import tabulate
+from fxlens.report.table import tabulate
 
 from fxlens.report.blocks import block_lines
 from fxlens.report.coldstart import cache_lines, cache_outcomes, cold_start_lines
