@@ -14,7 +14,7 @@ from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.kinds import NO_ID, NO_ID_COMPILE, READERS, is_known
 from fxlens.trace.metrics_record import metrics_record
-from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, frame_of
+from fxlens.trace.reader import SLIM_KINDS, LogScan, Record, corrupt_notes, frame_of
 from fxlens.trace.records import (
     Collectives,
     CompileMetrics,
@@ -92,6 +92,7 @@ def build_rank_model(scan: LogScan) -> RankModel:
     # what could not be read first (the TUI's notice shows the first note), then what was read
     # with a caveat (a payload's md5, a rank that is not the file name's)
     model.skipped = ([skipped_note(scan.path.name, bad)] if bad else []) + list(scan.notes)
+    model.skipped += corrupt_notes([scan.path])  # payloads read while the model was built
     model.records = len(scan.records) + len(scan.strings)
     return model
 

@@ -21,7 +21,7 @@ from fxlens.trace.logfiles import check_path, irregular_logs, kind_of, looks_lik
 from fxlens.trace.model import RankModel
 from fxlens.trace.parallel import read_models
 from fxlens.trace.processes import mark_workers
-from fxlens.trace.reader import Record, find_logs, rank_from_name
+from fxlens.trace.reader import Record, corrupt_notes, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
 from fxlens.trace.userframes import short_path, source_line
 
@@ -193,13 +193,11 @@ class Session:
     @property
     def skipped(self) -> list[str]:
         trace_note = [str(self.info["torch_trace_note"])] if self.info.get("torch_trace_note") else []
-        return (
-            self.notes
-            + fold_notes(self._all("skipped"))
-            + self._events_skipped
-            + self._source_notes
-            + trace_note
-        )
+        noted = fold_notes(self._all("skipped"))
+        # payloads read since (the report's, the TUI's): checked where read (fxlens.trace.reader)
+        said = {m.split(":")[0] for m in noted if "differ from what torch logged" in m}
+        read_later = [n for n in corrupt_notes(self.logs) if n.split(":")[0] not in said]
+        return self.notes + noted + read_later + self._events_skipped + self._source_notes + trace_note
 
     # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
     @cached_property
