@@ -294,7 +294,8 @@ def stop_reason(pairs: list, seconds: float, look: int, min_span_s: float = MIN_
 
     A sequential test: each look's interval is at the level `spent_level(look)`, so the chance that
     any look of the run stops on a difference that is not there stays under 5% however many looks
-    it takes; every interval includes the spread between fresh processes (PROCESS_SPREAD).
+    it takes. The intervals are this process's own: more pairs narrow only that part of the reported
+    one, which adds the spread between fresh processes (PROCESS_SPREAD).
     - "interval": the interval lies wholly beyond ZONE (a large difference), and it holds: in each
       of HOLD_PARTS consecutive parts of the pairs, over HOLD_S at least. No fixed span beyond that.
     - "precise": after `min_span_s`, the process's own noise is under half the spread between
@@ -305,7 +306,9 @@ def stop_reason(pairs: list, seconds: float, look: int, min_span_s: float = MIN_
     ratio, se = pair_ratio(pairs), log_se(pairs)
     if not ratio or se is None:
         return None
-    lo, hi = normal_interval(ratio, math.hypot(se, PROCESS_SPREAD), spent_level(look))
+    # this process's own interval: the spread between processes (in the reported interval) is the
+    # same however long this one samples, so it cannot decide when to stop
+    lo, hi = normal_interval(ratio, se, spent_level(look))
     hold_s = min(HOLD_S, min_span_s)  # a shorter least span (FXLENS_DOCTOR_MIN_SPAN) shortens both
     if (lo > ZONE[1] or hi < ZONE[0]) and seconds >= hold_s and _holds(pairs, lo > ZONE[1]):
         return "interval"

@@ -220,10 +220,23 @@ class Session:
 
     def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
         """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""
-        for r in self.ranks:
-            if rank is None or r.rank == rank:
-                return list(r.by_compile.get(compile_id, []))
-        return []
+        model = self._rank_model(rank)
+        return list(model.by_compile.get(compile_id, [])) if model is not None else []
+
+    def _rank_model(self, rank: int | None) -> RankModel | None:
+        """The first model of `rank` (None: the first model), through an index kept beside the
+        ranks it was built from: the report asks once per compile, and a scan of 1024 ranks for
+        each was a million steps."""
+        ranks = self.ranks
+        if rank is None:
+            return ranks[0] if ranks else None
+        index = self.__dict__.get("_rank_index")
+        if index is None or index[0] is not ranks:
+            first: dict = {}
+            for r in ranks:
+                first.setdefault(r.rank, r)
+            index = self.__dict__["_rank_index"] = (ranks, first)
+        return index[1].get(rank)
 
     def guards(self, compile_id: str, rank: int | None = None) -> list[str]:
         """The guard lines of a compile id, read from the trace now."""
