@@ -62,3 +62,20 @@ def test_scan_finds_every_line_and_payload_span(name, tmp_path):
         assert scan.records
     if name == "as_is":
         assert len(scan.records) > 10 and all(r.payload() for r in scan.records if r.payload_span)
+
+
+def test_a_payload_cut_short_is_not_intact(tmp_path):
+    # torch's md5 of each payload (`has_payload`) against its text: whole, it matches; a log cut at
+    # a line boundary inside the last payload (a killed job) leaves that payload short of it
+    from fxlens.trace.reader import intact
+
+    whole = scan_log(DATA / "simple.log")
+    with_payload = [r for r in whole.records if r.payload_span]
+    assert with_payload and all(intact(r) for r in with_payload)
+    last = with_payload[-1]
+    start, end = last.payload_span
+    cut = SIMPLE[:start] + SIMPLE[start:end].split(b"\n", 1)[0] + b"\n"
+    assert cut != SIMPLE[:end]
+    (tmp_path / "cut.log").write_bytes(cut)
+    short = [r for r in scan_log(tmp_path / "cut.log").records if r.line_no == last.line_no][0]
+    assert not intact(short)

@@ -310,17 +310,32 @@ def _verify(rec: Record, raw: bytes) -> None:
     match was corrupted or edited after torch wrote it. Checked where a payload is read, not while a
     log is scanned (hashing every payload of a 100 MB scan cost 23% more CPU, for payloads that
     nothing may read); a mismatch is remembered for `corrupt_notes`."""
-    want = (rec.meta or rec.full_meta()).get("has_payload")
-    if not isinstance(want, str):
+    if intact(rec, raw):
         return
-    text = raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n") if raw else b""  # "\tl1\n\tl2\n" -> l1 "\n" l2
-    if hashlib.md5(text).hexdigest() == want:
-        return
-    if b"\r" in text and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest() == want:
-        return  # a log whose line ends were converted to CRLF (a Windows checkout)
     seen = _CORRUPT.setdefault(rec.path, [])
     if (rec.line_no, rec.kind) not in seen:
         seen.append((rec.line_no, rec.kind))
+
+
+def intact(rec: Record, raw: bytes | None = None) -> bool:
+    """Whether a record's payload (`raw`, its TAB-prefixed lines as in the file; read when None) is
+    what torch logged: its md5 is the record's `has_payload`. True for a record without one. One
+    record's check, for whoever needs it before the payload is read (a log cut inside its last
+    record leaves that payload short)."""
+    want = (rec.meta or rec.full_meta()).get("has_payload")
+    if not isinstance(want, str):
+        return True
+    if raw is None:
+        if rec.payload_span is None:
+            return False
+        with open(rec.path, "rb") as f:
+            f.seek(rec.payload_span[0])
+            raw = f.read(rec.payload_span[1] - rec.payload_span[0])
+    text = raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n") if raw else b""  # "\tl1\n\tl2\n" -> l1 "\n" l2
+    if hashlib.md5(text).hexdigest() == want:
+        return True
+    # a log whose line ends were converted to CRLF (a Windows checkout)
+    return b"\r" in text and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest() == want
 
 
 def corrupt_notes(paths) -> list[str]:
