@@ -122,7 +122,9 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"by hand, {len(hand)} fresh processes: " + ", ".join(f"{h:.2f}x" for h in hand))
     print(f"load (1/5/15 min) at start {load0}, at end {result['load_end']}")
-    print("| version | doctor: speedup [95% interval] | pairs in s (stop) | by-hand inside | pairs' own interval: inside | doctor wall s |")
+    print(
+        "| version | doctor: speedup [95% interval] | pairs in s (stop) | by-hand inside | pairs' own interval: inside | doctor wall s |"
+    )
     print("|---|---|---|---|---|---|")
     for name, rs in runs.items():
         for r in rs:
@@ -135,8 +137,10 @@ def main() -> None:
     for name, rs in runs.items():
         if rs:
             inside = sum(_inside(r["interval"], hand) for r in rs)
-            print(f"{name}: {inside} of {len(rs) * len(hand)} by-hand speedups inside the reported intervals; "
-                  f"median pairs seconds {statistics.median(r['pairs_s'] for r in rs):.1f}")
+            print(
+                f"{name}: {inside} of {len(rs) * len(hand)} by-hand speedups inside the reported intervals; "
+                f"median pairs seconds {statistics.median(r['pairs_s'] for r in rs):.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "ranks"))
-from ranks import _tl  # noqa: E402
 from rank_replicas import replicate  # noqa: E402
+from ranks import _tl  # noqa: E402
 
 LOG_250K = HERE.parent / "tests" / "data" / "tlparse" / "simple.log"
 
@@ -34,7 +34,13 @@ LOG_250K = HERE.parent / "tests" / "data" / "tlparse" / "simple.log"
 def _run(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(
+        cmd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
     wall = time.perf_counter() - t
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -45,7 +51,9 @@ def _rounds(cmds: dict, rounds: int) -> dict:
     for _ in range(rounds):
         for k, (cmd, env) in cmds.items():
             got[k].append(_run(cmd, env))
-    return {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in got.items()}
+    return {
+        k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in got.items()
+    }
 
 
 def _table(title: str, res: dict, ref: str, rounds: int, load0: float) -> str:
@@ -105,7 +113,11 @@ def scan(before: str, rounds: int, mb: int) -> str:
         for _ in range(rounds):
             for k, env in (("scan_log, before", {"PYTHONPATH": before}), ("scan_log, after", {})):
                 out = subprocess.run(
-                    [sys.executable, "-c", SCAN, str(log)], env={**os.environ, **env}, capture_output=True, text=True, check=True
+                    [sys.executable, "-c", SCAN, str(log)],
+                    env={**os.environ, **env},
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 ).stdout
                 got[k].append(float(out.strip()))
     b, a = (statistics.median(v) for v in got.values())

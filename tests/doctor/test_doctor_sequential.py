@@ -110,7 +110,9 @@ def test_a_state_that_flips_within_the_sample_is_not_a_clear_difference():
 def test_the_reported_interval_includes_the_spread_between_processes():
     # a process's own interval, 1% wide, widens by z * PROCESS_SPREAD on each side (log scale)
     lo, hi = with_process_spread((1.99, 2.01), 2.0)
-    assert math.isclose(math.log(hi / 2.0), math.hypot(math.log(2.01 / 2.0), 1.96 * PROCESS_SPREAD), rel_tol=1e-3)
+    assert math.isclose(
+        math.log(hi / 2.0), math.hypot(math.log(2.01 / 2.0), 1.96 * PROCESS_SPREAD), rel_tol=1e-3
+    )
     assert lo < 2.0 * math.exp(-1.96 * PROCESS_SPREAD) * 1.001
     # several processes measured (--rounds N): the spread of their mean shrinks with sqrt(N)
     lo3, hi3 = with_process_spread((1.99, 2.01), 2.0, processes=3)

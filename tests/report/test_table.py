@@ -8,9 +8,37 @@ from tabulate import tabulate as reference
 from fxlens.report.table import tabulate
 
 CELLS = [
-    None, "", 0, 7, -3, 12345, 0.5, 17.45, 0.0651, 1234567.0, 1e-7, float("inf"), "12", " 4", "0.68",
-    "0/0", "[0/1]", "x", "TinyMLP.forward", "a b  c", "0.68x [0.66, 0.71]", "3-5", "1e5", "nan",
-    "f.py:23", "\u4e2d\u6587", "\u00e9t\u00e9", "-", "inf", "-2.50", " pad ",
+    None,
+    "",
+    0,
+    7,
+    -3,
+    12345,
+    0.5,
+    17.45,
+    0.0651,
+    1234567.0,
+    1e-7,
+    float("inf"),
+    "12",
+    " 4",
+    "0.68",
+    "0/0",
+    "[0/1]",
+    "x",
+    "TinyMLP.forward",
+    "a b  c",
+    "0.68x [0.66, 0.71]",
+    "3-5",
+    "1e5",
+    "nan",
+    "f.py:23",
+    "\u4e2d\u6587",
+    "\u00e9t\u00e9",
+    "-",
+    "inf",
+    "-2.50",
+    " pad ",
 ]
 
 
@@ -36,10 +64,30 @@ def test_simple_tables_match_the_tabulate_package(seed):
 def test_report_and_doctor_tables_match():
     # the shapes fxlens prints: counts, locations, floats of several magnitudes, empty cells
     rows = [
-        ["TinyMLP.forward", "demo_model.py:30", 3, 0.0651, 0.0964, "0.68x [0.66, 0.71]", "slower", 17.45, None],
+        [
+            "TinyMLP.forward",
+            "demo_model.py:30",
+            3,
+            0.0651,
+            0.0964,
+            "0.68x [0.66, 0.71]",
+            "slower",
+            17.45,
+            None,
+        ],
         ["f", "x.py:1", 120, 12.5, 1.25, "10.00x [9.80, 10.20]", "faster", 0.5, 282],
     ]
-    headers = ["function", "compiled at", "calls", "eager ms", "compiled ms", "speedup", "verdict", "s", "pays"]
+    headers = [
+        "function",
+        "compiled at",
+        "calls",
+        "eager ms",
+        "compiled ms",
+        "speedup",
+        "verdict",
+        "s",
+        "pays",
+    ]
     assert tabulate(rows, headers=headers) == reference(rows, headers=headers, tablefmt="simple")
     with pytest.raises(ValueError):
         tabulate(rows, headers=headers, tablefmt="grid")

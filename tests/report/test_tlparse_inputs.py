@@ -156,7 +156,9 @@ def test_a_payload_torch_did_not_write_is_noted_where_it_is_read(tmp_path):
     at = next(i for i, ln in enumerate(lines) if '{"dynamo_output_graph"' in ln)
     lines[at + 3] = lines[at + 3].replace("l_x_ = L_x_", "l_x_ = L_x_  # edited")
     (tmp_path / "edited.log").write_text("\n".join(lines))
-    note = [n for n in report_of_path(tmp_path / "edited.log")["skipped"] if "differ from what torch logged" in n]
+    note = [
+        n for n in report_of_path(tmp_path / "edited.log")["skipped"] if "differ from what torch logged" in n
+    ]
     assert len(note) == 1 and f"line {at + 1} (dynamo_output_graph)" in note[0], note
     for clean_log in ("simple.log", "simple_corrupted_json.log"):
         assert not any("differ from what torch logged" in n for n in report_of(clean_log)["skipped"])

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fxlens.report.table import tabulate
-
 from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.doctor.warm import warm_lines
+from fxlens.report.table import tabulate
 from fxlens.trace.userframes import short_path
 
 

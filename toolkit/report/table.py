@@ -62,7 +62,7 @@ def _kind(v) -> str:
 
 
 def _column_kind(values: list) -> str:
-    """"int", "float", "bool" or "str", as tabulate infers it (empty cells do not count)."""
+    """ "int", "float", "bool" or "str", as tabulate infers it (empty cells do not count)."""
     kind = max((_kind(v) for v in values), key=_RANK.__getitem__, default="none")
     return "str" if kind == "none" else kind
 
