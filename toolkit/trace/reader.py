@@ -117,12 +117,17 @@ class Record:
         with open(self.path, "rb") as f:
             f.seek(start)
             raw = f.read(end - start)
-        _verify(self, raw)
-        return "\n".join(  # (a CRLF line end, from a converted log, is not the payload's)
-            line[1:].removesuffix("\r")
-            for line in raw.decode("utf-8", "replace").split("\n")
-            if line.startswith("\t")
-        )
+        text = _untabbed(raw)
+        if text is None:  # a line without its TAB (a span not from scan_log): line by line
+            return "\n".join(
+                line[1:].removesuffix("\r")
+                for line in raw.decode("utf-8", "replace").split("\n")
+                if line.startswith("\t")
+            )
+        _verify(self, text)
+        # (a CRLF line end, from a converted log, is not the payload's)
+        plain = text.replace(b"\r\n", b"\n").removesuffix(b"\r") if b"\r" in text else text
+        return plain.decode("utf-8", "replace")
 
     def payload_json(self):
         """The payload decoded as JSON, or None if it is not valid JSON."""
@@ -305,16 +310,39 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
 _CORRUPT: dict[Path, list[tuple[int, str]]] = {}
 
 
-def _verify(rec: Record, raw: bytes) -> None:
+def _untabbed(raw: bytes) -> bytes | None:
+    """Payload lines as read ("\tl1\n\tl2\n") as the payload torch hashed ("l1\nl2"), in C;
+    None when some line lacks its TAB."""
+    if not raw:
+        return b""
+    lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+    if not raw.startswith(b"\t") or raw.count(b"\n\t") != lines - 1:
+        return None
+    return raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n")
+
+
+def _verify(rec: Record, text: bytes) -> None:
     """torch writes each payload's md5 in its record (`has_payload`): a payload whose text does not
     match was corrupted or edited after torch wrote it. Checked where a payload is read, not while a
     log is scanned (hashing every payload of a 100 MB scan cost 23% more CPU, for payloads that
     nothing may read); a mismatch is remembered for `corrupt_notes`."""
-    if intact(rec, raw):
+    if _matches(rec, text):
         return
     seen = _CORRUPT.setdefault(rec.path, [])
     if (rec.line_no, rec.kind) not in seen:
         seen.append((rec.line_no, rec.kind))
+
+
+def _matches(rec: Record, text: bytes | None) -> bool:
+    want = (rec.meta or rec.full_meta()).get("has_payload")
+    if not isinstance(want, str):
+        return True
+    if text is None:
+        return False
+    if hashlib.md5(text).hexdigest() == want:
+        return True
+    # a log whose line ends were converted to CRLF (a Windows checkout)
+    return b"\r" in text and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest() == want
 
 
 def intact(rec: Record, raw: bytes | None = None) -> bool:
@@ -322,20 +350,11 @@ def intact(rec: Record, raw: bytes | None = None) -> bool:
     what torch logged: its md5 is the record's `has_payload`. True for a record without one. One
     record's check, for whoever needs it before the payload is read (a log cut inside its last
     record leaves that payload short)."""
-    want = (rec.meta or rec.full_meta()).get("has_payload")
-    if not isinstance(want, str):
-        return True
-    if raw is None:
-        if rec.payload_span is None:
-            return False
+    if raw is None and rec.payload_span is not None:
         with open(rec.path, "rb") as f:
             f.seek(rec.payload_span[0])
             raw = f.read(rec.payload_span[1] - rec.payload_span[0])
-    text = raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n") if raw else b""  # "\tl1\n\tl2\n" -> l1 "\n" l2
-    if hashlib.md5(text).hexdigest() == want:
-        return True
-    # a log whose line ends were converted to CRLF (a Windows checkout)
-    return b"\r" in text and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest() == want
+    return _matches(rec, _untabbed(raw) if raw is not None else None)
 
 
 def corrupt_notes(paths) -> list[str]:
