@@ -206,9 +206,10 @@ def _messy() -> tuple[str, bool, str]:
 
 def _corrupt() -> tuple[str, bool, str]:
     r = report("simple_corrupted_json.log")
-    note = next((s for s in r["skipped"] if "differ from what torch logged" in s), "")
-    ok = bool(note) and [g["compile_id"] for g in r["graphs"]] == ["0/0"]
-    return f"graph 0/0 read; noted: {note.split(': ', 1)[-1][:90]}...", ok, ""
+    # the cut line is in a chromium_event payload, which fxlens never reads; payloads are checked
+    # against torch's md5 where they are read (tests/report/test_tlparse_inputs.py edits a graph's)
+    ok = [g["compile_id"] for g in r["graphs"]] == ["0/0"]
+    return "graph 0/0 read (the cut chromium_event payload is never read, so never checked)", ok, ""
 
 
 ROWS = [

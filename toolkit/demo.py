@@ -128,31 +128,30 @@ def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     only = set(args.only or ["run", "bisect", "minify", "kernel", "doctor"])
     session = None
-    n = 0
+    took: list[str] = []  # each step's seconds, said at the end: where a demo's time goes
+
+    def step(name: str, title: str, run, fault: str | None = None):
+        _title(len(took) + 1, title)
+        start = time.perf_counter()
+        with _injected(fault) if fault else contextlib.nullcontext():
+            out = run()
+        took.append(f"{name} {time.perf_counter() - start:.0f} s")
+        return out
+
     if "run" in only:
-        n += 1
-        _title(n, "What did torch.compile do? Graphs, graph breaks, recompiles, kernels")
-        session = step_run(args.backend)
+        title = "What did torch.compile do? Graphs, graph breaks, recompiles, kernels"
+        session = step("run", title, lambda: step_run(args.backend))
     if "bisect" in only:
-        n += 1
-        _title(n, "Whose fault is a wrong result? Bisect the backend ladder to a stage, graph and kernel")
-        with _injected(DEMO_FAULT):
-            step_bisect()
+        title = "Whose fault is a wrong result? Bisect the backend ladder to a stage, graph and kernel"
+        step("bisect", title, step_bisect, DEMO_FAULT)
     if "minify" in only:
-        n += 1
-        _title(n, "A reproducer for the bug report: minify the failing graph")
-        with _injected(DEMO_FAULT):
-            step_minify()
+        step("minify", "A reproducer for the bug report: minify the failing graph", step_minify, DEMO_FAULT)
     if "kernel" in only:
-        n += 1
-        _title(n, "A reproducer for the kernel author: the failing kernel alone, with its real inputs")
-        with _injected(DEMO_FAULT):
-            step_kernel()
+        title = "A reproducer for the kernel author: the failing kernel alone, with its real inputs"
+        step("kernel", title, step_kernel, DEMO_FAULT)
     if "doctor" in only:
-        n += 1
-        _title(n, "Does compiling help at all? Eager vs compiled, side by side")
-        step_doctor()
-    print(f"\nfxlens demo finished in {time.perf_counter() - t0:.0f} s.")
+        step("doctor", "Does compiling help at all? Eager vs compiled, side by side", step_doctor)
+    print(f"\nfxlens demo finished in {time.perf_counter() - t0:.0f} s ({', '.join(took)}).")
     if session is not None:
         print(f"Browse everything it captured:  fxlens tui {shlex.quote(str(session))}")
     return 0

@@ -148,13 +148,24 @@ def test_placeholders_are_not_ops_and_old_json_guards_render():
     assert got["0/0"] == guards[(0, 0)] and len(got["0/0"]) == 3
 
 
-def test_a_payload_torch_did_not_write_is_noted():
-    """simple_corrupted_json.log is simple.log with one line of a chromium_event payload cut."""
+def test_a_payload_torch_did_not_write_is_noted_where_it_is_read(tmp_path):
+    """A payload is checked against torch's md5 (`has_payload`) where fxlens reads it, not while a
+    log is scanned: an edited graph payload (read for the report's graphs) is noted with its line;
+    simple_corrupted_json.log's cut chromium_event payload, which nothing reads, costs no check."""
+    lines = (DATA / "simple.log").read_text().split("\n")
+    at = next(i for i, ln in enumerate(lines) if '{"dynamo_output_graph"' in ln)
+    lines[at + 3] = lines[at + 3].replace("l_x_ = L_x_", "l_x_ = L_x_  # edited")
+    (tmp_path / "edited.log").write_text("\n".join(lines))
     note = [
-        n for n in report_of("simple_corrupted_json.log")["skipped"] if "differ from what torch logged" in n
+        n for n in report_of_path(tmp_path / "edited.log")["skipped"] if "differ from what torch logged" in n
     ]
-    assert len(note) == 1 and "line 13 (chromium_event)" in note[0]
-    assert not any("differ from what torch logged" in n for n in report_of("simple.log")["skipped"])
+    assert len(note) == 1 and f"line {at + 1} (dynamo_output_graph)" in note[0], note
+    for clean_log in ("simple.log", "simple_corrupted_json.log"):
+        assert not any("differ from what torch logged" in n for n in report_of(clean_log)["skipped"])
+
+
+def report_of_path(path: Path) -> dict:
+    return build_report(Session.open(path))
 
 
 def test_collective_ops_are_named(tmp_path):

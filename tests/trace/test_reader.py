@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fxlens.trace.kinds import table
 from fxlens.trace.model import build_rank_model
-from fxlens.trace.reader import GLOG_PREFIX, scan_log
+from fxlens.trace.reader import GLOG_PREFIX, corrupt_notes, scan_log
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 COMP_METRICS = DATA / "tlparse" / "comp_metrics.log"  # torch 2.3: restarts (attempt 1), JSON guards
@@ -79,19 +79,22 @@ def test_a_payload_that_differs_from_its_md5_is_read_as_it_is_and_said(tmp_path)
     edited = tmp_path / "edited.log"
     edited.write_text("\n".join(lines))
     scan = scan_log(edited)
-    assert scan.corrupt == [(graph, "dynamo_output_graph")]
-    assert "1 payload(s) differ from what torch logged" in scan.notes[0]
+    assert not corrupt_notes([scan.path])  # checked where a payload is read, not while scanning
     rec = next(r for r in scan.records if r.line_no == graph)
     assert "sin" in rec.payload()  # read as it is
+    (note,) = corrupt_notes([scan.path])
+    assert (
+        "1 payload(s) differ from what torch logged" in note and f"line {graph} (dynamo_output_graph)" in note
+    )
 
 
 def test_crlf_line_ends_are_not_an_edit(tmp_path):
     crlf = tmp_path / "crlf.log"
     crlf.write_bytes(COMP_METRICS.read_bytes().replace(b"\n", b"\r\n"))
     scan = scan_log(crlf)
-    assert scan.corrupt == [] and scan.notes == []
     plain = scan_log(COMP_METRICS)
     assert [r.payload() for r in scan.records] == [r.payload() for r in plain.records]
+    assert scan.notes == [] and corrupt_notes([scan.path]) == []
 
 
 def test_a_kind_no_row_knows_is_kept_and_counted(tmp_path):

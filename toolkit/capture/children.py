@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from fxlens.trace.processes import alive
+
+if TYPE_CHECKING:  # imported where a child is started: every command's start installs the SIGTERM
+    import subprocess  # handling below, and `fxlens report` starts no child
 
 GRACE_S = 2.0  # between SIGTERM and SIGKILL: lets a child flush its trace and events
 
@@ -34,6 +37,8 @@ class Terminated(KeyboardInterrupt):
 
 def popen(cmd: list[str], **kwargs) -> subprocess.Popen:
     """subprocess.Popen in a new process group, tracked until `end` (or `wait`) is called."""
+    import subprocess
+
     env = dict(kwargs.pop("env", None) or os.environ)
     env[ENV_PARENT] = str(os.getpid())  # see die_with_parent
     proc = subprocess.Popen(cmd, start_new_session=True, env=env, **kwargs)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
 from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.markup import PathShortener, visible
+from fxlens.report.table import tabulate
 
 MARK = {"new": "+ new", "gone": "- gone", "changed": "~ changed", "moved": "> moved", "same": "  same"}
 

@@ -11,23 +11,30 @@ read around each block beside wall time: a process that got a fraction of the wa
 waiting for a core (or sleeping).
 
 Blocks continue (adaptive, like `Timer.adaptive_autorange`, but on the speedup's interval rather
-than one timer's IQR) until the interval gives a verdict (it excludes 1 and is narrow), or shows
-that there is no difference to find (narrow around 1), or the time budget, a maximum, is spent: a
-slow call on a busy machine keeps sampling, and is called inconclusive only at that maximum.
+than one timer's IQR) until a sequential test may stop (`stop_reason`): a large difference that
+holds stops as soon as the interval, at a level that accounts for every look taken, is sure of it;
+a close call samples at least MIN_SPAN_S and stops once more pairs would not narrow its interval,
+or at the time budget, a maximum: a slow call on a busy machine keeps sampling, and is called
+inconclusive only at that maximum.
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 from fxlens.doctor.argstate import changed, fingerprint, param_names
 from fxlens.doctor.interval import (
     MIN_PAIRS,
+    PROCESS_SPREAD,
     cores,
     load_average,
-    paired_interval,
+    log_se,
+    normal_interval,
+    pair_ratio,
     run_length,
     runnable_tasks,
+    spent_level,
 )
 
 # wall time one block of one mode aims for: long enough for the timer's overhead to vanish and to
@@ -35,22 +42,22 @@ from fxlens.doctor.interval import (
 # half of a pair is preempted and the other not, which read as a 3x swing), short enough that
 # the two halves of a pair see the same load
 BLOCK_S = 0.05
-# stop once the interval excludes 1 and its width is at most this fraction of the speedup (about
-# +-6%): a verdict, and a figure to act on
-TARGET_WIDTH = 0.12
-# ... or once it is this narrow while it holds 1: compiled and eager are the same within about +-2%
-SAME_WIDTH = 0.04
-# the stopping rule looks at the interval many times (every CHECK_EVERY pairs): stopping as soon as a
-# 95% interval first excludes 1 would claim a difference where there is none more often than 5% of
-# the time (optional stopping). So the rule asks a 99% interval; the reported one is 95%.
-STOP_LEVEL = 0.99
-# the stopping rule's interval is recomputed every this many pairs (each costs a small bootstrap)
-CHECK_EVERY = 4
-# the least wall time the block pairs span before a narrow interval may stop them (at most half the
-# budget): a process can hold one speed for seconds, then another (fxlens.doctor.interval.run_length:
-# ViT on 2 threads switched between 1.24x and 0.96x every 2-8 s). One second of pairs inside one
-# such state gave a narrow 1.25x [1.24, 1.26] where a by-hand minute measured 0.92x; ten seconds
-# see the switches, and the block bootstrap then widens the interval by what they move
+# a difference beyond this band (compiled 20% slower or 25% faster) is a large one: it stops sampling
+# as soon as it is sure, below it a close call samples at least MIN_SPAN_S
+ZONE = (0.8, 1.25)
+# the stopping rule looks at the pairs each time they have grown by this factor (12, 15, 19, 24, ...
+# pairs): few looks (about 17 in a minute of 50 ms blocks), each a small bootstrap
+LOOK_GROWTH = 1.25
+# a large difference must hold in each of this many consecutive parts of the pairs (in time order)
+HOLD_PARTS = 3
+# ... and over at least this many seconds of pairs: a process can hold one speed for seconds
+# (fxlens.doctor.interval.run_length: ViT on 2 threads switched between 1.24x and 0.96x every 2-8 s);
+# a switch inside them breaks the hold of a part. A state that outlasts them is not seen (a state
+# that outlasted MIN_SPAN_S was not either): --rounds measures other processes' states
+HOLD_S = 4.0
+# the least wall time the block pairs span before a close call may stop (at most half the budget):
+# one second of pairs inside one state gave a narrow 1.25x [1.24, 1.26] where a by-hand minute
+# measured 0.92x; ten seconds see the switches, and the block bootstrap then widens the interval
 MIN_SPAN_S = 10.0
 # calls of the compiled object before timing, to reach a call that compiles nothing
 MAX_WARMUP = 4
@@ -148,14 +155,14 @@ def measure(
         args, kwargs: the latest call of the script's most frequent input shapes.
         budget_s: wall seconds of block pairs (warm-up and the work count come on top).
         compiles: a callable returning how many compiles have run so far in this process.
-        min_span_s: the least seconds of pairs before a narrow interval stops them (default
-            MIN_SPAN_S); at most half of `budget_s`.
+        min_span_s: the least seconds of pairs before a close call stops (default MIN_SPAN_S);
+            at most half of `budget_s`.
 
     Returns:
         `{pairs: [[eager_ms, compiled_ms], ...], number, eager, compiled, work, load, seconds,
         stopped, max_s, compiles_during}`; per-call milliseconds, one pair per block pair; `stopped`
-        is "interval" (a narrow interval without 1), "no_difference" (narrow around 1) or "budget"
-        (the maximum, `max_s`, was spent).
+        is "interval" (a large difference held, `stop_reason`), "precise" (more pairs would not
+        narrow the interval) or "budget" (the maximum, `max_s`, was spent).
     """
     start = time.perf_counter()
     load0 = load_average()
@@ -226,6 +233,7 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float, min_s
     cpu_pairs: list[list[float]] = []
     stopped = "budget"
     runnable: list[int] = []
+    looks, next_look = 0, MIN_PAIRS
     while True:
         # alternate which mode goes first, so neither always runs on caches the other warmed
         order = ("eager", "compiled") if len(pairs) % 2 == 0 else ("compiled", "eager")
@@ -244,10 +252,9 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float, min_s
         if (now := runnable_tasks()) is not None:
             runnable.append(now)
         cpu_pairs.append([round(got_cpu["eager"], 6), round(got_cpu["compiled"], 6)])
-        spanned = time.perf_counter() - start >= min_span_s
-        if spanned and len(pairs) >= MIN_PAIRS and len(pairs) % CHECK_EVERY == 0:
-            stop = _stop_reason(pairs)
-            if stop:
+        if len(pairs) >= next_look:
+            looks, next_look = looks + 1, math.ceil(len(pairs) * LOOK_GROWTH)
+            if stop := stop_reason(pairs, time.perf_counter() - start, looks, min_span_s):
                 stopped = stop
                 break
         if time.perf_counter() - start >= budget_s:
@@ -259,6 +266,7 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float, min_s
         "eager": _summary(ms["eager"], wall["eager"], cpu["eager"]),
         "compiled": _summary(ms["compiled"], wall["compiled"], cpu["compiled"]),
         "stopped": stopped,
+        "looks": looks,
         "runnable": runnable,
     }
 
@@ -281,22 +289,39 @@ def _contention(runnable: list[int]) -> dict:
     return {"runnable": median, "others_runnable": max(0.0, median - _threads())}
 
 
-def _stop_reason(pairs: list) -> str | None:
-    """ "interval" (it excludes 1 and is narrow), "no_difference" (narrow around 1), else None."""
-    iv = paired_interval(pairs, resamples=600, level=STOP_LEVEL)
-    ratio = _ratio_of_medians(pairs)
-    if not iv or not ratio:
+def stop_reason(pairs: list, seconds: float, look: int, min_span_s: float = MIN_SPAN_S) -> str | None:
+    """Whether sampling may stop at look number `look` (1, 2, ...), `seconds` into the pairs.
+
+    A sequential test: each look's interval is at the level `spent_level(look)`, so the chance that
+    any look of the run stops on a difference that is not there stays under 5% however many looks
+    it takes. The intervals are this process's own: more pairs narrow only that part of the reported
+    one, which adds the spread between fresh processes (PROCESS_SPREAD).
+    - "interval": the interval lies wholly beyond ZONE (a large difference), and it holds: in each
+      of HOLD_PARTS consecutive parts of the pairs, over HOLD_S at least. No fixed span beyond that.
+    - "precise": after `min_span_s`, the process's own noise is under half the spread between
+      processes, so more pairs would barely narrow the interval. Whether that interval holds 1 or not,
+      the stop does not depend on where it lies, and a close call gets no early "difference" from it.
+    None: go on sampling (until the budget).
+    """
+    ratio, se = pair_ratio(pairs), log_se(pairs)
+    if not ratio or se is None:
         return None
-    width = (iv[1] - iv[0]) / ratio
-    if (iv[0] > 1 or iv[1] < 1) and width <= TARGET_WIDTH:
+    # this process's own interval: the spread between processes (in the reported interval) is the
+    # same however long this one samples, so it cannot decide when to stop
+    lo, hi = normal_interval(ratio, se, spent_level(look))
+    hold_s = min(HOLD_S, min_span_s)  # a shorter least span (FXLENS_DOCTOR_MIN_SPAN) shortens both
+    if (lo > ZONE[1] or hi < ZONE[0]) and seconds >= hold_s and _holds(pairs, lo > ZONE[1]):
         return "interval"
-    if width <= SAME_WIDTH:
-        return "no_difference"
+    if seconds >= min_span_s and se <= PROCESS_SPREAD / 2:
+        return "precise"
     return None
 
 
-def _ratio_of_medians(pairs: list) -> float | None:
-    import statistics
-
-    c = statistics.median(p[1] for p in pairs)
-    return statistics.median(p[0] for p in pairs) / c if c > 0 else None
+def _holds(pairs: list, faster: bool) -> bool:
+    """Each of HOLD_PARTS consecutive parts of the pairs is beyond ZONE on the same side."""
+    size = len(pairs) // HOLD_PARTS
+    for k in range(HOLD_PARTS):
+        r = pair_ratio(pairs[k * size : (k + 1) * size])
+        if not r or not (r > ZONE[1] if faster else r < ZONE[0]):
+            return False
+    return True

@@ -32,6 +32,14 @@ RESAMPLES = 2000
 LEVEL = 0.95
 # machine-wide 1-minute load per core above which doctor calls the machine busy
 BUSY_LOAD_PER_CORE = 0.75
+# the spread of one function's speedup between fresh processes of the same script, as a standard
+# deviation of its log, beyond what any one process's pairs show (memory layout, allocation, which
+# core, a machine state that outlasts the process): fresh processes timed by hand with
+# torch.utils.benchmark spread over 1-3% on one thread (BENCHMARKS.md, "fxlens doctor on real
+# models"), and up to 8% a process apart under other work (bench/doctor_spread.py). A process's own
+# interval cannot see it, so every reported interval includes it, divided by the root of the
+# processes measured (--rounds N)
+PROCESS_SPREAD = 0.03
 
 
 def _ratio(eager: list[float], compiled: list[float]) -> float | None:
@@ -157,6 +165,61 @@ def unpaired_interval(
         if r is not None:
             stats.append(r)
     return _percentiles(stats, level) if stats else None
+
+
+def pair_ratio(pairs: list[tuple[float, float]]) -> float | None:
+    """The median of the per-pair ratios eager / compiled: the stopping rule's estimate. A load swing
+    that hit both halves of a pair cancels in its ratio (it does not in a ratio of two medians), so
+    this one is sure of a large difference after fewer pairs."""
+    ratios = [e / c for e, c in pairs if c > 0]
+    return statistics.median(ratios) if ratios else None
+
+
+def log_se(pairs: list[tuple[float, float]], block: int | None = None, resamples: int = 200, seed: int = 0):
+    """Standard error of log(pair_ratio(pairs)), from a moving-block bootstrap (runs of
+    `run_length` pairs, as `paired_interval` resamples). None with fewer than MIN_PAIRS pairs.
+
+    The sequential stopping rule needs intervals at levels far beyond 95% (it looks many times and
+    spends its error over the looks); a percentile bootstrap of a few hundred resamples cannot reach
+    those tails, while the log of a median ratio is close to normal, so its standard error does.
+    """
+    if len(pairs) < MIN_PAIRS or any(e <= 0 or c <= 0 for e, c in pairs):
+        return None
+    rng = random.Random(seed)
+    logs = [(math.log(e / c), 0.0) for e, c in pairs]
+    block = run_length(pairs) if block is None else block
+    stats = [statistics.median(x for x, _ in _resample(rng, logs, block)) for _ in range(resamples)]
+    return statistics.stdev(stats)
+
+
+def z_score(level: float) -> float:
+    """The two-sided normal quantile of a confidence level (0.95 -> 1.96)."""
+    return statistics.NormalDist().inv_cdf((1 + level) / 2)
+
+
+def spent_level(look: int, alpha: float = 1 - LEVEL) -> float:
+    """The confidence level of look number `look` (1, 2, ...) of a sequential test that spends
+    `alpha` over all its looks: alpha * 6 / (pi^2 * look^2) at each, which sums to alpha however many
+    looks it takes (a Bonferroni bound; the early looks, where a large difference shows, get most)."""
+    return 1 - alpha * 6 / (math.pi**2 * look**2)
+
+
+def normal_interval(ratio: float, sd: float, level: float) -> tuple[float, float]:
+    """ratio * exp(-+ z * sd): an interval on the log scale, where a ratio's errors are symmetric."""
+    half = z_score(level) * sd
+    return ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def with_process_spread(interval, ratio: float | None, processes: int = 1, level: float = LEVEL):
+    """`interval` widened by the spread between fresh processes (PROCESS_SPREAD, over the root of
+    the processes measured): each end's distance from `ratio`, on the log scale, joined in
+    quadrature with z * PROCESS_SPREAD / sqrt(processes). None stays None."""
+    if not interval or not ratio or ratio <= 0 or interval[0] <= 0:
+        return interval
+    extra = (z_score(level) * PROCESS_SPREAD) ** 2 / max(1, processes)
+    lo = math.log(ratio / min(interval[0], ratio))
+    hi = math.log(max(interval[1], ratio) / ratio)
+    return ratio * math.exp(-math.sqrt(lo * lo + extra)), ratio * math.exp(math.sqrt(hi * hi + extra))
 
 
 def verdict(interval: tuple[float, float] | list | None) -> str:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tabulate import tabulate
-
 from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.doctor.warm import warm_lines
+from fxlens.report.table import tabulate
 from fxlens.trace.userframes import short_path
 
 
@@ -45,6 +44,11 @@ def inconclusive_why(load: dict, samples: dict | None, interval, timing: dict | 
         return f"{timing['disagreement']}; {load_phrase(load)}"
     if timing.get("stopped") == "no_difference":
         return f"no difference: the interval is narrow around 1 ({n} pairs)"
+    if timing.get("stopped") == "precise":
+        return (
+            f"a close call: within the spread between fresh processes ({n} pairs; more would not "
+            "narrow it; `--rounds 3` measures that spread)"
+        )
     spent = _spent(timing, n) + runs_phrase({**timing, "samples": samples or {}})
     if is_busy(load):
         return f"the machine was busy, {load_phrase(load)}{spent}"
@@ -83,9 +87,11 @@ def stop_phrase(timing: dict) -> str:
     """Why sampling stopped, in words."""
     stopped, most = timing.get("stopped"), timing.get("max_s")
     if stopped == "interval":
-        return "the interval excluded 1 and was narrow"
+        return "a large difference held: the interval, at the level of its looks, lay beyond [0.8, 1.25]"
     if stopped == "no_difference":
         return "the interval was narrow around 1"
+    if stopped == "precise":
+        return "more pairs would not narrow the interval: the spread between fresh processes is most of it"
     if stopped == "budget":
         return f"at the {most:g} s maximum (`--budget`)" if most else "at the budget"
     return str(stopped)

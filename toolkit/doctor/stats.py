@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 
 from fxlens.doctor.finding import capture_only
-from fxlens.doctor.interval import clustered_interval, unpaired_interval, verdict
+from fxlens.doctor.interval import clustered_interval, unpaired_interval, verdict, with_process_spread
 from fxlens.trace.session import Session
 
 
@@ -151,11 +151,15 @@ def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[R
     return per_key
 
 
-def _pooled(benches: list[dict], key: str) -> tuple[list[tuple], tuple[float, float] | None]:
+def _pooled(benches: list[dict], key: str) -> tuple[list[tuple], tuple | None, tuple | None]:
     """Every round's `key` pairs pooled, and their interval: the rounds' pairs are several
-    processes', resampled as such (fxlens.doctor.interval.clustered_interval)."""
+    processes', resampled as such (fxlens.doctor.interval.clustered_interval); the interval
+    includes the spread between fresh processes that no process's own pairs show, the third item
+    is the pairs' own interval without it."""
     groups = [[tuple(p) for p in b.get(key) or ()] for b in benches]
-    return [p for g in groups for p in g], clustered_interval(groups)
+    pooled = [p for g in groups for p in g]
+    own = clustered_interval(groups)
+    return pooled, with_process_spread(own, _ratio(pooled), len(groups)), own
 
 
 def _steady(row: dict) -> tuple[float | None, float | None, dict]:
@@ -167,15 +171,15 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
     """
     benches = [r["bench"] for r in row["compiled"] if r.get("bench") and r["bench"].get("pairs")]
     if benches:
-        pairs, iv = _pooled(benches, "pairs")
-        cpu_pairs, cpu_iv = _pooled(benches, "cpu_pairs")
+        pairs, iv, own = _pooled(benches, "pairs")
+        cpu_pairs, cpu_iv, _ = _pooled(benches, "cpu_pairs")
         if len(cpu_pairs) != len(pairs):
             cpu_iv = None
         timing = {
             "method": "interleaved",
             # the interval's scope: one process's noise, or the spread between processes too
             "processes": len(benches),
-            **{k: benches[0].get(k) for k in ("stopped", "max_s", "min_span_s", "threads")},
+            **{k: benches[0].get(k) for k in ("stopped", "looks", "max_s", "min_span_s", "threads")},
             "run_length": max(b.get("run_length") or 1 for b in benches),
             "seconds": round(sum(b.get("seconds") or 0.0 for b in benches), 3),
             "pairs_seconds": round(
@@ -195,6 +199,8 @@ def _steady(row: dict) -> tuple[float | None, float | None, dict]:
         }
         e = statistics.median(p[0] for p in pairs)
         c = statistics.median(p[1] for p in pairs)
+        # the pairs' own interval, before the spread between processes is added
+        timing["pairs_interval"] = _rounded(own)
         return e, c, {**timing, "interval": iv, "samples": {"eager": len(pairs), "compiled": len(pairs)}}
     eager = [t for r in row["eager"] for t in r["warm"]]
     compiled = [t for r in row["compiled"] for t in r["warm"]]
@@ -222,6 +228,10 @@ def judge(interval, cpu_interval=None) -> tuple[str, str | None]:
     if said != "inconclusive" and cpu_said not in ("inconclusive", said):
         return "inconclusive", f"wall time says {said}, process CPU time says {cpu_said}"
     return said, None
+
+
+def _rounded(iv) -> list | None:
+    return [_r(iv[0], 3), _r(iv[1], 3)] if iv else None
 
 
 def _ratio(pairs: list) -> float | None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tabulate import tabulate
-
 from fxlens.report.blocks import block_lines
 from fxlens.report.coldstart import cache_lines, cache_outcomes, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
@@ -21,6 +19,7 @@ from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.special import head_counts, special_lines
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.report.table import tabulate
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import short_path

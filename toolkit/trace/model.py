@@ -13,7 +13,7 @@ from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.kinds import KINDS, NO_ID, table
 from fxlens.trace.kindtable import ReadContext, model_fields
 from fxlens.trace.metrics_record import metrics_record
-from fxlens.trace.reader import LogScan, Record, frame_of
+from fxlens.trace.reader import LogScan, Record, corrupt_notes, frame_of
 from fxlens.trace.records import Frame, Graph, RecompileLimitHit, frames_from
 from fxlens.trace.shapes import skipped_note
 from fxlens.trace.userframes import (
@@ -80,6 +80,7 @@ def build_rank_model(scan: LogScan) -> RankModel:
     # what could not be read first (the TUI's notice shows the first note), then what was read
     # with a caveat (a payload's md5, a rank that is not the file name's)
     model.skipped = ([skipped_note(scan.path.name, bad)] if bad else []) + list(scan.notes)
+    model.skipped += corrupt_notes([scan.path])  # payloads read while the model was built
     model.records = len(scan.records) + len(scan.strings)
     model.truncated = scan.truncated
     return model

@@ -8,8 +8,11 @@ a multiprocessing pool) writes a log too, but it is not a rank and is never comp
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from fxlens.trace.model import RankModel
+if TYPE_CHECKING:  # a name for annotations only: `alive` is on every command's start (the CLI's
+    # SIGTERM handling), which must not load the trace model
+    from fxlens.trace.model import RankModel
 
 
 def alive(pid: int) -> bool:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -111,11 +113,17 @@ class Record:
         with open(self.path, "rb") as f:
             f.seek(start)
             raw = f.read(end - start)
-        return "\n".join(  # (a CRLF line end, from a converted log, is not the payload's)
-            line[1:].removesuffix("\r")
-            for line in raw.decode("utf-8", "replace").split("\n")
-            if line.startswith("\t")
-        )
+        text = _untabbed(raw)
+        if text is None:  # a line without its TAB (a span not from scan_log): line by line
+            return "\n".join(
+                line[1:].removesuffix("\r")
+                for line in raw.decode("utf-8", "replace").split("\n")
+                if line.startswith("\t")
+            )
+        _verify(self, text)
+        # (a CRLF line end, from a converted log, is not the payload's)
+        plain = text.replace(b"\r\n", b"\n").removesuffix(b"\r") if b"\r" in text else text
+        return plain.decode("utf-8", "replace")
 
     def payload_json(self):
         """The payload decoded as JSON, or None if it is not valid JSON."""
@@ -191,38 +199,73 @@ def scan_log(path: str | Path) -> LogScan:
     """
     path = plain_copy(Path(path))  # a gzipped log is read through its plain copy
     scan = LogScan(path=path, rank=rank_from_name(path))
-    pending: Record | None = None  # a record waiting for its payload lines
-    payload_start = 0
-    offset = 0
-    line_no = 0
-    check = _Checksum()  # every payload against torch's md5 of it, skipped records' too
-    line, last_record = b"", 0
     with open(path, "rb") as f:
-        for line_no, line in enumerate(f, 1):
-            start = offset
-            offset += len(line)
-            if line.startswith(b"\t"):
-                if pending is not None and payload_start < 0:
-                    payload_start = start
-                if check.lines is not None:
-                    check.lines.append(line)
-                continue
-            check.close()
-            last_record = line_no
-            if pending is not None:
-                _close_payload(pending, payload_start, start, scan)
-                pending = None
-            rec = _read_record(line, line_no, scan, start)
-            if rec is not None and "has_payload" in rec.meta:
-                pending, payload_start = rec, -1
-            check.open(line, line_no)
-        if pending is not None:
-            _close_payload(pending, payload_start, offset, scan)
-        check.close()
-        check.note(scan)
-    scan.lines = line_no
-    _note_cut(scan, last_record, check.bad, line)
+        if os.fstat(f.fileno()).st_size == 0:
+            return scan
+        # mapped, not read: a 100 MB log is not copied into memory, and the regular expression
+        # below steps over payload lines in C (a Python loop over every line was most of a scan)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            last, last_end = _scan(data, scan)
+            tail = bytes(data[data.rfind(b"\n", 0, max(0, len(data) - 1)) + 1 :])
+            # the last record's payload is checked now (the others where they are read): a log
+            # cut at a line boundary inside it leaves it short of torch's md5
+            short = _last_payload_short(data, last_end)
+    _note_cut(scan, last, [(last, "payload")] if short else [], tail)
     return scan
+
+
+_HAS_PAYLOAD = re.compile(rb'"has_payload": "([0-9a-f]+)"')
+
+
+def _last_payload_short(data, line_span: tuple[int, int] | None) -> bool:
+    """Whether the last record line (its span in DATA) promises a payload that the rest of the log
+    does not hold whole (its md5 differs), kept or skipped kinds alike."""
+    if line_span is None:
+        return False
+    m = _HAS_PAYLOAD.search(data, line_span[0], line_span[1])
+    if m is None:
+        return False
+    text = _untabbed(bytes(data[line_span[1] :]))
+    if text is None:
+        return True
+    want = m.group(1).decode()
+    return (
+        hashlib.md5(text).hexdigest() != want
+        and hashlib.md5(text.replace(b"\r\n", b"\n")).hexdigest() != want
+    )
+
+
+# a line that is not a payload line (those start with a TAB), with its end of line
+_RECORD_LINE = re.compile(rb"^(?!\t)[^\n]*\n?", re.M)
+
+
+def _scan(data, scan: LogScan) -> tuple[int, tuple[int, int] | None]:
+    """Scan the mapped log into SCAN; (the last record line's number, its span)."""
+    pending: Record | None = None  # a record waiting for its payload lines
+    last, last_span = 0, None
+    line_no = 0
+    prev_end = 0  # where the last record line ended: its payload lines, if any, start there
+    for m in _RECORD_LINE.finditer(data):
+        start, end = m.span()
+        if start == end:  # the empty match at the end of the file
+            break
+        if start > prev_end:  # payload lines since the last record line
+            line_no += data[prev_end:start].count(b"\n")
+        line_no += 1
+        if pending is not None:
+            _close_payload(pending, prev_end if start > prev_end else -1, start, scan)
+            pending = None
+        rec = _read_record(m.group(), line_no, scan, start)
+        last, last_span = line_no, (start, end)
+        if rec is not None and "has_payload" in rec.meta:
+            pending = rec
+        prev_end = end
+    size = len(data)
+    if pending is not None:
+        _close_payload(pending, prev_end if size > prev_end else -1, size, scan)
+    tail = data[prev_end:]  # payload lines after the last record line
+    scan.lines = line_no + tail.count(b"\n") + (1 if tail and not tail.endswith(b"\n") else 0)
+    return last, last_span
 
 
 def _note_cut(scan: LogScan, last: int, corrupt: list[tuple[int, str]], tail: bytes) -> None:
@@ -313,53 +356,71 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
     return rec
 
 
-_HAS_PAYLOAD = re.compile(rb'"has_payload": "([0-9a-f]{32})"')
-_KIND_OF_LINE = re.compile(rb'\] \{"(\w+)"')
+# log file -> (line, kind) of each payload read whose text is not what torch logged
+_CORRUPT: dict[Path, list[tuple[int, str]]] = {}
 
 
-class _Checksum:
+def _untabbed(raw: bytes) -> bytes | None:
+    """Payload lines as read ("\tl1\n\tl2\n") as the payload torch hashed ("l1\nl2"), in C;
+    None when some line lacks its TAB."""
+    if not raw:
+        return b""
+    lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
+    if not raw.startswith(b"\t") or raw.count(b"\n\t") != lines - 1:
+        return None
+    return raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n")
+
+
+def _verify(rec: Record, text: bytes) -> None:
     """torch writes each payload's md5 in its record (`has_payload`): a payload whose text does not
-    match was corrupted or edited after torch wrote it. Checked for every record, the ones the
-    reader skips too (tlparse's simple_corrupted_json.log breaks a chromium_event payload). The
-    lines are kept as read and hashed at once when the payload ends (C speed, not per line)."""
+    match was corrupted or edited after torch wrote it. Checked where a payload is read, not while a
+    log is scanned (hashing every payload of a 100 MB scan cost 23% more CPU, for payloads that
+    nothing may read); a mismatch is remembered for `corrupt_notes`."""
+    if _matches(rec, text):
+        return
+    seen = _CORRUPT.setdefault(rec.path, [])
+    if (rec.line_no, rec.kind) not in seen:
+        seen.append((rec.line_no, rec.kind))
 
-    def __init__(self) -> None:
-        self.lines: list[bytes] | None = None
-        self.want = b""
-        self.line_no = 0
-        self.kind = ""
-        self.bad: list[tuple[int, str]] = []
 
-    def open(self, line: bytes, line_no: int) -> None:
-        m = _HAS_PAYLOAD.search(line) if b'"has_payload"' in line else None
-        if m is None:
-            return
-        self.lines, self.want, self.line_no = [], m.group(1), line_no
-        k = _KIND_OF_LINE.search(line)
-        self.kind = k.group(1).decode() if k else "?"
+def _matches(rec: Record, text: bytes | None) -> bool:
+    want = (rec.meta or rec.full_meta()).get("has_payload")
+    if not isinstance(want, str):
+        return True
+    if text is None:
+        return False
+    if hashlib.md5(text).hexdigest() == want:
+        return True
+    # a log whose line ends were converted to CRLF (a Windows checkout)
+    return b"\r" in text and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest() == want
 
-    def close(self) -> None:
-        if self.lines is not None:
-            raw = b"".join(self.lines)  # "\tl1\n\tl2\n": the payload is l1 "\n" l2
-            text = raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n") if raw else b""
-            if hashlib.md5(text).hexdigest().encode() != self.want and not (
-                b"\r" in text  # a log whose line ends were converted to CRLF (a Windows checkout)
-                and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest().encode()
-                == self.want
-            ):
-                self.bad.append((self.line_no, self.kind))
-            self.lines = None
 
-    def note(self, scan: LogScan) -> None:
-        if self.bad:
-            where = ", ".join(f"line {n} ({k})" for n, k in self.bad[:5])
-            more = f" and {len(self.bad) - 5} more" if len(self.bad) > 5 else ""
-            scan.notes.append(
-                f"{scan.path.name}: {len(self.bad)} payload(s) differ from what torch logged (md5 of the"
+def intact(rec: Record, raw: bytes | None = None) -> bool:
+    """Whether a record's payload (`raw`, its TAB-prefixed lines as in the file; read when None) is
+    what torch logged: its md5 is the record's `has_payload`. True for a record without one. One
+    record's check, for whoever needs it before the payload is read (a log cut inside its last
+    record leaves that payload short)."""
+    if raw is None and rec.payload_span is not None:
+        with open(rec.path, "rb") as f:
+            f.seek(rec.payload_span[0])
+            raw = f.read(rec.payload_span[1] - rec.payload_span[0])
+    return _matches(rec, _untabbed(raw) if raw is not None else None)
+
+
+def corrupt_notes(paths) -> list[str]:
+    """One note per log of `paths` with payloads read so far that differ from torch's md5 of them."""
+    notes = []
+    for path in paths:
+        bad = sorted(_CORRUPT.get(Path(path), ()))
+        if bad:
+            where = ", ".join(f"line {n} ({k})" for n, k in bad[:5])
+            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+            notes.append(
+                f"{Path(path).name}: {len(bad)} payload(s) differ from what torch logged (md5 of the"
                 f" text is not the record's has_payload: edited, corrupt, or mixed with other output):"
                 f" {where}{more}; read as they are"
             )
-            scan.corrupt = list(self.bad)
+    return notes
 
 
 def _rank_mismatch(scan: LogScan, rank, line_no: int) -> None:

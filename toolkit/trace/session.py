@@ -29,7 +29,7 @@ from fxlens.trace.logfiles import (
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.parallel import read_models
 from fxlens.trace.processes import mark_workers
-from fxlens.trace.reader import Record, find_logs, rank_from_name
+from fxlens.trace.reader import Record, corrupt_notes, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
 from fxlens.trace.userframes import short_path, show_relative_to, source_line
 
@@ -189,13 +189,11 @@ class Session:
     @property
     def skipped(self) -> list[str]:
         trace_note = [str(self.info["torch_trace_note"])] if self.info.get("torch_trace_note") else []
-        return (
-            self.notes
-            + fold_notes(self._all("skipped"))
-            + self._events_skipped
-            + self._source_notes
-            + trace_note
-        )
+        noted = fold_notes(self._all("skipped"))
+        # payloads read since (the report's, the TUI's): checked where read (fxlens.trace.reader)
+        said = {m.split(":")[0] for m in noted if "differ from what torch logged" in m}
+        read_later = [n for n in corrupt_notes(self.logs) if n.split(":")[0] not in said]
+        return self.notes + noted + read_later + self._events_skipped + self._source_notes + trace_note
 
     # -- the user's source lines as they were when the run ended (fxlens.trace.sources) ----------
     @cached_property
@@ -218,10 +216,23 @@ class Session:
 
     def records(self, compile_id: str, rank: int | None = None) -> list[Record]:
         """Every record of one compile id (artifacts, graphs, guards) on one rank (default: the first)."""
-        for r in self.ranks:
-            if rank is None or r.rank == rank:
-                return list(r.by_compile.get(compile_id, []))
-        return []
+        model = self._rank_model(rank)
+        return list(model.by_compile.get(compile_id, [])) if model is not None else []
+
+    def _rank_model(self, rank: int | None) -> RankModel | None:
+        """The first model of `rank` (None: the first model), through an index kept beside the
+        ranks it was built from: the report asks once per compile, and a scan of 1024 ranks for
+        each was a million steps."""
+        ranks = self.ranks
+        if rank is None:
+            return ranks[0] if ranks else None
+        index = self.__dict__.get("_rank_index")
+        if index is None or index[0] is not ranks:
+            first: dict = {}
+            for r in ranks:
+                first.setdefault(r.rank, r)
+            index = self.__dict__["_rank_index"] = (ranks, first)
+        return index[1].get(rank)
 
     def guards(self, compile_id: str, rank: int | None = None) -> list[str]:
         """The guard lines of a compile id, read from the trace now."""
