@@ -8,7 +8,6 @@ without decoding their JSON: that is what makes a 100 MB log cheap.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from fxlens.trace.kinds import table
 from fxlens.trace.logfiles import plain_copy
+from fxlens.trace.payloads import corrupt_notes, intact, last_payload_short, untabbed, verify_payload  # noqa: F401 - read from here
 from fxlens.trace.shapes import problem
 
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid
@@ -113,14 +113,14 @@ class Record:
         with open(self.path, "rb") as f:
             f.seek(start)
             raw = f.read(end - start)
-        text = _untabbed(raw)
+        text = untabbed(raw)
         if text is None:  # a line without its TAB (a span not from scan_log): line by line
             return "\n".join(
                 line[1:].removesuffix("\r")
                 for line in raw.decode("utf-8", "replace").split("\n")
                 if line.startswith("\t")
             )
-        _verify(self, text)
+        verify_payload(self, text)
         # (a CRLF line end, from a converted log, is not the payload's)
         plain = text.replace(b"\r\n", b"\n").removesuffix(b"\r") if b"\r" in text else text
         return plain.decode("utf-8", "replace")
@@ -209,30 +209,9 @@ def scan_log(path: str | Path) -> LogScan:
             tail = bytes(data[data.rfind(b"\n", 0, max(0, len(data) - 1)) + 1 :])
             # the last record's payload is checked now (the others where they are read): a log
             # cut at a line boundary inside it leaves it short of torch's md5
-            short = _last_payload_short(data, last_end)
+            short = last_payload_short(data, last_end)
     _note_cut(scan, last, [(last, "payload")] if short else [], tail)
     return scan
-
-
-_HAS_PAYLOAD = re.compile(rb'"has_payload": "([0-9a-f]+)"')
-
-
-def _last_payload_short(data, line_span: tuple[int, int] | None) -> bool:
-    """Whether the last record line (its span in DATA) promises a payload that the rest of the log
-    does not hold whole (its md5 differs), kept or skipped kinds alike."""
-    if line_span is None:
-        return False
-    m = _HAS_PAYLOAD.search(data, line_span[0], line_span[1])
-    if m is None:
-        return False
-    text = _untabbed(bytes(data[line_span[1] :]))
-    if text is None:
-        return True
-    want = m.group(1).decode()
-    return (
-        hashlib.md5(text).hexdigest() != want
-        and hashlib.md5(text.replace(b"\r\n", b"\n")).hexdigest() != want
-    )
 
 
 # a line that is not a payload line (those start with a TAB), with its end of line
@@ -354,73 +333,6 @@ def _read_record(line: bytes, line_no: int, scan: LogScan, offset: int = 0) -> R
                 rec.line_span = (offset, offset + len(line))
     scan.records.append(rec)
     return rec
-
-
-# log file -> (line, kind) of each payload read whose text is not what torch logged
-_CORRUPT: dict[Path, list[tuple[int, str]]] = {}
-
-
-def _untabbed(raw: bytes) -> bytes | None:
-    """Payload lines as read ("\tl1\n\tl2\n") as the payload torch hashed ("l1\nl2"), in C;
-    None when some line lacks its TAB."""
-    if not raw:
-        return b""
-    lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") else 1)
-    if not raw.startswith(b"\t") or raw.count(b"\n\t") != lines - 1:
-        return None
-    return raw[1:].rstrip(b"\n").replace(b"\n\t", b"\n")
-
-
-def _verify(rec: Record, text: bytes) -> None:
-    """torch writes each payload's md5 in its record (`has_payload`): a payload whose text does not
-    match was corrupted or edited after torch wrote it. Checked where a payload is read, not while a
-    log is scanned (hashing every payload of a 100 MB scan cost 23% more CPU, for payloads that
-    nothing may read); a mismatch is remembered for `corrupt_notes`."""
-    if _matches(rec, text):
-        return
-    seen = _CORRUPT.setdefault(rec.path, [])
-    if (rec.line_no, rec.kind) not in seen:
-        seen.append((rec.line_no, rec.kind))
-
-
-def _matches(rec: Record, text: bytes | None) -> bool:
-    want = (rec.meta or rec.full_meta()).get("has_payload")
-    if not isinstance(want, str):
-        return True
-    if text is None:
-        return False
-    if hashlib.md5(text).hexdigest() == want:
-        return True
-    # a log whose line ends were converted to CRLF (a Windows checkout)
-    return b"\r" in text and hashlib.md5(text.replace(b"\r\n", b"\n").removesuffix(b"\r")).hexdigest() == want
-
-
-def intact(rec: Record, raw: bytes | None = None) -> bool:
-    """Whether a record's payload (`raw`, its TAB-prefixed lines as in the file; read when None) is
-    what torch logged: its md5 is the record's `has_payload`. True for a record without one. One
-    record's check, for whoever needs it before the payload is read (a log cut inside its last
-    record leaves that payload short)."""
-    if raw is None and rec.payload_span is not None:
-        with open(rec.path, "rb") as f:
-            f.seek(rec.payload_span[0])
-            raw = f.read(rec.payload_span[1] - rec.payload_span[0])
-    return _matches(rec, _untabbed(raw) if raw is not None else None)
-
-
-def corrupt_notes(paths) -> list[str]:
-    """One note per log of `paths` with payloads read so far that differ from torch's md5 of them."""
-    notes = []
-    for path in paths:
-        bad = sorted(_CORRUPT.get(Path(path), ()))
-        if bad:
-            where = ", ".join(f"line {n} ({k})" for n, k in bad[:5])
-            more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-            notes.append(
-                f"{Path(path).name}: {len(bad)} payload(s) differ from what torch logged (md5 of the"
-                f" text is not the record's has_payload: edited, corrupt, or mixed with other output):"
-                f" {where}{more}; read as they are"
-            )
-    return notes
 
 
 def _rank_mismatch(scan: LogScan, rank, line_no: int) -> None:
