@@ -33,6 +33,9 @@ class FixKind:
 FIXES: dict[str, FixKind] = {
     # a torch._dynamo.config switch for the whole run (capture_scalar_outputs, recompile_limit, ...)
     "config": FixKind("config", "{target}", "`torch._dynamo.config.{name} = {value!r}`"),
+    # a switch of another torch config module for the whole run (`module` names it:
+    # torch._functorch.config's activation_memory_budget, torch._inductor.config's freezing)
+    "torch_config": FixKind("config", "{target}", "`{module}.{name} = {value!r}`"),
     # mark one argument of the compiled function dynamic in `dim` before each call
     "mark_dynamic": FixKind(
         "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
@@ -110,6 +113,11 @@ def action(kind: str, **params) -> dict:
 def config_action(name: str, value, target: str) -> dict:
     """A torch._dynamo.config switch that should improve `target` (recompiles, breaks, ...)."""
     return action("config", name=name, value=value, target=target)
+
+
+def torch_config_action(module: str, name: str, value, target: str) -> dict:
+    """A switch of a torch config module other than Dynamo's (`torch._functorch.config`)."""
+    return action("torch_config", module=module, name=name, value=value, target=target)
 
 
 # (pattern on torch's graph-break reason and explanation, the fixes) - first match wins; read by
