@@ -43,6 +43,7 @@ def _rec(memory: dict, script: str, name: str) -> dict:
             "at_line": 1, "bench": {"memory": memory}}
 
 
+@pytest.mark.slow
 def test_recompile_storm_holds_one_constant_per_shape(tmp_path):
     out = _drive("mem_storm.py", "f", trace=tmp_path)
     held = out["memory"]["held"]
@@ -60,6 +61,7 @@ def test_recompile_storm_holds_one_constant_per_shape(tmp_path):
     assert sum(p["bytes"] for p in f["parts"]) == f["difference"]
 
 
+@pytest.mark.slow
 def test_compiled_partition_saves_more_named_by_op_and_line(tmp_path):
     out = _drive("mem_saved.py", "step", "backward", trace=tmp_path)
     mem, hand = out["memory"], out["by_hand_saved"]
@@ -112,3 +114,36 @@ def test_doctor_names_the_storm_in_its_json(tmp_path):
     assert {a["kind"] for a in cause["actions"]} >= {"dynamic", "config"}
     assert "Memory by cause" in done.stdout
     assert memory_breakdown  # the module the JSON came from
+
+
+def test_measure_agrees_with_the_profiler_and_hooks_by_hand():
+    """In this process, on a small module (backend eager: compiles in a second): the peak and the
+    saved bytes doctor's measurement gives equal a by-hand profiler sum and a by-hand hooks count."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from fxlens.doctor.memprobe import measure
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(128, 512), torch.nn.GELU(), torch.nn.Linear(512, 8))
+    x = torch.randn(256, 128)
+    compiled = torch.compile(net, backend="eager")
+    compiled(x).sum().backward()
+    out = measure(net, compiled, (x,), {}, backward=False)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        y = net(x)
+        del y
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+                    key=lambda e: e.start_ns())
+    level = peak = 0
+    for e in events:
+        level += e.nbytes()
+        peak = max(peak, level)
+    assert out["eager"]["peak"] == peak
+    skip = {p.untyped_storage().data_ptr() for p in net.parameters()} | {x.untyped_storage().data_ptr()}
+    sys.path.insert(0, str(DRIVER.parent))
+    from memdriver import by_hand_saved
+
+    assert out["eager"]["saved"]["bytes"] == by_hand_saved(net, (x,), skip) > 0
+    assert out["compiled"]["saved"]["bytes"] == by_hand_saved(compiled, (x,), skip)
+    assert out["held"]["bytes"] == 0  # backend eager holds nothing of its own
