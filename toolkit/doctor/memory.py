@@ -40,8 +40,9 @@ class RssMarks:
         self.end: dict | None = None
         self._open: dict | None = None
 
-    def compile_started(self) -> None:
-        self._open = {"max": max_rss(), "now": current_rss()}
+    def compile_started(self, paused: bool = False) -> None:
+        if not paused:
+            self._open = {"max": max_rss(), "now": current_rss()}
 
     def compile_ended(self, seconds: float) -> None:
         if self._open is None:
@@ -72,6 +73,8 @@ def process_peak_memory(marks: RssMarks | None = None) -> dict:
     """
     import torch
 
+    if marks is not None:
+        marks.script_ended()  # at exit, when the script did not end normally (no replay ran)
     peak = (marks.end or {}).get("max") if marks is not None else None
     out = {"rss_bytes": peak or max_rss(), "cuda_bytes": None}
     if marks is not None:
@@ -82,3 +85,11 @@ def process_peak_memory(marks: RssMarks | None = None) -> dict:
             torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count())
         )
     return out
+
+
+def measure_call(call: tuple, call_state, probe) -> dict:
+    """The tensor memory of a record's typical call, eager vs compiled (fxlens.doctor.memprobe,
+    imported only when doctor replays)."""
+    from fxlens.doctor.memprobe import measure_call as measure
+
+    return measure(call, call_state, probe)

@@ -19,6 +19,7 @@ part's seconds are returned: the profiler's own cost is the measurement's price.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 
@@ -58,14 +59,16 @@ def _leaves(outs: list) -> list:
     return list(leaves.values())
 
 
-def _backward(out) -> None:
-    """The call's backward without touching `.grad`: gradients of every output to every leaf."""
+def _backward(out) -> bool:
+    """The call's backward without touching `.grad`: gradients of every output to every leaf.
+    False when nothing in the output requires grad (no backward to run)."""
     import torch
 
     outs = [t for t in _tensors(out) if t.requires_grad and t.grad_fn is not None]
     leaves = _leaves(outs)
     if outs and leaves:
         torch.autograd.grad(outs, leaves, [torch.ones_like(t) for t in outs], allow_unused=True)
+    return bool(outs and leaves)
 
 
 def _peaks(fn, args, kwargs, backward: bool) -> dict:
@@ -83,7 +86,7 @@ def _peaks(fn, args, kwargs, backward: bool) -> dict:
         out = fn(*args, **kwargs)
         if backward:
             with record_function(_MARK):
-                _backward(out)
+                backward = _backward(out)
         del out
     took = time.perf_counter() - t0
     events = prof.profiler.kineto_results.events()
@@ -106,12 +109,18 @@ def _peaks(fn, args, kwargs, backward: bool) -> dict:
     }
 
 
-def _user_line() -> tuple[str | None, int | None]:
-    """The innermost frame of the user's code on the stack (where an op saved a tensor)."""
+def _model_line() -> tuple[str | None, int | None]:
+    """The innermost frame on the stack outside torch and fxlens (where an op saved a tensor): the
+    model's own line, a library's (transformers' modeling file) included, else the user's."""
+    import torch
+
+    skip = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
     f = sys._getframe(2)
-    while f is not None and not is_user_file(f.f_code.co_filename):
+    while f is not None and (f.f_code.co_filename.startswith(skip) or f.f_code.co_filename.startswith("<")):
         f = f.f_back
-    return (f.f_code.co_filename, f.f_lineno) if f is not None else (None, None)
+    if f is None or not (is_user_file(f.f_code.co_filename) or os.path.exists(f.f_code.co_filename)):
+        return None, None
+    return f.f_code.co_filename, f.f_lineno
 
 
 def _saved(fn, args, kwargs, skip: set[int]) -> dict:
@@ -126,7 +135,7 @@ def _saved(fn, args, kwargs, skip: set[int]) -> dict:
         dtype = str(t.dtype).replace("torch.", "")
         order.append((key, list(t.shape), dtype, int(nbytes)))
         if key not in skip and key not in kept:
-            file, line = _user_line()
+            file, line = _model_line()
             op = type(t.grad_fn).__name__ if t.grad_fn is not None else None
             kept[key] = {"shape": list(t.shape), "dtype": dtype, "bytes": int(nbytes), "op": op}
             kept[key].update(file=file, line=line)
@@ -177,7 +186,7 @@ def measure(eager_fn, compiled_fn, args, kwargs, *, backward: bool) -> dict:
     t0 = time.perf_counter()
     owner = getattr(eager_fn, "__self__", eager_fn)
     skip = own_storages(owner, args, kwargs, _global_modules(eager_fn))
-    out: dict = {"backward": backward}
+    out: dict = {}
     # the saved-tensor pass needs grad; under no_grad nothing is saved and it is skipped
     grad = torch.is_grad_enabled()
     for side, fn in (("eager", eager_fn), ("compiled", compiled_fn)):
@@ -190,5 +199,24 @@ def measure(eager_fn, compiled_fn, args, kwargs, *, backward: bool) -> dict:
     code_of = type(owner).forward if isinstance(owner, torch.nn.Module) else eager_fn
     entries = held_tensors(code_of, skip)
     out["held"] = {"entries": entries, "bytes": sum(e["bytes"] for e in entries)}
+    out["backward"] = out["eager"]["backward"]  # whether a backward ran (an output required grad)
     out["seconds"] = round(time.perf_counter() - t0, 4)
+    return out
+
+
+def measure_call(call: tuple, call_state, probe) -> dict:
+    """doctor's probe, after the script: `measure` on a record's typical call, in the state it ran
+    in, with its backward whenever the output requires grad (whether the script ran one cannot be
+    told: HF outputs and lazily compiled backwards hide it). `probe.compiles` counts compiles: one
+    during the measurement is said, not hidden."""
+    from fxlens.doctor.callstate import restored
+
+    eager_fn, compiled_fn, args, kwargs = call
+    before = probe.compiles
+    try:
+        with restored(call_state):
+            out = measure(eager_fn, compiled_fn, args, kwargs, backward=True)
+    except Exception as e:  # noqa: BLE001 - the timing stands without it
+        return {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
+    out["compiles"] = probe.compiles - before
     return out

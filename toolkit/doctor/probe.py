@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from fxlens.capture.compile_hook import observe
 from fxlens.doctor.callstate import capture_or_none
 from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
-from fxlens.doctor.memory import RssMarks, process_peak_memory
+from fxlens.doctor.memory import RssMarks, measure_call, process_peak_memory
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import is_user_file
 
@@ -94,7 +94,7 @@ class _State:
     trace_boundary: dict | None = None  # where the script's trace ends (fxlens.doctor.replaytrace.mark)
     replay_compiles: int = 0  # compiles during the after-script measurement: doctor's, not the script's
     replay_s: float = 0.0  # seconds of that measurement: doctor's time, never the script's wall time
-    rss: RssMarks | None = None  # peak RSS before the script, around each compile, at its end
+    rss: RssMarks = field(default_factory=RssMarks)  # peak RSS before the script, around compiles, at its end
 
 
 _STATE = _State()
@@ -102,18 +102,16 @@ _STATE = _State()
 
 def _on_compile_start(*_args) -> None:
     _STATE.compile_t0 = time.perf_counter()
-    if _STATE.rss is not None and not _STATE.measuring:
-        _STATE.rss.compile_started()
+    _STATE.rss.compile_started(paused=_STATE.measuring)  # doctor's replay is not the script's memory
 
 
 def _on_compile_end(*_args) -> None:
     took = time.perf_counter() - _STATE.compile_t0
     _STATE.compiles += 1
     _STATE.compile_s += took
+    _STATE.rss.compile_ended(took)
     if _STATE.measuring:
         _STATE.replay_compiles += 1
-    elif _STATE.rss is not None:
-        _STATE.rss.compile_ended(took)
     # a compile outside any timed call is AOTAutograd's lazy backward (or a compile the script
     # triggered some other way): charge it to the object called last, whose graph it belongs to
     if _STATE.depth == 0 and _STATE.last is not None and not _STATE.measuring:
@@ -288,8 +286,6 @@ def _flush() -> None:
     """At exit: one `doctor_probe` event with everything measured in this process."""
     if not _STATE.session:
         return
-    if _STATE.rss is not None:
-        _STATE.rss.script_ended()
     rank = os.environ.get("RANK")
     append_event(
         _STATE.session,
@@ -367,8 +363,7 @@ def measure_all() -> None:
 
     from fxlens.doctor.interleave import ReplayRefused, measure
 
-    if _STATE.rss is not None:
-        _STATE.rss.script_ended()  # the script's peak: doctor's replay below is not the script's
+    _STATE.rss.script_ended()  # the script's peak: doctor's replay below is not the script's
     if _STATE.mode != "compiled" or _STATE.budget_s <= 0:
         return
     from fxlens.doctor.callstate import describe, restored, unrestorable
@@ -406,7 +401,7 @@ def measure_all() -> None:
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
                 rec.bench["replayed_in"] = describe(call_state)
                 rec.bench["segments"] = profile_replay(compiled_fn, args, kwargs, call_state)
-                rec.bench["memory"] = _memory(rec, eager_fn, compiled_fn, args, kwargs, call_state)
+                rec.bench["memory"] = measure_call(timed[:2] + (args, kwargs), call_state, _STATE)
             except ReplayRefused as e:  # the call changes its arguments: a replay times another call
                 rec.bench = {"skipped": f"not replayed: {e}"}
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others
@@ -415,23 +410,6 @@ def measure_all() -> None:
         _STATE.replay_s += time.perf_counter() - t0
         _STATE.measuring = False
         _STATE.last_call.clear()  # let the arguments go before interpreter teardown
-
-
-def _memory(rec: ProbeRecord, eager_fn, compiled_fn, args, kwargs, call_state) -> dict:
-    """Eager vs compiled tensor memory of the typical call (fxlens.doctor.memprobe); its backward
-    too when the script ran one (AOTAutograd compiled a backward after a call returned)."""
-    from fxlens.doctor.callstate import restored
-    from fxlens.doctor.memprobe import measure as measure_memory
-
-    before = _STATE.compiles
-    try:
-        with restored(call_state):
-            backward = rec.grad_calls > 0 and rec.outside_compile_ms > 0
-            out = measure_memory(eager_fn, compiled_fn, args, kwargs, backward=backward)
-    except Exception as e:  # noqa: BLE001 - the timing stands without it
-        return {"skipped": f"error: {type(e).__name__}: {str(e)[:200]}"}
-    out["compiles"] = _STATE.compiles - before  # nonzero: the measurement compiled (say so)
-    return out
 
 
 def runner_hook(script: str, session: str):
@@ -458,7 +436,6 @@ def install(mode: str, script: str, session: str) -> None:
     _STATE.mode = mode
     _STATE.session = session
     _STATE.t0 = time.perf_counter()
-    _STATE.rss = RssMarks()
     if mode == "eager":
         # the baseline: every torch.compile'd object runs its original code, nothing compiles
         torch.compiler.set_stance("force_eager")

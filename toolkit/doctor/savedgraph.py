@@ -10,7 +10,12 @@ prints before the nodes a user line made. Pure text reading: no torch.
 
 from __future__ import annotations
 
-from fxlens.trace.graph_code import _ANNOT, _ASSIGN, _FILE_COMMENT, _PARAM, _SIGNATURE, op_name
+from fxlens.trace.graph_code import ANNOTATION as _ANNOT
+from fxlens.trace.graph_code import ASSIGNMENT as _ASSIGN
+from fxlens.trace.graph_code import FILE_COMMENT as _FILE_COMMENT
+from fxlens.trace.graph_code import PARAMETER as _PARAM
+from fxlens.trace.graph_code import SIGNATURE as _SIGNATURE
+from fxlens.trace.graph_code import op_name
 
 
 def _shape(annot: str | None) -> list[str] | None:
