@@ -52,9 +52,13 @@ def memory_lines(mem: dict) -> list[str]:
     out = []
     if mem.get("breakdown"):
         total = (mem["rss"]["compiled"] or 0) - (mem["rss"]["eager"] or 0)
-        rows = [[_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"]), p.get("what", "")] for p in mem["breakdown"]]
+        rows = [[_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"])] for p in mem["breakdown"]]
         out += [f"Memory by cause: peak RSS compiled - eager = {mib(total)}, in parts that add up to it:",
-                tabulate(rows, headers=["part", "bytes", ""], tablefmt="simple"), ""]
+                tabulate(rows, headers=["part", "bytes"], tablefmt="simple")]
+        if mem["breakdown"][-1]["bytes"] < 0:
+            out.append("(a remainder below 0: compiling had already raised the peak that eager reached "
+                       "while running)")
+        out.append("")
     for f in mem.get("functions") or []:
         head = (
             f"`{f['function']}` tensor peak per call{' (forward and backward)' if f['backward'] else ''}: "
