@@ -24,16 +24,13 @@ from fxlens.doctor.finding import code_action, loc, simple, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.savedgraph import name_constant, name_saved
 from fxlens.report.fixes import action, config_action, torch_config_action
+from fxlens.report.memorytext import mib
 from fxlens.trace.session import Session
 
 # a cause smaller than this is listed in the breakdown but named nowhere else
 MIN_BYTES = 1 << 20
 # the activation budget tried first: the partitioner then recomputes until half the saved bytes are gone
 ACTIVATION_BUDGET = 0.5
-
-
-def mib(n: int | None) -> str:
-    return "?" if n is None else f"{n / (1 << 20):+.1f} MiB" if n < 0 else f"{n / (1 << 20):.1f} MiB"
 
 
 def _probes(session: Session | None) -> list[dict]:

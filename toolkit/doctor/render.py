@@ -11,8 +11,8 @@ from pathlib import Path
 from tabulate import tabulate
 
 from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
-from fxlens.doctor.memrender import memory_lines
 from fxlens.doctor.warm import warm_lines
+from fxlens.report.memorytext import memory_lines
 from fxlens.trace.userframes import short_path
 
 
@@ -242,7 +242,7 @@ def _memory_lines(result: dict) -> list[str]:
         ["script wall time", _num(wall["eager_s"], ".2f") + " s", _num(wall["compiled_s"], ".2f") + " s"],
         [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
     ]
-    # memory by cause (fxlens.doctor.memrender): the parts of the difference, per function too
+    # memory by cause (fxlens.report.memorytext): the parts of the difference, per function too
     return ["", tabulate(rows, headers=["", "eager", "compiled"], tablefmt="simple"), "", *memory_lines(mem)]
 
 

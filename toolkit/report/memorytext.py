@@ -1,12 +1,20 @@
-"""`fxlens doctor`'s "memory by cause" lines: the peak RSS difference and each function's tensor
-peak difference, each in parts that add up to it (fxlens.doctor.memcauses)."""
+"""The "memory by cause" tables of a doctor result: the peak RSS difference and each function's
+tensor peak difference, each in parts that add up to it (made by fxlens.doctor.memcauses). Here, in
+the report layer, so that doctor's text and the TUI's results view print the same lines."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
-from fxlens.doctor.finding import loc
-from fxlens.doctor.memcauses import mib
+from fxlens.trace.userframes import short_path
+
+def mib(n: int | None) -> str:
+    return "?" if n is None else f"{n / (1 << 20):+.1f} MiB" if n < 0 else f"{n / (1 << 20):.1f} MiB"
+
+
+def loc(file: str | None, line: int | None) -> str:
+    return f"{short_path(file)}:{line}" if file else "?"
+
 
 _NAMES = {
     "before_script": "before the script (imports)",
