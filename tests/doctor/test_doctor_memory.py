@@ -89,6 +89,13 @@ def test_frozen_constant_held_beside_the_parameter(tmp_path):
     assert any(n.startswith("_frozen_param") for n in names), names
     # the folded `w * 2` is a new 1024 x 1024 float32 tensor: at least its 4 MiB
     assert held["bytes"] >= 4 << 20
+    from fxlens.doctor.memcauses import _held_cause
+
+    rec = _rec(out["memory"], "mem_frozen.py", "Scaled.forward")
+    f = function_memory(rec, [], [])
+    cause = _held_cause(f, next(p for p in f["parts"] if p["cause"] == "held_by_compiled_code"), rec)
+    assert {"kind": "torch_config", "params": {"module": "torch._inductor.config", "name": "freezing",
+            "value": False, "target": "peak_memory"}} in cause["actions"]
 
 
 def test_run_breakdown_adds_up_to_the_rss_difference():
