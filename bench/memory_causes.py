@@ -120,7 +120,9 @@ def one(name: str) -> dict:
     from fxlens.doctor.memprobe import measure
 
     model, compiled, kw, train = script(name)
-    doctor = measure(model, compiled, (), kw, backward=train)
+    # in the grad mode the script called it in, as doctor's probe replays it (another recompiles)
+    with torch.enable_grad() if train else torch.no_grad():
+        doctor = measure(model, compiled, (), kw, backward=train)
     hand: dict = {}
     if train:
         skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
