@@ -65,6 +65,8 @@ def _backward(out) -> bool:
     import torch
 
     outs = [t for t in _tensors(out) if t.requires_grad and t.grad_fn is not None]
+    # a scalar among them is the loss the script backpropagates (HF's `loss` beside its `logits`)
+    outs = [t for t in outs if t.numel() == 1] or outs
     leaves = _leaves(outs)
     if outs and leaves:
         torch.autograd.grad(outs, leaves, [torch.ones_like(t) for t in outs], allow_unused=True)
