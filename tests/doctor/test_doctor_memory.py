@@ -56,7 +56,7 @@ def test_recompile_storm_holds_one_constant_per_shape(tmp_path):
     f = function_memory(_rec(out["memory"], "mem_storm.py", "lookup"), [], _dynamo_graphs(session))
     part = next(p for p in f["parts"] if p["cause"] == "held_by_compiled_code")
     assert part["entries_holding"] == 6
-    assert part["largest"][0]["line"] == _line_of("mem_storm.py", "table()[")
+    assert part["largest"][0]["line"] == _line_of("mem_storm.py", "x @ table()")
     # the parts add up to the measured difference, remainder included
     assert sum(p["bytes"] for p in f["parts"]) == f["difference"]
 
@@ -117,7 +117,7 @@ def test_doctor_names_the_storm_in_its_json(tmp_path):
     total = mem["rss"]["compiled"] - mem["rss"]["eager"]
     assert sum(p["bytes"] for p in mem["breakdown"]) == total
     cause = next(c for c in mem["causes"] if c["cause"] == "held_by_compiled_code")
-    assert cause["line"] == _line_of("mem_storm.py", "table()[") and cause["bytes"] == 6 * (4 << 20)
+    assert cause["line"] == _line_of("mem_storm.py", "x @ table()") and cause["bytes"] == 6 * (4 << 20)
     assert {a["kind"] for a in cause["actions"]} >= {"dynamic", "config"}
     assert "Memory by cause" in done.stdout
     assert memory_breakdown  # the module the JSON came from
