@@ -37,17 +37,31 @@ def build(name: str):
     torch.manual_seed(0)
     if name == "llama":
         cfg = transformers.LlamaConfig(
-            vocab_size=1000, hidden_size=128, intermediate_size=384, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+            vocab_size=1000,
+            hidden_size=128,
+            intermediate_size=384,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
         )
         ids = torch.randint(0, 1000, (2, 64))
         return transformers.LlamaForCausalLM(cfg).train(), {"input_ids": ids, "labels": ids}, True
     if name == "vit":
         cfg = transformers.ViTConfig(
-            hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
-            image_size=64, patch_size=16, num_labels=100,
+            hidden_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=512,
+            image_size=64,
+            patch_size=16,
+            num_labels=100,
         )
-        return transformers.ViTForImageClassification(cfg).eval(), {"pixel_values": torch.randn(2, 3, 64, 64)}, False
+        return (
+            transformers.ViTForImageClassification(cfg).eval(),
+            {"pixel_values": torch.randn(2, 3, 64, 64)},
+            False,
+        )
     if name == "resnet":
         cfg = transformers.ResNetConfig(
             embedding_size=32, hidden_sizes=[32, 64, 128, 256], depths=[1, 1, 1, 1], num_labels=10
@@ -128,11 +142,17 @@ def one(name: str) -> dict:
         skip = {p.untyped_storage().data_ptr() for p in model.parameters()}
         skip |= {b.untyped_storage().data_ptr() for b in model.buffers()}
         skip |= {t.untyped_storage().data_ptr() for t in kw.values()}
-        hand["saved"] = {"eager": _by_hand_saved(model, kw, skip), "compiled": _by_hand_saved(compiled, kw, skip)}
+        hand["saved"] = {
+            "eager": _by_hand_saved(model, kw, skip),
+            "compiled": _by_hand_saved(compiled, kw, skip),
+        }
         model.zero_grad(set_to_none=True)
     ctx = torch.enable_grad() if train else torch.no_grad()
     with ctx:
-        hand["peak"] = {"eager": _by_hand_peak(model, kw, train), "compiled": _by_hand_peak(compiled, kw, train)}
+        hand["peak"] = {
+            "eager": _by_hand_peak(model, kw, train),
+            "compiled": _by_hand_peak(compiled, kw, train),
+        }
     for side in ("eager", "compiled"):
         if doctor[side].get("saved"):
             doctor[side]["saved"].pop("order", None)
@@ -143,16 +163,34 @@ def _doctor_time(name: str) -> dict:
     env = dict(os.environ, FXLENS_SESSIONS_DIR=os.path.join("/tmp", "fxlens-memory-bench"))
     t0 = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", "doctor", "--budget", "5", "--json", "-", __file__, "--script", name],
-        capture_output=True, text=True, env=env, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "fxlens.cli",
+            "doctor",
+            "--budget",
+            "5",
+            "--json",
+            "-",
+            __file__,
+            "--script",
+            name,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
     )
     took = time.perf_counter() - t0
     try:
         mem = json.loads(done.stdout)["peak_memory"]
     except (ValueError, KeyError):
         return {"seconds": round(took, 1), "error": done.stderr[-300:]}
-    return {"seconds": round(took, 1), "memory_s": mem.get("cost", {}).get("seconds"),
-            "causes": [(c["cause"], c["bytes"]) for c in mem.get("causes", [])]}
+    return {
+        "seconds": round(took, 1),
+        "memory_s": mem.get("cost", {}).get("seconds"),
+        "causes": [(c["cause"], c["bytes"]) for c in mem.get("causes", [])],
+    }
 
 
 def _mib(n) -> str:
@@ -199,7 +237,9 @@ def main() -> int:
         return 0
     rows = []
     for name in args.models:
-        done = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(
+            [sys.executable, __file__, "--one", name], capture_output=True, text=True, timeout=1800
+        )
         line = next((ln for ln in done.stdout.splitlines() if ln.startswith("{")), None)
         if line is None:
             print(name, "failed:", done.stderr[-500:])

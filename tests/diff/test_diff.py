@@ -169,8 +169,19 @@ def test_text_never_sends_a_terminal_escape():
 def test_doctor_memory_parts_a_to_b_only_when_both_have_them():
     def with_memory(held: int) -> dict:
         r = _report()
-        r["events"] = [{"event": "doctor", "peak_memory": {"eager": 100, "compiled": 150 + held, "breakdown": [
-            {"cause": "compiler", "bytes": 50}, {"cause": "held_by_compiled_code", "bytes": held}]}}]
+        r["events"] = [
+            {
+                "event": "doctor",
+                "peak_memory": {
+                    "eager": 100,
+                    "compiled": 150 + held,
+                    "breakdown": [
+                        {"cause": "compiler", "bytes": 50},
+                        {"cause": "held_by_compiled_code", "bytes": held},
+                    ],
+                },
+            }
+        ]
         return r
 
     assert compare(with_memory(24), _report())["doctor_memory"] is None

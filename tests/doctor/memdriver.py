@@ -45,7 +45,10 @@ def main() -> None:
         if backward:
             skip = {p.untyped_storage().data_ptr() for p in eager.parameters()}
             skip |= {a.untyped_storage().data_ptr() for a in args}
-            hand = {"eager": by_hand_saved(eager, args, skip), "compiled": by_hand_saved(compiled, args, skip)}
+            hand = {
+                "eager": by_hand_saved(eager, args, skip),
+                "compiled": by_hand_saved(compiled, args, skip),
+            }
     extra = {k: g[k]() for k in ("EXPECT",) if k in g}
     print(json.dumps({"memory": out, "by_hand_saved": hand, **extra}))
 

@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from doctor_helpers import SCRIPTS, fxlens
 
 from fxlens.doctor.memcauses import function_memory, memory_breakdown, run_breakdown
 from fxlens.trace.session import Session
-
-from doctor_helpers import SCRIPTS, fxlens
 
 DRIVER = Path(__file__).parent / "memdriver.py"
 
@@ -27,7 +26,10 @@ def _drive(script: str, name: str, *extra: str, trace: Path | None = None) -> di
         env["TORCH_TRACE"] = str(trace)
     done = subprocess.run(
         [sys.executable, str(DRIVER), str(SCRIPTS / script), name, *extra],
-        capture_output=True, text=True, env=env, timeout=900,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(next(ln for ln in done.stdout.splitlines() if ln.startswith("{")))
@@ -39,8 +41,14 @@ def _line_of(script: str, text: str) -> int:
 
 
 def _rec(memory: dict, script: str, name: str) -> dict:
-    return {"name": name, "def_file": str(SCRIPTS / script), "def_line": 1, "at_file": str(SCRIPTS / script),
-            "at_line": 1, "bench": {"memory": memory}}
+    return {
+        "name": name,
+        "def_file": str(SCRIPTS / script),
+        "def_line": 1,
+        "at_file": str(SCRIPTS / script),
+        "at_line": 1,
+        "bench": {"memory": memory},
+    }
 
 
 @pytest.mark.slow
@@ -94,13 +102,24 @@ def test_frozen_constant_held_beside_the_parameter(tmp_path):
     rec = _rec(out["memory"], "mem_frozen.py", "Scaled.forward")
     f = function_memory(rec, [], [])
     cause = _held_cause(f, next(p for p in f["parts"] if p["cause"] == "held_by_compiled_code"), rec)
-    assert {"kind": "torch_config", "params": {"module": "torch._inductor.config", "name": "freezing",
-            "value": False, "target": "peak_memory"}} in cause["actions"]
+    assert {
+        "kind": "torch_config",
+        "params": {
+            "module": "torch._inductor.config",
+            "name": "freezing",
+            "value": False,
+            "target": "peak_memory",
+        },
+    } in cause["actions"]
 
 
 def test_run_breakdown_adds_up_to_the_rss_difference():
     eager = {"start": {"max": 100}, "compiles": [], "end": {"max": 500}}
-    compiled = {"start": {"max": 110}, "compiles": [{"peak_growth": 300}, {"peak_growth": 50}], "end": {"max": 900}}
+    compiled = {
+        "start": {"max": 110},
+        "compiles": [{"peak_growth": 300}, {"peak_growth": 50}],
+        "end": {"max": 900},
+    }
     parts = run_breakdown(eager, compiled, held=40, call_tensors=20)
     assert sum(p["bytes"] for p in parts) == 900 - 500
     by = {p["cause"]: p["bytes"] for p in parts}
@@ -140,8 +159,10 @@ def test_measure_agrees_with_the_profiler_and_hooks_by_hand():
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         y = net(x)
         del y
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns())
+    events = sorted(
+        (e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+        key=lambda e: e.start_ns(),
+    )
     level = peak = 0
     for e in events:
         level += e.nbytes()

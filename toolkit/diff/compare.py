@@ -413,7 +413,9 @@ def _memory_diff(ma: dict | None, mb: dict | None) -> list[dict] | None:
     rows = [{"what": f"peak {side}", "a": ma.get(side), "b": mb.get(side)} for side in ("eager", "compiled")]
     parts_a = {p["cause"]: p["bytes"] for p in ma.get("breakdown") or []}
     parts_b = {p["cause"]: p["bytes"] for p in mb.get("breakdown") or []}
-    rows += [{"what": c, "a": parts_a.get(c), "b": parts_b.get(c)} for c in dict.fromkeys([*parts_a, *parts_b])]
+    rows += [
+        {"what": c, "a": parts_a.get(c), "b": parts_b.get(c)} for c in dict.fromkeys([*parts_a, *parts_b])
+    ]
     return rows
 
 

@@ -58,9 +58,12 @@ def _saved_part(mem: dict, graphs: list) -> dict | None:
     named = name_saved(cs.get("order") or [], graphs) or []
     top = sorted((s for s in named if not s.get("own")), key=lambda s: -s["bytes"])
     compiled_top = [
-        {k: s.get(k) for k in ("shape", "dtype", "bytes", "op", "node", "file", "line", "code")} for s in top[:5]
+        {k: s.get(k) for k in ("shape", "dtype", "bytes", "op", "node", "file", "line", "code")}
+        for s in top[:5]
     ]
-    eager_top = [{k: s.get(k) for k in ("shape", "dtype", "bytes", "op", "file", "line")} for s in es["top"][:5]]
+    eager_top = [
+        {k: s.get(k) for k in ("shape", "dtype", "bytes", "op", "file", "line")} for s in es["top"][:5]
+    ]
     return {
         "cause": "saved_activations",
         "bytes": cs["bytes"] - es["bytes"],
@@ -148,15 +151,27 @@ def run_breakdown(eager: dict | None, compiled: dict | None, held: int, call_ten
     n = len(compiled["compiles"])
     parts = [
         {"cause": "before_script", "bytes": before, "what": "the processes' peaks before the script ran"},
-        {"cause": "compiler", "bytes": compiling - held_part, "compiles": n,
-         "what": f"peak growth while compiling ({n} compile(s)), apart from the tensors still held"},
+        {
+            "cause": "compiler",
+            "bytes": compiling - held_part,
+            "compiles": n,
+            "what": f"peak growth while compiling ({n} compile(s)), apart from the tensors still held",
+        },
         {"cause": "held_by_compiled_code", "bytes": held_part, "what": "tensors the compiled code holds"},
-        {"cause": "call_tensors", "bytes": tensors,
-         "what": "the largest call's tensor peak difference (saved activations, temporaries)"},
+        {
+            "cause": "call_tensors",
+            "bytes": tensors,
+            "what": "the largest call's tensor peak difference (saved activations, temporaries)",
+        },
     ]
-    parts.append({"cause": "remainder", "bytes": total - sum(p["bytes"] for p in parts),
-                  "what": "the rest of the running phase's growth (allocator, Python objects); below 0 when "
-                  "the compile's high-water mark absorbed growth that eager shows while running"})
+    parts.append(
+        {
+            "cause": "remainder",
+            "bytes": total - sum(p["bytes"] for p in parts),
+            "what": "the rest of the running phase's growth (allocator, Python objects); below 0 when "
+            "the compile's high-water mark absorbed growth that eager shows while running",
+        }
+    )
     return parts
 
 
@@ -165,6 +180,7 @@ def _saved_cause(f: dict, part: dict) -> dict | None:
         return None
     top = (part["compiled_top"] or [{}])[0]
     where = f" ({top.get('op')} at {loc(top.get('file'), top.get('line'))})" if top.get("op") else ""
+    largest = f"; largest saved tensor {top['shape']}{where}" if top.get("shape") else ""
     return {
         "cause": "saved_activations",
         "bytes": part["bytes"],
@@ -172,12 +188,13 @@ def _saved_cause(f: dict, part: dict) -> dict | None:
         "file": top.get("file") or f["file"],
         "line": top.get("line") or f["line"],
         "message": f"`{f['function']}` saves {mib(part['compiled'])} for backward compiled vs "
-        f"{mib(part['eager'])} eager; largest saved tensor {top.get('shape')}{where}",
+        f"{mib(part['eager'])} eager{largest}",
         "fix": f"lower the activation memory budget (`torch._functorch.config.activation_memory_budget = "
         f"{ACTIVATION_BUDGET}`): the partitioner recomputes instead of saving",
         "actions": [
-            torch_config_action("torch._functorch.config", "activation_memory_budget", ACTIVATION_BUDGET,
-                                "peak_memory")
+            torch_config_action(
+                "torch._functorch.config", "activation_memory_budget", ACTIVATION_BUDGET, "peak_memory"
+            )
         ],
     }
 
@@ -192,18 +209,26 @@ def _held_cause(f: dict, part: dict, rec: dict) -> dict | None:
     name = simple(f["function"])
     actions, fixes = [], []
     if entries > 1:
-        actions += [action("dynamic", function=name, file=f["file"], **site(at)),
-                    config_action("recompile_limit", 2, "recompiles")]
-        fixes.append(f"one copy per cache entry ({entries} entries): compile it dynamic "
-                     f"(`torch.compile(..., dynamic=True)` at {loc(at['file'], at['line'])}) so one graph serves "
-                     "every shape")
+        actions += [
+            action("dynamic", function=name, file=f["file"], **site(at)),
+            config_action("recompile_limit", 2, "recompiles"),
+        ]
+        fixes.append(
+            f"one copy per cache entry ({entries} entries): compile it dynamic "
+            f"(`torch.compile(..., dynamic=True)` at {loc(at['file'], at['line'])}) so one graph serves "
+            "every shape"
+        )
     if frozen:
         actions.append(torch_config_action("torch._inductor.config", "freezing", False, "peak_memory"))
-        fixes.append("turn inductor's freezing off (`torch._inductor.config.freezing = False`): its folded "
-                     "and prepacked copies of the weights are kept beside the originals")
+        fixes.append(
+            "turn inductor's freezing off (`torch._inductor.config.freezing = False`): its folded "
+            "and prepacked copies of the weights are kept beside the originals"
+        )
     if not frozen:
-        text = (f"keep the tensor made at {loc(big.get('file'), big.get('line'))} out of the compiled code's "
-                "constants (pass it as an argument, or register it as a buffer)")
+        text = (
+            f"keep the tensor made at {loc(big.get('file'), big.get('line'))} out of the compiled code's "
+            "constants (pass it as an argument, or register it as a buffer)"
+        )
         actions.append(code_action(text, big.get("file"), big.get("line")))
         fixes.append(text)
     what = f"`{big.get('name')}` {big.get('shape')} {mib(big.get('bytes'))}"
@@ -247,8 +272,10 @@ def memory_breakdown(eager_session: Session | None, compiled_session: Session) -
             continue
         functions.append(f)
         by = {p["cause"]: p for p in f["parts"]}
-        for c in (_saved_cause(f, by["saved_activations"]) if "saved_activations" in by else None,
-                  _held_cause(f, by["held_by_compiled_code"], rec)):
+        for c in (
+            _saved_cause(f, by["saved_activations"]) if "saved_activations" in by else None,
+            _held_cause(f, by["held_by_compiled_code"], rec),
+        ):
             if c:
                 causes.append(c)
     held = sum(f["compiled"]["held"] for f in functions)
@@ -277,7 +304,17 @@ def memory_findings(memory: dict) -> list[dict]:
     out = []
     for c in memory.get("causes") or []:
         if c["actions"]:
-            out.append(_finding(f"memory_{c['cause']}", c["message"], c["file"], c["line"], c["fix"], 0.0,
-                                c["function"], c["actions"]))
+            out.append(
+                _finding(
+                    f"memory_{c['cause']}",
+                    c["message"],
+                    c["file"],
+                    c["line"],
+                    c["fix"],
+                    0.0,
+                    c["function"],
+                    c["actions"],
+                )
+            )
             out[-1]["bytes"] = c["bytes"]
     return out

@@ -8,6 +8,7 @@ from tabulate import tabulate
 
 from fxlens.trace.userframes import short_path
 
+
 def mib(n: int | None) -> str:
     return "?" if n is None else f"{n / (1 << 20):+.1f} MiB" if n < 0 else f"{n / (1 << 20):.1f} MiB"
 
@@ -61,11 +62,15 @@ def memory_lines(mem: dict) -> list[str]:
     if mem.get("breakdown"):
         total = (mem["rss"]["compiled"] or 0) - (mem["rss"]["eager"] or 0)
         rows = [[_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"])] for p in mem["breakdown"]]
-        out += [f"Memory by cause: peak RSS compiled - eager = {mib(total)}, in parts that add up to it:",
-                tabulate(rows, headers=["part", "bytes"], tablefmt="simple")]
+        out += [
+            f"Memory by cause: peak RSS compiled - eager = {mib(total)}, in parts that add up to it:",
+            tabulate(rows, headers=["part", "bytes"], tablefmt="simple"),
+        ]
         if mem["breakdown"][-1]["bytes"] < 0:
-            out.append("(a remainder below 0: compiling had already raised the peak that eager reached "
-                       "while running)")
+            out.append(
+                "(a remainder below 0: compiling had already raised the peak that eager reached "
+                "while running)"
+            )
         out.append("")
     for f in mem.get("functions") or []:
         head = (
