@@ -33,6 +33,8 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "CompileContext": ("torch._guards", "CompileContext", ()),
     "CompileId": ("torch._guards", "CompileId", ("frame_id", "frame_compile_id")),
     "callback_handler": ("torch._dynamo.callback", "callback_handler", ()),
+    # a code object's Dynamo cache entries (one per recompile): doctor walks what each one holds
+    "cache_entries": ("torch._dynamo.eval_frame", "_debug_get_cache_entry_list", ("code",)),
     # Dynamo entry points fxlens wraps or calls
     "dynamo_optimize": ("torch._dynamo", "optimize", ("backend",)),
     "dynamo_reset": ("torch._dynamo", "reset", ()),

@@ -150,3 +150,18 @@ def test_inductor_warm_up_modules_exist():
 
     missing = [m for m in torch_compat.INDUCTOR_LAZY_MODULES if importlib.util.find_spec(m) is None]
     assert missing == []
+
+
+def test_cache_entries_list_one_entry_per_compile():
+    import torch
+
+    def f(x):
+        return x + 1
+
+    torch.compiler.reset()
+    g = torch.compile(f, backend="eager", dynamic=False)
+    g(torch.ones(2))
+    g(torch.ones(3))
+    entries = torch_compat.resolve("cache_entries")(f.__code__)
+    assert len(entries) == 2
+    assert all(any(n.startswith("__compiled_fn") for n in e.code.co_names) for e in entries)

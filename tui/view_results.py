@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 
+from fxlens.report.memorytext import memory_lines
 from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
@@ -86,6 +87,17 @@ def _minify(ev: dict) -> list[str]:
     return out
 
 
+def _doctor_memory(mem) -> list[str]:
+    """doctor's memory by cause (the same tables as its text report), when it measured it."""
+    if not isinstance(mem, dict) or not (mem.get("breakdown") or mem.get("functions")):
+        return []
+    try:
+        lines = memory_lines(mem)
+    except (KeyError, TypeError, ValueError, IndexError):  # an event from another version: skip it
+        return []
+    return ["", "[b]memory by cause[/b]", *(f"  {escape(ln)}" for ln in lines)]
+
+
 def _doctor(ev: dict) -> list[str]:
     out = ["[b]functions[/b]"]
     for f in _objs(ev.get("functions")):
@@ -93,6 +105,7 @@ def _doctor(ev: dict) -> list[str]:
             f"  {escape(str(f.get('function')))}: eager {escape(f.get('eager_ms'))} ms, compiled "
             f"{escape(f.get('compiled_ms'))} ms, speedup {escape(f.get('speedup'))}, compile {escape(f.get('compile_s'))} s"
         )
+    out += _doctor_memory(ev.get("peak_memory"))
     out += ["", "[b]findings[/b]"]
     for i, f in enumerate(_objs(ev.get("findings")), 1):
         out.append(f"  {i}. {escape(str(f.get('message')))}")

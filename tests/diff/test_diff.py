@@ -164,3 +164,27 @@ def test_text_never_sends_a_terminal_escape():
     diff = compare(_report(), _report(breaks=[brk]))
     text = render_text(diff)
     assert "\x1b" not in text and "x\\x1b[31mred" in text and diff["worse_on"][:1] == ["graph_breaks"]
+
+
+def test_doctor_memory_parts_a_to_b_only_when_both_have_them():
+    def with_memory(held: int) -> dict:
+        r = _report()
+        r["events"] = [
+            {
+                "event": "doctor",
+                "peak_memory": {
+                    "eager": 100,
+                    "compiled": 150 + held,
+                    "breakdown": [
+                        {"cause": "compiler", "bytes": 50},
+                        {"cause": "held_by_compiled_code", "bytes": held},
+                    ],
+                },
+            }
+        ]
+        return r
+
+    assert compare(with_memory(24), _report())["doctor_memory"] is None
+    rows = {r["what"]: (r["a"], r["b"]) for r in compare(with_memory(24), with_memory(4))["doctor_memory"]}
+    assert rows["held_by_compiled_code"] == (24, 4) and rows["peak compiled"] == (174, 154)
+    assert rows["compiler"] == (50, 50)

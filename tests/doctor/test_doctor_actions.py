@@ -31,7 +31,11 @@ RUNS = [("recompiles",), ("hurts", "--rounds", "2"), ("helps", "--budget", "5")]
 def _check_action(act: dict) -> None:
     assert act["kind"] in FIXES, act
     kind = how(act)
-    if kind == "config":  # a switch torch has: the child sets it only when it exists
+    if act["kind"] == "torch_config":  # a switch of the config module it names
+        import importlib
+
+        assert hasattr(importlib.import_module(act["params"]["module"]), act["params"]["name"]), act
+    elif kind == "config":  # a switch torch has: the child sets it only when it exists
         assert config_known(act["params"]["name"]), act
     elif kind == "hook":
         assert act["kind"] in APPLIERS or act["kind"] in START, act
@@ -72,8 +76,9 @@ def test_doctor_findings_name_the_fixes_fix_tries(doctored):
 def test_hook_kinds_are_each_applied_by_one_applier():
     # one applier per hook kind, in a table (no if/elif on names): both ways
     hooks = {k for k, row in FIXES.items() if row.how == "hook"}
-    assert hooks == set(APPLIERS) | (set(START) - {"config"})
-    assert {k for k, row in FIXES.items() if row.how == "config"} == {"config"} and "config" in START
+    assert hooks == set(APPLIERS) | (set(START) - {"config", "torch_config"})
+    assert {k for k, row in FIXES.items() if row.how == "config"} == {"config", "torch_config"}
+    assert {"config", "torch_config"} <= set(START)
     for k in APPLIERS:
         assert callable(APPLIERS[k]), k
 

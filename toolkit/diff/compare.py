@@ -371,6 +371,7 @@ def compare(a: dict, b: dict, allow_failed: bool = False) -> dict:
             "b": (b.get("compile_times") or {}).get("total_s"),
         },
         "doctor": _doctor_diff(doctor_timings(a, s.sa, s.alias), doctor_timings(b, s.sb)),
+        "doctor_memory": _memory_diff(_doctor_memory(a), _doctor_memory(b)),
     }
 
 
@@ -400,6 +401,25 @@ def _doctor_diff(da: dict | None, db: dict | None) -> list[dict] | None:
             }
         )
     return out
+
+
+def _doctor_memory(r: dict) -> dict | None:
+    docs = [e for e in r.get("events") or [] if e.get("event") == "doctor" and e.get("peak_memory")]
+    return docs[-1]["peak_memory"] if docs else None
+
+
+def _memory_diff(ma: dict | None, mb: dict | None) -> list[dict] | None:
+    """doctor's peak memory and its parts by cause (fxlens.doctor.memcauses), A -> B, when both
+    sessions have them: the peaks, then each part of the peak RSS difference."""
+    if not ma or not mb:
+        return None
+    rows = [{"what": f"peak {side}", "a": ma.get(side), "b": mb.get(side)} for side in ("eager", "compiled")]
+    parts_a = {p["cause"]: p["bytes"] for p in ma.get("breakdown") or []}
+    parts_b = {p["cause"]: p["bytes"] for p in mb.get("breakdown") or []}
+    rows += [
+        {"what": c, "a": parts_a.get(c), "b": parts_b.get(c)} for c in dict.fromkeys([*parts_a, *parts_b])
+    ]
+    return rows
 
 
 def _side(r: dict) -> dict:

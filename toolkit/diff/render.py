@@ -235,6 +235,22 @@ def _doctor_section(diff: dict, show_same: bool, cut) -> Section | None:
     )
 
 
+def _memory_section(diff: dict, show_same: bool, cut) -> Section | None:
+    """doctor's peak memory and the parts of its compiled - eager difference, A -> B."""
+    rows = [r for r in diff.get("doctor_memory") or [] if show_same or r["a"] != r["b"]]
+    if not rows:
+        return None
+
+    def mib(n) -> str:
+        return "-" if n is None else f"{n / (1 << 20):.1f}"
+
+    return (
+        "Doctor memory, MiB (peaks, and the parts of compiled - eager)",
+        ["", "A", "B"],
+        [[r["what"], mib(r["a"]), mib(r["b"])] for r in rows],
+    )
+
+
 #: the sections in the order they are shown; each is None when it has nothing to show
 SECTIONS = (
     _counts_section,
@@ -245,6 +261,7 @@ SECTIONS = (
     _function_section,
     _fallback_section,
     _doctor_section,
+    _memory_section,
 )
 
 

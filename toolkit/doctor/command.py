@@ -34,6 +34,7 @@ from fxlens.capture.command import (
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.interval import cores, load_average
+from fxlens.doctor.memcauses import memory_breakdown, memory_findings
 from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
 from fxlens.doctor.replaytrace import replay_compiles, split
@@ -267,11 +268,13 @@ def _diagnose(
     report = build_report(session, with_guards=False)
     failed, failed_at = _compiled_failure(sdir, runs.codes, timeout)
     memory = peak_memory(runs.eager, runs.compiled)
+    memory.update(memory_breakdown(_open_or_none(_run_dir(sdir, "eager", 1)), session))
     load = _load(runs, rows)
     found = rank_findings(
         rows, report, cuda=memory["kind"] == "cuda_allocator", failed=failed, failed_at=failed_at, load=load
     )
     found += block_findings(report)  # repeated blocks: regional compilation (fxlens.report.blocks)
+    found += memory_findings(memory)  # memory by cause (fxlens.doctor.memcauses)
     wall = wall_times(runs.eager, runs.compiled)
     result = {
         "script": os.path.abspath(script),
@@ -382,6 +385,13 @@ def _add_trace_compile_times(rows: list[dict], session: Session) -> None:
             if m.rank == first_rank and m.file == row["file"] and m.function == name
         ]
         row["trace_compile_s"] = round(sum(secs), 3) if secs else None
+
+
+def _open_or_none(path: Path) -> Session | None:
+    try:
+        return Session.open(path)
+    except FxlensError:
+        return None
 
 
 def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:

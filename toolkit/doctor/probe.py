@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from fxlens.capture.compile_hook import observe
 from fxlens.doctor.callstate import capture_or_none
 from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
-from fxlens.doctor.memory import process_peak_memory
+from fxlens.doctor.memory import RssMarks, measure_call, process_peak_memory
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import is_user_file
 
@@ -94,6 +94,7 @@ class _State:
     trace_boundary: dict | None = None  # where the script's trace ends (fxlens.doctor.replaytrace.mark)
     replay_compiles: int = 0  # compiles during the after-script measurement: doctor's, not the script's
     replay_s: float = 0.0  # seconds of that measurement: doctor's time, never the script's wall time
+    rss: RssMarks = field(default_factory=RssMarks)  # peak RSS before the script, around compiles, at its end
 
 
 _STATE = _State()
@@ -101,12 +102,14 @@ _STATE = _State()
 
 def _on_compile_start(*_args) -> None:
     _STATE.compile_t0 = time.perf_counter()
+    _STATE.rss.compile_started(paused=_STATE.measuring)  # doctor's replay is not the script's memory
 
 
 def _on_compile_end(*_args) -> None:
     took = time.perf_counter() - _STATE.compile_t0
     _STATE.compiles += 1
     _STATE.compile_s += took
+    _STATE.rss.compile_ended(took)
     if _STATE.measuring:
         _STATE.replay_compiles += 1
     # a compile outside any timed call is AOTAutograd's lazy backward (or a compile the script
@@ -294,7 +297,7 @@ def _flush() -> None:
             # the script's own time: doctor's re-timing after it ended is not the script's
             "script_s": time.perf_counter() - _STATE.t0 - _STATE.replay_s,
             "replay_s": round(_STATE.replay_s, 3),
-            "memory": process_peak_memory(),
+            "memory": process_peak_memory(_STATE.rss),
             "compiles": _STATE.compiles,
             "compile_s": _STATE.compile_s,
             "records": [asdict(r) for r in _STATE.records],
@@ -360,6 +363,7 @@ def measure_all() -> None:
 
     from fxlens.doctor.interleave import ReplayRefused, measure
 
+    _STATE.rss.script_ended()  # the script's peak: doctor's replay below is not the script's
     if _STATE.mode != "compiled" or _STATE.budget_s <= 0:
         return
     from fxlens.doctor.callstate import describe, restored, unrestorable
@@ -397,6 +401,7 @@ def measure_all() -> None:
                 rec.bench["timed_on"] = {"shapes": sig, "calls": rec.signatures.get(sig, 0)}
                 rec.bench["replayed_in"] = describe(call_state)
                 rec.bench["segments"] = profile_replay(compiled_fn, args, kwargs, call_state)
+                rec.bench["memory"] = measure_call(timed[:2] + (args, kwargs), call_state, _STATE)
             except ReplayRefused as e:  # the call changes its arguments: a replay times another call
                 rec.bench = {"skipped": f"not replayed: {e}"}
             except Exception as e:  # noqa: BLE001 - one object's failure must not lose the others

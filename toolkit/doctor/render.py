@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.doctor.warm import warm_lines
+from fxlens.report.memorytext import memory_lines
 from fxlens.report.table import tabulate
 from fxlens.trace.userframes import short_path
 
@@ -247,7 +248,8 @@ def _memory_lines(result: dict) -> list[str]:
         ["script wall time", _num(wall["eager_s"], ".2f") + " s", _num(wall["compiled_s"], ".2f") + " s"],
         [f"peak memory ({kind})", _mib(mem["eager"]), _mib(mem["compiled"])],
     ]
-    return ["", tabulate(rows, headers=["", "eager", "compiled"], tablefmt="simple"), ""]
+    # memory by cause (fxlens.report.memorytext): the parts of the difference, per function too
+    return ["", tabulate(rows, headers=["", "eager", "compiled"], tablefmt="simple"), "", *memory_lines(mem)]
 
 
 def _finding_lines(result: dict) -> list[str]:

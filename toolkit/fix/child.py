@@ -241,6 +241,7 @@ def runner_hook(script: str, session: str):
                     "calls": recorder.calls,
                     "objects": recorder.info,
                     "stdin_read": bool(stdin and stdin.read),
+                    "peak_rss": _peak_rss(),
                     **usage.record(),
                 },
             )
@@ -283,6 +284,16 @@ def _watch_terminal_input():
 
     builtins.input = input
     return watched
+
+
+def _peak_rss() -> int | None:
+    """This process's peak resident memory so far, bytes (Linux counts ru_maxrss in KiB)."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    except (ImportError, OSError, ValueError):
+        return None
 
 
 def _rank() -> int:

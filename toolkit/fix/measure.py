@@ -185,6 +185,9 @@ def calls(outputs: dict | None) -> int:
     return sum((outputs or {}).get("calls", {}).values())
 
 
+# peak resident memory changes smaller than this share of the first run's (or MiB) are noise
+PEAK_NOISE_SHARE = 0.03
+PEAK_NOISE_MIB = 8.0
 # the counts a fix must not make worse (besides its target) for "helps"
 COUNTS = ("breaks", "recompiles", "limit_hits")
 
@@ -247,6 +250,13 @@ def _one(target: str, before: dict, after: dict, load: float | None = None) -> t
         if a > b:
             return "helps", f"{b} -> {a} graphs"
         return "no effect", f"graphs {b} -> {a}"
+    if target == "peak_memory":  # MiB; two runs of one script differ by a few MiB
+        small = max(PEAK_NOISE_SHARE * b, PEAK_NOISE_MIB)
+        if a < b - small:
+            return "helps", f"peak memory {b:.0f} -> {a:.0f} MiB"
+        if a > b + small:
+            return "hurts", f"peak memory {b:.0f} -> {a:.0f} MiB"
+        return "no effect", f"peak memory {b:.0f} -> {a:.0f} MiB (within noise)"
     if target == "compile_s":
         small = compile_noise(b, load)
         if a < b - small:

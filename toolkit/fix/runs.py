@@ -122,6 +122,8 @@ def read_run(session: Session, run_dir: Path, code: int | None, seconds: float |
     # no trace at all: torch writes none until something compiles
     got, _ = measure.measures(session) if session.logs else (dict(measure.NOTHING), None)
     child = next((e for e in reversed(session.events) if e.get("event") == "fix_child"), {})
+    if child.get("peak_rss"):  # rank 0's peak resident memory, MiB, at the script's exit
+        got = {**got, "peak_memory": round(child["peak_rss"] / 2**20, 1)}
     return {
         "dir": str(run_dir),
         "exit_code": code,

@@ -42,6 +42,9 @@ FIXES: dict[str, FixKind] = {
     # a torch config switch for the whole run (capture_scalar_outputs, recompile_limit, ...): NAME is
     # torch._dynamo.config's, or `inductor.NAME` / `functorch.NAME` for those configs
     "config": FixKind("config", "{target}", "`{config_name} = {value!r}`"),
+    # a switch of another torch config module for the whole run (`module` names it:
+    # torch._functorch.config's activation_memory_budget, torch._inductor.config's freezing)
+    "torch_config": FixKind("config", "{target}", "`{module}.{name} = {value!r}`"),
     # mark one argument of the compiled function dynamic in `dim` before each call
     "mark_dynamic": FixKind(
         "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
@@ -146,6 +149,11 @@ def config_action(name: str, value, target: str) -> dict:
     return action("config", name=name, value=value, target=target)
 
 
+def torch_config_action(module: str, name: str, value, target: str) -> dict:
+    """A switch of a torch config module other than Dynamo's (`torch._functorch.config`)."""
+    return action("torch_config", module=module, name=name, value=value, target=target)
+
+
 # (pattern on torch's graph-break reason and explanation, the fixes) - first match wins; read by
 # `fxlens fix` for the report's breaks and by doctor for its break findings (one table for both)
 BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
@@ -183,7 +191,8 @@ def library_break_actions(library: dict | None) -> list[dict]:
         return []
     file = str(library.get("file") or "").replace("\\", "/")
     return next(
-        (acts for f, fn, acts in LIBRARY_BREAK_ACTIONS if file.endswith(f) and library.get("function") == fn), []
+        (acts for f, fn, acts in LIBRARY_BREAK_ACTIONS if file.endswith(f) and library.get("function") == fn),
+        [],
     )
 
 
@@ -205,7 +214,9 @@ def describe(act: dict) -> str:
         "which",
         f"`{params['function']}`"
         if params.get("function")
-        else f"`{params['owner']}`" if params.get("owner") else "every compiled function",
+        else f"`{params['owner']}`"
+        if params.get("owner")
+        else "every compiled function",
     )
     params.setdefault("site", "?")
     params.setdefault("expr", "the value")
@@ -252,6 +263,7 @@ _MEASURES = (
     ("breaks", "breaks"),
     ("recompiles", "recompiles"),
     ("compile_s", "compile s"),
+    ("peak_memory", "peak MiB"),
 )
 
 
@@ -264,7 +276,13 @@ def change(before: dict | None, after: dict | None, arrow: str = "->") -> str:
     for k, label in _MEASURES:
         b = before.get(k)
         a = (after or {}).get(k) if after else None
-        fmt = (lambda v: f"{v:.2f}") if k == "compile_s" else str
+        fmt = (
+            (lambda v: f"{v:.2f}")
+            if k == "compile_s"
+            else (lambda v: f"{v:.0f}")
+            if k == "peak_memory"
+            else str
+        )
         if b is None:
             continue
         parts.append(f"{label} {fmt(b)}" + (f" {arrow} {fmt(a)}" if a is not None else ""))

@@ -181,3 +181,7 @@ def filter_nodes(nodes: list[Node], query: str) -> list[Node]:
         col, text = q.split(":", 1)
         return [n for n in nodes if text.strip() in n.cell(col).lower()]
     return [n for n in nodes if any(q in n.cell(c).lower() for c in COLUMNS)]
+
+
+# the patterns above, for readers of printed graphs beyond the node table (doctor's saved tensors)
+ANNOTATION, ASSIGNMENT, FILE_COMMENT, PARAMETER, SIGNATURE = _ANNOT, _ASSIGN, _FILE_COMMENT, _PARAM, _SIGNATURE
