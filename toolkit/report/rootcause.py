@@ -20,7 +20,9 @@ from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: a
     held,
     shorten,
 )
+from fxlens.report.nearest import nearest
 from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard
+from fxlens.trace.guardtree import entry_states
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
 from fxlens.trace.userframes import short_path
 
@@ -69,9 +71,10 @@ def _identity(g: FailedGuard) -> tuple:
     )
 
 
-def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
+def _group_by_guard(recompiles: Iterable[Recompile], states=None) -> dict[tuple, dict]:
     """Failed guards grouped per (function, file, kind, source, dim); each recompile counted once,
-    under the first guard not seen before in its function (the change that caused it)."""
+    under the failure of the cache entry the call came nearest to (fxlens.report.nearest); where
+    entries tie, the first of theirs not seen before in its function (the change that caused it)."""
     groups: dict[tuple, dict] = {}
     seen_kinds: dict[tuple, set] = {}
     for rc in recompiles:
@@ -80,7 +83,8 @@ def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
         # torch's cache note is blamed only when it is all the recompile says (issue 34: one recompile
         # of a type-id storm blamed on "Cache line invalidated")
         parsed = [p for p in _guards_of(rc) if p.kind != "cache_note"] or _guards_of(rc)
-        cause = next((p for p in parsed if _identity(p) not in seen), parsed[0] if parsed else None)
+        near = [parsed[i] for i in nearest(parsed, rc.compile_id, states)] if parsed else []
+        cause = next((p for p in near if _identity(p) not in seen), near[0] if near else None)
         counted = False
         for g in parsed:
             key = (*fkey, *_identity(g))
@@ -180,13 +184,16 @@ def root_causes(
     recompiles: Iterable[Recompile],
     limit_hits: Iterable[RecompileLimitHit] = (),
     entry_ids: set | None = None,
+    states=None,
 ) -> list[RecompileCause]:
     """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first.
 
     `entry_ids`: the compile ids whose frame the user's compiled call entered directly (its
     arguments are the user's tensors); None when the trace does not say (every frame counts).
+    `states(compile_id)`: a cache entry's guarded values (fxlens.trace.guardtree), to find the
+    entry each call came nearest to; None: the trace has no guard trees.
     """
-    groups = _group_by_guard(recompiles)
+    groups = _group_by_guard(recompiles, states)
     limited = {(h.function, h.file) for h in limit_hits}
     merged = _merge_across_names(groups)
     causes = [
@@ -228,7 +235,8 @@ def session_causes(session) -> list[RecompileCause]:
     for r in session.ranks:
         if not r.recompiles:
             continue
-        for c in root_causes(r.recompiles, r.limit_hits, entry_ids(r.entry_stacks)):
+        states = entry_states(r.by_compile)
+        for c in root_causes(r.recompiles, r.limit_hits, entry_ids(r.entry_stacks), states):
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:
