@@ -29,12 +29,13 @@ REPORT_VERSION = 1
 
 
 def _dedup_breaks(session: Session) -> list[dict]:
-    """Graph breaks deduplicated by user location and reason; count = compiles that hit it."""
+    """Graph breaks deduplicated by user location, reason and the library frame that broke (one user
+    line calling two libraries that each break is two breaks); count = compiles that hit it."""
     groups: dict[tuple, dict] = {}
     for b in session.graph_breaks:
         if b.skipped_frame:  # torch gave up on the frame: listed once, under eager_frames
             continue
-        key = (b.file, b.line, b.reason)
+        key = (b.file, b.line, b.reason, (b.library.file, b.library.line) if b.library else None)
         g = groups.get(key)
         if g is None:
             g = groups[key] = {

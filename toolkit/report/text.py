@@ -76,8 +76,10 @@ def _break_lines(report: dict, limit: int) -> list[str]:
     out = ["Graph breaks (deduplicated by location and reason):"]
     rows = []
     for b in report["graph_breaks"][:limit]:
+        lib = b.get("library")  # breaks of one line in two libraries are two rows: say which is which
+        fn = f"{b['function']}, in {lib['file']}:{lib['line']}" if lib else b["function"]
         rows.append(
-            [b["count"], _loc(b["file"], b["line"]), b["function"], clip(b["reason"], 70)]
+            [b["count"], _loc(b["file"], b["line"]), fn, clip(b["reason"], 70)]
             + ([rank_ranges(b["ranks"], limit=6)] if ranked else [])
         )
     out.append(
