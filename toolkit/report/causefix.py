@@ -14,7 +14,7 @@ import re
 
 from fxlens.report.fixes import action, config_action
 from fxlens.trace.guards import FailedGuard, describe_source, source_name, tensor_hint
-from fxlens.trace.userframes import is_library_code, short_path
+from fxlens.trace.userframes import def_params, is_library_code, short_path
 
 # What each kind of failed guard means and what to change, one row per kind (the patterns that
 # read torch's text are fxlens.trace.guards.RULES). {name}: the user's name for the guarded source
@@ -178,22 +178,32 @@ _LR = re.compile(r"param_groups\b.*\['lr'\]")
 _SETTING = re.compile(r"(^|\.)config\.|^kwargs\[|^(use_cache|return_dict|loss_type|output_\w+)$")
 
 
-def held(guard: FailedGuard, g: dict, entry_ids: set | None) -> bool:
-    """Whether the guarded tensor is an argument the user passes to the compiled call: a plain name
-    (not an attribute, not a resume function's local) of a frame the user's compiled call entered
-    (not an inner frame torch compiled after a graph break, whose arguments the user never holds)."""
+# a path into an argument: `labels[0]['boxes']`, `batch.pixel_values`, `args[0]` (its root is the name)
+_ARG_PATH = re.compile(r"^(?P<root>[A-Za-z_]\w*)(?:\[[^\]]+\]|\.\w+)*$")
+
+
+def held(guard: FailedGuard, g: dict, entry_ids: set | None, entry_frames: set | None = None) -> bool:
+    """Whether the guarded tensor is one the user passes to the compiled call: a path into an argument
+    (`x`, `args[0]`, `labels[0]['boxes']`; not `self.`, not a value torch kept across a break) of a
+    frame the user's compiled call entered. A frame resumed after a graph break holds the original
+    function's locals: a path into one of its parameters is still the user's argument there, when
+    that function is the one the user's call entered (`entry_frames`); any other local is not."""
     name = source_name(guard.source) if guard.source else ""
-    positional = re.fullmatch(r"args\[\d+\]", name)  # a module call's *args: the user's own tensor
-    if not (name.isidentifier() or positional) or name.startswith("___"):
+    m = _ARG_PATH.match(name)
+    if not m or m["root"] in ("self", "G") or name.startswith("___"):
         return False
     if any(c.startswith(RESUME_PREFIX) for c in g["co_names"]) and len(g["co_names"]) == 1:
-        return False
+        rc = g["rc"]
+        entered = entry_frames is None or (rc.function, rc.file) in entry_frames
+        return entered and m["root"] in def_params(rc.file, rc.line)
     return entry_ids is None or any(i in entry_ids for i in g["ids"])
 
 
 def _frame_of(g: dict) -> dict:
     """The compiled frame an action applies to: its code name and file."""
     rc = g["rc"]
+    if rc.co_name and rc.co_name.startswith(RESUME_PREFIX):
+        return {"function": rc.function, "file": rc.file}  # resumed after a break: the function itself
     if rc.co_name and rc.co_name != rc.function.rsplit(".", 1)[-1]:
         # torch's own wrapper of a module call (`inner`, placed at the user's call): the action
         # applies to whichever compiled object the call goes through
@@ -231,6 +241,13 @@ def cause_fix(
         acts = [action("mark_unbacked", arg=name, dim=int(guard.dim or 0), **_frame_of(g))] if held else []
         return fix, acts
     fix = format_for_guard(fix_t, guard)
+    if kind == "stride" and not held:  # the model's own tensor: there is no input to make contiguous
+        fix = (
+            f"{describe_source(guard.source) if guard.source else 'the tensor'} is computed inside the "
+            "compiled code, not passed by your script: its layout follows the code before it (a "
+            "transpose, a memory format, a slice taken on one path only); one compile per layout is "
+            "expected, and one layout on every path (`.contiguous()` where the code makes it) compiles once"
+        )
     if kind == "other" and guard.hint:  # no rule of ours: torch's own HINT is the best fix there is
         fix = f"torch's hint: {guard.hint}"
     actions: list = []
@@ -329,6 +346,14 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
             format_for_guard(todo, guard)
         ), act
     return automatic + format_for_guard(todo, guard), act
+
+
+def entry_frames(stacks: dict) -> set | None:
+    """(function, file) of each frame the user's compiled call entered (see `entry_ids`)."""
+    ids = entry_ids(stacks)
+    if ids is None:
+        return None
+    return {(stacks[c][-1].function, stacks[c][-1].file) for c in ids if stacks.get(c)}
 
 
 def entry_ids(stacks: dict) -> set | None:

@@ -15,6 +15,7 @@ from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: a
     CAUSES,
     RESUME_PREFIX,
     cause_fix,
+    entry_frames,
     entry_ids,
     format_for_guard,
     held,
@@ -128,7 +129,7 @@ def _merge_across_names(groups: dict[tuple, dict]) -> dict[tuple, dict]:
 
 
 def _cause(
-    function: str, file: str, g: dict, hit_limit: bool, entry_ids: set | None = None
+    function: str, file: str, g: dict, hit_limit: bool, entry_ids: set | None = None, frames=None
 ) -> RecompileCause:
     """One merged group as a cause: what changed, in words, torch's own guard, and the fix."""
     guard: FailedGuard = g["guards"][0]
@@ -159,7 +160,7 @@ def _cause(
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
         elif others:
             message += f" (the same change is also guarded as {others})"
-    holds = held(guard, g, entry_ids)
+    holds = held(guard, g, entry_ids, frames)
     fix, actions = cause_fix(kind, fix_t, guard, g, holds, hit_limit)
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
@@ -185,19 +186,21 @@ def root_causes(
     limit_hits: Iterable[RecompileLimitHit] = (),
     entry_ids: set | None = None,
     states=None,
+    frames: set | None = None,
 ) -> list[RecompileCause]:
     """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first.
 
     `entry_ids`: the compile ids whose frame the user's compiled call entered directly (its
     arguments are the user's tensors); None when the trace does not say (every frame counts).
     `states(compile_id)`: a cache entry's guarded values (fxlens.trace.guardtree), to find the
-    entry each call came nearest to; None: the trace has no guard trees.
+    entry each call came nearest to; None: the trace has no guard trees. `frames`: (function, file)
+    of the frames the user's call entered, which a resumed frame's arguments come from.
     """
     groups = _group_by_guard(recompiles, states)
     limited = {(h.function, h.file) for h in limit_hits}
     merged = _merge_across_names(groups)
     causes = [
-        _cause(function, file, g, (function, file) in limited, entry_ids)
+        _cause(function, file, g, (function, file) in limited, entry_ids, frames)
         for (function, file, *_), g in merged.items()
     ]
     causes.sort(key=lambda c: -c.count)
@@ -236,7 +239,8 @@ def session_causes(session) -> list[RecompileCause]:
         if not r.recompiles:
             continue
         states = entry_states(r.by_compile)
-        for c in root_causes(r.recompiles, r.limit_hits, entry_ids(r.entry_stacks), states):
+        ids, frames = entry_ids(r.entry_stacks), entry_frames(r.entry_stacks)
+        for c in root_causes(r.recompiles, r.limit_hits, ids, states, frames):
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:

@@ -87,8 +87,8 @@ def describe_source(source: str) -> str:
     m = re.fullmatch(r"(?:args|inputs)\[(\d+)\]", name)
     if m:
         return f"`{name}` (the {_ordinal(int(m.group(1)))} positional argument)"
-    if re.fullmatch(r"___stack\d+", name):
-        return "a Python number read from a tensor"
+    if re.fullmatch(r"___stack\d+", name):  # not a name of the user's: what the break left behind
+        return f"a value the code computed before a graph break (torch's `{name}`)"
     return f"`{name}`"
 
 
