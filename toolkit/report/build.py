@@ -14,6 +14,7 @@ from pathlib import Path
 from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
+from fxlens.report.failures import compile_failed
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
@@ -300,6 +301,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     }
     if with_guards:
         report["guards"] = _guards(session)
+    # the compiled object was called and its compile raised: never "never called" (fxlens fix reads it)
+    report["compile_failed"] = compile_failed(report)
     report["headlines"] = headlines(report, session)
     return report
 

@@ -225,7 +225,10 @@ def _backend_switched(report: dict) -> list[dict]:
 def headlines(report: dict, session=None) -> list[dict]:
     """The report's leading verdicts, most consequential first."""
     out = _backend_switched(report)
-    if h := _no_graph(report, session):
+    failed = report.get("compile_failed")
+    if failed and failed["nothing_compiled"]:  # called, and its compile raised: not "never called"
+        out.append({"kind": "compile_failed", "message": failed["message"], "fix": failed["fix"]})
+    elif h := _no_graph(report, session):
         out.append(h)
     out += _eager_frames(report)
     out += _limit_hits(report)
