@@ -153,7 +153,7 @@ def compile_failed(report: dict) -> dict | None:
     if raised_break:
         why = "a graph break is an error under `fullgraph=True`"
         fix = (
-            f"remove the graph break at {at} (the failure below says what broke), or drop "
+            f"remove the graph break at {at} (torch's text of the failure says what broke), or drop "
             "`fullgraph=True` so torch splits the graph there"
         )
     else:
