@@ -23,6 +23,7 @@ from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple
 from fxlens.report.fixes import BREAK_ACTIONS, config_action, how
+from fxlens.report.headlines import EAGER_FRAME_FIX
 from fxlens.trace.userframes import is_user_file, library_path
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
@@ -100,13 +101,22 @@ def break_actions(reason: str, hints: list[str], fix: str, file=None, line=None)
     return acts
 
 
-def break_fix(reason: str, hints: list[str], source: str) -> str:
-    """What to change for one graph break in the user's code: a rule, else torch's own hint."""
+# torch's stock hints (torch/_dynamo/graph_break_hints.py) that say what kind of break it is, not
+# what to change: never given as the fix
+_NOT_A_FIX = re.compile(
+    r"report an issue|file an issue|may result in an error when running in eager|likely to be a "
+    r"Dynamo bug|may be difficult to debug|graph break is fundamental|caused by an earlier graph break"
+)
+
+
+def break_fix(reason: str, hints: list[str], source: str, fallback: str = "") -> str:
+    """What to change for one graph break in the user's code: a rule, else torch's own hint (not its
+    stock notes), else `fallback` (else: move the line out of the compiled function)."""
     for pattern, fix in BREAK_FIXES:
         if pattern.search(reason):
             return fix
-    hint = next((h for h in hints if "report an issue" not in h and "file an issue" not in h), "")
-    return hint or f"move `{source.strip()}` out of the compiled function"
+    hint = next((h for h in hints if not _NOT_A_FIX.search(h)), "")
+    return hint or fallback or f"move `{source.strip()}` out of the compiled function"
 
 
 def _package(path: str) -> str:
@@ -272,7 +282,7 @@ def eager_frame_findings(rows: list[dict], frames: list[dict], limits: list[dict
         fix = (
             library_fix(lib, f["reason"], f.get("hints") or [])
             if lib
-            else break_fix(f["reason"], f.get("hints") or [], f.get("source") or "")
+            else break_fix(f["reason"], f.get("hints") or [], f.get("source") or "", EAGER_FRAME_FIX)
         )
         out.append(
             _finding(
