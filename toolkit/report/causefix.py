@@ -136,6 +136,54 @@ CAUSES: dict[str, tuple[str, str]] = {
         "(`torch.compile(..., dynamic=True)`) if it keeps changing",
     ),
     "length": ("length of {name}", "{name} changed length: pad it to a fixed length, or pass a tensor"),
+    # not ___dict_contains('step_count', self.__dict__): the instance's own attribute now hides the
+    # class attribute the first compile read
+    "instance_attr": (
+        "instance attribute {name}, over its class attribute",
+        "{name} was set on the instance after the first compiled call, hiding the class attribute of "
+        "that name that the first compile read: set it on the instance before the first call (in "
+        "`__init__`), or keep it on the class only; one compile per way is expected",
+    ),
+    "default_device": (
+        "the default device",
+        "`torch.set_default_device` (or a `with torch.device(...)` block) differs between calls: set it "
+        "once before the first compiled call",
+    ),
+    "saved_tensors_hooks": (
+        "saved-tensors hooks",
+        "a saved-tensors hook (`torch.autograd.graph.saved_tensors_hooks`: activation checkpointing or "
+        "offloading) is on for some calls and off for others: one compile per state is expected; keep "
+        "it the same around every call",
+    ),
+    "dict_version": (
+        "contents of {name}",
+        "a dict the compiled code reads was changed in place between calls: fill it before the first "
+        "call and keep it, or pass what the code needs as arguments",
+    ),
+    "hooks": (
+        "hooks of {name}",
+        "a module hook was registered or removed between calls: register hooks before the first "
+        "compiled call and keep them",
+    ),
+    "dict_key": (
+        "key {name}",
+        "the key {name} came or went between calls: pass a dict with the same keys on every call "
+        "(a missing optional entry as a fixed default); each set of keys compiles once",
+    ),
+    "hasattr": (
+        "attribute {name}",
+        "the attribute {name} came or went between calls (the code checks `hasattr`): set it before the "
+        "first compiled call, and keep it",
+    ),
+    "dict_keys": (
+        "the keys of {name}",
+        "{name} had other keys (or another order): pass the same keys in the same order on every call",
+    ),
+    "aliasing": (
+        "aliasing of {name} with another input",
+        "two inputs were one tensor in one call and two in another (torch compiles each aliasing "
+        "once): pass distinct tensors (`.clone()` one) or the same one on every call",
+    ),
     "none": ("{name} being None", "pass {name} on every call or on none: each case compiles once"),
     "identity": (
         "identity of {name}",

@@ -57,6 +57,15 @@ _STATE_KINDS = {
     "shape_relation",
     "identity",
     "type",
+    "instance_attr",
+    "default_device",
+    "saved_tensors_hooks",
+    "dict_version",
+    "hooks",
+    "dict_key",
+    "hasattr",
+    "dict_keys",
+    "aliasing",
     "other",
 }
 
