@@ -303,7 +303,11 @@ def cause_fix(
         actions = [config_action("capture_scalar_outputs", True, "recompiles")]
     elif kind in ("module_attr", "value") and values:
         number = _number(values[0])
-        if isinstance(number, float):
+        if isinstance(number, float) and kind == "value":
+            # a float argument: `dynamic=True` traces it as a symbol (one graph for every value);
+            # specialize_float=False is torch 2.13's default already and changes nothing (checked)
+            actions = [action("dynamic", **_frame_of(g))]
+        elif isinstance(number, float):
             actions = [config_action("specialize_float", False, "recompiles")]
         elif isinstance(number, int) and kind == "module_attr":
             actions = [config_action("allow_unspec_int_on_nn_module", True, "recompiles")]
@@ -378,8 +382,20 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
             [action("dynamic")],
         )
     name = source_name(guard.source)
-    act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
-    todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
+    if _library_model(guard, g):
+        # a library model ties its inputs' dims together (input_ids and attention_mask have one
+        # length): `mark_dynamic` of one alone raises ConstraintViolationError there, and
+        # `maybe_mark_dynamic` does not raise but leaves the recompile (both checked on BERT)
+        act = [action("dynamic", **_frame_of(g))]
+        todo = (
+            "compile with `dynamic=True`, or mark that dim dynamic on every input of that length "
+            "before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`, and the same for an "
+            "attention_mask beside it): `mark_dynamic` of one alone raises ConstraintViolationError "
+            "where the model ties the dims, and `maybe_mark_dynamic` leaves the recompile"
+        )
+    else:
+        act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
+        todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
     sizes = [int(v) for v in values if v.isdigit()]
     short_last = str(guard.dim or 0) == "0" and len(sizes) > 1 and sizes[-1] < sizes[0]
     if short_last:  # a smaller batch after the usual one: a DataLoader's last batch
@@ -394,6 +410,13 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
             format_for_guard(todo, guard)
         ), act
     return automatic + format_for_guard(todo, guard), act
+
+
+def _library_model(guard: FailedGuard, g: dict) -> bool:
+    """Whether the compiled frame is a library model's, entered from the user's call: its name is the
+    library's class and method (`BertModel.forward`), or its arguments came through a wrapper's
+    `**kwargs` (transformers' `wrapper(*args, **kwargs)`)."""
+    return "." in g["rc"].function or (guard.source or "").startswith(("kwargs[", "L['kwargs']"))
 
 
 def entry_frames(stacks: dict) -> set | None:
