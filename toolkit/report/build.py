@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
+from fxlens.report.breaksplit import break_split
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
 from fxlens.report.failures import compile_failed
@@ -64,6 +65,8 @@ def _dedup_breaks(session: Session) -> list[dict]:
         g["compile_ids"].append(b.compile_id)
         if b.rank not in g["ranks"]:
             g["ranks"].append(b.rank)
+    for g in groups.values():  # a break inside an inlined submodule: its graphs, and why so many
+        g["split"] = break_split(session, g)
     return sorted(groups.values(), key=lambda g: (-g["count"], g["file"], g["line"]))
 
 

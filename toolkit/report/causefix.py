@@ -14,7 +14,7 @@ import re
 
 from fxlens.report.fixes import action, config_action
 from fxlens.trace.guards import FailedGuard, describe_source, source_name, tensor_hint
-from fxlens.trace.userframes import def_params, is_library_code, short_path
+from fxlens.trace.userframes import is_library_code, short_path
 
 # What each kind of failed guard means and what to change, one row per kind (the patterns that
 # read torch's text are fxlens.trace.guards.RULES). {name}: the user's name for the guarded source
@@ -226,27 +226,6 @@ _LR = re.compile(r"param_groups\b.*\['lr'\]")
 _SETTING = re.compile(r"(^|\.)config\.|^kwargs\[|^(use_cache|return_dict|loss_type|output_\w+)$")
 
 
-# a path into an argument: `labels[0]['boxes']`, `batch.pixel_values`, `args[0]` (its root is the name)
-_ARG_PATH = re.compile(r"^(?P<root>[A-Za-z_]\w*)(?:\[[^\]]+\]|\.\w+)*$")
-
-
-def held(guard: FailedGuard, g: dict, entry_ids: set | None, entry_frames: set | None = None) -> bool:
-    """Whether the guarded tensor is one the user passes to the compiled call: a path into an argument
-    (`x`, `args[0]`, `labels[0]['boxes']`; not `self.`, not a value torch kept across a break) of a
-    frame the user's compiled call entered. A frame resumed after a graph break holds the original
-    function's locals: a path into one of its parameters is still the user's argument there, when
-    that function is the one the user's call entered (`entry_frames`); any other local is not."""
-    name = source_name(guard.source) if guard.source else ""
-    m = _ARG_PATH.match(name)
-    if not m or m["root"] in ("self", "G") or name.startswith("___"):
-        return False
-    if any(c.startswith(RESUME_PREFIX) for c in g["co_names"]) and len(g["co_names"]) == 1:
-        rc = g["rc"]
-        entered = entry_frames is None or (rc.function, rc.file) in entry_frames
-        return entered and m["root"] in def_params(rc.file, rc.line)
-    return entry_ids is None or any(i in entry_ids for i in g["ids"])
-
-
 def _frame_of(g: dict) -> dict:
     """The compiled frame an action applies to: its code name and file."""
     rc = g["rc"]
@@ -298,36 +277,48 @@ def cause_fix(
         )
     if kind == "other" and guard.hint:  # no rule of ours: torch's own HINT is the best fix there is
         fix = f"torch's hint: {guard.hint}"
-    actions: list = []
-    if kind == "item_value":
-        actions = [config_action("capture_scalar_outputs", True, "recompiles")]
-    elif kind in ("module_attr", "value") and values:
-        number = _number(values[0])
-        if isinstance(number, float) and kind == "value":
-            # a float argument: `dynamic=True` traces it as a symbol (one graph for every value);
-            # specialize_float=False is torch 2.13's default already and changes nothing (checked)
-            actions = [action("dynamic", **_frame_of(g))]
-        elif isinstance(number, float):
-            actions = [config_action("specialize_float", False, "recompiles")]
-        elif isinstance(number, int) and kind == "module_attr":
-            actions = [config_action("allow_unspec_int_on_nn_module", True, "recompiles")]
-        elif isinstance(number, int):
-            actions = [action("dynamic", **_frame_of(g))]
+    actions = _actions(kind, g)
     if kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
-        if _SETTING.search(name):
-            fix = (
-                f"`{name}` is a setting your script passes or sets (a model config field, a keyword "
-                "argument such as `use_cache` or `loss_type`), and the library's code branches on it at "
-                f"{short_path(guard.file)}:{guard.line}: give it one value for every call (set it once, "
-                "before the first compiled call); each value compiles once"
-            )
-        else:
-            fix = (
-                f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
-                "one compile per distinct way the library calls that frame is expected; only if the frame "
-                "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
-            )
+        fix = _library_code_fix(name, guard)
     return fix, actions
+
+
+def _actions(kind: str, g: dict) -> list:
+    """The actions of a cause that is a Python value (a number read from a tensor, an argument, a
+    module attribute)."""
+    values = g["values"]
+    if kind == "item_value":
+        return [config_action("capture_scalar_outputs", True, "recompiles")]
+    if kind not in ("module_attr", "value") or not values:
+        return []
+    number = _number(values[0])
+    if isinstance(number, float) and kind == "value":
+        # a float argument: `dynamic=True` traces it as a symbol (one graph for every value);
+        # specialize_float=False is torch 2.13's default already and changes nothing (checked)
+        return [action("dynamic", **_frame_of(g))]
+    if isinstance(number, float):
+        return [config_action("specialize_float", False, "recompiles")]
+    if isinstance(number, int) and kind == "module_attr":
+        return [config_action("allow_unspec_int_on_nn_module", True, "recompiles")]
+    if isinstance(number, int):
+        return [action("dynamic", **_frame_of(g))]
+    return []
+
+
+def _library_code_fix(name: str, guard: FailedGuard) -> str:
+    """A guard in a library's code: a setting the script passes, or nothing the script controls."""
+    if _SETTING.search(name):
+        return (
+            f"`{name}` is a setting your script passes or sets (a model config field, a keyword "
+            "argument such as `use_cache` or `loss_type`), and the library's code branches on it at "
+            f"{short_path(guard.file)}:{guard.line}: give it one value for every call (set it once, "
+            "before the first compiled call); each value compiles once"
+        )
+    return (
+        f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
+        "one compile per distinct way the library calls that frame is expected; only if the frame "
+        "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
+    )
 
 
 def _number(text: str):
@@ -381,21 +372,7 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
             "you pass dynamic before the call",
             [action("dynamic")],
         )
-    name = source_name(guard.source)
-    if _library_model(guard, g):
-        # a library model ties its inputs' dims together (input_ids and attention_mask have one
-        # length): `mark_dynamic` of one alone raises ConstraintViolationError there, and
-        # `maybe_mark_dynamic` does not raise but leaves the recompile (both checked on BERT)
-        act = [action("dynamic", **_frame_of(g))]
-        todo = (
-            "compile with `dynamic=True`, or mark that dim dynamic on every input of that length "
-            "before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`, and the same for an "
-            "attention_mask beside it): `mark_dynamic` of one alone raises ConstraintViolationError "
-            "where the model ties the dims, and `maybe_mark_dynamic` leaves the recompile"
-        )
-    else:
-        act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
-        todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
+    act, todo = _mark_fix(guard, g)
     sizes = [int(v) for v in values if v.isdigit()]
     short_last = str(guard.dim or 0) == "0" and len(sizes) > 1 and sizes[-1] < sizes[0]
     if short_last:  # a smaller batch after the usual one: a DataLoader's last batch
@@ -412,32 +389,25 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
     return automatic + format_for_guard(todo, guard), act
 
 
+def _mark_fix(guard: FailedGuard, g: dict) -> tuple[list, str]:
+    """(actions, words) that make a dim of a tensor the user passes dynamic."""
+    name = source_name(guard.source)
+    if _library_model(guard, g):
+        # a library model ties its inputs' dims together (input_ids and attention_mask have one
+        # length): `mark_dynamic` of one alone raises ConstraintViolationError there, and
+        # `maybe_mark_dynamic` does not raise but leaves the recompile (both checked on BERT)
+        return [action("dynamic", **_frame_of(g))], (
+            "compile with `dynamic=True`, or mark that dim dynamic on every input of that length "
+            "before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`, and the same for an "
+            "attention_mask beside it): `mark_dynamic` of one alone raises ConstraintViolationError "
+            "where the model ties the dims, and `maybe_mark_dynamic` leaves the recompile"
+        )
+    act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
+    return act, "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
+
+
 def _library_model(guard: FailedGuard, g: dict) -> bool:
     """Whether the compiled frame is a library model's, entered from the user's call: its name is the
     library's class and method (`BertModel.forward`), or its arguments came through a wrapper's
     `**kwargs` (transformers' `wrapper(*args, **kwargs)`)."""
     return "." in g["rc"].function or (guard.source or "").startswith(("kwargs[", "L['kwargs']"))
-
-
-def entry_frames(stacks: dict) -> set | None:
-    """(function, file) of each frame the user's compiled call entered (see `entry_ids`)."""
-    ids = entry_ids(stacks)
-    if ids is None:
-        return None
-    return {(stacks[c][-1].function, stacks[c][-1].file) for c in ids if stacks.get(c)}
-
-
-def entry_ids(stacks: dict) -> set | None:
-    """The compile ids whose frame the user's compiled call entered: in its stack, nothing but
-    torch's own call plumbing between torch's compile wrapper and the frame (an inner frame compiled
-    after a graph break has the outer frame's code in between). None when no stack was logged."""
-    if not stacks:
-        return None
-    out = set()
-    for cid, stack in stacks.items():
-        at = max((i for i, f in enumerate(stack) if f.function == "compile_wrapper"), default=None)
-        if at is None:
-            out.add(cid)  # no wrapper frame logged: nothing says the frame is an inner one
-        elif all("/torch/" in f.file.replace("\\", "/") for f in stack[at + 1 : -1]):
-            out.add(cid)
-    return out

@@ -11,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from fxlens.report.argpaths import entry_frames, entry_ids, held
 from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: also read from here)
     CAUSES,
     RESUME_PREFIX,
     cause_fix,
-    entry_frames,
-    entry_ids,
     format_for_guard,
-    held,
     shorten,
 )
 from fxlens.report.nearest import nearest

@@ -101,6 +101,8 @@ def _break_lines(report: dict, limit: int) -> list[str]:
             own = break_actions_of(b)  # a row read off the library frame: a switch on the caller's side
             if own != break_actions_of({"reason": b["reason"], "explanation": b.get("explanation")}):
                 out += [f"    fix: {describe(a)}" for a in own]
+        if b.get("split"):
+            out.append(f"    why {b['split']['graphs']} graphs: {b['split']['message']}")
         if len(b["call_path"]) > 1:
             out.append(
                 "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])
