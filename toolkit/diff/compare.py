@@ -204,7 +204,14 @@ def _break_items(s: _Sides) -> list[dict]:
     return _items(
         match(
             *s.keyed("graph_breaks"),
-            lambda x: (x["function"], x["file"], x["line"], x["reason"]),
+            # the library frame that broke tells apart two breaks of one user line
+            lambda x: (
+                x["function"],
+                x["file"],
+                x["line"],
+                x["reason"],
+                (x.get("library") or {}).get("file"),
+            ),
             lambda x: (x["function"], x["file"], x["reason"]),
         ),
         ("count",),

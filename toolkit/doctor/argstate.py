@@ -49,7 +49,8 @@ def fingerprint(args: tuple, kwargs: dict, names: list[str] | None = None) -> di
             return
         seen.add(id(obj))
         if isinstance(obj, torch.Tensor):
-            out[path] = (id(obj), tuple(obj.shape), obj._version)
+            # a tensor made under inference_mode has no version counter (reading it raises)
+            out[path] = (id(obj), tuple(obj.shape), None if obj.is_inference() else obj._version)
         elif isinstance(obj, (list, tuple)):
             for i, x in enumerate(obj):
                 walk(x, f"{path}[{i}]", depth + 1)

@@ -22,7 +22,8 @@ from fxlens.doctor.finding import capture_only, code_action
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple
-from fxlens.report.fixes import BREAK_ACTIONS, config_action, how
+from fxlens.report.fixes import BREAK_ACTIONS, action, break_text, config_action, describe, how
+from fxlens.report.headlines import EAGER_FRAME_FIX
 from fxlens.trace.userframes import is_user_file, library_path
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
@@ -56,6 +57,12 @@ BREAK_FIXES: list[tuple[re.Pattern, str]] = [
 # (pattern on the library file, pattern on its source line or torch's reason, the switch that
 # avoids the break from the user's side) - first match wins; each row was seen on a real model
 LIBRARY_FIXES: list[tuple[re.Pattern, re.Pattern, str]] = [
+    # nn.Transformer's check of a causal mask given without `tgt_is_causal`/`is_causal`
+    (
+        re.compile(r"torch/nn/modules/transformer\.py"),
+        re.compile(r"_detect_is_causal_mask|causal_comparison"),
+        describe(action("causal_mask")),
+    ),
     # Wav2Vec2-family feature encoder: `hidden_states.requires_grad = True` in training mode
     (
         re.compile(r"transformers/models/.*wav2vec2|hubert|wavlm|data2vec_audio"),
@@ -83,13 +90,15 @@ _TORCH_SWITCH = re.compile(r"`?(torch\._dynamo\.config\.\w+ = \w+)`?")
 _SWITCH_PARTS = re.compile(r"torch\._dynamo\.config\.(\w+) = (\w+)")
 
 
-def break_actions(reason: str, hints: list[str], fix: str, file=None, line=None) -> list[dict]:
-    """The fix of one break as actions: the torch switch `fxlens fix` tries for this reason (the
-    same table it reads breaks with), or the one torch's hint names; else the change `fix` says,
-    stated as code."""
-    text = f"{reason} {' '.join(hints)}"
+def break_actions(
+    reason: str, hints: list[str], fix: str, file=None, line=None, lib: dict | None = None
+) -> list[dict]:
+    """The fix of one break as actions: the row of the table `fxlens fix` reads breaks with (on
+    torch's text and the library frame that broke), or the torch switch torch's hint names; else
+    the change `fix` says, stated as code."""
+    text = " ".join([reason, *hints, break_text({"library": lib})])
     acts = next((list(a) for pattern, a in BREAK_ACTIONS if pattern.search(text)), [])
-    if not any(a["kind"] == "config" for a in acts):
+    if not acts:
         for h in hints:
             if m := _SWITCH_PARTS.search(h):
                 value = {"True": True, "False": False}.get(m.group(2), m.group(2))
@@ -100,13 +109,22 @@ def break_actions(reason: str, hints: list[str], fix: str, file=None, line=None)
     return acts
 
 
-def break_fix(reason: str, hints: list[str], source: str) -> str:
-    """What to change for one graph break in the user's code: a rule, else torch's own hint."""
+# torch's stock hints (torch/_dynamo/graph_break_hints.py) that say what kind of break it is, not
+# what to change: never given as the fix
+_NOT_A_FIX = re.compile(
+    r"report an issue|file an issue|may result in an error when running in eager|likely to be a "
+    r"Dynamo bug|may be difficult to debug|graph break is fundamental|caused by an earlier graph break"
+)
+
+
+def break_fix(reason: str, hints: list[str], source: str, fallback: str = "") -> str:
+    """What to change for one graph break in the user's code: a rule, else torch's own hint (not its
+    stock notes), else `fallback` (else: move the line out of the compiled function)."""
     for pattern, fix in BREAK_FIXES:
         if pattern.search(reason):
             return fix
-    hint = next((h for h in hints if "report an issue" not in h and "file an issue" not in h), "")
-    return hint or f"move `{source.strip()}` out of the compiled function"
+    hint = next((h for h in hints if not _NOT_A_FIX.search(h)), "")
+    return hint or fallback or f"move `{source.strip()}` out of the compiled function"
 
 
 def _package(path: str) -> str:
@@ -246,7 +264,7 @@ def break_findings(
                 fix,
                 cost,
                 b["function"],
-                break_actions(b["reason"], b.get("hints") or [], fix, b["file"], b["line"]),
+                break_actions(b["reason"], b.get("hints") or [], fix, b["file"], b["line"], lib),
             )
         )
     return out
@@ -272,7 +290,7 @@ def eager_frame_findings(rows: list[dict], frames: list[dict], limits: list[dict
         fix = (
             library_fix(lib, f["reason"], f.get("hints") or [])
             if lib
-            else break_fix(f["reason"], f.get("hints") or [], f.get("source") or "")
+            else break_fix(f["reason"], f.get("hints") or [], f.get("source") or "", EAGER_FRAME_FIX)
         )
         out.append(
             _finding(
@@ -286,7 +304,7 @@ def eager_frame_findings(rows: list[dict], frames: list[dict], limits: list[dict
                 fix,
                 cost,
                 f["function"],
-                break_actions(f["reason"], f.get("hints") or [], fix, f["file"], f["line"]),
+                break_actions(f["reason"], f.get("hints") or [], fix, f["file"], f["line"], lib),
             )
         )
     return out

@@ -240,6 +240,14 @@ def findings(
                 None,
             )
         )
+    raised = report.get("compile_failed")  # called, and its compile raised: not "never called"
+    if raised and not failed:
+        out.append(
+            _finding(
+                "compiled_run_failed", raised["message"], *_failed_place(report), raised["fix"], 0.0, None
+            )
+        )
+        rows = [_called_once(r, raised) for r in rows]
     failures = {
         m["compile_id"]: m.get("fail_reason") or ""
         for m in (report.get("compile_times") or {}).get("per_compile") or []
@@ -259,6 +267,21 @@ def findings(
     out += eager_frame_findings(rows, report.get("eager_frames") or [], report["recompile_limit_hits"])
     out += _usage_findings(rows, graphs)
     return _ranked(out, ran_eagerly)
+
+
+def _failed_place(report: dict) -> tuple[str, int | None]:
+    first = (report.get("failures") or [{}])[0]
+    return first.get("file") or report["source"].get("script"), first.get("line")
+
+
+def _called_once(row: dict, raised: dict) -> dict:
+    """A row of a function whose compile raised: the script did call it (the call raised, so the
+    probe counted none); marked so no finding says it was never called."""
+    if row["calls"] or not (
+        raised["nothing_compiled"] or row["function"].split(".")[-1] in raised["functions"]
+    ):
+        return row
+    return {**row, "compile_raised": True}
 
 
 def _ranked(out: list[dict], ran_eagerly: bool) -> list[dict]:

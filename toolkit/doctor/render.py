@@ -167,6 +167,14 @@ def _samples(f: dict) -> str:
     return n + (" pairs" if method == "interleaved" else " calls")
 
 
+def _pays_off(f: dict) -> str:
+    """After how many calls compiling pays off: only beside a speed verdict (an inconclusive or
+    capture-only row has no speedup to pay anything off with)."""
+    if f.get("verdict") not in ("faster", "slower") or not f["calls"]:
+        return "-"
+    return _num(f["break_even_calls"], "d") if f["break_even_calls"] is not None else "never"
+
+
 def _function_lines(result: dict) -> list[str]:
     """The compiled functions side by side: per-call times, speedup and interval, verdict, break-even."""
     rows = [
@@ -185,9 +193,7 @@ def _function_lines(result: dict) -> list[str]:
                 if f.get("compile_s_range")
                 else ""
             ),
-            _num(f["break_even_calls"], "d")
-            if f["break_even_calls"] is not None
-            else ("never" if f["calls"] else "-"),
+            _pays_off(f),
         ]
         for f in result["functions"]
     ]

@@ -178,7 +178,8 @@ def timing_findings(
     load = load or {}
     for row in rows:
         if not row["calls"] and not failed:
-            out.append(_never_called(row))
+            if not row.get("compile_raised"):  # a call whose compile raised was a call
+                out.append(_never_called(row))
             continue
         e, c, n = row["eager_ms"], row["compiled_ms"], row["calls"]
         if e is None or c is None:

@@ -176,7 +176,7 @@ def gather(
     the findings of `fxlens doctor` when the session is doctor's."""
     entries = _from_report(report) + _from_doctor(doctor)
     if recorder:
-        failed = bool(report.get("failures"))
+        failed = bool(report.get("compile_failed") or report.get("failures"))
         entries += _from_recorder(recorder.get("objects") or {}, recorder.get("calls") or {}, failed)
     entries += [_entry("asked for with --try", a) for a in extra]
     out: dict[tuple, dict] = {}

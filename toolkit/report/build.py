@@ -12,8 +12,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
+from fxlens.report.breaksplit import break_split
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
+from fxlens.report.failures import compile_failed
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.measured import attach as attach_measured
 from fxlens.report.outputcode import output_code
@@ -30,12 +32,13 @@ REPORT_VERSION = 1
 
 
 def _dedup_breaks(session: Session) -> list[dict]:
-    """Graph breaks deduplicated by user location and reason; count = compiles that hit it."""
+    """Graph breaks deduplicated by user location, reason and the library frame that broke (one user
+    line calling two libraries that each break is two breaks); count = compiles that hit it."""
     groups: dict[tuple, dict] = {}
     for b in session.graph_breaks:
         if b.skipped_frame:  # torch gave up on the frame: listed once, under eager_frames
             continue
-        key = (b.file, b.line, b.reason)
+        key = (b.file, b.line, b.reason, (b.library.file, b.library.line) if b.library else None)
         g = groups.get(key)
         if g is None:
             g = groups[key] = {
@@ -63,6 +66,8 @@ def _dedup_breaks(session: Session) -> list[dict]:
         g["compile_ids"].append(b.compile_id)
         if b.rank not in g["ranks"]:
             g["ranks"].append(b.rank)
+    for g in groups.values():  # a break inside an inlined submodule: its graphs, and why so many
+        g["split"] = break_split(session, g)
     return sorted(groups.values(), key=lambda g: (-g["count"], g["file"], g["line"]))
 
 
@@ -307,6 +312,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     if with_guards:
         report["guards"] = _guards(session)
         attach_measured(report, session)  # what `fxlens fix` measured of the fixes printed
+    # the compiled object was called and its compile raised: never "never called" (fxlens fix reads it)
+    report["compile_failed"] = compile_failed(report)
     report["headlines"] = headlines(report, session)
     return report
 

@@ -136,6 +136,54 @@ CAUSES: dict[str, tuple[str, str]] = {
         "(`torch.compile(..., dynamic=True)`) if it keeps changing",
     ),
     "length": ("length of {name}", "{name} changed length: pad it to a fixed length, or pass a tensor"),
+    # not ___dict_contains('step_count', self.__dict__): the instance's own attribute now hides the
+    # class attribute the first compile read
+    "instance_attr": (
+        "instance attribute {name}, over its class attribute",
+        "{name} was set on the instance after the first compiled call, hiding the class attribute of "
+        "that name that the first compile read: set it on the instance before the first call (in "
+        "`__init__`), or keep it on the class only; one compile per way is expected",
+    ),
+    "default_device": (
+        "the default device",
+        "`torch.set_default_device` (or a `with torch.device(...)` block) differs between calls: set it "
+        "once before the first compiled call",
+    ),
+    "saved_tensors_hooks": (
+        "saved-tensors hooks",
+        "a saved-tensors hook (`torch.autograd.graph.saved_tensors_hooks`: activation checkpointing or "
+        "offloading) is on for some calls and off for others: one compile per state is expected; keep "
+        "it the same around every call",
+    ),
+    "dict_version": (
+        "contents of {name}",
+        "a dict the compiled code reads was changed in place between calls: fill it before the first "
+        "call and keep it, or pass what the code needs as arguments",
+    ),
+    "hooks": (
+        "hooks of {name}",
+        "a module hook was registered or removed between calls: register hooks before the first "
+        "compiled call and keep them",
+    ),
+    "dict_key": (
+        "key {name}",
+        "the key {name} came or went between calls: pass a dict with the same keys on every call "
+        "(a missing optional entry as a fixed default); each set of keys compiles once",
+    ),
+    "hasattr": (
+        "attribute {name}",
+        "the attribute {name} came or went between calls (the code checks `hasattr`): set it before the "
+        "first compiled call, and keep it",
+    ),
+    "dict_keys": (
+        "the keys of {name}",
+        "{name} had other keys (or another order): pass the same keys in the same order on every call",
+    ),
+    "aliasing": (
+        "aliasing of {name} with another input",
+        "two inputs were one tensor in one call and two in another (torch compiles each aliasing "
+        "once): pass distinct tensors (`.clone()` one) or the same one on every call",
+    ),
     "none": ("{name} being None", "pass {name} on every call or on none: each case compiles once"),
     "identity": (
         "identity of {name}",
@@ -178,22 +226,11 @@ _LR = re.compile(r"param_groups\b.*\['lr'\]")
 _SETTING = re.compile(r"(^|\.)config\.|^kwargs\[|^(use_cache|return_dict|loss_type|output_\w+)$")
 
 
-def held(guard: FailedGuard, g: dict, entry_ids: set | None) -> bool:
-    """Whether the guarded tensor is an argument the user passes to the compiled call: a plain name
-    (not an attribute, not a resume function's local) of a frame the user's compiled call entered
-    (not an inner frame torch compiled after a graph break, whose arguments the user never holds)."""
-    name = source_name(guard.source) if guard.source else ""
-    positional = re.fullmatch(r"args\[\d+\]", name)  # a module call's *args: the user's own tensor
-    if not (name.isidentifier() or positional) or name.startswith("___"):
-        return False
-    if any(c.startswith(RESUME_PREFIX) for c in g["co_names"]) and len(g["co_names"]) == 1:
-        return False
-    return entry_ids is None or any(i in entry_ids for i in g["ids"])
-
-
 def _frame_of(g: dict) -> dict:
     """The compiled frame an action applies to: its code name and file."""
     rc = g["rc"]
+    if rc.co_name and rc.co_name.startswith(RESUME_PREFIX):
+        return {"function": rc.function, "file": rc.file}  # resumed after a break: the function itself
     if rc.co_name and rc.co_name != rc.function.rsplit(".", 1)[-1]:
         # torch's own wrapper of a module call (`inner`, placed at the user's call): the action
         # applies to whichever compiled object the call goes through
@@ -231,34 +268,57 @@ def cause_fix(
         acts = [action("mark_unbacked", arg=name, dim=int(guard.dim or 0), **_frame_of(g))] if held else []
         return fix, acts
     fix = format_for_guard(fix_t, guard)
+    if kind == "stride" and not held:  # the model's own tensor: there is no input to make contiguous
+        fix = (
+            f"{describe_source(guard.source) if guard.source else 'the tensor'} is computed inside the "
+            "compiled code, not passed by your script: its layout follows the code before it (a "
+            "transpose, a memory format, a slice taken on one path only); one compile per layout is "
+            "expected, and one layout on every path (`.contiguous()` where the code makes it) compiles once"
+        )
     if kind == "other" and guard.hint:  # no rule of ours: torch's own HINT is the best fix there is
         fix = f"torch's hint: {guard.hint}"
-    actions: list = []
-    if kind == "item_value":
-        actions = [config_action("capture_scalar_outputs", True, "recompiles")]
-    elif kind in ("module_attr", "value") and values:
-        number = _number(values[0])
-        if isinstance(number, float):
-            actions = [config_action("specialize_float", False, "recompiles")]
-        elif isinstance(number, int) and kind == "module_attr":
-            actions = [config_action("allow_unspec_int_on_nn_module", True, "recompiles")]
-        elif isinstance(number, int):
-            actions = [action("dynamic", **_frame_of(g))]
+    actions = _actions(kind, g)
     if kind in _CODE_KINDS and guard.file and is_library_code(guard.file):
-        if _SETTING.search(name):
-            fix = (
-                f"`{name}` is a setting your script passes or sets (a model config field, a keyword "
-                "argument such as `use_cache` or `loss_type`), and the library's code branches on it at "
-                f"{short_path(guard.file)}:{guard.line}: give it one value for every call (set it once, "
-                "before the first compiled call); each value compiles once"
-            )
-        else:
-            fix = (
-                f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
-                "one compile per distinct way the library calls that frame is expected; only if the frame "
-                "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
-            )
+        fix = _library_code_fix(name, guard)
     return fix, actions
+
+
+def _actions(kind: str, g: dict) -> list:
+    """The actions of a cause that is a Python value (a number read from a tensor, an argument, a
+    module attribute)."""
+    values = g["values"]
+    if kind == "item_value":
+        return [config_action("capture_scalar_outputs", True, "recompiles")]
+    if kind not in ("module_attr", "value") or not values:
+        return []
+    number = _number(values[0])
+    if isinstance(number, float) and kind == "value":
+        # a float argument: `dynamic=True` traces it as a symbol (one graph for every value);
+        # specialize_float=False is torch 2.13's default already and changes nothing (checked)
+        return [action("dynamic", **_frame_of(g))]
+    if isinstance(number, float):
+        return [config_action("specialize_float", False, "recompiles")]
+    if isinstance(number, int) and kind == "module_attr":
+        return [config_action("allow_unspec_int_on_nn_module", True, "recompiles")]
+    if isinstance(number, int):
+        return [action("dynamic", **_frame_of(g))]
+    return []
+
+
+def _library_code_fix(name: str, guard: FailedGuard) -> str:
+    """A guard in a library's code: a setting the script passes, or nothing the script controls."""
+    if _SETTING.search(name):
+        return (
+            f"`{name}` is a setting your script passes or sets (a model config field, a keyword "
+            "argument such as `use_cache` or `loss_type`), and the library's code branches on it at "
+            f"{short_path(guard.file)}:{guard.line}: give it one value for every call (set it once, "
+            "before the first compiled call); each value compiles once"
+        )
+    return (
+        f"the guard is in {guard.file}:{guard.line}, a library's code your script does not control: "
+        "one compile per distinct way the library calls that frame is expected; only if the frame "
+        "hits the recompile limit, raise `torch._dynamo.config.recompile_limit`"
+    )
 
 
 def _number(text: str):
@@ -312,9 +372,7 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
             "you pass dynamic before the call",
             [action("dynamic")],
         )
-    name = source_name(guard.source)
-    act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
-    todo = "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
+    act, todo = _mark_fix(guard, g)
     sizes = [int(v) for v in values if v.isdigit()]
     short_last = str(guard.dim or 0) == "0" and len(sizes) > 1 and sizes[-1] < sizes[0]
     if short_last:  # a smaller batch after the usual one: a DataLoader's last batch
@@ -331,17 +389,25 @@ def _size_fix(guard: FailedGuard, automatic: str, g: dict, held: bool) -> tuple[
     return automatic + format_for_guard(todo, guard), act
 
 
-def entry_ids(stacks: dict) -> set | None:
-    """The compile ids whose frame the user's compiled call entered: in its stack, nothing but
-    torch's own call plumbing between torch's compile wrapper and the frame (an inner frame compiled
-    after a graph break has the outer frame's code in between). None when no stack was logged."""
-    if not stacks:
-        return None
-    out = set()
-    for cid, stack in stacks.items():
-        at = max((i for i, f in enumerate(stack) if f.function == "compile_wrapper"), default=None)
-        if at is None:
-            out.add(cid)  # no wrapper frame logged: nothing says the frame is an inner one
-        elif all("/torch/" in f.file.replace("\\", "/") for f in stack[at + 1 : -1]):
-            out.add(cid)
-    return out
+def _mark_fix(guard: FailedGuard, g: dict) -> tuple[list, str]:
+    """(actions, words) that make a dim of a tensor the user passes dynamic."""
+    name = source_name(guard.source)
+    if _library_model(guard, g):
+        # a library model ties its inputs' dims together (input_ids and attention_mask have one
+        # length): `mark_dynamic` of one alone raises ConstraintViolationError there, and
+        # `maybe_mark_dynamic` does not raise but leaves the recompile (both checked on BERT)
+        return [action("dynamic", **_frame_of(g))], (
+            "compile with `dynamic=True`, or mark that dim dynamic on every input of that length "
+            "before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`, and the same for an "
+            "attention_mask beside it): `mark_dynamic` of one alone raises ConstraintViolationError "
+            "where the model ties the dims, and `maybe_mark_dynamic` leaves the recompile"
+        )
+    act = [action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))]
+    return act, "mark it dynamic before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`)"
+
+
+def _library_model(guard: FailedGuard, g: dict) -> bool:
+    """Whether the compiled frame is a library model's, entered from the user's call: its name is the
+    library's class and method (`BertModel.forward`), or its arguments came through a wrapper's
+    `**kwargs` (transformers' `wrapper(*args, **kwargs)`)."""
+    return "." in g["rc"].function or (guard.source or "").startswith(("kwargs[", "L['kwargs']"))

@@ -130,3 +130,47 @@ def failure_lines(report: dict) -> list[str]:
                 out.append(f"    why: {clip(e['explanation'], 200)}")
         out.append("")
     return out
+
+
+# torch's failure type when a graph break was raised instead of split at (fullgraph=True, or
+# torch._dynamo.config.error_on_graph_break): torch.compile(fullgraph=True) refusing the code
+_BREAK_RAISED = ("Unsupported", "UserError")
+
+
+def compile_failed(report: dict) -> dict | None:
+    """The compile failures that raised to the script, as one verdict: the compiled object WAS called
+    (its first call raised), so it is a compile failure, never "the compiled object was never
+    called". `nothing_compiled`: no graph at all; then `sites` are the torch.compile calls
+    (`file:line`) whose objects failed. None when no compile failed."""
+    fails = report.get("failures") or []
+    if not fails:
+        return None
+    nothing = not report.get("graphs")
+    calls = [e for e in report.get("events") or [] if e.get("event") == "compile_call"]
+    first = fails[0]
+    at = _loc(first["file"], first["line"])
+    raised_break = any(f.get("fail_type") in _BREAK_RAISED for f in fails)
+    if raised_break:
+        why = "a graph break is an error under `fullgraph=True`"
+        fix = (
+            f"remove the graph break at {at} (torch's text of the failure says what broke), or drop "
+            "`fullgraph=True` so torch splits the graph there"
+        )
+    else:
+        why = "the compile raised"
+        fix = f"see the failure at {at} below; `fxlens bisect SCRIPT` finds the stage at fault"
+    first_line = (first.get("fail_reason") or "").strip().split("\n")[0]
+    message = (
+        f"the compiled `{first['function']}` was called and its compile failed "
+        f"({first.get('fail_type')} at {at}: {clip(first_line, 100)}); {why}"
+        + (", so nothing ran compiled" if nothing else "")
+    )
+    return {
+        "compile_ids": [f["compile_id"] for f in fails],
+        "functions": sorted({f["function"] for f in fails}),
+        "fullgraph_break": raised_break,
+        "nothing_compiled": nothing,
+        "sites": [f"{c.get('file')}:{c.get('line')}" for c in calls] if nothing else [],
+        "message": message,
+        "fix": fix,
+    }

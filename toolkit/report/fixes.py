@@ -132,6 +132,17 @@ FIXES: dict[str, FixKind] = {
     "no_compile": FixKind(
         "code", "compile_s", "drop the torch.compile call at {site} (call the function itself)"
     ),
+    # nn.Transformer / nn.TransformerDecoder / nn.TransformerEncoder given a causal mask without
+    # saying so: torch's `_detect_is_causal_mask` reads the mask (`.all()` -> a Tensor.item() break);
+    # the caller's switch tells torch the mask is causal and the check is skipped (checked on 2.13:
+    # nn.Transformer seq2seq, breaks 1 -> 0, graphs 0 -> 1)
+    "causal_mask": FixKind(
+        "code",
+        "breaks",
+        "pass `tgt_is_causal=True` (nn.Transformer, nn.TransformerDecoder) or `is_causal=True` "
+        "(nn.TransformerEncoder) beside the causal mask: torch then skips `_detect_is_causal_mask`, "
+        "whose read of the mask breaks the graph",
+    ),
     # any other change to the user's code, in the finding's own words (a print moved out of the
     # compiled function, a branch made branchless, a model setting): stated, not tried
     "change_code": FixKind("code", "", "{text}"),
@@ -157,6 +168,9 @@ def torch_config_action(module: str, name: str, value, target: str) -> dict:
 # (pattern on torch's graph-break reason and explanation, the fixes) - first match wins; read by
 # `fxlens fix` for the report's breaks and by doctor for its break findings (one table for both)
 BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
+    # a library break with a caller-side switch (matched on the library frame, `break_text`): before
+    # the generic rows, whose switch does nothing there (capture_scalar_outputs: checked on 2.13)
+    (re.compile(r"_detect_is_causal_mask"), [action("causal_mask")]),
     # Tensor.item() / a Python number read from a tensor: trace it as an unbacked symbol
     (
         re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
@@ -194,6 +208,20 @@ def library_break_actions(library: dict | None) -> list[dict]:
         (acts for f, fn, acts in LIBRARY_BREAK_ACTIONS if file.endswith(f) and library.get("function") == fn),
         [],
     )
+
+
+def break_text(b: dict) -> str:
+    """What BREAK_ACTIONS patterns read of one report break: torch's reason and explanation, and the
+    library frame that broke (its file, function and line of code), when it is a library's."""
+    lib = b.get("library") or {}
+    parts = [b.get("reason"), b.get("explanation"), lib.get("file"), lib.get("function"), lib.get("code")]
+    return " ".join(p for p in parts if p)
+
+
+def break_actions_of(b: dict) -> list[dict]:
+    """The actions of the first BREAK_ACTIONS row that reads this break ([] when none does)."""
+    text = break_text(b)
+    return next((list(acts) for pattern, acts in BREAK_ACTIONS if pattern.search(text)), [])
 
 
 def how(act: dict) -> str:

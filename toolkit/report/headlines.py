@@ -157,6 +157,13 @@ def _bypassing_call(file: str | None, line: int | None) -> tuple[str, str, int, 
     return None
 
 
+# what to do about a frame torch gave up on after a break it could not resume, in the user's code
+EAGER_FRAME_FIX = (
+    "move that call out of the compiled function (or out of the with/try block it is in, which "
+    "torch cannot resume a graph across)"
+)
+
+
 def _eager_frames(report: dict) -> list[dict]:
     out = []
     for e in report.get("eager_frames", []):
@@ -167,10 +174,7 @@ def _eager_frames(report: dict) -> list[dict]:
         else:
             name = f"`{(e.get('frame') or e)['function']}` ({where})"
         at = f"{lib['file']}:{lib['line']}" if lib else where
-        fix = (
-            "move that call out of the compiled function (or out of the with/try block it is in, which "
-            "torch cannot resume a graph across)"
-        )
+        fix = EAGER_FRAME_FIX
         if lib:  # the code that broke is the library's: the user cannot move it, torch's hint may help
             hint = (e.get("hints") or [None])[0]
             fix = f"the break is in {lib['file']}, not your code; " + (
@@ -241,7 +245,10 @@ def _truncated(report: dict) -> list[dict]:
 def headlines(report: dict, session=None) -> list[dict]:
     """The report's leading verdicts, most consequential first."""
     out = _truncated(report) + _backend_switched(report)
-    if h := _no_graph(report, session):
+    failed = report.get("compile_failed")
+    if failed and failed["nothing_compiled"]:  # called, and its compile raised: not "never called"
+        out.append({"kind": "compile_failed", "message": failed["message"], "fix": failed["fix"]})
+    elif h := _no_graph(report, session):
         out.append(h)
     out += _eager_frames(report)
     out += _limit_hits(report)

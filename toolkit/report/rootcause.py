@@ -11,16 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from fxlens.report.argpaths import entry_frames, entry_ids, held
 from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: also read from here)
     CAUSES,
     RESUME_PREFIX,
     cause_fix,
-    entry_ids,
     format_for_guard,
-    held,
     shorten,
 )
+from fxlens.report.nearest import nearest
 from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard
+from fxlens.trace.guardtree import entry_states
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
 from fxlens.trace.userframes import short_path
 
@@ -54,6 +55,15 @@ _STATE_KINDS = {
     "shape_relation",
     "identity",
     "type",
+    "instance_attr",
+    "default_device",
+    "saved_tensors_hooks",
+    "dict_version",
+    "hooks",
+    "dict_key",
+    "hasattr",
+    "dict_keys",
+    "aliasing",
     "other",
 }
 
@@ -69,9 +79,10 @@ def _identity(g: FailedGuard) -> tuple:
     )
 
 
-def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
+def _group_by_guard(recompiles: Iterable[Recompile], states=None) -> dict[tuple, dict]:
     """Failed guards grouped per (function, file, kind, source, dim); each recompile counted once,
-    under the first guard not seen before in its function (the change that caused it)."""
+    under the failure of the cache entry the call came nearest to (fxlens.report.nearest); where
+    entries tie, the first of theirs not seen before in its function (the change that caused it)."""
     groups: dict[tuple, dict] = {}
     seen_kinds: dict[tuple, set] = {}
     for rc in recompiles:
@@ -80,7 +91,8 @@ def _group_by_guard(recompiles: Iterable[Recompile]) -> dict[tuple, dict]:
         # torch's cache note is blamed only when it is all the recompile says (issue 34: one recompile
         # of a type-id storm blamed on "Cache line invalidated")
         parsed = [p for p in _guards_of(rc) if p.kind != "cache_note"] or _guards_of(rc)
-        cause = next((p for p in parsed if _identity(p) not in seen), parsed[0] if parsed else None)
+        near = [parsed[i] for i in nearest(parsed, rc.compile_id, states)] if parsed else []
+        cause = next((p for p in near if _identity(p) not in seen), near[0] if near else None)
         counted = False
         for g in parsed:
             key = (*fkey, *_identity(g))
@@ -124,7 +136,7 @@ def _merge_across_names(groups: dict[tuple, dict]) -> dict[tuple, dict]:
 
 
 def _cause(
-    function: str, file: str, g: dict, hit_limit: bool, entry_ids: set | None = None
+    function: str, file: str, g: dict, hit_limit: bool, entry_ids: set | None = None, frames=None
 ) -> RecompileCause:
     """One merged group as a cause: what changed, in words, torch's own guard, and the fix."""
     guard: FailedGuard = g["guards"][0]
@@ -155,7 +167,7 @@ def _cause(
             message += f" (the same change reaches {others} in the code resumed after a graph break)"
         elif others:
             message += f" (the same change is also guarded as {others})"
-    holds = held(guard, g, entry_ids)
+    holds = held(guard, g, entry_ids, frames)
     fix, actions = cause_fix(kind, fix_t, guard, g, holds, hit_limit)
     if hit_limit:
         fix += "; this frame hit the recompile limit and now runs eagerly"
@@ -180,17 +192,22 @@ def root_causes(
     recompiles: Iterable[Recompile],
     limit_hits: Iterable[RecompileLimitHit] = (),
     entry_ids: set | None = None,
+    states=None,
+    frames: set | None = None,
 ) -> list[RecompileCause]:
     """Group recompiles into causes, per (rank-agnostic) user function; most recompiles first.
 
     `entry_ids`: the compile ids whose frame the user's compiled call entered directly (its
     arguments are the user's tensors); None when the trace does not say (every frame counts).
+    `states(compile_id)`: a cache entry's guarded values (fxlens.trace.guardtree), to find the
+    entry each call came nearest to; None: the trace has no guard trees. `frames`: (function, file)
+    of the frames the user's call entered, which a resumed frame's arguments come from.
     """
-    groups = _group_by_guard(recompiles)
+    groups = _group_by_guard(recompiles, states)
     limited = {(h.function, h.file) for h in limit_hits}
     merged = _merge_across_names(groups)
     causes = [
-        _cause(function, file, g, (function, file) in limited, entry_ids)
+        _cause(function, file, g, (function, file) in limited, entry_ids, frames)
         for (function, file, *_), g in merged.items()
     ]
     causes.sort(key=lambda c: -c.count)
@@ -228,7 +245,9 @@ def session_causes(session) -> list[RecompileCause]:
     for r in session.ranks:
         if not r.recompiles:
             continue
-        for c in root_causes(r.recompiles, r.limit_hits, entry_ids(r.entry_stacks)):
+        states = entry_states(r.by_compile)
+        ids, frames = entry_ids(r.entry_stacks), entry_frames(r.entry_stacks)
+        for c in root_causes(r.recompiles, r.limit_hits, ids, states, frames):
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:

@@ -14,6 +14,7 @@ from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.failures import failure_lines
+from fxlens.report.fixes import break_actions_of, describe
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.special import head_counts, special_lines
@@ -75,8 +76,10 @@ def _break_lines(report: dict, limit: int) -> list[str]:
     out = ["Graph breaks (deduplicated by location and reason):"]
     rows = []
     for b in report["graph_breaks"][:limit]:
+        lib = b.get("library")  # breaks of one line in two libraries are two rows: say which is which
+        fn = f"{b['function']}, in {lib['file']}:{lib['line']}" if lib else b["function"]
         rows.append(
-            [b["count"], _loc(b["file"], b["line"]), b["function"], clip(b["reason"], 70)]
+            [b["count"], _loc(b["file"], b["line"]), fn, clip(b["reason"], 70)]
             + ([rank_ranges(b["ranks"], limit=6)] if ranked else [])
         )
     out.append(
@@ -94,6 +97,11 @@ def _break_lines(report: dict, limit: int) -> list[str]:
         if lib:  # the user's line only called into a library, which is where torch broke
             code = f"  `{clip(lib['code'], 80)}`" if lib.get("code") else ""
             out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']}){code}")
+            own = break_actions_of(b)  # a row read off the library frame: a switch on the caller's side
+            if own != break_actions_of({"reason": b["reason"], "explanation": b.get("explanation")}):
+                out += [f"    fix: {describe(a)}" for a in own]
+        if b.get("split"):
+            out.append(f"    why {b['split']['graphs']} graphs: {b['split']['message']}")
         if len(b["call_path"]) > 1:
             out.append(
                 "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])

@@ -84,8 +84,8 @@ def describe_source(source: str) -> str:
     m = re.fullmatch(r"(?:args|inputs)\[(\d+)\]", name)
     if m:
         return f"`{name}` (the {_ordinal(int(m.group(1)))} positional argument)"
-    if re.fullmatch(r"___stack\d+", name):
-        return "a Python number read from a tensor"
+    if re.fullmatch(r"___stack\d+", name):  # not a name of the user's: what the break left behind
+        return f"a value the code computed before a graph break (torch's `{name}`)"
     return f"`{name}`"
 
 
@@ -198,6 +198,47 @@ RULES: list[Rule] = [
             r"^(?P<src>(?:L\['self'\]|self|s|L\['args'\]\[0\]|args\[0\]|L\['fn'\]|fn)(?:\.\w+|\[[^\]]+\])+) == (?P<exp>.+)$"
         ),
     ),
+    # torch's own state and helper guards whose text names no value of the user's: read as torch
+    # wrote them (the cause shows torch's guard): forward-AD level, functorch's stack, tensor
+    # subclass metadata, DTensor specs, opaque objects, fake script objects, sets, iterators
+    Rule(
+        "other",
+        re.compile(
+            r"forward_ad\._current_level|compare_functorch_state|___check_metadata_|__dtensor_spec_|"
+            r"___check_opaque_guard_fn_|___check_fake_script_type|^(?:not )?set\.__contains__|"
+            r"___tuple_iterator_len|___normalize_range_iter|___normalize_count_iter"
+        ),
+    ),
+    # utils_device.CURRENT_DEVICE == None: `torch.set_default_device` / a `with torch.device(...)`
+    Rule("default_device", re.compile(r"^utils_device\.CURRENT_DEVICE == (?P<exp>.+)$")),
+    # ...top_saved_tensors_hooks ids == None: a saved-tensors hook (checkpointing, offloading)
+    Rule("saved_tensors_hooks", re.compile(r"top_saved_tensors_hooks ids == (?P<exp>.+)$")),
+    # ___dict_version(G['d']) == 3: a dict the code reads was changed in place
+    Rule("dict_version", re.compile(r"^___dict_version\((?P<src>.+?)\) == (?P<exp>\d+)$")),
+    # L['x'].raw_repr() == DispatchKeySet(...).raw_repr(): a dispatch key set argument
+    Rule("dispatch_keys", re.compile(r"^(?P<src>.+?)\.raw_repr\(\) == ")),
+    # len(L['self']._forward_hooks) == 0: a module hook registered (or removed) after the first call
+    Rule(
+        "hooks", re.compile(r"^len\((?P<src>.+?\._(?:forward|backward)(?:_pre)?_hooks\w*)\) == (?P<exp>\d+)$")
+    ),
+    # not ___dict_contains('step_count', self.__dict__): an instance attribute set after the first
+    # call shadows the class attribute of that name (the reverse form: the instance's was deleted)
+    Rule(
+        "instance_attr",
+        re.compile(r"^(?P<exp>not )?___dict_contains\('(?P<key>[^']+)', (?P<src>.+?)\.__dict__\)$"),
+    ),
+    # ___dict_contains('k', L['d']) / not ...: a key of a dict came or went
+    Rule("dict_key", re.compile(r"^(?P<exp>not )?___dict_contains\('(?P<key>[^']+)', (?P<src>.+?)\)$")),
+    # hasattr(L['x'], 'a') / not hasattr(...): an attribute came or went (not the dynamic-marking ones)
+    Rule("hasattr", re.compile(r"^(?P<exp>not )?hasattr\((?P<src>.+?), '(?P<key>[^']+)'\)$")),
+    # list(dict.keys(L['d'])) == ['a', 'b'] / list(L['d'].keys()) == [...]: another set of keys
+    Rule(
+        "dict_keys",
+        re.compile(r"^list\((?:dict\.keys\((?P<src>.+?)\)|(?P<src2>.+?)\.keys\(\))\) == (?P<exp>.+)$"),
+    ),
+    # Duplicate tensors found: L['a'] is L['b'] / L['b'] is L['a']: two inputs aliased in one call only
+    Rule("aliasing", re.compile(r"^Duplicate tensors found: (?P<src>.+)$")),
+    Rule("aliasing", re.compile(r"^(?P<src>L\[[^\]]+\]\S*) is (?P<exp>L\[[^\]]+\]\S*)$")),
     # len(L['x']) == 3 / len(d) != 1
     Rule("length", re.compile(r"^len\((?P<src>.+)\) (?:==|!=) (?P<exp>\d+)$")),
     # not args: a tuple, list or dict that was empty (a wrapper's *args, **kwargs)
@@ -238,6 +279,11 @@ _GLOBAL_FIELDS = [
 ]
 
 
+def local_expr(text: str) -> str:
+    """`L['self']` -> `self` inside a source (the failed-guard lines' own spelling)."""
+    return re.sub(r"\bL\['([^']+)'\]", r"\1", text.strip())
+
+
 def global_state_kind(fields: str) -> str:
     for pattern, kind in _GLOBAL_FIELDS:
         if pattern.search(fields):
@@ -263,6 +309,18 @@ def classify_expression(expr: str) -> tuple[str, str, str, str, str]:
             g = m.groupdict()
             kind = rule.kind
             exp, act = g.get("exp") or "", g.get("act") or ""
+            if g.get("key"):  # a name inside a dict or object: its source is that entry, in words
+                present = bool(exp.strip())  # `not ___dict_contains(...)` failed: the key is there now
+                g["src"] = (
+                    f"{local_expr(g['src'])}.{g['key']}"
+                    if kind != "dict_key"
+                    else f"{g['src']}[{g['key']!r}]"
+                )
+                exp, act = ("absent", "present") if present else ("present", "absent")
+            g["src"] = g.get("src") or g.get("src2")
+            if kind == "aliasing":  # `a is b`: the two inputs that were one tensor (or two)
+                a, _, b = (g["src"] + " is " + exp).partition(" is ")
+                g["src"], exp = a.strip(), local_expr(b.split(" is ")[0])
             if kind == "global_state" and exp:
                 kind = global_state_kind(exp)
                 exp = exp.strip()

@@ -176,3 +176,31 @@ def is_library_code(path: str) -> bool:
     if p.startswith("/"):
         return not is_user_file(p)
     return any(os.path.isfile(root + p) for root in _LIBRARY_ROOTS)
+
+
+def def_params(path: str, line: int) -> set[str]:
+    """The parameter names of the function defined at PATH:LINE (its `def` line, or a decorator's
+    above it), read from the source as it was when the run ended; empty when it cannot be read."""
+    import ast
+
+    sig = ""
+    for i in range(line, line + 40):  # decorators, then a signature over several lines
+        text = source_line(path, i)
+        if not sig and not text.startswith(("def ", "async def ")):
+            if text.startswith("@") or not text:
+                continue
+            return set()
+        sig += " " + text
+        code = sig.strip().removeprefix("async ")
+        try:  # a body on the def line itself, or a bare signature ending in ":"
+            tree = ast.parse(code) if not code.endswith(":") else ast.parse(code + "\n    pass")
+        except SyntaxError:
+            continue
+        fn = tree.body[0]
+        if not isinstance(fn, ast.FunctionDef):
+            return set()
+        a = fn.args
+        names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+        names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+        return set(names)
+    return set()
