@@ -86,13 +86,16 @@ def test_stdin_is_recorded_and_replayed_in_every_rerun(jobs):
 
 def test_a_library_module_and_a_bound_method_get_their_marks(jobs):
     _, result = jobs
-    lib = _one(result, "mark_dynamic", arg="args[0]")  # torch.nn.Linear: its code is torch's
+    # torch.nn.Linear: its code is torch's, compiled through torch's own wrapper (`inner`); the fix
+    # names it by the report's name of it (a library module's dim: dynamic=True, or its mark)
+    (lib,) = [f for f in result["fixes"] if f["params"].get("owner") == "Linear.forward"]
+    assert lib["kind"] in ("dynamic", "mark_dynamic")
     bound = _one(result, "mark_dynamic", arg="obs")  # torch.compile(agent.act)
     for f in (lib, bound):
         assert f["applied"] and f["verdict"] == "helps", f
         again, _ = measure.measures(Session.open(f["run"]))  # torch's own counts of the re-run
         assert again["recompiles"] == f["after"]["recompiles"] == f["before"]["recompiles"] - 1
-    assert lib["params"]["owner"] == "Linear.forward" and "`Linear.forward`" in lib["fix"]
+    assert "`Linear.forward`" in lib["fix"]
     assert bound["params"]["function"] == "act"
 
 

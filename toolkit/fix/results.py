@@ -72,26 +72,28 @@ def fix_result(entry: dict, base: dict, run: dict | None, reference: dict | None
 
 def _not_applied(act: dict, run: dict, failed: str) -> str:
     """Why a fix was not applied (empty when it was, or when the run failed first: that is its own
-    verdict): what the action names against what the script compiled."""
+    verdict): what the applier noted, else what the action names against what the script compiled."""
     if run["applied"].get("0") or failed:
         return ""
     notes = "; ".join(run["notes"].get("0") or [])
     p = act.get("params") or {}
-    if p.get("function"):
-        names = f"`{p['function']}`" + (
-            f" of {', '.join(short_path(f) for f in p['code_files'])}" if p.get("code_files") else ""
+    if notes:
+        said = notes
+    elif p.get("function"):
+        files = p.get("code_files")
+        said = f"no torch.compile call of the re-run compiled `{p['function']}`" + (
+            f" of {', '.join(short_path(f) for f in files)}" if files else ""
         )
-        said = f"no torch.compile call of the re-run compiled {names}"
     elif p.get("owner"):
         said = f"no torch.compile call of the re-run compiled `{p['owner']}`"
-    elif p.get("site"):
-        said = f"no torch.compile call of the re-run at {p['site']} could take it"
+    elif p.get("site_key"):
+        said = f"no torch.compile call of the re-run at {p.get('site') or p['site_key']} could take it"
     else:
         said = "the re-run never reached what the fix changes"
     compiled = run.get("compiled") or []
     if compiled:
         said += f" (the script compiled {', '.join(compiled[:4])})"
-    return "not applied: " + said + (f"; {notes}" if notes else "")
+    return "not applied: " + said
 
 
 def outputs_judged(
