@@ -263,7 +263,7 @@ class CompiledKernel:
         try:
             ref = self.replay(snap, fp64=True)
         except Exception:  # a diagnostic must not change the run: an ATen bounds check raising here
-            return  # hid a kernel that returns a value where eager raises (issue 21, index_oob_abort)
+            return  # hid a kernel that returns a value where eager raises (repro_cases: index_oob_abort)
         max_abs = max_rel = 0.0
         ok = True
         for (pi, _n, _i, shape, stride, off), r in zip(self.outputs, ref, strict=True):

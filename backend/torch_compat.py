@@ -1,4 +1,4 @@
-"""Every private torch symbol fxlens touches, in one place (DESIGN.md style 14).
+"""Every private torch symbol fxlens touches, in one place (rule: one door to torch's internals).
 
 torch promises nothing about `torch._*`: any release may move, rename or re-sign one. fxlens reaches
 each through this module, and tests/test_compat.py checks each (that it resolves, and takes the

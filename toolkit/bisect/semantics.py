@@ -5,7 +5,7 @@ in bfloat16) is computed by eager with the scalar rounded to the tensor's dtype 
 0.10009765625), while inductor may keep it in float32: the compiled value is then closer to fp64
 than eager's, by a different function, not by rounding noise. Calling that "the script's tolerance
 is tighter than bfloat16 allows" sends the user to loosen a tolerance for what is a semantics
-difference (issue 34).
+difference.
 
 The test: run the graph in fp64 twice, as is and with each such scalar rounded to its tensor's
 dtype first; round both to the output dtype. When eager's output equals the rounded-scalar

@@ -101,7 +101,7 @@ def next_command(r: dict, script: str, args: list[str]) -> str | None:
     elif failure.get("eager_diff"):
         # no graph is farther from fp64 than eager: what fails is the script's comparison with eager
         check = "eager-diff"
-    # fxlens's options before SCRIPT: everything after it belongs to the script (DESIGN.md)
+    # fxlens's options before SCRIPT: everything after it belongs to the script (rule: tool options before SCRIPT)
     parts = ["fxlens", "minify", "--backend", stage, "--check", check, script, *args]
     kernel = (r.get("kernel") or {}).get("name")
     if kernel and check in ("accuracy", "crash"):  # one kernel named: its launch, as a script

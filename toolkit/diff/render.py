@@ -303,7 +303,7 @@ def render_text(diff: dict, show_same: bool = False) -> str:
         out += [f"{title}:", tabulate(rows, headers=headers, tablefmt="simple"), ""]
     for g in diff["guards"][:MAX_GUARD_FUNCTIONS]:
         out.append(f"Guards of {g['function']} ({g['file']}): {len(g['new'])} new, {len(g['gone'])} gone")
-        # every cut is said: "9 new" over 8 listed lines read as a miscount (issue 20)
+        # every cut is said: "9 new" over 8 listed lines read as a miscount (rule: never cut silently)
         for mark, lines in (("+", g["new"]), ("-", g["gone"])):
             out += [f"  {mark} {_middle(x)}" for x in lines[:MAX_GUARD_LINES]]
             if len(lines) > MAX_GUARD_LINES:

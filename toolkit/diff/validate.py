@@ -4,7 +4,7 @@ A report JSON is user input (a baseline kept in CI, edited by hand, cut short, f
 version): a field of the wrong type would otherwise surface as a TypeError deep in the comparison
 ("internal error", exit 70). Each list the diff reads is checked against one row of SCHEMA, and
 the first problem becomes one line naming the field: `graph_breaks[3].count: expected an integer,
-got "two"`. Only the fields the diff reads are checked; more keys are welcome (DESIGN: extend).
+got "two"`. Only the fields the diff reads are checked; more keys are welcome (rule: extend, don't break).
 """
 
 from __future__ import annotations

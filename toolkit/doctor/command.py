@@ -333,7 +333,7 @@ def doctor_script(
             (fxlens.doctor.warm): the result's `warm`.
 
     Returns:
-        The JSON-ready result (DESIGN.md contract: `functions`, `peak_memory`, `findings`, plus
+        The JSON-ready result (the JSON contract, docs/reference/json.md: `functions`, `peak_memory`, `findings`, plus
         `summary`, `wall`, `session` and more). It is also appended to the session as a `doctor`
         event.
 

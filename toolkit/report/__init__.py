@@ -1,3 +1,3 @@
-"""The report: recompile root causes, the report dict (DESIGN.md's JSON contract), text output, and
+"""The report: recompile root causes, the report dict (the JSON contract), text output, and
 the `fxlens report` command. Reads `fxlens.trace` only.
 """

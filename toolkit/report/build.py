@@ -1,8 +1,8 @@
-"""The report: a Session summarised as a JSON-ready dict (the DESIGN.md contract), `build_report`.
+"""The report: a Session summarised as a JSON-ready dict (the JSON contract), `build_report`.
 
 The text tables are fxlens.report.text's (`render_text` is re-exported here, its old home).
 
-Parsers return in-memory results; the CLI writes (DESIGN style #10).
+Parsers return in-memory results; the CLI writes (rule: parsers return, the CLI writes).
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ def _guards(session: Session) -> list[dict]:
 
 
 def build_report(session: Session, with_guards: bool = True) -> dict:
-    """The report as a JSON-ready dict (keys per DESIGN.md, more are welcome)."""
+    """The report as a JSON-ready dict (the contract's keys, more are welcome)."""
     times = compile_times(session)  # per-compile stages, caches, restarts (fxlens.report.compiles)
     skipped = _skipped_breaks(session)
     report = {

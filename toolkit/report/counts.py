@@ -1,6 +1,6 @@
 """How the report counts what torch compiled: one function, read by the report's own head line,
 `fxlens diff` and the compile budgets (`fxlens.expect`, the pytest plugin), so a budget failure
-and `fxlens report` of the session it wrote never give two numbers for one thing (issue 34).
+and `fxlens report` of the session it wrote never give two numbers for one thing.
 
 A graph break torch could not resume (it gave up on the frame: "Skipping the function and falling
 back to eager") is not counted as a graph break: the report lists it once, under `eager_frames`.

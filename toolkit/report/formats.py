@@ -88,7 +88,7 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
     name = Path(src.get("script") or src.get("path") or "trace").name
     out: list = [Heading(2, f"fxlens report: {name}"), Para(Bold(headline(report)))]
     facts = []
-    if src.get("script"):  # the whole command: script arguments, -m, switches (issue 34)
+    if src.get("script"):  # the whole command: script arguments, -m, switches
         facts.append(["command: ", Code(command_line("run", src, ps))])
     if src.get("backend"):
         facts.append(["backend override: ", Code(str(src["backend"]))])

@@ -88,7 +88,7 @@ def _group_by_guard(recompiles: Iterable[Recompile], states=None) -> dict[tuple,
     for rc in recompiles:
         fkey = (rc.function, rc.file)
         seen = seen_kinds.setdefault(fkey, set())
-        # torch's cache note is blamed only when it is all the recompile says (issue 34: one recompile
+        # torch's cache note is blamed only when it is all the recompile says (one recompile
         # of a type-id storm blamed on "Cache line invalidated")
         parsed = [p for p in _guards_of(rc) if p.kind != "cache_note"] or _guards_of(rc)
         near = [parsed[i] for i in nearest(parsed, rc.compile_id, states)] if parsed else []

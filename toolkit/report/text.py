@@ -89,7 +89,7 @@ def _break_lines(report: dict, limit: int) -> list[str]:
             tablefmt="simple",
         )
     )
-    if len(report["graph_breaks"]) > limit:  # never cut silently (issue 20): say how many and where
+    if len(report["graph_breaks"]) > limit:  # never cut silently (rule: never cut silently): say how many and where
         out.append(f"  ... {len(report['graph_breaks']) - limit} more break site(s) (see --json)")
     for b in report["graph_breaks"][:limit]:
         out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")

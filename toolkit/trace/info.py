@@ -1,6 +1,6 @@
-"""session.json's fields, checked once where they are read (DESIGN style 16): a field every reader
+"""session.json's fields, checked once where they are read (rule: sanitise once, docs/design.md): a field every reader
 trusts with the wrong type (an edited file, another tool's) is a one-line FxlensError naming it,
-never an "internal error" deep in markdown, html or diff (issue 34)."""
+never an "internal error" deep in markdown, html or diff."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from fxlens.errors import FxlensError
 
 _STR, _NUM, _NONE = (str,), (int, float), (type(None),)
-# session.json field -> the types a reader may find there (sanitised once, here: DESIGN style 16)
+# session.json field -> the types a reader may find there (sanitised once, here: sanitise once)
 INFO_FIELDS: dict[str, tuple] = {
     "script": _STR + _NONE,
     "module": _STR + _NONE,

@@ -1,4 +1,4 @@
-"""Which logs of a job are ranks and which are worker processes of the script (issue 34).
+"""Which logs of a job are ranks and which are worker processes of the script .
 
 torch writes one TORCH_TRACE log per process. A rank is a process of a process group (torch logs its
 rank) or a rank-named log; a process the script forks or spawns without one (a DataLoader worker,
