@@ -231,6 +231,11 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
     _note_backend_switches(cfg.session_dir)
     if os.environ.get("TORCH_TRACE"):
         when_imported("torch._logging._internal", _quiet_trace_errors)
+        if cfg.session_dir and config.compile_lines_on():
+            from fxlens.capture import linetime
+
+            # Dynamo's seconds by source line, written into the trace beside torch's own times
+            when_imported("torch._dynamo", lambda _module: linetime.install())
     sys.argv = [script, *args]
     # sys.path[0] as python sets it: the script's folder, or the working directory for -m
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))

@@ -15,6 +15,7 @@ from fxlens.report.blocks import repeated_blocks
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
 from fxlens.report.headlines import gb_doc, headlines
+from fxlens.report.linetimes import compile_lines
 from fxlens.report.outputcode import output_code
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
@@ -297,6 +298,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "events": session.events,
         "skipped": session.skipped,
     }
+    # Dynamo's seconds by source line, where the runner measured them
+    report["compile_lines"] = compile_lines(session)
     if with_guards:
         report["guards"] = _guards(session)
     report["headlines"] = headlines(report, session)

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fxlens.trace.linetimes import read_compile_lines
 from fxlens.trace.reader import LogScan, Record
 from fxlens.trace.records import Collectives, ExportIssue, RuntimeEstimate, SpecialGraph
 from fxlens.trace.userframes import innermost_user_frame, source_line
@@ -359,6 +360,7 @@ KINDS: tuple[Kind, ...] = (
     # -- fxlens's own backend
     Kind("artifact:fxlens_kernel", f"{_MODEL}._kernel", "kernels"),
     Kind("artifact:fxlens_fallbacks", f"{_MODEL}._read_records", "fallbacks"),
+    Kind("artifact:fxlens_compile_lines", read_compile_lines, "compile_lines", "Dynamo's seconds by line"),
 )
 
 # artifacts torch logs that are shown as they are (by compile id): known, not unknown

@@ -81,6 +81,7 @@ class RankModel:
     specials: list[SpecialGraph] = field(default_factory=list)
     export_issues: list[ExportIssue] = field(default_factory=list)
     unknown_kinds: dict[str, int] = field(default_factory=dict)  # record kinds no reader knows: counted
+    compile_lines: list = field(default_factory=list)  # LineWindow per compile attempt (fxlens.trace.linetimes)
 
 
 def build_rank_model(scan: LogScan) -> RankModel:
