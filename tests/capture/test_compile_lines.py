@@ -74,6 +74,11 @@ def test_text_report_names_the_loop(loop_report, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Where Dynamo's" in proc.stdout
     assert f"unrolled_loop.py:{_loop_line(SCRIPTS / 'unrolled_loop.py')}" in proc.stdout
+    html = tmp_path / "r.html"
+    proc = fxlens("report", loop_report["source"]["path"], "--format", "html", "--out", html)
+    assert proc.returncode == 0, proc.stderr
+    page = html.read_text()
+    assert "by source line" in page and "x = torch.relu(layer(x))" in page and "<details>" in page
 
 
 def test_a_bare_torch_trace_has_no_line_times(tmp_path):

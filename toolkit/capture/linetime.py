@@ -30,14 +30,15 @@ _BACKWARD_JUMPS = ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "POP_JUMP_BACK
 
 
 class _Window:
-    """What one root translator's run stepped: per code object, per instruction index,
-    [self seconds, inclusive seconds (outermost activation only), steps, line]; and the seconds
+    """What one root translator's run stepped: per code object, per instruction index, [self
+    seconds, inclusive seconds (the line's outermost activation), steps, line, inclusive seconds of
+    the function's outermost activation]; and the seconds
     steps spent in work that is not tracing (`buckets`: the output graph, the backend)."""
 
     def __init__(self):
         self.stats: dict = {}
         self.instructions: dict = {}  # code -> the translator's instruction list (first seen)
-        self.active: dict = {}  # code -> how many of its translators have a step open
+        self.active: dict = {}  # code, or (code, line) -> how many of its steps are open
         self.open: list = []  # per open step, [net seconds of the steps nested in it]
         self.root_steps_s = 0.0  # net of the buckets
         self.excluded_s = 0.0  # running total of the buckets' seconds
@@ -93,10 +94,20 @@ def _timed_step(original):
             return original(tx)
         w = _windows[-1]
         code, ip = tx.f_code, tx.instruction_pointer
+        per = w.stats.get(code)
+        if per is None:
+            per = w.stats[code] = {}
+            w.instructions[code] = tx.instructions
+        row = per.get(ip)
+        if row is None:
+            row = per[ip] = [0.0, 0.0, 0, _line(tx, ip), 0.0]
+        line_key = (code, row[3])
         nested = [0.0]
         w.open.append(nested)
         depth = w.active.get(code, 0)
+        line_depth = w.active.get(line_key, 0)
         w.active[code] = depth + 1
+        w.active[line_key] = line_depth + 1
         e0 = w.excluded_s
         t0 = now()
         try:
@@ -105,24 +116,28 @@ def _timed_step(original):
             dt = now() - t0 - (w.excluded_s - e0)  # net of the output graph and backend
             w.open.pop()
             w.active[code] = depth
+            w.active[line_key] = line_depth
             if w.open:
                 w.open[-1][0] += dt
             else:
                 w.root_steps_s += dt
-            per = w.stats.get(code)
-            if per is None:
-                per = w.stats[code] = {}
-                w.instructions[code] = tx.instructions
-            row = per.get(ip)
-            if row is None:
-                row = per[ip] = [0.0, 0.0, 0, tx.lineno]
             row[0] += dt - nested[0]
-            if depth == 0:
+            if not line_depth:  # the line's outermost activation (a recursive call counts once)
                 row[1] += dt
+            if not depth:  # the function's outermost activation
+                row[4] += dt
             row[2] += 1
 
     step.__wrapped__ = original
     return step
+
+
+def _line(tx, ip) -> int:
+    """The source line of the translator's instruction `ip` (its own position, else the current line)."""
+    try:
+        return tx.instructions[ip].positions.lineno or tx.lineno
+    except (AttributeError, IndexError, TypeError):
+        return tx.lineno
 
 
 def _timed_bucket(original, bucket: str):
@@ -193,7 +208,7 @@ def summarize(w: _Window, run_s: float, outcome: str) -> dict:
 
 def _function(code, per: dict, insts: list) -> dict:
     lines: dict[int, list] = {}  # line -> [self, incl, hits, steps]
-    for ip, (self_s, incl_s, steps, line) in per.items():
+    for ip, (self_s, incl_s, steps, line, _) in per.items():
         row = lines.setdefault(line or 0, [0.0, 0.0, 0, 0])
         row[0] += self_s
         row[1] += incl_s
@@ -205,7 +220,7 @@ def _function(code, per: dict, insts: list) -> dict:
         "function": code.co_name,
         "first_line": code.co_firstlineno,
         "self_s": round(sum(r[0] for r in per.values()), 6),
-        "incl_s": round(sum(r[1] for r in per.values()), 6),
+        "incl_s": round(sum(r[4] for r in per.values()), 6),
         "lines": [[ln, round(r[0], 6), round(r[1], 6), r[2], r[3]] for ln, r in sorted(lines.items())],
         "loops": _loops(per, insts),
     }
@@ -229,7 +244,7 @@ def _loops(per: dict, insts: list) -> list:
         span = [row for ip, row in per.items() if start <= ip <= end]
         line = per[start][3] if start in per else min(r[3] or 0 for r in span)
         last = max(r[3] or 0 for r in span)
-        out.append([line, last, iterations, round(sum(r[1] for r in span), 6)])
+        out.append([line, last, iterations, round(sum(r[4] for r in span), 6)])
     return sorted(out, key=lambda x: -x[3])
 
 

@@ -47,8 +47,12 @@ def compile_lines(session) -> dict:
         (dict(ln, file=f["file"], function=f["function"]) for f in funcs for ln in f["lines"]),
         key=lambda ln: -ln["self_s"],
     )[:TOP_LINES]
+    funcs = funcs[:MAX_FUNCTIONS]
+    for f in funcs:
+        for ln in f["lines"]:
+            ln["source"] = session.source_line(f["file"], ln["line"])
     for ln in top:
-        ln["source"] = session.source_line(ln["file"], ln["line"]) if hasattr(session, "source_line") else ""
+        ln["source"] = session.source_line(ln["file"], ln["line"])
     out = {
         "available": True,
         "note": "",
@@ -59,7 +63,7 @@ def compile_lines(session) -> dict:
         "resume_s": round(sum(c["dynamo_s"] or 0 for c in per_compile if c["resume"]), 6),
         "top_lines": top,
         "loops": loops[:10],
-        "functions": funcs[:MAX_FUNCTIONS],
+        "functions": funcs,
         "per_compile": per_compile,
     }
     out["headline"] = headline(out)
@@ -205,4 +209,85 @@ def line_time_lines(report: dict, limit: int = 10) -> list[str]:
             )
     out += [tabulate(rows, headers=["function / line", "self s", "incl s", "share", "hits"], tablefmt="simple",
                      disable_numparse=True), ""]
+    return out
+
+
+def tree(functions: list[dict], min_share: float = 0.005, max_lines: int = 8) -> list[dict]:
+    """The functions as a tree file -> function -> line, heaviest (by self seconds) first; lines
+    below `min_share` of Dynamo's seconds are left out, at most `max_lines` per function."""
+    files: dict[str, dict] = {}
+    for f in functions:
+        node = files.setdefault(f["file"], {"file": f["file"], "self_s": 0.0, "share": 0.0, "functions": []})
+        node["self_s"] += f["self_s"]
+        node["share"] += f["self_share"]
+        lines = sorted((ln for ln in f["lines"] if ln["share"] >= min_share), key=lambda ln: -ln["self_s"])
+        node["functions"].append({**f, "lines": sorted(lines[:max_lines], key=lambda ln: ln["line"])})
+    out = sorted(files.values(), key=lambda n: -n["self_s"])
+    for node in out:
+        node["functions"].sort(key=lambda f: -f["self_s"])
+    return [n for n in out if n["share"] >= min_share]
+
+
+def tree_text(functions: list[dict], source=None, indent: str = "  ") -> list[str]:
+    """The tree as indented text lines: `file`, `function:first line`, `line: code` with self and
+    inclusive seconds and shares; `source(file, line)` gives a line's code."""
+    out = []
+    for node in tree(functions):
+        out.append(f"{where(node['file'])}  {node['self_s']:.2f} s ({node['share']:.0%})")
+        for f in node["functions"]:
+            if f["self_share"] < 0.005 and not f["lines"]:
+                continue
+            out.append(
+                f"{indent}{f['function']}:{f['first_line']}  self {f['self_s']:.2f} s ({f['self_share']:.0%})"
+                f", incl {f['incl_s']:.2f} s ({f['incl_share']:.0%})"
+            )
+            for ln in f["lines"]:
+                code = (source(f["file"], ln["line"]) if source else "")[:60]
+                out.append(
+                    f"{indent * 2}{ln['line']}: {code}  self {ln['self_s']:.2f} s ({ln['share']:.0%}), "
+                    f"incl {ln['incl_s']:.2f} s, {ln['hits']} hits"
+                )
+    return out
+
+
+def compile_functions(session, rank, compile_id: str) -> list[dict]:
+    """One compile's functions (every attempt), shares of its own measured seconds."""
+    windows = [
+        w for r in session.ranks for w in getattr(r, "compile_lines", []) if w.rank == rank and w.compile_id == compile_id
+    ]
+    total = sum(w.steps_s for w in windows)
+    return _functions(windows, total or 1.0) if windows else []
+
+
+def line_time_blocks(report: dict) -> list:
+    """The Markdown / HTML section: the headline, the parts, and the tree, one folded file each."""
+    from fxlens.report.document import Code, Details, Heading, Para, Table
+
+    sec = report.get("compile_lines") or {}
+    if not sec.get("available"):
+        return [Heading(3, "Dynamo's seconds by source line"), Para(sec["note"])] if sec.get("note") and report.get(
+            "graphs"
+        ) else []
+    total = sec["dynamo_s"] or 1.0
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for k, v in sec["parts_s"].items() if v)
+    out: list = [Heading(3, f"Dynamo's {sec['dynamo_s']:.2f} s by source line")]
+    if sec.get("headline"):
+        out.append(Para(sec["headline"]))
+    out.append(Para(f"Parts: {parts}."))
+    for node in tree(sec["functions"]):
+        rows = []
+        for f in node["functions"]:
+            rows.append([Code(f"{f['function']}:{f['first_line']}"), f"{f['self_s']:.3f}",
+                         f"{f['self_share']:.0%}", f"{f['incl_s']:.3f}", ""])
+            rows += [
+                [Code(f"  {ln['line']}: {ln.get('source', '')}"), f"{ln['self_s']:.3f}", f"{ln['share']:.0%}",
+                 f"{ln['incl_s']:.3f}", str(ln["hits"])]
+                for ln in f["lines"]
+            ]
+        out.append(
+            Details(
+                f"{where(node['file'])}: {node['self_s']:.2f} s ({node['share']:.0%})",
+                [Table(["function / line", "self s", "share", "incl s", "hits"], rows)],
+            )
+        )
     return out
