@@ -17,6 +17,7 @@ import traceback
 
 from fxlens import config
 from fxlens.capture.compile_hook import observe
+from fxlens.capture.compileclock import ClockHandler
 from fxlens.capture.imports import when_imported
 from fxlens.errors import FxlensError
 from fxlens.trace.session import append_event
@@ -236,6 +237,9 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
 
             # Dynamo's seconds by source line, written into the trace beside torch's own times
             when_imported("torch._dynamo", lambda _module: linetime.install())
+        if cfg.session_dir:
+            # compile seconds on the compiling thread's CPU clock, for gates a load spike must not trip
+            when_imported("torch._logging._internal", lambda internal: internal.trace_log.addHandler(_CLOCK))
     sys.argv = [script, *args]
     # sys.path[0] as python sets it: the script's folder, or the working directory for -m
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))
@@ -308,6 +312,16 @@ def _record_environment() -> None:
         pass
 
 
+_CLOCK = ClockHandler()
+
+
+def _record_compile_clock() -> None:
+    """The script's compiles timed on the compiling thread (wall and CPU seconds), for `fxlens diff`."""
+    cfg = config.load()
+    if cfg.session_dir and _CLOCK.records:
+        _append_quietly(cfg.session_dir, "compile_clock", _CLOCK.clock().as_dict())
+
+
 def _record_own_trace() -> None:
     """When the script pointed TORCH_TRACE elsewhere itself, say where: fxlens copies that run's
     logs into the session (else its report would say nothing compiled)."""
@@ -342,6 +356,7 @@ def main() -> None:
         code = run_script(sys.argv[1], sys.argv[2:])
     _record_environment()
     _record_own_trace()
+    _record_compile_clock()
     sys.stdout.flush()
     sys.stderr.flush()
     if code == INTERRUPTED and _interrupted:
