@@ -12,7 +12,7 @@ installed), compiled with backend="eager" so Dynamo's time is the compile time:
   (CPU time moves less with the machine's load than wall time), and a load-free estimate: the
   wrapper's own cost per traced instruction (timed on a stub) times the instructions Dynamo stepped.
 
-`python bench/compile_lines.py [--models loop,llama,t5] [--rounds 3] [--write] [--json FILE]`
+`python bench/compile_lines.py [--models loop,llama,t5,unet] [--rounds 3] [--pairs 6] [--write] [--json FILE]`
 """
 
 from __future__ import annotations
@@ -101,6 +101,30 @@ def child(name: str) -> None:
     print("FXLENS_BENCH " + json.dumps({"cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - t0}))
 
 
+def child_paired(name: str, pairs: int) -> None:
+    """In one process: the same compile with the attribution on and off, alternated, `pairs` times;
+    the compiling thread's CPU seconds of each (torch._dynamo.reset() before each compile)."""
+    import torch
+
+    from fxlens.capture import linetime
+
+    torch.manual_seed(0)
+    call = MODELS[name]()
+    with torch.no_grad():
+        call()  # the process's first compile pays one-time imports: not measured
+        out = {"on": [], "off": []}
+        for i in range(pairs):
+            for on in ((True, False) if i % 2 == 0 else (False, True)):
+                if on:
+                    linetime.install(lambda payload: json.dumps(payload))  # the artifact's JSON, unwritten
+                torch._dynamo.reset()
+                c0 = time.thread_time()
+                call()
+                out["on" if on else "off"].append(time.thread_time() - c0)
+                linetime.uninstall()
+    print("FXLENS_BENCH " + json.dumps(out))
+
+
 # -- the parent ---------------------------------------------------------------------------------
 def _installed(name: str) -> bool:
     import importlib.util
@@ -165,18 +189,37 @@ def step_cost_s() -> float:
     return min(best)
 
 
-def measure(name: str, rounds: int, tmp: Path) -> dict:
+def paired(name: str, pairs: int) -> dict:
+    """The in-process paired overhead: CPU seconds per compile with the attribution on and off."""
+    load0 = _load()
+    proc = subprocess.run([sys.executable, __file__, "paired", name, str(pairs)], capture_output=True, text=True,
+                          timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name}: paired run failed:\n{proc.stderr[-2000:]}")
+    out = next(json.loads(ln.split(" ", 1)[1]) for ln in proc.stdout.splitlines() if ln.startswith("FXLENS_BENCH "))
+    ratios = sorted(a / b for a, b in zip(out["on"], out["off"]))
+    print(f"  {name} paired: on {out['on']} off {out['off']}", file=sys.stderr)
+    return {**out, "median_ratio": statistics.median(ratios), "load": (load0 + _load()) / 2}
+
+
+def measure(name: str, rounds: int, tmp: Path, pairs: int) -> dict:
     runs = {True: [], False: []}
     for i in range(rounds):
         for on in ((True, False) if i % 2 == 0 else (False, True)):
             runs[on].append(one_run(name, on, tmp))
             print(f"  {name} on={on}: {runs[on][-1]['dynamo_s']:.2f} s Dynamo, load {runs[on][-1]['load']:.1f}",
                   file=sys.stderr)
-    return {"on": runs[True], "off": runs[False]}
+    return {"on": runs[True], "off": runs[False], "paired": paired(name, pairs)}
 
 
 def _med(xs):
     return statistics.median(xs) if xs else float("nan")
+
+
+def _paired_cell(p: dict | None) -> str:
+    if not p:
+        return "-"
+    return f"{_med(p['on']):.2f} / {_med(p['off']):.2f} s, median pair {p['median_ratio'] - 1:+.1%} ({len(p['on'])} pairs)"
 
 
 def render(results: dict, rounds: int, per_step: float) -> str:
@@ -185,11 +228,12 @@ def render(results: dict, rounds: int, per_step: float) -> str:
         "the attribution on and off, alternated. Load: the 1-minute load average during the runs, on a "
         "2-core machine shared with other jobs: wall times move with it, so the overhead is also given as "
         f"CPU seconds and as a load-free estimate (the wrapper's own cost, {per_step * 1e6:.2f} µs per traced "
-        "instruction on a stub, times the instructions stepped).",
+        "instruction on a stub, times the instructions stepped, over the CPU seconds), and paired in one process: "
+        "the same compile with the attribution on and off, alternated, on the compiling thread's CPU clock.",
         "",
         "| model | compiles | Dynamo s (torch) | measured / torch | top line (self share) | overhead: Dynamo s on/off "
-        "| CPU s on/off | estimate | load |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| CPU s on/off | paired CPU, in one process | estimate | load |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     tops = []
     for name, r in results.items():
@@ -206,7 +250,8 @@ def render(results: dict, rounds: int, per_step: float) -> str:
             f"| `{where(top['file'])}:{top['line']}` {top['function']} ({top['share']:.0%}) "
             f"| {dyn_on:.2f} / {dyn_off:.2f} ({dyn_on / dyn_off - 1:+.0%}) "
             f"| {cpu_on:.2f} / {cpu_off:.2f} ({cpu_on / cpu_off - 1:+.0%}) "
-            f"| {steps * per_step / sec['dynamo_s']:.1%} ({steps} steps) "
+            f"| {_paired_cell(r.get('paired'))} "
+            f"| {steps * per_step / cpu_off:.1%} ({steps} steps) "
             f"| {min(x['load'] for x in on + off):.1f}-{max(x['load'] for x in on + off):.1f} |"
         )
         tops.append((name, sec))
@@ -234,9 +279,13 @@ def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "child":
         child(sys.argv[2])
         return 0
+    if len(sys.argv) > 3 and sys.argv[1] == "paired":
+        child_paired(sys.argv[2], int(sys.argv[3]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default="loop,llama,t5,unet")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=6, help="paired on/off compiles in one process")
     parser.add_argument("--write", action="store_true", help="write the section of BENCHMARKS.md")
     parser.add_argument("--json", metavar="FILE", help="also write the raw results (after each model)")
     parser.add_argument("--from-json", metavar="FILE", help="render earlier raw results instead")
@@ -252,7 +301,7 @@ def main() -> int:
                 if not _installed(m):
                     print(f"{m}: {NEEDS[m]} is not installed, skipped", file=sys.stderr)
                     continue
-                results[m] = measure(m, args.rounds, Path(tmp))
+                results[m] = measure(m, args.rounds, Path(tmp), args.pairs)
                 if args.json:
                     Path(args.json).write_text(json.dumps({"results": results, "per_step_s": per_step}, indent=1))
     text = render(results, args.rounds, per_step)
