@@ -1,6 +1,6 @@
 """Compile-seconds budgets: a 2x regression fails, the same compile under a spinner's load does not.
 
-Compile seconds are judged on the compiling thread's CPU clock (fxlens.capture.compileclock); the
+Compile seconds are judged on the compiling thread's CPU clock (fxlens.trace.compileclock); the
 ground truth they are checked against is torch's own wall time per compile and a by-hand CPU clock
 around the compiling call."""
 
@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import fxlens
-from fxlens.capture.compileclock import BAND_IDLE, CompileClock, band, judge
+from fxlens.trace.compileclock import BAND_IDLE, CompileClock, band, judge
 
 pytest_plugins = ["pytester"]
 

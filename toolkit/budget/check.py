@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.budget.collect import Capture, scratch_dir
-from fxlens.capture.compileclock import clock, judge
+from fxlens.trace.compileclock import clock, judge
 from fxlens.report.build import build_report
 from fxlens.report.counts import COUNTED, report_counts
 from fxlens.trace.breaks import is_eager_frame
@@ -39,7 +39,7 @@ class Limits:
     eager_frames: int | None = None
     exact: bool = False
     # seconds of compiling, judged on the compiling thread's CPU clock with a band for the load
-    # (fxlens.capture.compileclock); never exact
+    # (fxlens.trace.compileclock); never exact
     compile_s: float | None = None
 
     def __post_init__(self) -> None:
@@ -79,7 +79,7 @@ class Outcome:
     counts: dict[str, int]
     report: dict
     broken: list[str] = field(default_factory=list)  # kinds over (or, exact, not at) their bound
-    # with a compile_s budget: fxlens.capture.compileclock.judge's verdict, and the clock's compiles
+    # with a compile_s budget: fxlens.trace.compileclock.judge's verdict, and the clock's compiles
     compile: dict | None = None
 
     @property

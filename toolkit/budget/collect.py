@@ -29,7 +29,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from fxlens.capture.compileclock import stamp
+from fxlens.trace.compileclock import stamp
 from fxlens.trace.session import TRACE_DIR, write_info
 
 # The name of the log a capture writes, in the pattern torch's own TORCH_TRACE logs follow.

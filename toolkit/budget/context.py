@@ -64,7 +64,7 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
             `graph_breaks` budget and no `eager_frames`, none is allowed.
         compile_s: at most this many seconds compiling, on the compiling thread's CPU clock (a busy
             machine stretches the wall clock, not the work), with a noise band that widens with the
-            load the compiles met (fxlens.capture.compileclock); never exact.
+            load the compiles met (fxlens.trace.compileclock); never exact.
         exact: every given budget is an exact count instead of an upper bound.
         reset: call `torch.compiler.reset()` on entry, so code compiled before is compiled (and
             counted) again.

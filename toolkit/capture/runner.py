@@ -17,7 +17,7 @@ import traceback
 
 from fxlens import config
 from fxlens.capture.compile_hook import observe
-from fxlens.capture.compileclock import ClockHandler
+from fxlens.trace.compileclock import ClockHandler
 from fxlens.capture.imports import when_imported
 from fxlens.errors import FxlensError
 from fxlens.trace.session import append_event
@@ -207,6 +207,20 @@ def _quiet_trace_errors(internal) -> None:
     handler.handleError = handle_error
 
 
+def _watch_trace(session: str) -> None:
+    """Under TORCH_TRACE: trace write errors said once; with a session, Dynamo's seconds by source
+    line (written into the trace beside torch's own times) and compile seconds on the compiling
+    thread's CPU clock (for gates a load spike must not trip)."""
+    when_imported("torch._logging._internal", _quiet_trace_errors)
+    if not session:
+        return
+    if config.compile_lines_on():
+        from fxlens.capture import linetime
+
+        when_imported("torch._dynamo", lambda _module: linetime.install())
+    when_imported("torch._logging._internal", lambda internal: internal.trace_log.addHandler(_CLOCK))
+
+
 def run_script(script: str, args: list[str], module: str | None = None) -> int:
     """Run SCRIPT (or MODULE, whose file SCRIPT is) as `__main__`; the script's exit status."""
     cfg = config.load()
@@ -231,15 +245,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
     patch_compile(override, script, cfg.session_dir)
     _note_backend_switches(cfg.session_dir)
     if os.environ.get("TORCH_TRACE"):
-        when_imported("torch._logging._internal", _quiet_trace_errors)
-        if cfg.session_dir and config.compile_lines_on():
-            from fxlens.capture import linetime
-
-            # Dynamo's seconds by source line, written into the trace beside torch's own times
-            when_imported("torch._dynamo", lambda _module: linetime.install())
-        if cfg.session_dir:
-            # compile seconds on the compiling thread's CPU clock, for gates a load spike must not trip
-            when_imported("torch._logging._internal", lambda internal: internal.trace_log.addHandler(_CLOCK))
+        _watch_trace(cfg.session_dir)
     sys.argv = [script, *args]
     # sys.path[0] as python sets it: the script's folder, or the working directory for -m
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))

@@ -1,7 +1,7 @@
 """Compile seconds between two runs, judged so a load spike is no regression and a real slowdown is.
 
 Each `fxlens run` session records its compiles on the compiling thread's CPU clock (the
-`compile_clock` event, fxlens.capture.compileclock). B is slower when its CPU seconds exceed A's by
+`compile_clock` event, fxlens.trace.compileclock). B is slower when its CPU seconds exceed A's by
 more than the noise band (wider when either run met a busy machine) and by at least MIN_DELTA_S.
 Sessions without the event (a bare TORCH_TRACE, an older fxlens) get torch's wall seconds, shown
 and not gated.
@@ -9,7 +9,7 @@ and not gated.
 
 from __future__ import annotations
 
-from fxlens.capture.compileclock import CompileClock, judge
+from fxlens.trace.compileclock import CompileClock, judge
 
 # a difference below this is not judged: a compile of a second or less moves by imports and caches
 MIN_DELTA_S = 0.5
