@@ -16,6 +16,7 @@ from fxlens.report.build import build_report
 from fxlens.report.coldstart import cache_lines
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.linetimes import tree_text
+from fxlens.report.passes import pass_lines
 from fxlens.report.special import special_lines
 from fxlens.trace.model import RankModel
 from fxlens.trace.reader import Record, find_logs, frame_of
@@ -279,6 +280,8 @@ def compile_cost_sections(report: dict) -> list[tuple[str, list[str]]]:
         out.append(("repeated", ["Repeated block (regional compilation):", b["message"], f"fix: {b['fix']}"]))
     if (lines := report.get("compile_lines") or {}).get("available"):
         out.append(("by line", line_time_section(lines)))
+    if passes := [x for x in pass_lines(report) if x.strip()]:
+        out.append(("by pass", passes))
     return out
 
 

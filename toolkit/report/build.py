@@ -17,6 +17,7 @@ from fxlens.report.distributed import distributed
 from fxlens.report.headlines import gb_doc, headlines
 from fxlens.report.linetimes import compile_lines
 from fxlens.report.outputcode import output_code
+from fxlens.report.passes import compile_passes
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
 from fxlens.report.special import aot_inductor, export_issues, special_graphs, unknown_records
@@ -300,6 +301,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     }
     # Dynamo's seconds by source line, where the runner measured them
     report["compile_lines"] = compile_lines(session)
+    # AOTAutograd's and inductor's seconds by pass, from torch's timed events
+    report["compile_passes"] = compile_passes(session)
     if with_guards:
         report["guards"] = _guards(session)
     report["headlines"] = headlines(report, session)

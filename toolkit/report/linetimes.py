@@ -259,9 +259,16 @@ def compile_functions(session, rank, compile_id: str) -> list[dict]:
     return _functions(windows, total or 1.0) if windows else []
 
 
-def line_time_blocks(report: dict) -> list:
-    """The Markdown / HTML section: the headline, the parts, and the tree, one folded file each."""
+def line_time_blocks(report: dict, ps=None) -> list:
+    """The Markdown / HTML section: the headline, the parts, and the tree, one folded file each;
+    `ps` (a PathShortener) writes paths as the rest of the document does."""
     from fxlens.report.document import Code, Details, Heading, Para, Table
+
+    def path(file: str) -> str:
+        return ps.path(file) if ps is not None and is_user_file(file) else where(file)
+
+    def text(t: str) -> str:
+        return ps.text(t) if ps is not None else t
 
     sec = report.get("compile_lines") or {}
     if not sec.get("available"):
@@ -272,7 +279,7 @@ def line_time_blocks(report: dict) -> list:
     parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for k, v in sec["parts_s"].items() if v)
     out: list = [Heading(3, f"Dynamo's {sec['dynamo_s']:.2f} s by source line")]
     if sec.get("headline"):
-        out.append(Para(sec["headline"]))
+        out.append(Para(text(sec["headline"])))
     out.append(Para(f"Parts: {parts}."))
     for node in tree(sec["functions"]):
         rows = []
@@ -280,13 +287,13 @@ def line_time_blocks(report: dict) -> list:
             rows.append([Code(f"{f['function']}:{f['first_line']}"), f"{f['self_s']:.3f}",
                          f"{f['self_share']:.0%}", f"{f['incl_s']:.3f}", ""])
             rows += [
-                [Code(f"  {ln['line']}: {ln.get('source', '')}"), f"{ln['self_s']:.3f}", f"{ln['share']:.0%}",
+                [Code(f"  {ln['line']}: {text(ln.get('source', ''))}"), f"{ln['self_s']:.3f}", f"{ln['share']:.0%}",
                  f"{ln['incl_s']:.3f}", str(ln["hits"])]
                 for ln in f["lines"]
             ]
         out.append(
             Details(
-                f"{where(node['file'])}: {node['self_s']:.2f} s ({node['share']:.0%})",
+                f"{path(node['file'])}: {node['self_s']:.2f} s ({node['share']:.0%})",
                 [Table(["function / line", "self s", "share", "incl s", "hits"], rows)],
             )
         )

@@ -18,6 +18,7 @@ from fxlens.report.distributed import distributed_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
+from fxlens.report.passes import pass_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.special import head_counts, special_lines
 from fxlens.report.specializations import specialization_lines
@@ -314,6 +315,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *_compile_time_lines(report),
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *pass_lines(report),  # the backend's seconds by pass (fxlens.report.passes)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *stack_trie_lines(report),

@@ -6,12 +6,11 @@ Record kind this module owns: `artifact:fxlens_compile_lines`. Pure Python, no t
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from fxlens.trace.reader import Record
+from fxlens.trace.timedevents import seconds_by_name, timed_events
 
 
 @dataclass(frozen=True)
@@ -113,48 +112,9 @@ def read_compile_lines(rec: Record, cid, model, scan) -> None:
 
 # torch's own timed parts of Dynamo's compile (chromium events of `dynamo_timed`), by name
 DYNAMO_EVENTS = ("bytecode_tracing", "build_guards", "insert_deferred_runtime_asserts", "backend_compile", "gc")
-_ATTEMPT = re.compile(r"^compile_attempt_\d+$")
-_CHROMIUM = re.compile(rb'\] \{"chromium_event"')
 
 
 def chromium_parts(path: str | Path, wanted=DYNAMO_EVENTS) -> dict[str, dict[str, float]]:
     """compile id -> {event: seconds} of torch's timed events named in `wanted` (and each
-    `compile_attempt_N`), summed per compile; a second pass over one log, read as bytes."""
-    out: dict[str, dict[str, float]] = {}
-    open_at: dict[tuple[str, str], list[float]] = {}
-    try:
-        with open(path, "rb") as f:
-            payload: list[bytes] = []
-            pending = False
-            for line in f:
-                if pending and line.startswith(b"\t"):
-                    payload.append(line[1:])
-                    continue
-                if pending:
-                    _event(b"".join(payload), wanted, open_at, out)
-                    pending, payload = False, []
-                pending = bool(_CHROMIUM.search(line[:300]))
-            if pending:
-                _event(b"".join(payload), wanted, open_at, out)
-    except OSError:
-        return {}
-    return out
-
-
-def _event(raw: bytes, wanted, open_at: dict, out: dict) -> None:
-    try:
-        e = json.loads(raw)
-    except ValueError:
-        return
-    name = e.get("name") if isinstance(e, dict) else None
-    if not isinstance(name, str) or not (name in wanted or _ATTEMPT.match(name)):
-        return
-    key = (str((e.get("args") or {}).get("compile_id")), name)
-    ts = e.get("ts")
-    if not isinstance(ts, int | float):
-        return
-    if e.get("ph") == "B":
-        open_at.setdefault(key, []).append(ts)
-    elif e.get("ph") == "E" and open_at.get(key):
-        per = out.setdefault(key[0], {})
-        per[name] = round(per.get(name, 0.0) + (ts - open_at[key].pop()) * 1e-6, 6)
+    `compile_attempt_N`), summed per compile (fxlens.trace.timedevents reads them)."""
+    return {cid: seconds_by_name(evs, wanted) for cid, evs in timed_events(path).items()}
