@@ -14,7 +14,7 @@ from collections import defaultdict
 from tabulate import tabulate
 
 from fxlens.trace.linetimes import chromium_parts
-from fxlens.trace.userframes import is_resume, is_user_file, library_path, short_path
+from fxlens.trace.userframes import is_resume, is_user_file, library_path, short_path, user_function
 
 NOT_MEASURED = (
     "Dynamo's seconds by source line are measured only while the script runs under fxlens "
@@ -136,7 +136,8 @@ def _functions(windows, base: float) -> list[dict]:
         out.append(
             {
                 "file": file,
-                "function": function,
+                "function": _display(function),
+                "code_name": function,  # the code object's own name (a resume function's, say)
                 "first_line": first,
                 "self_s": round(a["self_s"], 6),
                 "incl_s": round(a["incl_s"], 6),
@@ -155,6 +156,14 @@ def _functions(windows, base: float) -> list[dict]:
             }
         )
     return sorted(out, key=lambda f: -f["incl_s"])
+
+
+def _display(co_name: str) -> str:
+    """A resume function as the user's function it continues: `forward (resumed at 23)`."""
+    if not is_resume(co_name):
+        return co_name
+    at = co_name.rsplit("_at_", 1)[-1]
+    return f"{user_function(co_name)} (resumed at {at})"
 
 
 def headline(section: dict) -> str | None:
