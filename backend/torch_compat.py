@@ -102,6 +102,18 @@ SYMBOLS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # the mode stacks a call runs under (doctor replays a call only in the state it ran in)
     "function_mode_stack": ("torch.overrides", "_get_current_function_mode_stack", ()),
     "dispatch_mode_stack": ("torch.utils._python_dispatch", "_get_current_dispatch_mode_stack", ()),
+    # Dynamo's bytecode interpreter: the runner times each traced instruction by source line
+    # (fxlens.capture.linetime wraps step on the base class and run on the root translator; it reads
+    # f_code, instruction_pointer, instructions[ip].offset and lineno of the translator)
+    "InstructionTranslatorBase": ("torch._dynamo.symbolic_convert", "InstructionTranslatorBase", ()),
+    "InstructionTranslator": ("torch._dynamo.symbolic_convert", "InstructionTranslator", ()),
+    "translator_step": ("torch._dynamo.symbolic_convert", "InstructionTranslatorBase.step", ("self",)),
+    "translator_run": ("torch._dynamo.symbolic_convert", "InstructionTranslator.run", ("self",)),
+    # what a step may run that is not tracing: the output graph built at a return or graph break,
+    # and the backend it calls (timed apart, never given to the line that triggered them)
+    "OutputGraph": ("torch._dynamo.output_graph", "OutputGraph", ()),
+    "output_compile_subgraph": ("torch._dynamo.output_graph", "OutputGraph.compile_subgraph", ("tx", "reason")),
+    "output_call_user_compiler": ("torch._dynamo.output_graph", "OutputGraph.call_user_compiler", ("gm",)),
     # pytree (torch.utils._pytree has no public twin in the torch versions fxlens supports)
     "tree_map_only": ("torch.utils._pytree", "tree_map_only", ("type_or_types_or_pred", "func", "tree")),
     "tree_flatten": ("torch.utils._pytree", "tree_flatten", ("tree",)),

@@ -165,3 +165,38 @@ def test_cache_entries_list_one_entry_per_compile():
     entries = torch_compat.resolve("cache_entries")(f.__code__)
     assert len(entries) == 2
     assert all(any(n.startswith("__compiled_fn") for n in e.code.co_names) for e in entries)
+
+
+def test_dynamo_translator_can_be_timed_by_line():
+    # fxlens.capture.linetime wraps InstructionTranslatorBase.step, InstructionTranslator.run and the
+    # output graph's compile_subgraph / call_user_compiler, reading f_code, instruction_pointer,
+    # instructions and lineno of each translator: a torch that renames any of them fails here
+    import torch
+
+    from fxlens.capture import linetime
+
+    base = torch_compat.resolve("InstructionTranslatorBase")
+    root = torch_compat.resolve("InstructionTranslator")
+    out = graph = None
+    before = (base.step, root.run, torch_compat.resolve("OutputGraph").call_user_compiler)
+    windows: list[dict] = []
+    assert linetime.install(windows.append)
+    try:
+
+        def f(x):
+            for _ in range(5):
+                x = x + 1
+            return x
+
+        torch._dynamo.reset()
+        out = torch.compile(f, backend="eager")(torch.ones(2))
+    finally:
+        linetime.uninstall()
+        torch._dynamo.reset()
+    assert (base.step, root.run, torch_compat.resolve("OutputGraph").call_user_compiler) == before
+    assert out.tolist() == [6.0, 6.0]
+    (window,) = windows
+    graph = next(fn for fn in window["functions"] if fn["function"] == "f")
+    first = f.__code__.co_firstlineno
+    assert graph["loops"][0][:3] == [first + 1, first + 2, 5]  # for line, body line, iterations
+    assert window["buckets"]["backend"] > 0 and window["steps_s"] > 0

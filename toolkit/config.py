@@ -222,3 +222,13 @@ def reproducing_env(env: dict[str, str] | None = None) -> dict[str, str]:
         for k, v in sorted(env.items())
         if k in REPRODUCING_ENV or (k.startswith(REPRODUCING_ENV_PREFIXES) and k != "TORCHINDUCTOR_CACHE_DIR")
     }
+
+
+# -- Dynamo's seconds by source line (fxlens.capture.linetime), in the runner child --
+# "0" turns the per-instruction timing off (to measure its overhead, or to rule it out); default on
+ENV_COMPILE_LINES = "FXLENS_COMPILE_LINES"
+
+
+def compile_lines_on() -> bool:
+    """Whether the runner child times Dynamo's tracing by source line (default on)."""
+    return _env_str(ENV_COMPILE_LINES, "1").strip() not in ("0", "off", "no", "false")

@@ -15,12 +15,15 @@ from pathlib import Path
 from fxlens.report.build import build_report
 from fxlens.report.coldstart import cache_lines
 from fxlens.report.distributed import distributed_lines
+from fxlens.report.linetimes import tree_text
+from fxlens.report.passes import pass_lines
 from fxlens.report.special import special_lines
 from fxlens.trace.kinds import table
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.reader import Record, find_logs, frame_of
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
+from fxlens.trace.userframes import source_line
 
 # Outcome of a compile, worst first; the tree colours a frame by its worst compile.
 OUTCOMES = ("failed", "limit", "break", "recompile", "ok")
@@ -258,7 +261,23 @@ def compile_cost_sections(report: dict) -> list[tuple[str, list[str]]]:
         out.append(("caches", ["Compile caches:", *(x for x in caches if x.strip())]))
     for b in report.get("repeated_blocks") or []:
         out.append(("repeated", ["Repeated block (regional compilation):", b["message"], f"fix: {b['fix']}"]))
+    if (lines := report.get("compile_lines") or {}).get("available"):
+        out.append(("by line", line_time_section(lines)))
+    if passes := [x for x in pass_lines(report) if x.strip()]:
+        out.append(("by pass", passes))
     return out
+
+
+def line_time_section(sec: dict) -> list[str]:
+    """Dynamo's seconds by source line as the Metrics view's row: the headline, the parts, the tree."""
+    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f} s" for k, v in sec["parts_s"].items() if v)
+    return [
+        f"Dynamo's {sec['dynamo_s']:.2f} s by source line:",
+        sec.get("headline") or parts,
+        *([parts] if sec.get("headline") else []),
+        "",
+        *tree_text(sec["functions"], source_line),
+    ]
 
 
 def text_sections(lines: list[str]) -> list[list[str]]:

@@ -7,8 +7,9 @@ from collections import Counter
 from rich.text import Text
 
 from fxlens.report.coldstart import cache_outcomes
+from fxlens.report.linetimes import compile_functions, tree_text
 from fxlens.report.ranks import rank_ranges
-from fxlens.trace.userframes import short_path
+from fxlens.trace.userframes import short_path, source_line
 from fxlens.tui.loader import OUTCOME_LABEL, OUTCOME_STYLE, display_function
 from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
@@ -181,6 +182,9 @@ class MetricsView(ListView):
             top = max(v for _, v in stages) or 1.0
             lines += ["", "[b]time by stage[/b] (torch's compilation metrics)"]
             lines += [f"  {escape(k):<40} {v:9.4f} s  {'█' * max(1, round(24 * v / top))}" for k, v in stages]
+        if functions := compile_functions(self.data.session, rank, cid):  # measured under fxlens run
+            lines += ["", "[b]Dynamo by source line[/b] (self and inclusive seconds, shares of its tracing)"]
+            lines += [escape(x) for x in tree_text(functions, source_line)]
         if m.fail_type:
             lines += ["", f"[red]failed: {escape(m.fail_type)}[/red] {escape((m.fail_reason or '').strip())}"]
         return "\n".join(lines)

@@ -17,6 +17,7 @@ from fxlens.budget.collect import Capture, scratch_dir
 from fxlens.report.build import build_report
 from fxlens.report.counts import COUNTED, report_counts
 from fxlens.trace.breaks import is_eager_frame
+from fxlens.trace.compileclock import clock, judge
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import short_path
@@ -37,12 +38,18 @@ class Limits:
     fallbacks: int | None = None
     eager_frames: int | None = None
     exact: bool = False
+    # seconds of compiling, judged on the compiling thread's CPU clock with a band for the load
+    # (fxlens.trace.compileclock); never exact
+    compile_s: float | None = None
 
     def __post_init__(self) -> None:
         for kind in KINDS:
             v = getattr(self, kind)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise ValueError(f"compile budget {kind}={v!r}: expected a non-negative int or None")
+        v = self.compile_s
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not v > 0):
+            raise ValueError(f"compile budget compile_s={v!r}: expected a positive number of seconds or None")
 
     def given(self) -> dict[str, int]:
         """The bounds that were set, by kind."""
@@ -59,7 +66,9 @@ class Limits:
 
     def describe(self) -> str:
         op = "==" if self.exact else "<="
-        return ", ".join(f"{k}{op}{v}" for k, v in self.given().items()) or "no limits"
+        said = [f"{k}{op}{v}" for k, v in self.given().items()]
+        said += [f"compile_s<={self.compile_s:g}"] if self.compile_s is not None else []
+        return ", ".join(said) or "no limits"
 
 
 @dataclass
@@ -70,6 +79,8 @@ class Outcome:
     counts: dict[str, int]
     report: dict
     broken: list[str] = field(default_factory=list)  # kinds over (or, exact, not at) their bound
+    # with a compile_s budget: fxlens.trace.compileclock.judge's verdict, and the clock's compiles
+    compile: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -164,10 +175,20 @@ def evaluate(cap: Capture, limits: Limits) -> Outcome:
     if cap.lost:
         raise RuntimeError(LOST)
     counts = quick_counts(cap.records)
-    if not _broken(counts, limits):
-        return Outcome(counts, {}, [])
+    timing = compile_timing(cap.records, limits.compile_s)
+    slow = ["compile_s"] if timing and timing["over"] else []
+    if not _broken(counts, limits) and not slow:
+        return Outcome(counts, {}, [], timing)
     counts, report = full_report(cap)
-    return Outcome(counts, report, _broken(counts, limits))
+    return Outcome(counts, report, _broken(counts, limits) + slow, timing)
+
+
+def compile_timing(records: list, budget_s: float | None) -> dict | None:
+    """The compiles' CPU seconds against `budget_s` (None: no compile_s budget)."""
+    if budget_s is None:
+        return None
+    clk = clock(records)
+    return {**judge(budget_s, clk), "compiles": clk.compiles, "load": clk.load, "cores": clk.cores}
 
 
 def _loc(file: str, line: int) -> str:
@@ -297,9 +318,16 @@ def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
     """One block per broken budget: the count against its bound, then each item with file:line, reason, fix."""
     op = "!=" if limits.exact else ">"
     bounds = limits.bounds()
-    head = ", ".join(f"{k} {outcome.counts[k]} {op} {bounds[k]}" for k in outcome.broken)
+    t = outcome.compile or {}
+    head = ", ".join(
+        f"compile_s {t['cpu_s']:.2f} > {limits.compile_s:g}" if k == "compile_s" else f"{k} {outcome.counts[k]} {op} {bounds[k]}"
+        for k in outcome.broken
+    )
     lines = [f"compile budget exceeded{(' in ' + where) if where else ''}: {head}"]
     for kind in outcome.broken:
+        if kind == "compile_s":
+            lines += _compile_seconds(outcome, limits)
+            continue
         bound = bounds[kind]
         n = outcome.counts[kind]
         want = f"exactly {bound}" if limits.exact else f"at most {bound}"
@@ -317,6 +345,20 @@ def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
         else:
             lines += _DESCRIBE[kind](outcome.report)
     return "\n".join(lines)
+
+
+def _compile_seconds(outcome: Outcome, limits: Limits) -> list[str]:
+    """What the compile_s budget measured, the band it allowed, and the slowest compiles."""
+    t = outcome.compile or {}
+    lines = [
+        f"compile_s: {t['cpu_s']:.2f} s on the compiling thread's CPU over {t['compiles']} compile(s), "
+        f"{t['wall_s']:.2f} s wall (budget: at most {limits.compile_s:g} s, +{t['band']:.0%} for the load: "
+        f"the thread ran {t['share']:.0%} of the wall time; load {t['load']} on {t['cores']} cores)"
+    ]
+    per = (outcome.report.get("compile_times") or {}).get("per_compile") or []
+    for m in sorted(per, key=lambda m: -(m.get("total_s") or 0))[:3]:
+        lines.append(f"  {m['compile_id']} {m['function']} ({_loc(m['file'], m['line'])}): {m['total_s'] or 0:.2f} s wall")
+    return lines
 
 
 def summary(counts: dict[str, int]) -> str:

@@ -29,6 +29,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from fxlens.trace.compileclock import stamp
 from fxlens.trace.session import TRACE_DIR, write_info
 
 # The name of the log a capture writes, in the pattern torch's own TORCH_TRACE logs follow.
@@ -52,6 +53,7 @@ class _Dispatch(logging.Handler):
     """The one handler on torch's trace logger: hands each record to the active captures."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        stamp(record)  # a compile's start and end: both clocks, for compile_s budgets
         # a list copy: a capture may stop from another thread while we iterate
         for cap in list(_active):
             cap.records.append(record)

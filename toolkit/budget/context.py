@@ -62,6 +62,9 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         eager_frames: at most this many frames torch gave up on after a graph break it could not
             resume (they run eagerly; the report lists them apart from graph breaks). With a
             `graph_breaks` budget and no `eager_frames`, none is allowed.
+        compile_s: at most this many seconds compiling, on the compiling thread's CPU clock (a busy
+            machine stretches the wall clock, not the work), with a noise band that widens with the
+            load the compiles met (fxlens.trace.compileclock); never exact.
         exact: every given budget is an exact count instead of an upper bound.
         reset: call `torch.compiler.reset()` on entry, so code compiled before is compiled (and
             counted) again.
@@ -92,12 +95,15 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         fallbacks: int | None = None,
         eager_frames: int | None = None,
         *,
+        compile_s: float | None = None,
         exact: bool = False,
         reset: bool = False,
         report_dir: str | Path | None = None,
         label: str = "",
     ):
-        self.limits = Limits(graphs, graph_breaks, recompiles, kernels, fallbacks, eager_frames, exact=exact)
+        self.limits = Limits(
+            graphs, graph_breaks, recompiles, kernels, fallbacks, eager_frames, exact=exact, compile_s=compile_s
+        )
         self.reset = reset
         self.report_dir = Path(report_dir) if report_dir is not None else None
         self.label = label

@@ -14,16 +14,21 @@ from collections.abc import Callable
 
 
 def when_imported(name: str, then: Callable[[object], None]) -> None:
-    """Call `then(module)` once module `name` has executed; at once if it is already imported."""
+    """Call `then(module)` once module `name` has executed; at once if it is already imported.
+    Several calls for one module run in the order they were made."""
     if name in sys.modules:
         then(sys.modules[name])
         return
+    for finder in sys.meta_path:
+        if isinstance(finder, _AfterImport) and finder.name == name:
+            finder.thens.append(then)  # one finder per module: a second would never be asked
+            return
     sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
     def __init__(self, name: str, then: Callable[[object], None]):
-        self.name, self.then = name, then
+        self.name, self.thens = name, [then]
 
     def find_spec(self, fullname, path, target=None):
         if fullname != self.name:
@@ -32,11 +37,12 @@ class _AfterImport(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        run, then = spec.loader.exec_module, self.then
+        run, thens = spec.loader.exec_module, self.thens
 
         def exec_module(module):
             run(module)
-            then(module)
+            for then in thens:
+                then(module)
 
         spec.loader.exec_module = exec_module  # this spec's own loader instance
         return spec

@@ -19,6 +19,7 @@ from fxlens import config
 from fxlens.capture.compile_hook import observe
 from fxlens.capture.imports import when_imported
 from fxlens.errors import FxlensError
+from fxlens.trace.compileclock import ClockHandler
 from fxlens.trace.session import append_event
 
 # exit status of the runner when fxlens itself refuses (bad backend): the parent reports it
@@ -206,6 +207,20 @@ def _quiet_trace_errors(internal) -> None:
     handler.handleError = handle_error
 
 
+def _watch_trace(session: str) -> None:
+    """Under TORCH_TRACE: trace write errors said once; with a session, Dynamo's seconds by source
+    line (written into the trace beside torch's own times) and compile seconds on the compiling
+    thread's CPU clock (for gates a load spike must not trip)."""
+    when_imported("torch._logging._internal", _quiet_trace_errors)
+    if not session:
+        return
+    if config.compile_lines_on():
+        from fxlens.capture import linetime
+
+        when_imported("torch._dynamo", lambda _module: linetime.install())
+    when_imported("torch._logging._internal", lambda internal: internal.trace_log.addHandler(_CLOCK))
+
+
 def run_script(script: str, args: list[str], module: str | None = None) -> int:
     """Run SCRIPT (or MODULE, whose file SCRIPT is) as `__main__`; the script's exit status."""
     cfg = config.load()
@@ -230,7 +245,7 @@ def run_script(script: str, args: list[str], module: str | None = None) -> int:
     patch_compile(override, script, cfg.session_dir)
     _note_backend_switches(cfg.session_dir)
     if os.environ.get("TORCH_TRACE"):
-        when_imported("torch._logging._internal", _quiet_trace_errors)
+        _watch_trace(cfg.session_dir)
     sys.argv = [script, *args]
     # sys.path[0] as python sets it: the script's folder, or the working directory for -m
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(script))
@@ -303,6 +318,16 @@ def _record_environment() -> None:
         pass
 
 
+_CLOCK = ClockHandler()
+
+
+def _record_compile_clock() -> None:
+    """The script's compiles timed on the compiling thread (wall and CPU seconds), for `fxlens diff`."""
+    cfg = config.load()
+    if cfg.session_dir and _CLOCK.records:
+        _append_quietly(cfg.session_dir, "compile_clock", _CLOCK.clock().as_dict())
+
+
 def _record_own_trace() -> None:
     """When the script pointed TORCH_TRACE elsewhere itself, say where: fxlens copies that run's
     logs into the session (else its report would say nothing compiled)."""
@@ -337,6 +362,7 @@ def main() -> None:
         code = run_script(sys.argv[1], sys.argv[2:])
     _record_environment()
     _record_own_trace()
+    _record_compile_clock()
     sys.stdout.flush()
     sys.stderr.flush()
     if code == INTERRUPTED and _interrupted:

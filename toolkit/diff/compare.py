@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from fxlens.diff.compiletime import compile_time
 from fxlens.diff.summaries import (  # file_key, normalise_guard: public here before the split
     doctor_timings,
     file_key,
@@ -354,6 +355,10 @@ def compare(a: dict, b: dict, allow_failed: bool = False) -> dict:
         if c["gated"] and (c["delta"] < 0 or c.get("from_nothing")) and not c.get("to_nothing")
     ]
     gate_failed = bool(failed["a"] or failed["b"]) and not allow_failed
+    # compile seconds, judged on the compiling thread's CPU clock with a band for the load
+    ct = compile_time(a, b, gate=not (from_nothing or to_nothing or failed["a"] or failed["b"]))
+    if ct["slower"]:
+        worse_on.append("compile_s")
     return {
         "version": DIFF_VERSION,
         "a": _side(a),
@@ -373,10 +378,7 @@ def compare(a: dict, b: dict, allow_failed: bool = False) -> dict:
         "functions": _function_items(s),
         "guards": _guard_changes(s),
         "fallbacks": _fallback_changes(a, b),
-        "compile_time": {
-            "a": (a.get("compile_times") or {}).get("total_s"),
-            "b": (b.get("compile_times") or {}).get("total_s"),
-        },
+        "compile_time": ct,
         "doctor": _doctor_diff(doctor_timings(a, s.sa, s.alias), doctor_timings(b, s.sb)),
         "doctor_memory": _memory_diff(_doctor_memory(a), _doctor_memory(b)),
     }

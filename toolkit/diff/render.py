@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fxlens.diff.compiletime import compile_time_line
 from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.markup import PathShortener, visible
 from fxlens.report.table import tabulate
@@ -80,7 +81,7 @@ def verdict(diff: dict) -> str:
             f"{next(c['a'] for c in diff['counts'] if c['name'] == 'graphs')} graph(s)"
         )
     if diff["worse"]:
-        return "B is WORSE than A: " + ", ".join(f"{n} {deltas[n]:+d}" for n in diff["worse_on"])
+        return "B is WORSE than A: " + ", ".join(_worse(diff, n, deltas) for n in diff["worse_on"])
     if diff["better_on"]:
         return (
             "B is no worse than A (better: "
@@ -88,6 +89,13 @@ def verdict(diff: dict) -> str:
             + ")"
         )
     return "B is no worse than A: no count changed"
+
+
+def _worse(diff: dict, name: str, deltas: dict) -> str:
+    if name == "compile_s":  # not a count: B's compile CPU seconds over A's, beyond the noise band
+        j = diff["compile_time"]["judged"]
+        return f"compile time x{j['ratio']:.2f} (CPU seconds, band +{j['band']:.0%})"
+    return f"{name} {deltas[name]:+d}"
 
 
 def _changed(items: list[dict], show_same: bool) -> list[dict]:
@@ -312,9 +320,8 @@ def render_text(diff: dict, show_same: bool = False) -> str:
         out.append(f"... guards of {len(diff['guards']) - MAX_GUARD_FUNCTIONS} more function(s) (see --json)")
     if diff["guards"]:
         out.append("")
-    ct = diff["compile_time"]
-    if ct["a"] is not None and ct["b"] is not None:
-        out += [f"Compile time: {ct['a']:.2f} s -> {ct['b']:.2f} s (not gated: it is noisy)", ""]
+    if line := compile_time_line(diff["compile_time"]):
+        out += [line, ""]
     out.append(f"verdict: {verdict(diff)}")
     # trace strings reach a terminal here: a `\x1b[...` in a reason must not recolour it
     return visible("\n".join(out) + "\n")
@@ -342,6 +349,8 @@ def diff_blocks(diff: dict) -> list:
                 [Pre("\n".join(lines), "diff")],
             )
         )
+    if line := compile_time_line(diff["compile_time"]):
+        out.append(Para(line))
     if len(diff["guards"]) > MAX_GUARD_FUNCTIONS:
         out.append(
             Para(f"Guards of {len(diff['guards']) - MAX_GUARD_FUNCTIONS} more function(s): see --json.")

@@ -17,8 +17,10 @@ from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
 from fxlens.report.failures import compile_failed
 from fxlens.report.headlines import gb_doc, headlines
+from fxlens.report.linetimes import compile_lines
 from fxlens.report.measured import attach as attach_measured
 from fxlens.report.outputcode import output_code
+from fxlens.report.passes import compile_passes
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
 from fxlens.report.special import aot_inductor, export_issues, special_graphs, unknown_records
@@ -309,6 +311,10 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
             if m.truncated
         ],
     }
+    # Dynamo's seconds by source line, where the runner measured them
+    report["compile_lines"] = compile_lines(session)
+    # AOTAutograd's and inductor's seconds by pass, from torch's timed events
+    report["compile_passes"] = compile_passes(session)
     if with_guards:
         report["guards"] = _guards(session)
         attach_measured(report, session)  # what `fxlens fix` measured of the fixes printed

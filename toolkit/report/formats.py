@@ -25,7 +25,9 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.fixes import change
+from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.passes import pass_blocks
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.special import head_counts, special_lines
 from fxlens.report.tlparse_blocks import (
@@ -362,6 +364,8 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),
+        *line_time_blocks(report, ps),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *pass_blocks(report),  # the backend's seconds by pass (fxlens.report.passes)
         *restart_blocks(report, ps),
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),

@@ -15,7 +15,9 @@ from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.fixes import break_actions_of, describe
+from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
+from fxlens.report.passes import pass_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.special import head_counts, special_lines
 from fxlens.report.specializations import specialization_lines
@@ -321,6 +323,8 @@ def render_text(report: dict, limit: int = 20) -> str:
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
+        *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *pass_lines(report),  # the backend's seconds by pass (fxlens.report.passes)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *stack_trie_lines(report),

@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 
 from fxlens.trace import kind_readers as r
 from fxlens.trace.kindtable import HIDDEN, Kind, KindTable, group
+from fxlens.trace.linetimes import LineWindow, read_compile_lines
 from fxlens.trace.records import (
     BytecodeDump,
     Collectives,
@@ -338,6 +339,14 @@ _FXLENS = group(
     (
         Kind("artifact:fxlens_kernel", r.read_kernel, Kernel, "kernels"),
         Kind("artifact:fxlens_fallbacks", r.read_fallbacks, Fallback, "fallbacks"),
+        Kind(
+            "artifact:fxlens_compile_lines",
+            read_compile_lines,
+            LineWindow,
+            "compile_lines",
+            label="Dynamo's seconds by line",
+            why="Dynamo's seconds by source line of one compile attempt (written by `fxlens run`'s runner)",
+        ),
         Kind("artifact:fxlens_stage", label=HIDDEN),
         *_shown(
             ("fxlens_aten_forward_graph", "fxlens_aten_inference_graph", "fxlens_aten_backward_graph"),
