@@ -7,43 +7,18 @@ shows fewer recompiles / breaks than the first run's, with the same compiled out
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fix_helpers import SCRIPTS
+from fix_helpers import run_fix as _fix
 from schema_check import validate
 
 from fxlens.fix import measure
 from fxlens.fix.findings import gather
 from fxlens.trace.session import Session
-
-SCRIPTS = Path(__file__).parent / "scripts"
-
-
-def _fix(tmp: Path, script: str, *opts: str) -> tuple[subprocess.CompletedProcess, dict]:
-    out = tmp / "fix.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fxlens.cli",
-            "fix",
-            "--session",
-            str(tmp / "s"),
-            "--json",
-            str(out),
-            *opts,
-            str(SCRIPTS / script),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp,
-        env={**os.environ, "FXLENS_SESSIONS_DIR": str(tmp / "sessions")},
-        timeout=600,
-    )
-    return proc, (json.loads(out.read_text()) if out.exists() else {})
 
 
 @pytest.fixture(scope="module")

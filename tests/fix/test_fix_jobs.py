@@ -9,45 +9,19 @@ method's marks would never be made.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fix_helpers import SCRIPTS
+from fix_helpers import run_fix as _fix
 from schema_check import validate
 
 from fxlens.fix import measure
 from fxlens.fix.methods import called_methods
 from fxlens.fix.patches import drop_last
 from fxlens.trace.session import Session
-
-SCRIPTS = Path(__file__).parent / "scripts"
-
-
-def _fix(tmp: Path, script: Path, *opts: str, stdin: str | None = None, session: str = "s"):
-    out = tmp / "fix.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fxlens.cli",
-            "fix",
-            "--session",
-            str(tmp / session),
-            "--json",
-            str(out),
-            *opts,
-            str(script),
-        ],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=tmp,
-        env={**os.environ, "FXLENS_SESSIONS_DIR": str(tmp / "sessions")},
-        timeout=900,
-    )
-    return proc, (json.loads(out.read_text()) if out.exists() else {})
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,6 @@ Pure Python, no torch import; records in, small frozen dataclasses out.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -201,41 +199,23 @@ def _metric_lines(model) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-_CHROMIUM = re.compile(rb'\] \{"chromium_event"')
-
-
 def chromium_durations(path: str | Path) -> dict[str, dict[str, float]]:
     """compile id ("0/0", or "None" where torch named none) -> {event name: seconds} from the log's
     chromium B/E event pairs (summed when a phase ran more than once), in the order they ended."""
+    from fxlens.trace.timedevents import chromium_events
+
     out: dict[str, dict[str, float]] = {}
     open_at: dict[tuple[str, str], list[float]] = {}
     try:
-        with open(path, "rb") as f:
-            lines = iter(f)
-            pending = False
-            payload: list[bytes] = []
-            for line in lines:
-                if pending and line.startswith(b"\t"):
-                    payload.append(line[1:])
-                    continue
-                if pending:
-                    _chromium_event(b"".join(payload), open_at, out)
-                    pending, payload = False, []
-                if _CHROMIUM.search(line[:300]):
-                    pending = True
-            if pending:
-                _chromium_event(b"".join(payload), open_at, out)
+        for e in chromium_events(path):
+            _chromium_event(e, open_at, out)
     except OSError:
         return {}
     return out
 
 
-def _chromium_event(raw: bytes, open_at: dict, out: dict) -> None:
-    try:
-        e = json.loads(raw)
-    except ValueError:
-        return
-    if not isinstance(e, dict) or e.get("name") not in _EVENTS:
+def _chromium_event(e: dict, open_at: dict, out: dict) -> None:
+    if e.get("name") not in _EVENTS:
         return
     cid = str((e.get("args") or {}).get("compile_id"))
     key = (cid, e["name"])

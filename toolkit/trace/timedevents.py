@@ -50,10 +50,9 @@ def _stage(names: list[str]) -> str:
     return "other"
 
 
-@lru_cache(maxsize=8)
-def _read(path: str, size: int, mtime: float) -> dict[str, list[TimedEvent]]:
-    out: dict[str, list[TimedEvent]] = {}
-    stacks: dict[str, list[list]] = {}  # compile id -> open [name, start, seconds of children]
+def chromium_events(path: str | Path):
+    """Every chromium event torch logged in one log (its payload decoded, a dict), in log order;
+    payloads that are not JSON are passed over. The one reader of these events."""
     with open(path, "rb") as f:
         payload: list[bytes] = []
         pending = False
@@ -62,20 +61,33 @@ def _read(path: str, size: int, mtime: float) -> dict[str, list[TimedEvent]]:
                 payload.append(line[1:])
                 continue
             if pending:
-                _event(b"".join(payload), stacks, out)
+                if (e := _decoded(b"".join(payload))) is not None:
+                    yield e
                 pending, payload = False, []
             pending = bool(_CHROMIUM.search(line[:300]))
-        if pending:
-            _event(b"".join(payload), stacks, out)
-    return out
+        if pending and (e := _decoded(b"".join(payload))) is not None:
+            yield e
 
 
-def _event(raw: bytes, stacks: dict, out: dict) -> None:
+def _decoded(raw: bytes) -> dict | None:
     try:
         e = json.loads(raw)
     except ValueError:
-        return
-    if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not isinstance(e.get("ts"), int | float):
+        return None
+    return e if isinstance(e, dict) else None
+
+
+@lru_cache(maxsize=8)
+def _read(path: str, size: int, mtime: float) -> dict[str, list[TimedEvent]]:
+    out: dict[str, list[TimedEvent]] = {}
+    stacks: dict[str, list[list]] = {}  # compile id -> open [name, start, seconds of children]
+    for e in chromium_events(path):
+        _event(e, stacks, out)
+    return out
+
+
+def _event(e: dict, stacks: dict, out: dict) -> None:
+    if not isinstance(e.get("name"), str) or not isinstance(e.get("ts"), int | float):
         return
     cid = str((e.get("args") or {}).get("compile_id"))
     stack = stacks.setdefault(cid, [])
