@@ -8,13 +8,13 @@ import shutil
 import sys
 from pathlib import Path
 
-from fxlens.minify.repro_writer import claim
-
 
 def save_partial(staged: Path, target: Path, also: tuple[str, ...]) -> None:
     """The staged (reduced, not yet verified) reproducer as NAME.partial.py, its path printed."""
     if not staged.exists():
         return
+    from fxlens.minify.repro_writer import claim  # imports torch: a refusal before any run must not
+
     partial = claim(target.with_name(target.stem + ".partial.py"), numbered=True, also=also)
     text = staged.read_text()
     if also:  # the recorded values, under the partial's own name
