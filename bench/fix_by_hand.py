@@ -69,6 +69,7 @@ CASES = {
             "mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.mark_dynamic(ids, 1)\n")],
             "maybe_mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
             "regional": [_LLAMA_REGIONAL],
+            "dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')],
         },
     ),
     "HF BERT, three lengths": (
@@ -141,7 +142,64 @@ CASES = {
         SCRIPTS / "twelve_layers.py",
         ["--try", "regional:Block"],
         None,
-        {},
+        {
+            "regional": [
+                (
+                    'model = torch.compile(Model(), backend="inductor")',
+                    'model = Model()\nfor b in model.blocks:\n    b.forward = torch.compile(b.forward, backend="inductor")',
+                ),
+            ],
+        },
+    ),
+    "HF GPT-2, three lengths": (
+        CASES_DIR / "hf_gpt2_lengths.py",
+        [],
+        None,
+        {"dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')]},
+    ),
+    "HF BART generate() on a compiled module": (
+        SCRIPTS / "hf_bart_generate.py",
+        [],
+        None,
+        {
+            "compile_in_place": [
+                (
+                    'model = torch.compile(BartForConditionalGeneration(cfg).eval(), backend="eager")',
+                    'model = BartForConditionalGeneration(cfg).eval()\nmodel.compile(backend="eager")',
+                )
+            ]
+        },
+    ),
+    "nn.TransformerEncoder, three lengths": (
+        CASES_DIR / "encoder_lengths.py",
+        [],
+        None,
+        {"dynamic": [('.eval(), backend="eager")', '.eval(), backend="eager", dynamic=True)')]},
+    ),
+    "a Python float that changes (temperature)": (
+        CASES_DIR / "float_scale.py",
+        [],
+        None,
+        {"dynamic": [('@torch.compile(backend="eager")', '@torch.compile(backend="eager", dynamic=True)')]},
+    ),
+    "message passing, three node counts": (
+        CASES_DIR / "gnn_nodes.py",
+        [],
+        None,
+        {
+            "mark_dynamic x": [
+                (
+                    "    out = layer(x, edges)",
+                    "    torch._dynamo.mark_dynamic(x, 0)\n    out = layer(x, edges)",
+                )
+            ],
+            "mark_dynamic edges": [
+                (
+                    "    out = layer(x, edges)",
+                    "    torch._dynamo.mark_dynamic(edges, 1)\n    out = layer(x, edges)",
+                )
+            ],
+        },
     ),
     "DDP on 2 ranks (torchrun)": (
         SCRIPTS / "ddp_sizes.py",
