@@ -46,6 +46,12 @@ CASES = {
                     "    x = torch.randn(n, 4)\n    torch._dynamo.mark_dynamic(x, 0)\n    lin(x)",
                 )
             ],
+            "dynamic": [
+                (
+                    'lin = torch.compile(torch.nn.Linear(4, 4), backend="eager")',
+                    'lin = torch.compile(torch.nn.Linear(4, 4), backend="eager", dynamic=True)',
+                )
+            ],
             "mark_dynamic obs": [
                 (
                     "    act(torch.randn(n, 4))",
@@ -88,6 +94,14 @@ CASES = {
                     "        ids = torch.randint(0, 100, (2, n))\n",
                     "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.maybe_mark_dynamic(ids, 1)\n",
                 )
+            ],
+            "dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')],
+            "regional": [
+                (
+                    'model = torch.compile(BertModel(cfg).eval(), backend="eager")',
+                    "model = BertModel(cfg).eval()\nfor b in model.modules():\n"
+                    '    if type(b).__name__ == "BertLayer":\n        b.forward = torch.compile(b.forward, backend="eager")',
+                ),
             ],
         },
     ),

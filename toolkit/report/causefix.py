@@ -395,8 +395,11 @@ def _mark_fix(guard: FailedGuard, g: dict) -> tuple[list, str]:
     if _library_model(guard, g):
         # a library model ties its inputs' dims together (input_ids and attention_mask have one
         # length): `mark_dynamic` of one alone raises ConstraintViolationError there, and
-        # `maybe_mark_dynamic` does not raise but leaves the recompile (both checked on BERT)
-        return [action("dynamic", **_frame_of(g))], (
+        # `maybe_mark_dynamic` does not raise but leaves the recompile (both checked on BERT); where
+        # nothing ties them (torch.nn.Sequential called with one tensor) the mark is what works, and
+        # dynamic=True does nothing: both are actions, and `fxlens fix` measures which
+        mark = action("mark_dynamic", arg=name, dim=int(guard.dim or 0), **_frame_of(g))
+        return [action("dynamic", **_frame_of(g)), mark], (
             "compile with `dynamic=True`, or mark that dim dynamic on every input of that length "
             "before the first call (`torch._dynamo.mark_dynamic({t}, {dim})`, and the same for an "
             "attention_mask beside it): `mark_dynamic` of one alone raises ConstraintViolationError "
