@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_reports import _fxlens
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -29,18 +30,6 @@ def _python(script: Path, env: dict | None = None) -> subprocess.CompletedProces
         timeout=600,
         env={**os.environ, **(env or {})},
         cwd=script.parent,
-    )
-
-
-def _fxlens(tmp_path: Path, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FXLENS_SESSIONS_DIR": str(tmp_path / "sessions")}
-    return subprocess.run(
-        [sys.executable, "-m", "fxlens.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-        cwd=tmp_path,
     )
 
 

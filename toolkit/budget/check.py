@@ -20,7 +20,7 @@ from fxlens.trace.breaks import is_eager_frame
 from fxlens.trace.compileclock import clock, judge
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.session import Session
-from fxlens.trace.userframes import short_path
+from fxlens.trace.userframes import location, short_path
 
 # The budgets, in the order a failure lists them. Each is an upper bound ("at most N"). Counted as
 # the report counts (fxlens.report.counts): a break torch could not resume is an eager frame.
@@ -191,10 +191,6 @@ def compile_timing(records: list, budget_s: float | None) -> dict | None:
     return {**judge(budget_s, clk), "compiles": clk.compiles, "load": clk.load, "cores": clk.cores}
 
 
-def _loc(file: str, line: int) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
-
-
 def _hint(hints: list[str]) -> str:
     useful = [h for h in hints if "report an issue" not in h and "github.com" not in h]
     return useful[0] if useful else ""
@@ -204,7 +200,7 @@ def _breaks(report: dict) -> list[str]:
     out = []
     for b in report["graph_breaks"]:
         times = f" (x{b['count']})" if b["count"] > 1 else ""
-        out.append(f"  {_loc(b['file'], b['line'])}  in {b['function']}: {b['reason']}{times}")
+        out.append(f"  {location(b['file'], b['line'])}  in {b['function']}: {b['reason']}{times}")
         if b["source"]:
             out.append(f"      {b['source']}")
         if b["explanation"]:
@@ -218,13 +214,15 @@ def _recompiles(report: dict) -> list[str]:
     out = []
     for c in report["recompile_causes"]:
         times = f" (x{c['count']})" if c["count"] > 1 else ""
-        out.append(f"  {_loc(c['file'], c['line'])}  in {c['function']}: {c['message']}{times}")
+        out.append(f"  {location(c['file'], c['line'])}  in {c['function']}: {c['message']}{times}")
         out.append(f"      fix: {c['fix']}")
     explained = sum(c["count"] for c in report["recompile_causes"])
     if explained < len(report["recompiles"]):  # causes the rules do not classify: show the raw guards
         for r in report["recompiles"]:
             guards = "; ".join(r["failed_guards"][:2]) or "no failed guard logged"
-            out.append(f"  {_loc(r['file'], r['line'])}  in {r['function']} [{r['compile_id']}]: {guards}")
+            out.append(
+                f"  {location(r['file'], r['line'])}  in {r['function']} [{r['compile_id']}]: {guards}"
+            )
     return out
 
 
@@ -234,7 +232,7 @@ def _graphs(report: dict, listed: frozenset = frozenset()) -> list[str]:
     for g in report["graphs"]:
         ops = ", ".join(op_name(o) for o in g["ops"][:6]) + (" ..." if len(g["ops"]) > 6 else "")
         out.append(
-            f"  {_loc(g['file'], g['line'])}  in {g['function']} [{g['compile_id']}]: {g['num_ops']} ops ({ops})"
+            f"  {location(g['file'], g['line'])}  in {g['function']} [{g['compile_id']}]: {g['num_ops']} ops ({ops})"
         )
     if report["graph_breaks"] or report["recompiles"]:
         out.append("      fix: every graph break and every recompile adds a graph; these are here:")
@@ -251,7 +249,9 @@ def _graphs(report: dict, listed: frozenset = frozenset()) -> list[str]:
 
 def _graph_where(report: dict) -> dict[str, str]:
     """compile id -> "file:line  in function" of the user's code that graph came from."""
-    return {g["compile_id"]: f"{_loc(g['file'], g['line'])}  in {g['function']}" for g in report["graphs"]}
+    return {
+        g["compile_id"]: f"{location(g['file'], g['line'])}  in {g['function']}" for g in report["graphs"]
+    }
 
 
 def _kernels(report: dict) -> list[str]:
@@ -292,7 +292,7 @@ def _eager_frames(report: dict) -> list[str]:
     out = []
     for e in report.get("eager_frames") or []:
         out.append(
-            f"  {_loc(e['file'], e['line'])}  in {e['function']} [{e['compile_id']}]: runs eagerly from here on: "
+            f"  {location(e['file'], e['line'])}  in {e['function']} [{e['compile_id']}]: runs eagerly from here on: "
             f"torch could not resume after `{e['reason']}`"
         )
         if e.get("source"):
@@ -320,7 +320,9 @@ def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
     bounds = limits.bounds()
     t = outcome.compile or {}
     head = ", ".join(
-        f"compile_s {t['cpu_s']:.2f} > {limits.compile_s:g}" if k == "compile_s" else f"{k} {outcome.counts[k]} {op} {bounds[k]}"
+        f"compile_s {t['cpu_s']:.2f} > {limits.compile_s:g}"
+        if k == "compile_s"
+        else f"{k} {outcome.counts[k]} {op} {bounds[k]}"
         for k in outcome.broken
     )
     lines = [f"compile budget exceeded{(' in ' + where) if where else ''}: {head}"]
@@ -357,7 +359,9 @@ def _compile_seconds(outcome: Outcome, limits: Limits) -> list[str]:
     ]
     per = (outcome.report.get("compile_times") or {}).get("per_compile") or []
     for m in sorted(per, key=lambda m: -(m.get("total_s") or 0))[:3]:
-        lines.append(f"  {m['compile_id']} {m['function']} ({_loc(m['file'], m['line'])}): {m['total_s'] or 0:.2f} s wall")
+        lines.append(
+            f"  {m['compile_id']} {m['function']} ({location(m['file'], m['line'])}): {m['total_s'] or 0:.2f} s wall"
+        )
     return lines
 
 

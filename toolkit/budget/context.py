@@ -102,7 +102,14 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         label: str = "",
     ):
         self.limits = Limits(
-            graphs, graph_breaks, recompiles, kernels, fallbacks, eager_frames, exact=exact, compile_s=compile_s
+            graphs,
+            graph_breaks,
+            recompiles,
+            kernels,
+            fallbacks,
+            eager_frames,
+            exact=exact,
+            compile_s=compile_s,
         )
         self.reset = reset
         self.report_dir = Path(report_dir) if report_dir is not None else None

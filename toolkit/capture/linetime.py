@@ -25,8 +25,14 @@ ARTIFACT = "fxlens_compile_lines"
 FORMAT = 1
 # a window names at most this many functions (by inclusive time); the rest are summed as "other"
 MAX_FUNCTIONS = 200
-_BACKWARD_JUMPS = ("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "POP_JUMP_BACKWARD_IF_TRUE",
-                   "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
+_BACKWARD_JUMPS = (
+    "JUMP_BACKWARD",
+    "JUMP_BACKWARD_NO_INTERRUPT",
+    "POP_JUMP_BACKWARD_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE",
+)
 
 
 class _Window:
@@ -64,7 +70,10 @@ def install(emit=None) -> bool:
 
         base = resolve("InstructionTranslatorBase")
         root = resolve("InstructionTranslator")
-        wraps = [(base, "step", _timed_step(base.step)), (root, "run", _timed_run(root.run, emit or _emit_artifact))]
+        wraps = [
+            (base, "step", _timed_step(base.step)),
+            (root, "run", _timed_run(root.run, emit or _emit_artifact)),
+        ]
         for symbol, name, bucket in _BUCKETS:
             owner = resolve(symbol)
             wraps.append((owner, name, _timed_bucket(getattr(owner, name), bucket)))

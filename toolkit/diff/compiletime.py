@@ -61,7 +61,13 @@ def compile_time_line(ct: dict) -> str:
     j, ca = ct.get("judged"), ct.get("clock_a")
     if not j or not ca:
         return head + " (not gated: no CPU clock in both sessions)"
-    verdict = "SLOWER" if ct.get("slower") else "within the noise band" if not j["over"] else "over the band, by < 0.5 s"
+    verdict = (
+        "SLOWER"
+        if ct.get("slower")
+        else "within the noise band"
+        if not j["over"]
+        else "over the band, by < 0.5 s"
+    )
     return (
         f"{head}; on the compiling thread's CPU {ca['cpu_s']:.2f} s -> {j['cpu_s']:.2f} s (x{j['ratio']:.2f}, "
         f"band +{j['band']:.0%} for the load: the thread ran {ca['share']:.0%} / {j['share']:.0%} of the wall "

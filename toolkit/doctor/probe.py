@@ -34,7 +34,7 @@ from fxlens.doctor.callstate import capture_or_none
 from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
 from fxlens.doctor.memory import RssMarks, measure_call, process_peak_memory
 from fxlens.trace.session import append_event
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userframes import live_user_frame
 
 # keep at most this many per-call times per object: a loop of a million calls stays cheap, and
 # each rank's event stays one small append to the shared events file
@@ -116,14 +116,6 @@ def _on_compile_end(*_args) -> None:
     # triggered some other way): charge it to the object called last, whose graph it belongs to
     if _STATE.depth == 0 and _STATE.last is not None and not _STATE.measuring:
         _STATE.last.outside_compile_ms += took * 1000
-
-
-def _user_frame(frame):
-    """The innermost frame of the user's code at or above `frame`, torch.compile's caller (skips
-    library frames: a library's helper that compiles for the user is placed at the user's call)."""
-    while frame is not None and not is_user_file(frame.f_code.co_filename):
-        frame = frame.f_back
-    return frame
 
 
 def _describe(obj) -> tuple[str, str, str, int, str | None]:
@@ -241,7 +233,7 @@ def _keep_typical_call(rec: ProbeRecord, sig: str, call: tuple) -> None:
 
 def wrap(model, compiled, kwargs: dict, frame):
     """The compile hook's wrap: record what torch.compile made of `model` and return it timed."""
-    frame = _user_frame(frame)
+    frame = live_user_frame(frame)
     name, kind, def_file, def_line, wrapped_in = _describe(model)
     at_file = frame.f_code.co_filename if frame else ""
     at_line = frame.f_lineno if frame else 0

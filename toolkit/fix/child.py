@@ -30,7 +30,7 @@ from fxlens.capture.compile_hook import observe
 from fxlens.fix.appliers import APPLIERS, START, Call, code_of, is_ddp, module_of
 from fxlens.fix.usage import Usage
 from fxlens.trace.session import append_event
-from fxlens.trace.userframes import is_user_file, short_path
+from fxlens.trace.userframes import live_user_frame, short_path
 
 # outputs kept per compiled object: the first calls (a training loop's outputs drift apart with
 # every step of a changed numerics, so the first ones say the most), and at most this many bytes
@@ -97,13 +97,6 @@ def _leaves(out, depth: int = 0):
         yield out
 
 
-def _user_frame(frame):
-    """The innermost user frame at or above torch.compile's caller (`model.compile()` is torch's)."""
-    while frame is not None and not is_user_file(frame.f_code.co_filename):
-        frame = frame.f_back
-    return frame
-
-
 def _site(frame) -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame else ""
 
@@ -112,7 +105,7 @@ def _fix_wrap(actions: list[dict], applied: dict, notes: dict, compiled_codes: l
     """The compile hook's wrap that applies the hook fixes to the script's own torch.compile calls."""
 
     def wrap(model, compiled, options: dict, frame):
-        frame = _user_frame(frame)
+        frame = live_user_frame(frame)
         if frame is None:  # a compile fxlens or torch made, not the script's
             return compiled
         code, inner, sig = code_of(model)
@@ -141,7 +134,7 @@ def _record_wrap(recorder: _Recorder, usage: Usage):
     import torch
 
     def wrap(model, compiled, options: dict, frame):
-        frame = _user_frame(frame)
+        frame = live_user_frame(frame)
         if frame is None or not callable(compiled):
             return compiled
         key = recorder.key(frame)

@@ -24,11 +24,7 @@ from fxlens.report.fixes import (
     key,
     library_break_actions,
 )
-from fxlens.trace.userframes import short_path
-
-
-def _loc(file: str | None, line: int | None) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
+from fxlens.trace.userframes import location
 
 
 def _entry(finding: str, act: dict, file: str | None = None, line: int | None = None) -> dict:
@@ -38,7 +34,7 @@ def _entry(finding: str, act: dict, file: str | None = None, line: int | None = 
 def _from_report(report: dict) -> list[dict]:
     out = []
     for c in report.get("recompile_causes") or []:
-        finding = f"recompile of {c['function']} ({_loc(c.get('file'), c.get('line'))}): {c['message']}"
+        finding = f"recompile of {c['function']} ({location(c.get('file'), c.get('line'))}): {c['message']}"
         out += [
             _entry(finding, _owned(a, c["function"]), c.get("file"), c.get("line"))
             for a in c.get("actions") or []
@@ -48,11 +44,13 @@ def _from_report(report: dict) -> list[dict]:
         acts = library_break_actions(b.get("library")) + next(
             (acts for pattern, acts in BREAK_ACTIONS if pattern.search(text)), []
         )
-        finding = f"graph break at {_loc(b.get('file'), b.get('line'))}: {b.get('reason')}"
+        finding = f"graph break at {location(b.get('file'), b.get('line'))}: {b.get('reason')}"
         out += [_entry(finding, a, b.get("file"), b.get("line")) for a in acts]
     for h in report.get("recompile_limit_hits") or []:
         limit = h.get("limit") or 8
-        finding = f"{h['function']} ({_loc(h.get('file'), h.get('line'))}) hit the recompile limit ({limit})"
+        finding = (
+            f"{h['function']} ({location(h.get('file'), h.get('line'))}) hit the recompile limit ({limit})"
+        )
         out.append(
             _entry(
                 finding,
@@ -97,7 +95,7 @@ def _from_recorder(objects: dict, calls: dict, compile_failed: bool = False) -> 
     for site, info in objects.items():
         file, line, _ = site.rsplit(":", 2)
         site_key = f"{file}:{line}"
-        where = _loc(file, int(line))
+        where = location(file, int(line))
         if info.get("ddp"):
             finding = f"the DDP wrapper is compiled at {where}: torch's docs compile the module inside it"
             out.append(

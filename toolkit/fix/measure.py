@@ -118,10 +118,6 @@ def _difference(a, b) -> dict | None:
     }
 
 
-def _close(a, b) -> bool:
-    return _difference(a, b) is None
-
-
 def first_difference(before: dict | None, after: dict | None) -> tuple[bool | None, dict | None, int]:
     """(equal, the largest difference, calls compared) of the compiled calls both runs made: None
     when nothing is in common; the difference names its call, output and site."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userframes import live_user_frame
 
 
 class Usage:
@@ -46,9 +46,7 @@ class Usage:
 
 
 def _loader_record(loader) -> dict:
-    frame = sys._getframe(2)
-    while frame is not None and not is_user_file(frame.f_code.co_filename):
-        frame = frame.f_back
+    frame = live_user_frame(sys._getframe(2))
     try:
         length = len(loader.dataset)
     except TypeError:  # an iterable dataset has no length

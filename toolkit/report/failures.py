@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from fxlens.trace.sanitize import clip
-from fxlens.trace.userframes import short_path
+from fxlens.trace.userframes import location
 
 _COMPILER_ERROR = re.compile(r"(?:^|\s|:)(?:fatal )?error\b:?", re.I)
 
@@ -85,10 +85,6 @@ def on_ranks(ranks: list, ranked: bool) -> str:
     return f" on {'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks, limit=6)}"
 
 
-def _loc(file: str, line: int) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
-
-
 def failure_lines(report: dict) -> list[str]:
     """Text: each failed compile (once for all the ranks it failed on alike): where (the user's
     line), and the first lines of torch's own text (the JSON keeps all of it, per rank)."""
@@ -99,7 +95,7 @@ def failure_lines(report: dict) -> list[str]:
         out.append("Compile failures:")
         for f in failures:
             text = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
-            where = _loc(f["file"], f["line"])
+            where = location(f["file"], f["line"])
             out.append(
                 f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}{on_ranks(f['ranks'], ranked)}"
             )
@@ -118,7 +114,7 @@ def failure_lines(report: dict) -> list[str]:
         out.append("Frames torch gave up on (they run eagerly from that compile on):")
         for e in eager:
             out.append(
-                f"  {e['compile_id']}  {eager_frame_name(e, _loc(e['file'], e['line']))}  {clip(e['reason'], 100)}"
+                f"  {e['compile_id']}  {eager_frame_name(e, location(e['file'], e['line']))}  {clip(e['reason'], 100)}"
                 + on_ranks(e["ranks"], ranked)
             )
             if e.get("source"):
@@ -148,7 +144,7 @@ def compile_failed(report: dict) -> dict | None:
     nothing = not report.get("graphs")
     calls = [e for e in report.get("events") or [] if e.get("event") == "compile_call"]
     first = fails[0]
-    at = _loc(first["file"], first["line"])
+    at = location(first["file"], first["line"])
     raised_break = any(f.get("fail_type") in _BREAK_RAISED for f in fails)
     if raised_break:
         why = "a graph break is an error under `fullgraph=True`"

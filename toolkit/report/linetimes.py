@@ -32,9 +32,7 @@ def compile_lines(session) -> dict:
         return {"available": False, "note": NOT_MEASURED}
     per_compile = _per_compile(session, windows)
     dynamo = sum(c["dynamo_s"] or c["measured_s"] for c in per_compile)
-    parts = {
-        k: round(sum(c[f"{k}_s"] for c in per_compile), 6) for k in ("traced", "output_graph", "guards")
-    }
+    parts = {k: round(sum(c[f"{k}_s"] for c in per_compile), 6) for k in ("traced", "output_graph", "guards")}
     measured = sum(parts.values())
     parts["other"] = round(max(0.0, dynamo - measured), 6)
     base = dynamo or measured or 1.0
@@ -144,13 +142,25 @@ def _functions(windows, base: float) -> list[dict]:
                 "self_share": round(a["self_s"] / base, 4),
                 "incl_share": round(a["incl_s"] / base, 4),
                 "lines": [
-                    {"line": ln, "self_s": round(r[0], 6), "incl_s": round(r[1], 6), "share": round(r[0] / base, 4),
-                     "incl_share": round(r[1] / base, 4), "hits": r[2], "steps": r[3]}
+                    {
+                        "line": ln,
+                        "self_s": round(r[0], 6),
+                        "incl_s": round(r[1], 6),
+                        "share": round(r[0] / base, 4),
+                        "incl_share": round(r[1] / base, 4),
+                        "hits": r[2],
+                        "steps": r[3],
+                    }
                     for ln, r in sorted(a["lines"].items())
                 ],
                 "loops": [
-                    {"line": ln, "last_line": r[0], "iterations": r[1], "incl_s": round(r[2], 6),
-                     "share": round(r[2] / base, 4)}
+                    {
+                        "line": ln,
+                        "last_line": r[0],
+                        "iterations": r[1],
+                        "incl_s": round(r[2], 6),
+                        "share": round(r[2] / base, 4),
+                    }
                     for ln, r in sorted(a["loops"].items())
                 ],
             }
@@ -194,7 +204,9 @@ def line_time_lines(report: dict, limit: int = 10) -> list[str]:
     """The text section: the headline, Dynamo's seconds by part, the top lines grouped by function."""
     sec = report.get("compile_lines") or {}
     if not sec.get("available"):
-        return [f"Dynamo by source line: {sec['note']}.", ""] if sec.get("note") and report.get("graphs") else []
+        return (
+            [f"Dynamo by source line: {sec['note']}.", ""] if sec.get("note") and report.get("graphs") else []
+        )
     total = sec["dynamo_s"] or 1.0
     parts = ", ".join(
         f"{name.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for name, v in sec["parts_s"].items() if v
@@ -213,11 +225,23 @@ def line_time_lines(report: dict, limit: int = 10) -> list[str]:
         for ln in sorted(lines, key=lambda x: x["line"]):
             code = ln.get("source") or ""
             rows.append(
-                [f"· {ln['line']}: {code[:48]}", f"{ln['self_s']:.2f}", f"{ln['incl_s']:.2f}", f"{ln['share']:.0%}",
-                 ln["hits"]]
+                [
+                    f"· {ln['line']}: {code[:48]}",
+                    f"{ln['self_s']:.2f}",
+                    f"{ln['incl_s']:.2f}",
+                    f"{ln['share']:.0%}",
+                    ln["hits"],
+                ]
             )
-    out += [tabulate(rows, headers=["function / line", "self s", "incl s", "share", "hits"], tablefmt="simple",
-                     disable_numparse=True), ""]
+    out += [
+        tabulate(
+            rows,
+            headers=["function / line", "self s", "incl s", "share", "hits"],
+            tablefmt="simple",
+            disable_numparse=True,
+        ),
+        "",
+    ]
     return out
 
 
@@ -262,7 +286,10 @@ def tree_text(functions: list[dict], source=None, indent: str = "  ") -> list[st
 def compile_functions(session, rank, compile_id: str) -> list[dict]:
     """One compile's functions (every attempt), shares of its own measured seconds."""
     windows = [
-        w for r in session.ranks for w in getattr(r, "compile_lines", []) if w.rank == rank and w.compile_id == compile_id
+        w
+        for r in session.ranks
+        for w in getattr(r, "compile_lines", [])
+        if w.rank == rank and w.compile_id == compile_id
     ]
     total = sum(w.steps_s for w in windows)
     return _functions(windows, total or 1.0) if windows else []
@@ -281,11 +308,15 @@ def line_time_blocks(report: dict, ps=None) -> list:
 
     sec = report.get("compile_lines") or {}
     if not sec.get("available"):
-        return [Heading(3, "Dynamo's seconds by source line"), Para(sec["note"])] if sec.get("note") and report.get(
-            "graphs"
-        ) else []
+        return (
+            [Heading(3, "Dynamo's seconds by source line"), Para(sec["note"])]
+            if sec.get("note") and report.get("graphs")
+            else []
+        )
     total = sec["dynamo_s"] or 1.0
-    parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for k, v in sec["parts_s"].items() if v)
+    parts = ", ".join(
+        f"{k.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for k, v in sec["parts_s"].items() if v
+    )
     out: list = [Heading(3, f"Dynamo's {sec['dynamo_s']:.2f} s by source line")]
     if sec.get("headline"):
         out.append(Para(text(sec["headline"])))
@@ -293,11 +324,23 @@ def line_time_blocks(report: dict, ps=None) -> list:
     for node in tree(sec["functions"]):
         rows = []
         for f in node["functions"]:
-            rows.append([Code(f"{f['function']}:{f['first_line']}"), f"{f['self_s']:.3f}",
-                         f"{f['self_share']:.0%}", f"{f['incl_s']:.3f}", ""])
+            rows.append(
+                [
+                    Code(f"{f['function']}:{f['first_line']}"),
+                    f"{f['self_s']:.3f}",
+                    f"{f['self_share']:.0%}",
+                    f"{f['incl_s']:.3f}",
+                    "",
+                ]
+            )
             rows += [
-                [Code(f"  {ln['line']}: {text(ln.get('source', ''))}"), f"{ln['self_s']:.3f}", f"{ln['share']:.0%}",
-                 f"{ln['incl_s']:.3f}", str(ln["hits"])]
+                [
+                    Code(f"  {ln['line']}: {text(ln.get('source', ''))}"),
+                    f"{ln['self_s']:.3f}",
+                    f"{ln['share']:.0%}",
+                    f"{ln['incl_s']:.3f}",
+                    str(ln["hits"]),
+                ]
                 for ln in f["lines"]
             ]
         out.append(

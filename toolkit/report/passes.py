@@ -41,7 +41,10 @@ def compile_passes(session) -> dict:
                     "function": m.function if m else "",
                     "backend_s": m.backend_s if m else None,
                     "stages_s": {k: round(v, 6) for k, v in stages.items()},
-                    "passes": [{"name": e.name, "stage": e.stage, "self_s": e.self_s, "incl_s": e.incl_s} for e in top],
+                    "passes": [
+                        {"name": e.name, "stage": e.stage, "self_s": e.self_s, "incl_s": e.incl_s}
+                        for e in top
+                    ],
                 }
             )
     by_pass = sorted(
@@ -59,11 +62,19 @@ def pass_lines(report: dict, limit: int = 10) -> list[str]:
     total = sec.get("total_s") or 0.0
     if not passes or total < 0.01:
         return []
-    rows = [[p["stage"], p["name"], f"{p['self_s']:.2f}", f"{p['self_s'] / total:.0%}", p["count"]] for p in passes[:limit]]
+    rows = [
+        [p["stage"], p["name"], f"{p['self_s']:.2f}", f"{p['self_s'] / total:.0%}", p["count"]]
+        for p in passes[:limit]
+    ]
     n = len(sec["per_compile"])
     return [
         f"Where the backend's {total:.2f} s go, by pass (torch's timed events, self seconds, {n} compile(s)):",
-        tabulate(rows, headers=["stage", "pass", "self s", "share", "runs"], tablefmt="simple", disable_numparse=True),
+        tabulate(
+            rows,
+            headers=["stage", "pass", "self s", "share", "runs"],
+            tablefmt="simple",
+            disable_numparse=True,
+        ),
         "",
     ]
 
@@ -76,8 +87,10 @@ def pass_blocks(report: dict, limit: int = 15) -> list:
     passes, total = sec.get("by_pass") or [], sec.get("total_s") or 0.0
     if not passes or total < 0.01:
         return []
-    rows = [[p["stage"], Code(p["name"]), f"{p['self_s']:.3f}", f"{p['self_s'] / total:.0%}", str(p["count"])]
-            for p in passes[:limit]]
+    rows = [
+        [p["stage"], Code(p["name"]), f"{p['self_s']:.3f}", f"{p['self_s'] / total:.0%}", str(p["count"])]
+        for p in passes[:limit]
+    ]
     return [
         Heading(3, f"The backend's {total:.2f} s by pass (torch's timed events)"),
         Table(["stage", "pass", "self s", "share", "runs"], rows),

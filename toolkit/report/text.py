@@ -25,11 +25,7 @@ from fxlens.report.stacktrie import stack_trie_lines
 from fxlens.report.table import tabulate
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
-from fxlens.trace.userframes import short_path
-
-
-def _loc(file: str, line: int) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
+from fxlens.trace.userframes import location
 
 
 def _rank_col(report: dict) -> bool:
@@ -81,7 +77,7 @@ def _break_lines(report: dict, limit: int) -> list[str]:
         lib = b.get("library")  # breaks of one line in two libraries are two rows: say which is which
         fn = f"{b['function']}, in {lib['file']}:{lib['line']}" if lib else b["function"]
         rows.append(
-            [b["count"], _loc(b["file"], b["line"]), fn, clip(b["reason"], 70)]
+            [b["count"], location(b["file"], b["line"]), fn, clip(b["reason"], 70)]
             + ([rank_ranges(b["ranks"], limit=6)] if ranked else [])
         )
     out.append(
@@ -91,10 +87,12 @@ def _break_lines(report: dict, limit: int) -> list[str]:
             tablefmt="simple",
         )
     )
-    if len(report["graph_breaks"]) > limit:  # never cut silently (rule: never cut silently): say how many and where
+    if (
+        len(report["graph_breaks"]) > limit
+    ):  # never cut silently (rule: never cut silently): say how many and where
         out.append(f"  ... {len(report['graph_breaks']) - limit} more break site(s) (see --json)")
     for b in report["graph_breaks"][:limit]:
-        out.append(f"\n  {_loc(b['file'], b['line'])}  {b['source']}")
+        out.append(f"\n  {location(b['file'], b['line'])}  {b['source']}")
         lib = b.get("library")
         if lib:  # the user's line only called into a library, which is where torch broke
             code = f"  `{clip(lib['code'], 80)}`" if lib.get("code") else ""
@@ -129,7 +127,7 @@ def _recompile_lines(report: dict) -> list[str]:
     if report["recompile_causes"]:
         out.append("Recompiles, by root cause:")
         rows = [
-            [c["count"], f"{c['function']} ({_loc(c['file'], c['line'])})", c["message"]]
+            [c["count"], f"{c['function']} ({location(c['file'], c['line'])})", c["message"]]
             + ([rank_ranges(c["ranks"], limit=6)] if ranked else [])
             for c in report["recompile_causes"]
         ]
@@ -147,7 +145,7 @@ def _recompile_lines(report: dict) -> list[str]:
         out.append("Recompile limit hits (these frames now run EAGERLY, silently):")
         hits = fold_ranks([{**h, "compile_id": ""} for h in report["recompile_limit_hits"]])
         rows = [
-            [h["function"], _loc(h["file"], h["line"]), f"{h['limit_type']}={h['limit']}"]
+            [h["function"], location(h["file"], h["line"]), f"{h['limit_type']}={h['limit']}"]
             + ([h["rank"]] if ranked else [])
             for h in hits
         ]
@@ -176,7 +174,11 @@ def _graph_lines(report: dict, limit: int) -> list[str]:
         ops = ", ".join(op_name(o) for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
         rows.append(
             ([x["rank"]] if ranked else [])
-            + [x["compile_id"], x["function"] + _KIND_TAG.get(x.get("kind"), ""), _loc(x["file"], x["line"])]
+            + [
+                x["compile_id"],
+                x["function"] + _KIND_TAG.get(x.get("kind"), ""),
+                location(x["file"], x["line"]),
+            ]
             + [x["num_nodes"], x["num_ops"], ops]
         )
     out = ["Graphs:"]

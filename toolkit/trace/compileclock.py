@@ -56,7 +56,9 @@ class CompileClock:
         if not isinstance(d, dict):
             return None
         try:
-            return cls(int(d["compiles"]), float(d["wall_s"]), float(d["cpu_s"]), d.get("load"), d.get("cores"))
+            return cls(
+                int(d["compiles"]), float(d["wall_s"]), float(d["cpu_s"]), d.get("load"), d.get("cores")
+            )
         except (KeyError, TypeError, ValueError):
             return None
 

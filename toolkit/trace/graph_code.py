@@ -184,4 +184,10 @@ def filter_nodes(nodes: list[Node], query: str) -> list[Node]:
 
 
 # the patterns above, for readers of printed graphs beyond the node table (doctor's saved tensors)
-ANNOTATION, ASSIGNMENT, FILE_COMMENT, PARAMETER, SIGNATURE = _ANNOT, _ASSIGN, _FILE_COMMENT, _PARAM, _SIGNATURE
+ANNOTATION, ASSIGNMENT, FILE_COMMENT, PARAMETER, SIGNATURE = (
+    _ANNOT,
+    _ASSIGN,
+    _FILE_COMMENT,
+    _PARAM,
+    _SIGNATURE,
+)

@@ -137,6 +137,19 @@ def show_relative_to(folder: str | os.PathLike) -> None:
         _ROOTS.append(p)
 
 
+def live_user_frame(frame):
+    """The innermost frame of the user's code at or above the live FRAME (a library's helper that
+    calls for the user is placed at the user's call); None when there is none."""
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def location(file: str | None, line: int | None) -> str:
+    """`file:line` with the file as `short_path` shows it; `?` when the file is not known."""
+    return f"{short_path(file)}:{line}" if file else "?"
+
+
 def short_path(path: str, root: str | None = None) -> str:
     """A path relative to `root` (default: the cwd, else a script's folder, see `show_relative_to`)
     when inside it, else as is."""
