@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.report.build import build_report
-from fxlens.report.coldstart import cache_lines
-from fxlens.report.distributed import distributed_lines
+from fxlens.report.coldstart import cache_section
+from fxlens.report.distributed import distributed_sections
+from fxlens.report.document import Line, Section
 from fxlens.report.linetimes import tree_text
-from fxlens.report.passes import pass_lines
-from fxlens.report.special import special_lines
+from fxlens.report.passes import pass_section
+from fxlens.report.special import special_sections
 from fxlens.trace.kinds import table
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.reader import Record, find_logs, frame_of
@@ -192,11 +193,11 @@ class Summary:
     per_compile: list[dict] = field(default_factory=list)
     stack_trie: list[dict] = field(default_factory=list)
     output_code: list[dict] = field(default_factory=list)
-    # run-time findings across ranks and special records, as text sections (head line, lines):
-    # collectives, parity, runtime, execution order, export issues, special graphs (fxlens.report)
-    sections: list[list[str]] = field(default_factory=list)
+    # run-time findings across ranks and special records, the report's own sections: collectives,
+    # parity, runtime, execution order, export issues, special graphs (fxlens.report)
+    sections: list[Section] = field(default_factory=list)
     # compile time as the report heads it: cold start, caches, repeated blocks (the Metrics view)
-    cost: list[tuple[str, list[str]]] = field(default_factory=list)
+    cost: list[tuple[str, Section]] = field(default_factory=list)
 
 
 def load_ranks(session: Session, on_rank: Callable[[RankEntry], None] | None = None) -> Iterator[RankEntry]:
@@ -241,54 +242,39 @@ def summarise(session: Session) -> Summary:
         per_compile=report["compile_times"]["per_compile"],
         stack_trie=report.get("stack_trie") or [],
         output_code=report.get("output_code") or [],
-        sections=text_sections(distributed_lines(report) + special_lines(report)),
+        sections=distributed_sections(report) + special_sections(report),
         cost=compile_cost_sections(report),
     )
 
 
-def compile_cost_sections(report: dict) -> list[tuple[str, list[str]]]:
+def compile_cost_sections(report: dict) -> list[tuple[str, Section]]:
     """What cold start cost and where it went, the caches, and repeated blocks (regional
     compilation), as rows of the Metrics view: the report's headlines on compile time
-    (fxlens.report.coldstart, fxlens.report.blocks), each `(label, [head line, lines...])`. The
-    label stands in the view's compile id column, so it is as short as a compile id (a long one
-    pushed the cache column off an 80-column screen)."""
+    (fxlens.report.coldstart, fxlens.report.blocks), each `(label, section)`. The label stands in
+    the view's compile id column, so it is as short as a compile id (a long one pushed the cache
+    column off an 80-column screen)."""
     ct = report.get("compile_times") or {}
     cs = ct.get("cold_start") or {}
     out = []
     if cs.get("total_s"):
-        out.append(("cold start", ["Where cold start goes:", cs["message"]]))
-    if caches := cache_lines(ct):
-        out.append(("caches", ["Compile caches:", *(x for x in caches if x.strip())]))
+        out.append(("cold start", Section("Where cold start goes", [Line(cs["message"], 0)])))
+    for sec in cache_section(ct):
+        out.append(("caches", Section("Compile caches", sec.lines)))
     for b in report.get("repeated_blocks") or []:
-        out.append(("repeated", ["Repeated block (regional compilation):", b["message"], f"fix: {b['fix']}"]))
+        lines = [Line(b["message"], 0), Line(f"fix: {b['fix']}", 0)]
+        out.append(("repeated", Section("Repeated block", lines, gloss="regional compilation")))
     if (lines := report.get("compile_lines") or {}).get("available"):
         out.append(("by line", line_time_section(lines)))
-    if passes := [x for x in pass_lines(report) if x.strip()]:
-        out.append(("by pass", passes))
+    out += [("by pass", sec) for sec in pass_section(report)]
     return out
 
 
-def line_time_section(sec: dict) -> list[str]:
+def line_time_section(sec: dict) -> Section:
     """Dynamo's seconds by source line as the Metrics view's row: the headline, the parts, the tree."""
     parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f} s" for k, v in sec["parts_s"].items() if v)
-    return [
-        f"Dynamo's {sec['dynamo_s']:.2f} s by source line:",
-        sec.get("headline") or parts,
-        *([parts] if sec.get("headline") else []),
-        "",
-        *tree_text(sec["functions"], source_line),
-    ]
-
-
-def text_sections(lines: list[str]) -> list[list[str]]:
-    """Text lines split at blank lines into sections (each a head line and its lines)."""
-    out: list[list[str]] = [[]]
-    for line in lines:
-        if line.strip():
-            out[-1].append(line)
-        elif out[-1]:
-            out.append([])
-    return [s for s in out if s]
+    lines = [sec.get("headline") or parts, *([parts] if sec.get("headline") else []), ""]
+    lines += tree_text(sec["functions"], source_line)
+    return Section(f"Dynamo's {sec['dynamo_s']:.2f} s by source line", [Line(x, 0) for x in lines])
 
 
 # where bisect (runs/NN-label) and minify (children/NAME) keep the sessions of their child runs

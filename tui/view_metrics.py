@@ -7,6 +7,7 @@ from collections import Counter
 from rich.text import Text
 
 from fxlens.report.coldstart import cache_outcomes
+from fxlens.report.document import Section
 from fxlens.report.linetimes import compile_functions, tree_text
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.userframes import short_path, source_line
@@ -30,6 +31,12 @@ def _cache_cell(row: dict) -> str:
     for text in cache_outcomes(row).values():
         outcomes |= {w for w in text.replace(",", " ").split() if w in ("hit", "miss", "bypass")}
     return "/".join(o for o in ("hit", "miss", "bypass") if o in outcomes) or "-"
+
+
+def section_detail(sec: Section) -> str:
+    """A report section as the detail pane shows it: its title bold, its lines as the terminal's."""
+    title, *lines = sec.text_lines()
+    return "\n".join([f"[b]{escape(title)}[/b]", *(escape(x) for x in lines)])
 
 
 class MetricsView(ListView):
@@ -111,7 +118,7 @@ class MetricsView(ListView):
         # after the compiles (the view opens on the first one): the report's compile-time headlines
         return out + self._cost_rows()
 
-    def _cost(self) -> list[tuple[str, list[str]]]:
+    def _cost(self) -> list[tuple[str, Section]]:
         s = self.data.summary
         return s.cost if s else []
 
@@ -120,8 +127,9 @@ class MetricsView(ListView):
         went, what the caches did, each repeated block that regional compilation would compile once."""
         out = []
         for i, (label, sec) in enumerate(self._cost()):
-            cells = ("-", label, (sec[1:] or [""])[0], "-", "-", "-", "-", "-", "", "")
-            out.append((f"c{i}", cells, " ".join(sec)))
+            lines = sec.text_lines()
+            cells = ("-", label, (lines[1:] or [""])[0], "-", "-", "-", "-", "-", "", "")
+            out.append((f"c{i}", cells, " ".join(lines)))
         return out
 
     def _stages(self, rank: int | None, cid: str) -> list[tuple[str, float]]:
@@ -132,8 +140,7 @@ class MetricsView(ListView):
 
     def detail(self, key: str) -> str:
         if key.startswith("c") and key[1:].isdigit() and int(key[1:]) < len(self._cost()):
-            sec = self._cost()[int(key[1:])][1]
-            return "\n".join([f"[b]{escape(sec[0])}[/b]", *(escape(x) for x in sec[1:])])
+            return section_detail(self._cost()[int(key[1:])][1])
         if "|" not in key:
             return ""
         rank_s, cid = key.split("|", 1)
@@ -242,7 +249,7 @@ class RanksView(ListView):
         s = self.data.summary
         return (s.rank_groups.get("groups") or []) if s else []
 
-    def _sections(self) -> list[list[str]]:
+    def _sections(self) -> list[Section]:
         s = self.data.summary
         return s.sections if s else []
 
@@ -252,19 +259,17 @@ class RanksView(ListView):
         # issues, DDP splits / compiled autograd / AOTInductor graphs (fxlens.report.distributed)
         out = []
         for i, sec in enumerate(self._sections()):
-            head = sec[0].rstrip(":").split(" (")[0]
-            first = next(
-                (x.strip() for x in sec[1:] if x.strip().startswith("!!")), (sec[1:] or [""])[0].strip()
-            )
-            alarm = first.startswith("!!")
+            head = sec.name
+            alarms = [x for x in sec.lines if x.alarm]
+            first = (alarms or sec.lines)[0].shown() if sec.lines else ""
             cells = (
                 "-",
-                str(len(sec) - 1),
-                Text(head, style="bold red") if alarm else head,
-                Text(first, style="bold red") if alarm else first,
+                str(len(sec.lines)),
+                Text(head, style="bold red") if alarms else head,
+                Text(first, style="bold red") if alarms else first,
                 "",
             )
-            out.append((f"s{i}", cells, " ".join(sec)))
+            out.append((f"s{i}", cells, " ".join(sec.text_lines())))
         if len(self.data.session.ranks) < 2:
             return out
         for i, g in enumerate(self._groups()):
@@ -287,8 +292,7 @@ class RanksView(ListView):
 
     def detail(self, key: str) -> str:
         if key.startswith("s") and key[1:].isdigit() and int(key[1:]) < len(self._sections()):
-            sec = self._sections()[int(key[1:])]
-            return "\n".join([f"[b]{escape(sec[0])}[/b]", *(escape(x) for x in sec[1:])])
+            return section_detail(self._sections()[int(key[1:])])
         groups = self._groups()
         if not key.isdigit() or int(key) >= len(groups):
             return ""

@@ -36,6 +36,10 @@ def tui_summary(session: Session) -> str:
 
     list(load_ranks(session))
     s = summarise(session)
+    # report sections as the TUI shows them (title and lines), whatever they are made of
+    lines = getattr(type(s.sections[0] if s.sections else None), "text_lines", list)
+    s.sections = [lines(x) for x in s.sections]
+    s.cost = [(label, getattr(type(x), "text_lines", list)(x)) for label, x in s.cost]
     return json.dumps({k: v for k, v in dataclasses.asdict(s).items() if k != "runs"}, indent=1, default=str)
 
 

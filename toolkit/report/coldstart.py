@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from fxlens.report.document import Line, Section
 from fxlens.report.ranks import rank_ranges
 
 TOP = 3  # frames and stages named in the headline
@@ -239,9 +240,9 @@ def bypass_reasons(per_compile: list[dict]) -> list[dict]:
     return list(out.values())
 
 
-def cache_lines(ct: dict) -> list[str]:
-    """Text: what the caches did (counts per cache, time hits saved, bypass reasons whole) and the
-    ranks whose cache patterns diverge."""
+def cache_section(ct: dict) -> list[Section]:
+    """What the caches did (counts per cache, time hits saved, bypass reasons whole) and the ranks
+    whose cache patterns diverge: one untitled section (none when there is nothing to say)."""
     cs = ct.get("cold_start") or {}
     caches = cs.get("caches") or {}
     out = []
@@ -252,20 +253,24 @@ def cache_lines(ct: dict) -> list[str]:
         )
         saved = cs.get("cache_saved_s") or 0
         whose = f" on rank {cs['rank']}" if len(ct.get("per_rank") or []) > 1 else ""
-        out.append(f"Caches{whose}: {counts}" + (f" (hits saved {saved:.2f} s)" if saved else ""))
+        out.append(Line(f"Caches{whose}: {counts}" + (f" (hits saved {saved:.2f} s)" if saved else ""), 0))
     for b in ct.get("cache_bypasses") or []:
         reason = " ".join((b["reason"] or "no reason given").split())
-        out.append(f"  {b['cache']} bypassed for {', '.join(b['compile_ids'])}: {reason}")
+        out.append(Line(f"{b['cache']} bypassed for {', '.join(b['compile_ids'])}: {reason}"))
     div = ct.get("cache_divergence") or {}
     if div.get("diverges"):
         out.append(
-            "!! Cache hit/miss patterns diverge across ranks (ranks that compile differently can hang):"
+            Line(
+                "Cache hit/miss patterns diverge across ranks (ranks that compile differently can hang):",
+                0,
+                alarm=True,
+            )
         )
         for g in div["groups"][:8]:
             seq = ", ".join(g["sequence"][:4]) + (" ..." if len(g["sequence"]) > 4 else "")
             why = f" -- differs at {g['first_difference']}" if g["first_difference"] else " (largest group)"
-            out.append(f"  rank(s) {rank_ranges(g['ranks'], limit=6)}: {seq or 'no cache lookups'}{why}")
-    return [*out, ""] if out else []
+            out.append(Line(f"rank(s) {rank_ranges(g['ranks'], limit=6)}: {seq or 'no cache lookups'}{why}"))
+    return [Section("", out)] if out else []
 
 
 def cold_start_lines(ct: dict) -> list[str]:

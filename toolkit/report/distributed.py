@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from fxlens.report.document import Line, Section
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.graph_code import op_name
 
@@ -84,26 +85,22 @@ def _who(ranks: list) -> str:
     return f"rank {rank_ranges(ranks)}" if len(ranks) == 1 else f"ranks {rank_ranges(ranks)}"
 
 
-def _who(ranks: list) -> str:
-    return f"rank {rank_ranges(ranks)}" if len(ranks) == 1 else f"ranks {rank_ranges(ranks)}"
-
-
-def schedule_lines(report: dict) -> list[str]:
-    """Text: collectives per rank group, and each divergence named as the hang risk it is."""
+def schedule_section(report: dict) -> list[Section]:
+    """Collectives per rank group, and each divergence named as the hang risk it is."""
     cs = (report.get("distributed") or {}).get("collective_schedules") or {}
     if not cs.get("per_rank"):
         return []
-    out = ["Collectives (inductor's schedule, per rank):"]
+    out = Section("Collectives", gloss="inductor's schedule, per rank")
     groups = cs.get("groups") or []
     first = cs["per_rank"][0]
     n_ops = sum(len(g["ops"]) for g in first["graphs"])
     if len(cs["per_rank"]) == 1:
-        out.append(
-            f"  {_who([first['rank']])} issues {n_ops} collective(s) in {len(first['graphs'])} graph(s)"
+        out.lines.append(
+            Line(f"{_who([first['rank']])} issues {n_ops} collective(s) in {len(first['graphs'])} graph(s)")
         )
     elif len(groups) == 1:
-        out.append(
-            f"  all ranks issue the same {n_ops} collective(s) in the same order ({groups[0]['ranges']})"
+        out.lines.append(
+            Line(f"all ranks issue the same {n_ops} collective(s) in the same order ({groups[0]['ranges']})")
         )
     for d in cs.get("divergences") or []:
         who, ref = _who(d["ranks"]), _who(d["reference_ranks"])
@@ -114,12 +111,14 @@ def schedule_lines(report: dict) -> list[str]:
             what = f"stops before {d['expected']}, which {ref} {verb}"
         else:
             what = f"issues {d['op']} after {ref} issued the last of theirs"
-        out.append(
-            f"  !! HANG RISK: {who} {what} (collective #{d['position']}, in compile {d['compile_id']}):"
-            " collectives match by position, so these ranks wait for each other forever"
+        out.lines.append(
+            Line(
+                f"HANG RISK: {who} {what} (collective #{d['position']}, in compile {d['compile_id']}):"
+                " collectives match by position, so these ranks wait for each other forever",
+                alarm=True,
+            )
         )
-    out.append("")
-    return out
+    return [out]
 
 
 def collectives_parity(session) -> list[dict]:
@@ -164,11 +163,11 @@ def collectives_parity(session) -> list[dict]:
     return out
 
 
-def parity_lines(report: dict) -> list[str]:
+def parity_section(report: dict) -> list[Section]:
     rows = (report.get("distributed") or {}).get("collectives_parity") or []
     if not rows:
         return []
-    out = ["Collectives parity (scheduled vs called in the output code; calls without a wait):"]
+    out = Section("Collectives parity", gloss="scheduled vs called in the output code; calls without a wait")
     for p in rows:
         bits = []
         if p["missing_waits"]:
@@ -178,9 +177,8 @@ def parity_lines(report: dict) -> list[str]:
         if p["offset"]:
             bits.append(f"{p['offset']} collective(s) differ between the schedule and the code")
         rank = f"rank {p['rank']} " if p["rank"] is not None else ""
-        out.append(f"  !! {rank}compile {p['compile_id']}: " + "; ".join(bits))
-    out.append("")
-    return out
+        out.lines.append(Line(f"{rank}compile {p['compile_id']}: " + "; ".join(bits), alarm=True))
+    return [out]
 
 
 def runtime_estimates(session) -> dict:
@@ -213,30 +211,29 @@ def runtime_estimates(session) -> dict:
     }
 
 
-def runtime_lines(report: dict) -> list[str]:
+def runtime_section(report: dict) -> list[Section]:
     rt = (report.get("distributed") or {}).get("runtime_estimates") or {}
     if not rt:
         return []
-    out = ["Runtime estimates (inductor's, per graph; ms):"]
+    out = Section("Runtime estimates", gloss="inductor's, per graph; ms")
     if not rt["available"]:
-        out.append(f"  not compared: {rt['why_not']}")
+        out.lines.append(Line(f"not compared: {rt['why_not']}"))
     for g in rt["graphs"][:8]:
         vals = list(g["ms"].values())
         if len(vals) == 1:
-            out.append(f"  {g['compile_id']}: {vals[0]:.3f} ms")
+            out.lines.append(Line(f"{g['compile_id']}: {vals[0]:.3f} ms"))
         else:
-            out.append(
-                f"  {g['compile_id']}: {min(vals):.3f}-{max(vals):.3f} ms over {len(vals)} ranks,"
-                f" {g['delta_ms']:.3f} ms delta"
+            out.lines.append(
+                Line(
+                    f"{g['compile_id']}: {min(vals):.3f}-{max(vals):.3f} ms over {len(vals)} ranks,"
+                    f" {g['delta_ms']:.3f} ms delta"
+                )
             )
     groups = rt["tensor_meta_groups"]
     if len(groups) > 1:
-        out.append(
-            "  !! ranks differ in inductor's tensor metadata: "
-            + "; ".join(f"ranks {g['ranges']}" for g in groups)
-        )
-    out.append("")
-    return out
+        ranks = "; ".join(f"ranks {g['ranges']}" for g in groups)
+        out.lines.append(Line(f"ranks differ in inductor's tensor metadata: {ranks}", alarm=True))
+    return [out]
 
 
 def execution_order(session, schedules: dict) -> dict:
@@ -263,20 +260,21 @@ def execution_order(session, schedules: dict) -> dict:
     }
 
 
-def order_lines(report: dict) -> list[str]:
+def order_section(report: dict) -> list[Section]:
     eo = (report.get("distributed") or {}).get("execution_order") or {}
     if not eo:
         return []
-    out = ["Graph execution order (torch's record of which compiled graph ran when):"]
+    out = Section("Graph execution order", gloss="torch's record of which compiled graph ran when")
     if not eo["differs"]:
-        out.append(f"  the same on every rank: {', '.join((eo['per_rank'][0]['order'])[:12])}")
+        out.lines.append(Line(f"the same on every rank: {', '.join((eo['per_rank'][0]['order'])[:12])}"))
     else:
         first = next(r for r in eo["rows"] if r["issues"])
         ran = ", ".join(f"rank {k} ran {v}" for k, v in first["by_rank"].items())
         sched = " whose collectives differ (a hang risk)" if "schedule" in first["issues"] else ""
-        out.append(f"  !! order differs across ranks from run #{first['index'] + 1}: {ran}{sched}")
-    out.append("")
-    return out
+        out.lines.append(
+            Line(f"order differs across ranks from run #{first['index'] + 1}: {ran}{sched}", alarm=True)
+        )
+    return [out]
 
 
 def distributed(session) -> dict:
@@ -290,6 +288,6 @@ def distributed(session) -> dict:
     }
 
 
-def distributed_lines(report: dict) -> list[str]:
-    """All of it as text (nothing when the trace has no such records)."""
-    return schedule_lines(report) + parity_lines(report) + runtime_lines(report) + order_lines(report)
+def distributed_sections(report: dict) -> list[Section]:
+    """All of it as report sections (none when the trace has no such records)."""
+    return schedule_section(report) + parity_section(report) + runtime_section(report) + order_section(report)

@@ -1,8 +1,10 @@
-"""A tiny document model (headings, paragraphs, tables, code, collapsible sections) and its two
-renderers: GitHub-flavoured Markdown and one self-contained HTML page.
+"""A tiny document model (headings, paragraphs, tables, code, collapsible sections, titled sections
+of lines) and its renderers: terminal text, GitHub-flavoured Markdown, one self-contained HTML page.
 
 Reports, diffs, bisect and minify verdicts are built once as blocks of plain strings; the renderer
-does all the escaping, so no caller can forget it (fxlens.report.markup has the escapes).
+does all the escaping, so no caller can forget it (fxlens.report.markup has the escapes). A report
+section is a function of the report dict that returns blocks; every output (text, Markdown, HTML,
+the TUI) renders those blocks, and none reads another's rendered text back.
 """
 
 from __future__ import annotations
@@ -68,6 +70,78 @@ class Details:
     blocks: list = field(default_factory=list)
 
 
+@dataclass
+class Line:
+    """One line of a Section: indented by INDENT spaces in the terminal (Markdown and HTML make it a
+    bullet); an ALARM line (a hang risk, a divergence) starts with "!!" and the TUI shows it red."""
+
+    text: str
+    indent: int = 2
+    alarm: bool = False
+
+    def shown(self) -> str:
+        return ("!! " if self.alarm else "") + self.text
+
+
+@dataclass
+class Section:
+    """A finding as a titled group of lines: in text "NAME (GLOSS): TAIL", its lines indented, a
+    blank line; in Markdown and HTML a heading and a bullet list; in the TUI a row whose cells are
+    NAME and the first alarm (or first) line, opened to all of them. An empty NAME: lines only."""
+
+    name: str
+    lines: list[Line] = field(default_factory=list)
+    gloss: str = ""  # what the name means, in parentheses after it
+    tail: str = ""  # a short finding on the title line itself
+
+    @property
+    def title(self) -> str:
+        if not self.name:
+            return ""
+        gloss = f" ({self.gloss})" if self.gloss else ""
+        return f"{self.name}{gloss}:" + (f" {self.tail}" if self.tail else "")
+
+    def text_lines(self) -> list[str]:
+        """The title (when named) and each line as the terminal shows them (no blank line after)."""
+        head = [self.title] if self.name else []
+        return head + [" " * x.indent + x.shown() if x.text else "" for x in self.lines]
+
+    def as_blocks(self) -> list:
+        """The section as a heading and bullets (how Markdown and HTML show it)."""
+        items = [x.shown() for x in self.lines if x.text]
+        return [Heading(3, self.title.rstrip(":"))] + ([Bullets(items)] if items else [])
+
+
+@dataclass
+class Mark:
+    """A compile id in a tree, with how that compile ended (HTML colours it by OUTCOME, as tlparse
+    colours its stack trie); AFTER follows it uncoloured (its ranks)."""
+
+    text: str
+    outcome: str = "ok"
+    after: str = ""
+
+    def shown(self) -> str:
+        return self.text + ("" if self.outcome == "ok" else f" {self.outcome}")
+
+
+@dataclass
+class Tree:
+    """An indented tree (the stack trie): rows of (depth, text, marks); MORE, when given, is a last
+    row saying what was left out. Text and Markdown show it as indented lines, HTML colours marks."""
+
+    rows: list[tuple[int, str, list[Mark]]] = field(default_factory=list)
+    more: str = ""
+
+    def lines(self) -> list[tuple[int, str]]:
+        """(depth, plain text) of each row, the marks after a colon."""
+        out = [
+            (d, text + (": " + ", ".join(m.shown() + m.after for m in marks) if marks else ""))
+            for d, text, marks in self.rows
+        ]
+        return out + ([(0, self.more)] if self.more else [])
+
+
 # a `quoted` span in a plain string: torch's messages and fxlens's own causes and fixes quote code
 # this way, and both renderers show it as code (not as backticks escaped to stay literal)
 _TICKED = re.compile(r"`([^`\n]+)`")
@@ -115,9 +189,13 @@ def _md_block(b) -> str:
     if isinstance(b, Table):
         return md_table([md_text(x) for x in b.headers], [[_md_inline(c) for c in r] for r in b.rows])
     if isinstance(b, Pre):
-        return md_fence(b.text, "text" if b.lang == "trie" else b.lang)
+        return md_fence(b.text, b.lang)
+    if isinstance(b, Tree):
+        return md_fence("\n".join("  " * d + t for d, t in b.lines()), "text")
     if isinstance(b, Details):
         return md_details(b.summary, "\n\n".join(_md_block(x) for x in b.blocks))
+    if isinstance(b, Section):
+        return "\n\n".join(_md_block(x) for x in b.as_blocks())
     raise TypeError(f"not a block: {b!r}")
 
 
@@ -167,28 +245,28 @@ def _html_block(b) -> str:
         body = "".join("<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in r) + "</tr>" for r in b.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(b, Pre):
-        code = _trie_html(b.text) if b.lang == "trie" else h(b.text)
-        return f"<pre><code>{code}</code></pre>"
+        return f"<pre><code>{h(b.text)}</code></pre>"
+    if isinstance(b, Tree):
+        return f"<pre><code>{_tree_html(b)}</code></pre>"
     if isinstance(b, Details):
         inner = "\n".join(_html_block(x) for x in b.blocks)
         return f"<details><summary>{h(b.summary)}</summary>\n{inner}\n</details>"
+    if isinstance(b, Section):
+        return "\n".join(_html_block(x) for x in b.as_blocks())
     raise TypeError(f"not a block: {b!r}")
 
 
-# a compile id in the stack trie and its outcome (none: ok), as fxlens.report.stacktrie writes them
-_TRIE_ID = re.compile(r"(?<![\w/])(\d+/\d+)( (?:recompile|graph break|failed|restart))?(?=[,( ]|$)", re.M)
+def _tree_html(tree: Tree) -> str:
+    """The tree's rows, each mark coloured by its outcome (class o-OUTCOME, see _CSS)."""
 
+    def mark(m: Mark) -> str:
+        return f'<span class="o-{m.outcome.replace(" ", "-")}">{h(m.shown())}</span>{h(m.after)}'
 
-def _trie_html(text: str) -> str:
-    """The stack trie, each compile id coloured by its outcome, as tlparse colours its trie."""
-    out, at = [], 0
-    for m in _TRIE_ID.finditer(text):
-        outcome = (m.group(2) or " ok").strip().replace(" ", "-")
-        out.append(h(text[at : m.start()]))
-        out.append(f'<span class="o-{outcome}">{h(m.group(0))}</span>')
-        at = m.end()
-    out.append(h(text[at:]))
-    return "".join(out)
+    rows = [
+        "  " * d + h(text) + (": " + ", ".join(mark(m) for m in marks) if marks else "")
+        for d, text, marks in tree.rows
+    ]
+    return "\n".join(rows + ([h(tree.more)] if tree.more else []))
 
 
 def to_html(blocks: list, title: str) -> str:
@@ -200,3 +278,16 @@ def to_html(blocks: list, title: str) -> str:
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
         f"<title>{h(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
+
+
+# -- text ----------------------------------------------------------------------------------------
+
+
+def text_lines(blocks: list) -> list[str]:
+    """The terminal lines of sections: each section's lines, then a blank line."""
+    out: list[str] = []
+    for b in blocks:
+        if not isinstance(b, Section):
+            raise TypeError(f"no text rendering for {type(b).__name__}")
+        out += [*b.text_lines(), ""]
+    return out

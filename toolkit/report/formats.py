@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from fxlens.report.distributed import distributed_lines
+from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import (
     Bold,
     Bullets,
@@ -29,7 +29,7 @@ from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.passes import pass_blocks
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.special import head_counts, special_lines
+from fxlens.report.special import head_counts, special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,
@@ -276,24 +276,6 @@ def _backend_blocks(report: dict) -> list:
     return out
 
 
-def _section_blocks(lines: list[str]) -> list:
-    """Text sections (a head line ending in ':', its lines, a blank line) as a heading and bullets:
-    the distributed and special-record sections read the same in every format."""
-    out: list = []
-    section: list[str] = []
-    for line in [*lines, ""]:
-        if line.strip():
-            section.append(line)
-            continue
-        if section:
-            head, rest = section[0], [x.strip() for x in section[1:]]
-            out.append(Heading(3, head.rstrip(":")))
-            if rest:
-                out.append(Bullets(rest))
-            section = []
-    return out
-
-
 def _note_blocks(report: dict, ps: PathShortener) -> list:
     notes = [
         ps.text(f"[{e.get('event')}] {e['summary']}") for e in report.get("events") or [] if e.get("summary")
@@ -355,12 +337,12 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     ps = PathShortener(src.get("script"))
     out = [
         *_head_blocks(report, ps),
-        *_section_blocks(distributed_lines(report)),  # collectives (a hang risk), parity, runtime, order
+        *distributed_sections(report),  # collectives (a hang risk), parity, runtime, order
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
         *_fix_blocks(report, ps),
         *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
-        *_section_blocks(special_lines(report)),  # export issues, special graphs, unknown kinds
+        *special_sections(report),  # export issues, special graphs, unknown kinds
         *_graph_blocks(report, ps, session),
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from fxlens.report.document import Code, Heading, Line, Section, Table
 from fxlens.trace.timedevents import timed_events
 
 # the stages whose passes are listed (Dynamo's own seconds are by source line: fxlens.report.linetimes)
@@ -55,8 +56,8 @@ def compile_passes(session) -> dict:
     return {"total_s": total, "per_compile": per_compile, "by_pass": by_pass[:40]}
 
 
-def pass_lines(report: dict, limit: int = 10) -> list[str]:
-    """The text section: the heaviest passes over all compiles, with their stage and share."""
+def pass_section(report: dict, limit: int = 10) -> list[Section]:
+    """The terminal's section: the heaviest passes over all compiles, with their stage and share."""
     sec = report.get("compile_passes") or {}
     passes = sec.get("by_pass") or []
     total = sec.get("total_s") or 0.0
@@ -67,22 +68,15 @@ def pass_lines(report: dict, limit: int = 10) -> list[str]:
         for p in passes[:limit]
     ]
     n = len(sec["per_compile"])
-    return [
-        f"Where the backend's {total:.2f} s go, by pass (torch's timed events, self seconds, {n} compile(s)):",
-        tabulate(
-            rows,
-            headers=["stage", "pass", "self s", "share", "runs"],
-            tablefmt="simple",
-            disable_numparse=True,
-        ),
-        "",
-    ]
+    table = tabulate(
+        rows, headers=["stage", "pass", "self s", "share", "runs"], tablefmt="simple", disable_numparse=True
+    )
+    gloss = f"torch's timed events, self seconds, {n} compile(s)"
+    return [Section(f"Where the backend's {total:.2f} s go, by pass", [Line(table, 0)], gloss=gloss)]
 
 
 def pass_blocks(report: dict, limit: int = 15) -> list:
     """The Markdown / HTML section: the heaviest passes over all compiles."""
-    from fxlens.report.document import Code, Heading, Table
-
     sec = report.get("compile_passes") or {}
     passes, total = sec.get("by_pass") or [], sec.get("total_s") or 0.0
     if not passes or total < 0.01:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from fxlens.report.document import Line, Section
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.kinds import NO_ID
 
@@ -83,37 +84,37 @@ _KIND_WORDS = {
 }
 
 
-def special_lines(report: dict) -> list[str]:
+def special_sections(report: dict) -> list[Section]:
+    """Export issues, graphs of a special kind, AOTInductor compiles and unknown record kinds."""
     out = []
     issues = report.get("export_issues") or []
     if issues:
-        out.append("Export issues (draft export, as tlparse --export shows them):")
+        sec = Section("Export issues", gloss="draft export, as tlparse --export shows them")
         for i in issues:
             where = f"{i['file'].rsplit('/', 1)[-1]}:{i['line']}" if i["file"] else ""
-            out.append(f"  !! {i['kind']}: {i['message']}")
+            sec.lines.append(Line(f"{i['kind']}: {i['message']}", alarm=True))
             if where:
-                out.append(f"     at {where}" + (f"  `{i['code']}`" if i["code"] else ""))
-            out.append(f"     fix: {i['fix']}")
-        out.append("")
+                sec.lines.append(Line(f"at {where}" + (f"  `{i['code']}`" if i["code"] else ""), indent=5))
+            sec.lines.append(Line(f"fix: {i['fix']}", indent=5))
+        out.append(sec)
     specials = report.get("special_graphs") or []
     if specials:
-        out.append("Graphs of a special kind:")
+        sec = Section("Graphs of a special kind")
         for s in specials:
             ranks = f" (ranks {rank_ranges(s['ranks'])})" if len(s["ranks"]) > 1 else ""
             cid = "" if s["compile_id"] == NO_ID else f"{s['compile_id']} "
-            out.append(f"  {cid}{_KIND_WORDS.get(s['kind'], s['kind'])}: {s['name']}: {s['detail']}{ranks}")
-        out.append("")
-    aoti = report.get("aot_inductor") or []
-    for a in aoti:
+            kind = _KIND_WORDS.get(s["kind"], s["kind"])
+            sec.lines.append(Line(f"{cid}{kind}: {s['name']}: {s['detail']}{ranks}"))
+        out.append(sec)
+    for a in report.get("aot_inductor") or []:
         code = ", ".join(a["code"]) or "no code dump"
-        out.append(f"AOTInductor compile (no compile id, no Dynamo): {a['records']} record(s); {code}")
-        out.append("")
+        tail = f"{a['records']} record(s); {code}"
+        out.append(Section("AOTInductor compile", gloss="no compile id, no Dynamo", tail=tail))
     unknown = report.get("unknown_records") or []
     if unknown:
-        out.append(
-            "Records of kinds fxlens does not read (kept by compile id, shown as they are): "
-            + ", ".join(f"{u['kind']} x{u['count']}" for u in unknown[:10])
-            + (f" and {len(unknown) - 10} more kind(s)" if len(unknown) > 10 else "")
+        tail = ", ".join(f"{u['kind']} x{u['count']}" for u in unknown[:10]) + (
+            f" and {len(unknown) - 10} more kind(s)" if len(unknown) > 10 else ""
         )
-        out.append("")
+        gloss = "kept by compile id, shown as they are"
+        out.append(Section("Records of kinds fxlens does not read", gloss=gloss, tail=tail))
     return out

@@ -8,6 +8,7 @@ many ranks is one leaf entry with its ranks.
 
 from __future__ import annotations
 
+from fxlens.report.document import Line, Mark, Section, Tree
 from fxlens.trace.userframes import is_user_file, short_path
 
 TEXT_LINES = 14
@@ -70,35 +71,41 @@ def stack_trie(session) -> list[dict]:
     return roots
 
 
-def stack_trie_lines(report: dict, limit: int = TEXT_LINES) -> list[str]:
-    """Text: the trie indented, each frame's compiles with their outcome (and ranks for a job)."""
+def trie_tree(report: dict, limit: int, shorten=str) -> Tree | None:
+    """The trie as a Tree block, at most LIMIT rows (then a row saying how many more), each frame
+    with its compiles and their outcome (and ranks for a job); SHORTEN applies to every text."""
     from fxlens.report.ranks import rank_ranges
 
     roots = report.get("stack_trie") or []
     if not roots:
-        return []
+        return None
     ranked = len(report.get("ranks") or []) > 1
-    out = ["Stack trie (the user frames that entered each compile):"]
+    rows: list = []
 
     def walk(nodes: list[dict], depth: int) -> None:
         for n in nodes:
-            comp = ", ".join(
-                f"{c['compile_id']}{'' if c['outcome'] == 'ok' else ' ' + c['outcome']}"
-                + (
+            marks = [
+                Mark(
+                    shorten(c["compile_id"]),
+                    c["outcome"],
                     f" ({'rank' if len(c['ranks']) == 1 else 'ranks'} {rank_ranges(c['ranks'], limit=4)})"
                     if ranked
-                    else ""
+                    else "",
                 )
                 for c in n["compiles"]
-            )
-            out.append(
-                f"  {'  ' * depth}{short_path(n['file'])}:{n['line']} {n['function']}"
-                + (f": {comp}" if comp else "")
-            )
+            ]
+            rows.append((depth, shorten(f"{short_path(n['file'])}:{n['line']} {n['function']}"), marks))
             walk(n["children"], depth + 1)
 
     walk(roots, 0)
-    if len(out) > limit + 1:
-        out = out[: limit + 1] + [f"  ... {len(out) - limit - 1} more line(s) (see --json stack_trie)"]
-    out.append("")
-    return out
+    more = f"... {len(rows) - limit} more line(s) (see --json stack_trie)" if len(rows) > limit else ""
+    return Tree(rows[:limit], more)
+
+
+def stack_trie_section(report: dict, limit: int = TEXT_LINES) -> list[Section]:
+    """The terminal's section: the trie indented under its title."""
+    tree = trie_tree(report, limit)
+    if tree is None:
+        return []
+    lines = [Line(text, 2 + 2 * depth) for depth, text in tree.lines()]
+    return [Section("Stack trie", lines, gloss="the user frames that entered each compile")]

@@ -9,19 +9,20 @@ from __future__ import annotations
 from collections import Counter
 
 from fxlens.report.blocks import block_lines
-from fxlens.report.coldstart import cache_lines, cache_outcomes, cold_start_lines
+from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
-from fxlens.report.distributed import distributed_lines
+from fxlens.report.distributed import distributed_sections
+from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.fixes import break_actions_of, describe
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
-from fxlens.report.passes import pass_lines
+from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.special import head_counts, special_lines
+from fxlens.report.special import head_counts, special_sections
 from fxlens.report.specializations import specialization_lines
-from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.report.stacktrie import stack_trie_section
 from fxlens.report.table import tabulate
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
@@ -241,7 +242,7 @@ def _compile_time_lines(report: dict) -> list[str]:
         head + shown,
         tabulate(rows, headers=headers, tablefmt="simple"),
         "",
-        *cache_lines(ct),
+        *text_lines(cache_section(ct)),
     ]
 
 
@@ -316,20 +317,22 @@ def render_text(report: dict, limit: int = 20) -> str:
     report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
         *_head_lines(report),
-        *distributed_lines(report),  # collectives (a hang risk), parity, runtime, execution order
+        # collectives (a hang risk), parity, runtime, execution order
+        *text_lines(distributed_sections(report)),
         *_break_lines(report, limit),
         *_recompile_lines(report),
         *_fix_lines(report),
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
-        *special_lines(report),  # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
+        # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
+        *text_lines(special_sections(report)),
         *_graph_lines(report, limit),
         *_compile_time_lines(report),
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
-        *pass_lines(report),  # the backend's seconds by pass (fxlens.report.passes)
+        *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
-        *stack_trie_lines(report),
+        *text_lines(stack_trie_section(report)),
         *output_code_lines(report),
         *_backend_lines(report, limit),
         *_note_lines(report),

@@ -9,14 +9,14 @@ stacktrie, outputcode); every string goes through the renderer's escaping (fxlen
 
 from __future__ import annotations
 
-from fxlens.report.coldstart import cache_lines, cache_outcomes
+from fxlens.report.coldstart import cache_outcomes, cache_section
 from fxlens.report.compiles import TIME_COLUMNS
 from fxlens.report.document import Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
 from fxlens.report.markup import PathShortener
 from fxlens.report.outputcode import kernel_source
 from fxlens.report.ranks import rank_ranges
-from fxlens.report.stacktrie import stack_trie_lines
+from fxlens.report.stacktrie import trie_tree
 from fxlens.trace.sanitize import clip
 from fxlens.trace.userframes import is_user_file
 
@@ -82,7 +82,7 @@ def compile_time_blocks(report: dict) -> list:
     )
     note = " Figures of the slowest rank of each compile." if ranked else ""
     cold = (ct.get("cold_start") or {}).get("message")
-    caches = [ln.strip() for ln in cache_lines(ct) if ln.strip()]
+    caches = [x.shown() for sec in cache_section(ct) for x in sec.lines]
     return [
         Heading(3, "Compile time"),
         *([Para("Where cold start goes: " + cold)] if cold else []),
@@ -251,14 +251,13 @@ def specialization_blocks(report: dict, ps: PathShortener) -> list:
 
 def stack_trie_blocks(report: dict, ps: PathShortener) -> list:
     """The user frames that entered each compile, as an indented tree with each compile's outcome."""
-    lines = stack_trie_lines(report, limit=400)
-    if not lines:
+    tree = trie_tree(report, limit=400, shorten=ps.text)
+    if tree is None:
         return []
-    body = "\n".join(ln[2:] for ln in lines[1:] if ln.strip())
     return [
         Heading(3, "Stack trie"),
         Para("The user frames that entered each compile; each compile's outcome after its id (none: ok)."),
-        Pre(ps.text(body), "trie"),
+        tree,
     ]
 
 

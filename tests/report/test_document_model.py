@@ -1,0 +1,102 @@
+"""One document model for every output: a report section is built once as blocks, and the text,
+Markdown and HTML reports (and the TUI) each render those blocks; none reads another's text back."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from fxlens.report.build import build_report, render_text
+from fxlens.report.distributed import distributed_sections
+from fxlens.report.document import Line, Section, to_html, to_markdown
+from fxlens.report.formats import render_html, render_markdown
+from fxlens.report.special import special_sections
+from fxlens.trace.session import Session
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+ENV = {"torch": "2.13.0", "python": "3.11", "platform": "Linux", "device": "cpu"}
+# traces with run-time findings across ranks and records of a special kind
+SECTIONED = [
+    "tlparse/multi_rank_schedule",
+    "tlparse/collectives_parity",
+    "tlparse/multi_rank_runtime",
+    "tlparse/graph_exec_order_tests",
+    "tlparse/export.log",
+    "traces/2.13.0/scenarios/ddp",
+    "traces/2.13.0/scenarios/compiled_autograd",
+]
+
+
+@pytest.fixture(scope="module", params=SECTIONED)
+def traced(request):
+    session = Session.open(DATA / request.param)
+    report = build_report(session)
+    return report, session
+
+
+def test_each_section_reads_the_same_in_text_markdown_and_html(traced):
+    report, session = traced
+    sections = distributed_sections(report) + special_sections(report)
+    assert sections, "the fixture has distributed or special records"
+    text = render_text(report)
+    md = render_markdown(report, session, ENV)
+    page = render_html(report, session, ENV)
+    for sec in sections:
+        # the terminal: the title, then each line at its indent
+        assert "\n".join(sec.text_lines()) + "\n" in text
+        # Markdown and HTML: a heading, then each line as a bullet, the alarms marked alike
+        assert to_markdown([sec]).rstrip() in md
+        assert to_html([sec], "x").split("<body>\n")[1].split("\n</body>")[0] in page
+        heading = f"<h3>{html.escape(sec.title.rstrip(':'))}</h3>"
+        assert heading in page
+        items = {html.unescape(re.sub("<[^>]+>", "", li)) for li in re.findall("<li>(.*?)</li>", page)}
+        for line in sec.lines:  # as shown, a `quoted` span as code
+            assert re.sub("`([^`\n]+)`", r"\1", line.shown()) in items
+
+
+def test_a_hang_risk_is_an_alarm_everywhere():
+    """multi_rank_schedule: the logs' inductor_collective_schedule payloads, read by hand, are
+    all_reduce_, wait_tensor, all_gather_into_tensor, then reduce_scatter_tensor on ranks 0 and 2
+    but wait_tensor on rank 1."""
+    report = build_report(Session.open(DATA / "tlparse/multi_rank_schedule"))
+    (sec,) = [s for s in distributed_sections(report) if s.name == "Collectives"]
+    (alarm,) = [x for x in sec.lines if x.alarm]
+    want = "HANG RISK: rank 1 issues wait_tensor where ranks 0, 2 issue reduce_scatter_tensor (collective #4"
+    assert alarm.text.startswith(want)
+    assert f"  !! {alarm.text}" in render_text(report)
+    assert "- !! HANG RISK: rank 1 issues" in to_markdown([sec])
+
+
+def test_a_section_without_a_name_is_its_lines():
+    sec = Section("", [Line("Caches: fx 1 hit", 0), Line("bypassed: why", 2), Line("diverge", 0, alarm=True)])
+    assert sec.text_lines() == ["Caches: fx 1 hit", "  bypassed: why", "!! diverge"]
+    titled = Section("Export issues", [Line("x", 5)], gloss="draft", tail="1")
+    assert titled.text_lines() == ["Export issues (draft): 1", "     x"]
+
+
+@pytest.mark.parametrize(
+    "name", ["traces/2.13.0/scenarios/compiled_autograd", "tlparse/cache_hit_miss.log", "tlparse/simple.log"]
+)
+def test_stack_trie_html_colours_every_compile_by_its_outcome(name):
+    """Every compile of the trie (the report JSON's stack_trie) is one coloured span in the HTML,
+    with its own outcome: also compiled autograd's `!0/1/0` and a re-run's `0/0#2`."""
+    session = Session.open(DATA / name)
+    report = build_report(session)
+    want = []
+
+    def walk(nodes):
+        for n in nodes:
+            want.extend((c["compile_id"], c["outcome"]) for c in n["compiles"])
+            walk(n["children"])
+
+    walk(report["stack_trie"])
+    page = render_html(report, session, ENV)
+    trie = page.split("<h3>Stack trie</h3>")[1].split("</pre>")[0]
+    got = [
+        (html.unescape(text).removesuffix(f" {cls.replace('-', ' ')}"), cls.replace("-", " "))
+        for cls, text in re.findall(r'<span class="o-([\w-]+)">(.*?)</span>', trie)
+    ]
+    assert got == want and want
