@@ -28,7 +28,7 @@ from fxlens.report.fixes import change
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.passes import pass_blocks
-from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.special import head_counts, special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
@@ -98,10 +98,10 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
         facts.append(["exit status: ", Code(str(src["exit_code"]))])
     if facts:
         out.append(Bullets(facts))
-    groups = rank_lines(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
-    if groups:
-        out += [Para(Bold(groups[0])), Bullets([[ps.text(ln.strip())] for ln in groups[1:] if ln.strip()])]
-    else:
+    groups = rank_section(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
+    for sec in groups:
+        out += [Para(Bold(sec.title)), Bullets([[ps.text(x.shown())] for x in sec.lines])]
+    if not groups:
         for d in report.get("divergence") or []:
             out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
     # every headline, whatever the ranks (a multi-rank job's "captured no graph" was dropped)

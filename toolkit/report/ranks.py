@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from fxlens.report.document import Line, Section
 from fxlens.report.failures import without_rank
 from fxlens.report.rootcause import CAUSES, format_for_guard
 from fxlens.trace.guards import parse_failed_guard
@@ -299,41 +300,43 @@ def _who(group: dict) -> str:
     return f"ranks {rank_ranges(group['ranks'], limit=6)}"
 
 
-def rank_lines(report: dict) -> list[str]:
-    """The Ranks section of the text report: a few lines however many ranks (empty for one rank)."""
+def rank_section(report: dict) -> list[Section]:
+    """The Ranks section: a few lines however many ranks (none for one rank)."""
     rg = report.get("rank_groups") or {}
     groups = rg.get("groups") or []
     if len(report.get("ranks") or []) < 2 or not groups:
         return []
     n = sum(g["count"] for g in groups)
     head = groups[0]
-    out = [f"Ranks: {n}, {len(groups)} behaviour(s)"]
+    out = Section("Ranks", tail=f"{n}, {len(groups)} behaviour(s)")
     if len(groups) == 1:
         alike = f"all ranks alike ({rank_ranges(head['ranks'], limit=6)})"
     elif head["count"] == 1:  # no majority: the lowest rank is what the others are compared with
         alike = f"rank {head['ranges']} (the reference)"
     else:
         alike = f"{head['count']} ranks alike ({rank_ranges(head['ranks'], limit=6)})"
-    out.append(
-        f"  {alike}: {head['compiles']} compile(s) of "
-        + (", ".join(head["functions"][:4]) or "nothing")
-        + (" ..." if len(head["functions"]) > 4 else "")
+    functions = (", ".join(head["functions"][:4]) or "nothing") + (
+        " ..." if len(head["functions"]) > 4 else ""
     )
+    out.lines.append(Line(f"{alike}: {head['compiles']} compile(s) of {functions}"))
     for g in groups[1 : 1 + TEXT_GROUPS]:
         d = g["first_divergence"] or {}
-        out.append(
-            f"  !! {_who(g)}: {d.get('cause', 'differs')}"
-            f" (from compile {d.get('compile_id')} of {d.get('function')}, step {d.get('step')})"
+        out.lines.append(
+            Line(
+                f"{_who(g)}: {d.get('cause', 'differs')}"
+                f" (from compile {d.get('compile_id')} of {d.get('function')}, step {d.get('step')})",
+                alarm=True,
+            )
         )
     rest = groups[1 + TEXT_GROUPS :]
     if rest:
-        out.append(
-            f"  !! {len(rest)} more group(s) of {sum(g['count'] for g in rest)} rank(s) differ (see --json rank_groups)"
-        )
+        n_rest = sum(g["count"] for g in rest)
+        more = f"{len(rest)} more group(s) of {n_rest} rank(s) differ (see --json rank_groups)"
+        out.lines.append(Line(more, alarm=True))
     if len(groups) > 1:
-        out.append("  !! RANK DIVERGENCE: ranks that compile differently can hang in collectives")
-    out.append("")
-    return out
+        divergence = "RANK DIVERGENCE: ranks that compile differently can hang in collectives"
+        out.lines.append(Line(divergence, alarm=True))
+    return [out]
 
 
 def fold_ranks(rows: list[dict], limit: int = 6) -> list[dict]:

@@ -19,7 +19,7 @@ from fxlens.report.fixes import break_actions_of, describe
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
+from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.special import head_counts, special_sections
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_section
@@ -52,7 +52,7 @@ def _head_lines(report: dict) -> list[str]:
         )
     out.append("")
     if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
-        out += rank_lines(report)
+        out += text_lines(rank_section(report))
     else:
         for d in report["divergence"]:
             out.append(
