@@ -61,6 +61,17 @@ def test_simple_tables_match_the_tabulate_package(seed):
         ), (rows, headers)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_text_only_tables_match_the_tabulate_package(seed):
+    # disable_numparse: every column is text, numbers left-aligned as written
+    rng = random.Random(seed)
+    for _ in range(150):
+        rows, headers = _table(rng)
+        assert tabulate(rows, headers=headers, disable_numparse=True) == reference(
+            rows, headers=headers, tablefmt="simple", disable_numparse=True
+        ), (rows, headers)
+
+
 def test_report_and_doctor_tables_match():
     # the shapes fxlens prints: counts, locations, floats of several magnitudes, empty cells
     rows = [

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from fxlens.report.markup import environment_lines, h, md_code, md_details, md_fence, md_table, md_text
+from fxlens.report.table import tabulate
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,15 @@ class Bold:
 
 
 Inline = str | Code | Bold | list  # a list holds several str / Code / Bold pieces
+
+
+def plain(x: Inline) -> str:
+    """An inline as the terminal shows it: its text, no markup (None: empty)."""
+    if isinstance(x, list):
+        return "".join(plain(p) for p in x)
+    if isinstance(x, Code | Bold):
+        return x.text
+    return "" if x is None else str(x)
 
 
 @dataclass
@@ -50,8 +60,35 @@ class Bullets:
 
 @dataclass
 class Table:
+    """Rows under headers. The terminal shows the first LIMIT rows (all: None) and then MORE, with
+    {n} the rows left out; Markdown and HTML show the first FOLD rows and the rest in a collapsible
+    section named FOLDED ({n} likewise). NUMBERS: columns of numbers right-aligned in the terminal
+    (False: every column as text, left-aligned)."""
+
     headers: list[str]
     rows: list[list[Inline]]
+    limit: int | None = None
+    more: str = ""
+    fold: int | None = None
+    folded: str = ""
+    numbers: bool = True
+
+    def text_lines(self) -> list[str]:
+        """The table as the terminal shows it (tabulate's "simple" format) and its MORE line."""
+        shown = [[plain(c) for c in r] for r in self.rows[: self.limit]]
+        out = tabulate(shown, self.headers, disable_numparse=not self.numbers).split("\n")
+        left = len(self.rows) - len(shown)
+        return out + ([self.more.format(n=left)] if left and self.more else [])
+
+    def as_blocks(self) -> list:
+        """The table as Markdown and HTML show it: the rows past FOLD in a collapsible section."""
+        if self.fold is None or len(self.rows) <= self.fold:
+            return [Table(self.headers, self.rows)]
+        rest = Table(self.headers, self.rows[self.fold :])
+        return [
+            Table(self.headers, self.rows[: self.fold]),
+            Details(self.folded.format(n=len(rest.rows)), [rest]),
+        ]
 
 
 @dataclass
@@ -90,7 +127,7 @@ class Section:
     NAME and the first alarm (or first) line, opened to all of them. An empty NAME: lines only."""
 
     name: str
-    lines: list[Line] = field(default_factory=list)
+    lines: list[Line | Table] = field(default_factory=list)  # a Table: shown whole, in every format
     gloss: str = ""  # what the name means, in parentheses after it
     tail: str = ""  # a short finding on the title line itself
 
@@ -103,13 +140,23 @@ class Section:
 
     def text_lines(self) -> list[str]:
         """The title (when named) and each line as the terminal shows them (no blank line after)."""
-        head = [self.title] if self.name else []
-        return head + [" " * x.indent + x.shown() if x.text else "" for x in self.lines]
+        out = [self.title] if self.name else []
+        for x in self.lines:
+            out += x.text_lines() if isinstance(x, Table) else [" " * x.indent + x.shown() if x.text else ""]
+        return out
 
     def as_blocks(self) -> list:
-        """The section as a heading and bullets (how Markdown and HTML show it)."""
-        items = [x.shown() for x in self.lines if x.text]
-        return [Heading(3, self.title.rstrip(":"))] + ([Bullets(items)] if items else [])
+        """The section as a heading (when named), its lines as bullets and its tables as tables
+        (how Markdown and HTML show it)."""
+        out: list = [Heading(3, self.title.rstrip(":"))] if self.name else []
+        for x in self.lines:
+            if isinstance(x, Table):
+                out += x.as_blocks()
+            elif x.text and out and isinstance(out[-1], Bullets):
+                out[-1].items.append(x.shown())
+            elif x.text:
+                out.append(Bullets([x.shown()]))
+        return out
 
 
 @dataclass
@@ -186,6 +233,8 @@ def _md_block(b) -> str:
         return _md_inline(b.inline)
     if isinstance(b, Bullets):
         return "\n".join("- " + _md_inline(i) for i in b.items)
+    if isinstance(b, Table) and len(folded := b.as_blocks()) > 1:
+        return "\n\n".join(_md_block(x) for x in folded)
     if isinstance(b, Table):
         return md_table([md_text(x) for x in b.headers], [[_md_inline(c) for c in r] for r in b.rows])
     if isinstance(b, Pre):
@@ -240,6 +289,8 @@ def _html_block(b) -> str:
         return f"<p>{_html_inline(b.inline)}</p>"
     if isinstance(b, Bullets):
         return "<ul>" + "".join(f"<li>{_html_inline(i)}</li>" for i in b.items) + "</ul>"
+    if isinstance(b, Table) and len(folded := b.as_blocks()) > 1:
+        return "\n".join(_html_block(x) for x in folded)
     if isinstance(b, Table):
         head = "".join(f"<th>{h(c)}</th>" for c in b.headers)
         body = "".join("<tr>" + "".join(f"<td>{_html_inline(c)}</td>" for c in r) + "</tr>" for r in b.rows)
@@ -283,11 +334,26 @@ def to_html(blocks: list, title: str) -> str:
 # -- text ----------------------------------------------------------------------------------------
 
 
+def _text_block(b) -> list[str]:
+    if isinstance(b, Section | Table):
+        return b.text_lines()
+    if isinstance(b, Heading):
+        return [b.text + ":"]
+    if isinstance(b, Para):
+        return [plain(b.inline)]
+    if isinstance(b, Bullets):
+        return ["  " + plain(x) for x in b.items]
+    if isinstance(b, Pre):
+        return ["  " + x for x in b.text.split("\n")]
+    if isinstance(b, Details):  # the terminal has nothing to fold: the summary, the body under it
+        return [b.summary + ":"] + ["  " + x if x else "" for d in b.blocks for x in _text_block(d)]
+    raise TypeError(f"no text rendering for {type(b).__name__}")
+
+
 def text_lines(blocks: list) -> list[str]:
-    """The terminal lines of sections: each section's lines, then a blank line."""
+    """The terminal lines of blocks: each block's lines, then a blank line (a Heading heads the
+    blocks after it: no blank line under it)."""
     out: list[str] = []
     for b in blocks:
-        if not isinstance(b, Section):
-            raise TypeError(f"no text rendering for {type(b).__name__}")
-        out += [*b.text_lines(), ""]
+        out += [*_text_block(b)] + ([] if isinstance(b, Heading) else [""])
     return out

@@ -27,7 +27,7 @@ from fxlens.report.document import (
 from fxlens.report.fixes import change
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
-from fxlens.report.passes import pass_blocks
+from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.special import head_counts, special_sections
 from fxlens.report.tlparse_blocks import (
@@ -347,7 +347,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),
         *line_time_blocks(report, ps),  # Dynamo's seconds by source line (fxlens.report.linetimes)
-        *pass_blocks(report),  # the backend's seconds by pass (fxlens.report.passes)
+        *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
         *restart_blocks(report, ps),
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),

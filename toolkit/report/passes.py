@@ -8,9 +8,7 @@ A trace without those records (an in-process budget capture) has no section.
 
 from __future__ import annotations
 
-from tabulate import tabulate
-
-from fxlens.report.document import Code, Heading, Line, Section, Table
+from fxlens.report.document import Code, Section, Table
 from fxlens.trace.timedevents import timed_events
 
 # the stages whose passes are listed (Dynamo's own seconds are by source line: fxlens.report.linetimes)
@@ -57,35 +55,17 @@ def compile_passes(session) -> dict:
 
 
 def pass_section(report: dict, limit: int = 10) -> list[Section]:
-    """The terminal's section: the heaviest passes over all compiles, with their stage and share."""
+    """The heaviest passes over all compiles, with their stage and share (the terminal shows 10,
+    Markdown and HTML 15: the builder is given the limit)."""
     sec = report.get("compile_passes") or {}
     passes = sec.get("by_pass") or []
     total = sec.get("total_s") or 0.0
     if not passes or total < 0.01:
         return []
     rows = [
-        [p["stage"], p["name"], f"{p['self_s']:.2f}", f"{p['self_s'] / total:.0%}", p["count"]]
+        [p["stage"], Code(p["name"]), f"{p['self_s']:.2f}", f"{p['self_s'] / total:.0%}", str(p["count"])]
         for p in passes[:limit]
     ]
-    n = len(sec["per_compile"])
-    table = tabulate(
-        rows, headers=["stage", "pass", "self s", "share", "runs"], tablefmt="simple", disable_numparse=True
-    )
-    gloss = f"torch's timed events, self seconds, {n} compile(s)"
-    return [Section(f"Where the backend's {total:.2f} s go, by pass", [Line(table, 0)], gloss=gloss)]
-
-
-def pass_blocks(report: dict, limit: int = 15) -> list:
-    """The Markdown / HTML section: the heaviest passes over all compiles."""
-    sec = report.get("compile_passes") or {}
-    passes, total = sec.get("by_pass") or [], sec.get("total_s") or 0.0
-    if not passes or total < 0.01:
-        return []
-    rows = [
-        [p["stage"], Code(p["name"]), f"{p['self_s']:.3f}", f"{p['self_s'] / total:.0%}", str(p["count"])]
-        for p in passes[:limit]
-    ]
-    return [
-        Heading(3, f"The backend's {total:.2f} s by pass (torch's timed events)"),
-        Table(["stage", "pass", "self s", "share", "runs"], rows),
-    ]
+    table = Table(["stage", "pass", "self s", "share", "runs"], rows, numbers=False)
+    gloss = f"torch's timed events, self seconds, {len(sec['per_compile'])} compile(s)"
+    return [Section(f"Where the backend's {total:.2f} s go, by pass", [table], gloss=gloss)]
