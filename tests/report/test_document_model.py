@@ -100,3 +100,52 @@ def test_stack_trie_html_colours_every_compile_by_its_outcome(name):
         for cls, text in re.findall(r'<span class="o-([\w-]+)">(.*?)</span>', trie)
     ]
     assert got == want and want
+
+
+def test_a_table_shows_its_limit_in_the_terminal_and_folds_the_rest_elsewhere():
+    from tabulate import tabulate as reference
+
+    from fxlens.report.document import Code, Table, text_lines
+
+    rows = [[Code(f"0/{i}"), str(i * 10), f"f{i}"] for i in range(7)]
+    t = Table(
+        ["compile id", "bytes", "name"],
+        rows,
+        limit=3,
+        more="  ... {n} more (see --json)",
+        fold=5,
+        folded="{n} more",
+    )
+    # the terminal: the tabulate package's own table of the first three rows, then the rest counted
+    want = reference(
+        [[f"0/{i}", i * 10, f"f{i}"] for i in range(3)], ["compile id", "bytes", "name"], "simple"
+    )
+    assert text_lines([t]) == [*want.split("\n"), "  ... 4 more (see --json)", ""]
+    md = to_markdown([t])
+    assert md.count("| `0/") == 7 and "<details><summary>2 more</summary>" in md
+    assert md.index("`0/4`") < md.index("2 more") < md.index("`0/5`")  # the first five, then the fold
+    # text only: numbers stay left-aligned as written
+    left = Table(["n"], [["5"], ["10"]], numbers=False)
+    assert left.text_lines() == ["n", "---", "5", "10"]
+
+
+def test_kernels_and_fallbacks_are_one_section_in_every_format():
+    report = build_report(Session.open(DATA / "tlparse/simple.log"))
+    report["kernels"] = [
+        {"compile_id": "0/0", "name": f"k{i}", "ops": ["a"] * i, "bytes_read": i, "bytes_written": 1}
+        for i in range(25)
+    ]
+    report["fallbacks"] = [
+        {"op": "aten.mm", "count": 2},
+        {"op": "aten.add", "count": 5},
+        {"op": "aten.mm", "count": 4},
+    ]
+    text = render_text(report, limit=3)
+    assert "fxlens kernels: 25 (bytes read 300, written 25)" in text
+    assert re.findall(r"^0/0 +(k\d+) ", text, re.M) == ["k0", "k1", "k2"]
+    assert "  ... 22 more kernel(s) (see --json)" in text
+    assert "fxlens fallbacks (ops run as ATen calls): aten.mm x6, aten.add x5" in text
+    md = render_markdown(report, None, ENV)
+    assert "### fxlens kernels: 25 (bytes read 300, written 25)" in md
+    assert all(f"`k{i}`" in md for i in range(25)) and "<summary>5 more kernels</summary>" in md
+    assert "**fxlens fallbacks (ops run as ATen calls): **`aten.mm x6, aten.add x5`" in md

@@ -30,6 +30,9 @@ class Bold:
     text: str
 
 
+#: Markdown / HTML: the rows a long table shows before the rest is folded (Table.fold)
+MAX_ROWS = 20
+
 Inline = str | Code | Bold | list  # a list holds several str / Code / Bold pieces
 
 

@@ -7,11 +7,12 @@ the home folder is `~`; long graphs and guard lists are collapsible sections.
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
+from fxlens.report.backend_section import backend_blocks, note_blocks
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import (
+    MAX_ROWS,
     Bold,
     Bullets,
     Code,
@@ -44,17 +45,6 @@ from fxlens.trace.sanitize import clip
 #: graphs whose code is shown (each in its own collapsible section), and lines per graph
 MAX_GRAPH_CODE = 12
 MAX_CODE_LINES = 200
-#: table rows before the rest goes into a collapsible section
-MAX_ROWS = 20
-
-
-def _rows_maybe_folded(headers: list[str], rows: list, what: str) -> list:
-    if len(rows) <= MAX_ROWS:
-        return [Table(headers, rows)]
-    return [
-        Table(headers, rows[:MAX_ROWS]),
-        Details(f"{len(rows) - MAX_ROWS} more {what}", [Table(headers, rows[MAX_ROWS:])]),
-    ]
 
 
 def _clip(text: str, limit: int = MAX_CODE_LINES) -> str:
@@ -138,7 +128,9 @@ def _break_blocks(report: dict, ps: PathShortener) -> list:
     rows = [
         [str(b["count"]), _where(ps, b["file"], b["line"]), Code(b["function"]), b["reason"]] for b in breaks
     ]
-    out += _rows_maybe_folded(["count", "where", "function", "reason"], rows, "graph breaks")
+    out.append(
+        Table(["count", "where", "function", "reason"], rows, fold=MAX_ROWS, folded="{n} more graph breaks")
+    )
     out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
     if len(breaks) > MAX_ROWS:  # the details of the first MAX_ROWS only: said, never silent
         out.append(Para(f"Details of {len(breaks) - MAX_ROWS} more break site(s): see --json."))
@@ -204,7 +196,7 @@ def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
         for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
     ]
     headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "nodes", "ops used"]
-    out += _rows_maybe_folded(headers, rows, "graphs")
+    out.append(Table(headers, rows, fold=MAX_ROWS, folded="{n} more graphs"))
     if session is not None:
         same = {}  # the same graph on many ranks: its code once
         for g in graphs:
@@ -240,48 +232,6 @@ def _guard_blocks(report: dict, ps: PathShortener) -> list:
         for (cid, lines), ranks in by_text.items()
     )
     return [Details(f"Guards of {len(guards)} compile(s)", [Pre(ps.text(_clip(text)))])]
-
-
-def _backend_blocks(report: dict) -> list:
-    """The fxlens backend's kernels and the ops it ran as ATen calls."""
-    out: list = []
-    if report.get("kernels"):
-        k = report["kernels"]
-        out.append(Heading(3, f"fxlens kernels: {len(k)}"))
-        rows = [
-            [
-                Code(x["compile_id"]),
-                Code(x["name"]),
-                str(len(x["ops"])),
-                str(x["bytes_read"]),
-                str(x["bytes_written"]),
-            ]
-            for x in k
-        ]
-        out += _rows_maybe_folded(
-            ["compile id", "kernel", "ops", "bytes read", "bytes written"], rows, "kernels"
-        )
-    if report.get("fallbacks"):
-        fb = Counter()
-        for f in report["fallbacks"]:
-            fb[f["op"]] += f["count"]
-        out.append(
-            Para(
-                [
-                    Bold("fxlens fallbacks (ops run as ATen calls): "),
-                    Code(", ".join(f"{op} x{n}" for op, n in fb.most_common())),
-                ]
-            )
-        )
-    return out
-
-
-def _note_blocks(report: dict, ps: PathShortener) -> list:
-    notes = [
-        ps.text(f"[{e.get('event')}] {e['summary']}") for e in report.get("events") or [] if e.get("summary")
-    ]
-    notes += [ps.text(f"note: {s}") for s in report.get("skipped") or []]
-    return [Bullets(notes)] if notes else []
 
 
 def _fix_blocks(report: dict, ps: PathShortener) -> list:
@@ -352,8 +302,8 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),
         *output_code_blocks(report, ps, session),
-        *_backend_blocks(report),
-        *_note_blocks(report, ps),
+        *backend_blocks(report),
+        *note_blocks(report, ps.text),
     ]
     logs = [Path(x) for x in (src.get("logs") or [])]
     out += environment_blocks(env if env is not None else environment(logs, report.get("events")))

@@ -6,8 +6,7 @@ empty), and `render_text` joins them.
 
 from __future__ import annotations
 
-from collections import Counter
-
+from fxlens.report.backend_section import backend_blocks, note_blocks
 from fxlens.report.blocks import block_lines
 from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
@@ -246,54 +245,17 @@ def _compile_time_lines(report: dict) -> list[str]:
     ]
 
 
-def _backend_lines(report: dict, limit: int) -> list[str]:
-    """The fxlens backend's kernels and the ops it ran as ATen calls."""
-    out = []
-    if report["kernels"]:
-        k = report["kernels"]
-        out.append(
-            f"fxlens kernels: {len(k)} (bytes read {sum(x['bytes_read'] for x in k)}, written {sum(x['bytes_written'] for x in k)})"
-        )
-        rows = [
-            [x["compile_id"], x["name"], len(x["ops"]), x["bytes_read"], x["bytes_written"]]
-            for x in k[:limit]
-        ]
-        out.append(
-            tabulate(
-                rows,
-                headers=["compile id", "kernel", "ops", "bytes read", "bytes written"],
-                tablefmt="simple",
-            )
-        )
-        if len(k) > limit:
-            out.append(f"  ... {len(k) - limit} more kernel(s) (see --json)")
-        out.append("")
-    if report["fallbacks"]:
-        fb = Counter()
-        for f in report["fallbacks"]:
-            fb[f["op"]] += f["count"]
-        out.append(
-            "fxlens fallbacks (ops run as ATen calls): "
-            + ", ".join(f"{op} x{n}" for op, n in fb.most_common())
-        )
-        out.append("")
-    return out
-
-
-def _note_lines(report: dict) -> list[str]:
-    out = [f"[{ev.get('event')}] {ev['summary']}" for ev in report["events"] if ev.get("summary")]
-    out += [f"note: {s}" for s in report["skipped"]]
-    if (
-        not report["graphs"]
-        and not report["graph_breaks"]
-        and not report["failures"]
-        and not report.get("headlines")
-        and not report.get("export_issues")
-        and not report.get("aot_inductor")
-        and not report.get("special_graphs")
-    ):
-        out.append("No graphs were compiled.")
-    return out
+def _nothing_compiled(report: dict) -> list[str]:
+    keys = (
+        "graphs",
+        "graph_breaks",
+        "failures",
+        "headlines",
+        "export_issues",
+        "aot_inductor",
+        "special_graphs",
+    )
+    return [] if any(report.get(k) for k in keys) else ["No graphs were compiled."]
 
 
 def _fix_lines(report: dict) -> list[str]:
@@ -334,7 +296,8 @@ def render_text(report: dict, limit: int = 20) -> str:
         *specialization_lines(report),
         *text_lines(stack_trie_section(report)),
         *output_code_lines(report),
-        *_backend_lines(report, limit),
-        *_note_lines(report),
+        *text_lines(backend_blocks(report, limit)),
+        *text_lines(note_blocks(report)),
+        *_nothing_compiled(report),
     ]
     return for_terminal("\n".join(out).rstrip() + "\n")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fxlens.report.coldstart import cache_outcomes, cache_section
 from fxlens.report.compiles import TIME_COLUMNS
-from fxlens.report.document import Bullets, Code, Details, Heading, Para, Pre, Table
+from fxlens.report.document import MAX_ROWS, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
 from fxlens.report.markup import PathShortener
 from fxlens.report.outputcode import kernel_source
@@ -20,8 +20,6 @@ from fxlens.report.stacktrie import trie_tree
 from fxlens.trace.sanitize import clip
 from fxlens.trace.userframes import is_user_file
 
-#: rows of a table before the rest goes into a collapsible section; lines of torch's text kept
-MAX_ROWS = 20
 MAX_TEXT_LINES = 200
 
 
@@ -31,13 +29,6 @@ def _ranked(report: dict) -> bool:
 
 def _ranks(ranks: list) -> str:
     return rank_ranges(ranks, limit=6)
-
-
-def _table(headers: list[str], rows: list, what: str) -> list:
-    if len(rows) <= MAX_ROWS:
-        return [Table(headers, rows)]
-    rest = Details(f"{len(rows) - MAX_ROWS} more {what}", [Table(headers, rows[MAX_ROWS:])])
-    return [Table(headers, rows[:MAX_ROWS]), rest]
 
 
 def _whole(text: str) -> str:
@@ -87,7 +78,7 @@ def compile_time_blocks(report: dict) -> list:
         Heading(3, "Compile time"),
         *([Para("Where cold start goes: " + cold)] if cold else []),
         Para(head + ", slowest first." + note),
-        *_table(headers, rows, "compiles"),
+        Table(headers, rows, fold=MAX_ROWS, folded="{n} more compiles"),
         *([Heading(3, "Caches"), Bullets(caches)] if caches else []),
         *_block_blocks(report),
     ]
@@ -126,7 +117,10 @@ def failure_blocks(report: dict, ps: PathShortener) -> list:
             for f in failures
         ]
         headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "type", "reason"]
-        out += [Heading(3, "Compile failures"), *_table(headers, rows, "failures")]
+        out += [
+            Heading(3, "Compile failures"),
+            Table(headers, rows, fold=MAX_ROWS, folded="{n} more failures"),
+        ]
         for f in failures[:MAX_ROWS]:  # torch's whole text, folded (the first rank's, for a group)
             whose = f" (rank {f['ranks'][0]}'s; ranks {_ranks(f['ranks'])} differ at most in their rank)"
             title = f"{f['compile_id']} {f['function']}: torch's full text" + (
@@ -149,7 +143,7 @@ def failure_blocks(report: dict, ps: PathShortener) -> list:
         headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "reason"]
         out += [
             Heading(3, "Frames torch gave up on (they run eagerly from then on)"),
-            *_table(headers, rows, "frames"),
+            Table(headers, rows, fold=MAX_ROWS, folded="{n} more frames"),
         ]
     return out
 
@@ -171,7 +165,10 @@ def restart_blocks(report: dict, ps: PathShortener) -> list:
         for e in events
     ]
     headers = (["ranks"] if ranked else []) + ["compile id", "function", "reason"]
-    out = [Heading(3, "Restarts (Dynamo analysed the frame again)"), *_table(headers, rows, "restarts")]
+    out = [
+        Heading(3, "Restarts (Dynamo analysed the frame again)"),
+        Table(headers, rows, fold=MAX_ROWS, folded="{n} more restarts"),
+    ]
     for e in events[:MAX_ROWS]:
         out.append(
             Details(
@@ -232,7 +229,7 @@ def specialization_blocks(report: dict, ps: PathShortener) -> list:
     ]
     out = [
         Heading(3, "Shape specialisations (a dynamic dimension fixed to one value)"),
-        *_table(headers, rows, "specialisations"),
+        Table(headers, rows, fold=MAX_ROWS, folded="{n} more specialisations"),
     ]
     for s in specs[:MAX_ROWS]:
         guards = [[Code(g["expr"]), " at ", *_user_line(g["user_stack"], ps)] for g in s["guards"]]
@@ -298,7 +295,10 @@ def output_code_blocks(report: dict, ps: PathShortener, session=None) -> list:
         "kernels",
         "provenance",
     ]
-    out = [Heading(3, "Inductor output code"), *_table(headers, rows, "output files")]
+    out = [
+        Heading(3, "Inductor output code"),
+        Table(headers, rows, fold=MAX_ROWS, folded="{n} more output files"),
+    ]
     if not any(e["provenance"] for e in entries):
         out.append(
             Para("No provenance in this trace: run with INDUCTOR_PROVENANCE=1 to map kernels to graph nodes.")
