@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fxlens.report.backend_section import backend_blocks, note_blocks
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import (
     MAX_ROWS,
@@ -30,6 +29,7 @@ from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
+from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special import head_counts, special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
@@ -167,14 +167,7 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
                 [Table(["compile id", "function", "failed guards"], failed)],
             )
         )
-    if report.get("recompile_limit_hits"):
-        out.append(Heading(3, "Recompile limit hits (these frames now run eagerly)"))
-        rows = [
-            [Code(x["function"]), _where(ps, x["file"], x["line"]), f"{x.get('limit_type')}={x['limit']}"]
-            for x in report["recompile_limit_hits"]
-        ]
-        out.append(Table(["function", "where", "limit"], rows))
-    return out
+    return out + limit_hit_section(report, lambda file, line: _where(ps, file, line))
 
 
 def _graph_blocks(report: dict, ps: PathShortener, session) -> list:

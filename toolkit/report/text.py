@@ -6,7 +6,6 @@ empty), and `render_text` joins them.
 
 from __future__ import annotations
 
-from fxlens.report.backend_section import backend_blocks, note_blocks
 from fxlens.report.blocks import block_lines
 from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
@@ -19,6 +18,7 @@ from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
+from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special import head_counts, special_sections
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_section
@@ -141,21 +141,7 @@ def _recompile_lines(report: dict) -> list[str]:
             for m in c.get("measured") or []:  # never advice without what fxlens fix measured of it
                 out.append(f"    measured by fxlens fix: [{m['verdict']}] {clip(m['why'], 160)}")
         out.append("")
-    if report["recompile_limit_hits"]:
-        out.append("Recompile limit hits (these frames now run EAGERLY, silently):")
-        hits = fold_ranks([{**h, "compile_id": ""} for h in report["recompile_limit_hits"]])
-        rows = [
-            [h["function"], location(h["file"], h["line"]), f"{h['limit_type']}={h['limit']}"]
-            + ([h["rank"]] if ranked else [])
-            for h in hits
-        ]
-        out.append(
-            tabulate(
-                rows, headers=["function", "where", "limit"] + (["rank"] if ranked else []), tablefmt="simple"
-            )
-        )
-        out.append("")
-    return out
+    return out + text_lines(limit_hit_section(report))
 
 
 # what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)

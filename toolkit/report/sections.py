@@ -1,11 +1,31 @@
-"""The fxlens backend's kernels and fallbacks, and the report's closing notes, as document blocks:
-built once, shown by the terminal, Markdown, HTML alike (fxlens.report.document)."""
+"""Report sections built once as document blocks and shown by the terminal, Markdown and HTML alike
+(fxlens.report.document): the frames that hit the recompile limit, the fxlens backend's kernels
+and fallbacks, the closing notes. A builder is given what differs between outputs (a limit, how to
+write a path), never a format."""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from fxlens.report.document import MAX_ROWS, Bold, Code, Line, Para, Section, Table
+from fxlens.report.ranks import fold_ranks
+from fxlens.trace.userframes import location
+
+
+def limit_hit_section(report: dict, where=location) -> list[Section]:
+    """The frames that hit the recompile limit (from then on they run eagerly, and nothing says so),
+    one row per frame with its ranks; WHERE(file, line) writes the location."""
+    hits = report.get("recompile_limit_hits") or []
+    if not hits:
+        return []
+    ranked = len(report.get("ranks") or []) > 1
+    rows = [
+        [Code(h["function"]), where(h["file"], h["line"]), f"{h.get('limit_type')}={h['limit']}"]
+        + ([str(h["rank"])] if ranked else [])
+        for h in fold_ranks([{**h, "compile_id": ""} for h in hits])
+    ]
+    table = Table(["function", "where", "limit"] + (["rank"] if ranked else []), rows)
+    return [Section("Recompile limit hits", [table], gloss="these frames now run EAGERLY, silently")]
 
 
 def backend_blocks(report: dict, limit: int = 20) -> list:
