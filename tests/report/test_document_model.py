@@ -149,3 +149,16 @@ def test_kernels_and_fallbacks_are_one_section_in_every_format():
     assert "### fxlens kernels: 25 (bytes read 300, written 25)" in md
     assert all(f"`k{i}`" in md for i in range(25)) and "<summary>5 more kernels</summary>" in md
     assert "**fxlens fallbacks (ops run as ATen calls): **`aten.mm x6, aten.add x5`" in md
+
+
+def test_a_frame_past_the_recompile_limit_on_two_ranks_is_one_row_everywhere():
+    report = build_report(Session.open(DATA / "live/failures.log.gz"))
+    (hit,) = report["recompile_limit_hits"]  # torch's own record: `sizes` hit recompile_limit=2
+    report["ranks"] = [0, 1]
+    report["recompile_limit_hits"] = [{**hit, "compile_id": f"{r}/2", "rank": r} for r in (0, 1)]
+    text = render_text(report)
+    assert re.search(r"^sizes +\S+record_failures.py:32 +recompile_limit=2 +0-1$", text, re.M), text
+    md = render_markdown(report, None, ENV)
+    assert "| function | where | limit | rank |" in md
+    rows = re.findall(r"^\| `sizes` \| `\S+:32` \| recompile\\_limit=2 \| (.*) \|$", md, re.M)
+    assert rows == ["0-1"], rows
