@@ -231,17 +231,12 @@ def _compile_time_lines(report: dict) -> list[str]:
     ]
 
 
+# any of these in a report is something compiled (or an attempt to): without them, say nothing was
+_COMPILED = "graphs graph_breaks failures headlines export_issues aot_inductor special_graphs".split()
+
+
 def _nothing_compiled(report: dict) -> list[str]:
-    keys = (
-        "graphs",
-        "graph_breaks",
-        "failures",
-        "headlines",
-        "export_issues",
-        "aot_inductor",
-        "special_graphs",
-    )
-    return [] if any(report.get(k) for k in keys) else ["No graphs were compiled."]
+    return [] if any(report.get(k) for k in _COMPILED) else ["No graphs were compiled."]
 
 
 def _fix_lines(report: dict) -> list[str]:

@@ -31,6 +31,11 @@ def _ranks(ranks: list) -> str:
     return rank_ranges(ranks, limit=6)
 
 
+def _headers(ranked: bool, *names: str) -> list[str]:
+    """NAMES, after a "ranks" column when the report has several ranks."""
+    return (["ranks"] if ranked else []) + list(names)
+
+
 def _whole(text: str) -> str:
     lines = (text or "").rstrip("\n").split("\n")
     if len(lines) <= MAX_TEXT_LINES:
@@ -66,7 +71,7 @@ def compile_time_blocks(report: dict) -> list:
                 "" if m.get("guard_count") is None else str(m["guard_count"]),
             ]
         )
-    headers = (["ranks"] if ranked else []) + [*TIME_COLUMNS, "cache", "guards"]
+    headers = _headers(ranked, *TIME_COLUMNS, "cache", "guards")
     bwd = ct.get("backward_s") or 0
     head = f"{ct.get('total_s') or 0:.2f} s total over {len(per)} compile(s)" + (
         f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
@@ -116,7 +121,7 @@ def failure_blocks(report: dict, ps: PathShortener) -> list:
             ]
             for f in failures
         ]
-        headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "type", "reason"]
+        headers = _headers(ranked, "compile id", "function", "where", "type", "reason")
         out += [
             Heading(3, "Compile failures"),
             Table(headers, rows, fold=MAX_ROWS, folded="{n} more failures"),
@@ -140,7 +145,7 @@ def failure_blocks(report: dict, ps: PathShortener) -> list:
             ]
             for e in eager
         ]
-        headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "reason"]
+        headers = _headers(ranked, "compile id", "function", "where", "reason")
         out += [
             Heading(3, "Frames torch gave up on (they run eagerly from then on)"),
             Table(headers, rows, fold=MAX_ROWS, folded="{n} more frames"),
@@ -164,7 +169,7 @@ def restart_blocks(report: dict, ps: PathShortener) -> list:
         + [Code(e["compile_id"]), Code(e["function"]), ps.text(clip(e["reason"].strip().split("\n")[0], 300))]
         for e in events
     ]
-    headers = (["ranks"] if ranked else []) + ["compile id", "function", "reason"]
+    headers = _headers(ranked, "compile id", "function", "reason")
     out = [
         Heading(3, "Restarts (Dynamo analysed the frame again)"),
         Table(headers, rows, fold=MAX_ROWS, folded="{n} more restarts"),
@@ -218,15 +223,7 @@ def specialization_blocks(report: dict, ps: PathShortener) -> list:
         ]
         for s in specs
     ]
-    headers = (["ranks"] if ranked else []) + [
-        "compile id",
-        "function",
-        "source",
-        "symbol",
-        "value",
-        "why",
-        "user line",
-    ]
+    headers = _headers(ranked, "compile id", "function", "source", "symbol", "value", "why", "user line")
     out = [
         Heading(3, "Shape specialisations (a dynamic dimension fixed to one value)"),
         Table(headers, rows, fold=MAX_ROWS, folded="{n} more specialisations"),
@@ -287,14 +284,7 @@ def output_code_blocks(report: dict, ps: PathShortener, session=None) -> list:
         ]
         for e in entries
     ]
-    headers = (["ranks"] if ranked else []) + [
-        "compile id",
-        "function",
-        "file",
-        "lines",
-        "kernels",
-        "provenance",
-    ]
+    headers = _headers(ranked, "compile id", "function", "file", "lines", "kernels", "provenance")
     out = [
         Heading(3, "Inductor output code"),
         Table(headers, rows, fold=MAX_ROWS, folded="{n} more output files"),
