@@ -162,3 +162,27 @@ def test_a_frame_past_the_recompile_limit_on_two_ranks_is_one_row_everywhere():
     assert "| function | where | limit | rank |" in md
     rows = re.findall(r"^\| `sizes` \| `\S+:32` \| recompile\\_limit=2 \| (.*) \|$", md, re.M)
     assert rows == ["0-1"], rows
+
+
+def test_every_block_has_a_terminal_form_without_markup():
+    from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, text_lines
+
+    blocks = [
+        Heading(3, "Graphs"),
+        Para([Bold("a "), Code("`b`")]),
+        Bullets(["x", [Code("y"), " z"]]),
+        Details("more", [Pre("l1\n\nl2")]),
+    ]
+    assert text_lines(blocks) == [
+        "Graphs:",
+        "a `b`",
+        "",
+        "  x",
+        "  y z",
+        "",
+        "more:",
+        "    l1",
+        "",
+        "    l2",
+        "",
+    ]

@@ -347,7 +347,7 @@ def _text_block(b) -> list[str]:
     if isinstance(b, Bullets):
         return ["  " + plain(x) for x in b.items]
     if isinstance(b, Pre):
-        return ["  " + x for x in b.text.split("\n")]
+        return ["  " + x if x else "" for x in b.text.split("\n")]
     if isinstance(b, Details):  # the terminal has nothing to fold: the summary, the body under it
         return [b.summary + ":"] + ["  " + x if x else "" for d in b.blocks for x in _text_block(d)]
     raise TypeError(f"no text rendering for {type(b).__name__}")
