@@ -246,8 +246,12 @@ CASES = {
         [],
         None,
         {
-            "dynamic": [('model = torch.compile(DetrForObjectDetection(cfg), backend="eager")',
-                         'model = torch.compile(DetrForObjectDetection(cfg), backend="eager", dynamic=True)')],
+            "dynamic": [
+                (
+                    'model = torch.compile(DetrForObjectDetection(cfg), backend="eager")',
+                    'model = torch.compile(DetrForObjectDetection(cfg), backend="eager", dynamic=True)',
+                )
+            ],
             "config capture_scalar_outputs": [_config("capture_scalar_outputs", True)],
             "config capture_dynamic_output_shape_ops": [_config("capture_dynamic_output_shape_ops", True)],
             "config recompile_limit": [_config("recompile_limit", 64)],
@@ -328,9 +332,18 @@ CASES = {
                     "        torch._dynamo.mark_dynamic(x, 0)\n        correct += int((cmodel(x)",
                 )
             ],
-            "dynamic": [('cmodel = torch.compile(model, backend="eager")',
-                         'cmodel = torch.compile(model, backend="eager", dynamic=True)')],
-            "drop_last": [("torch.randint(0, 4, (10,))), batch_size=4)", "torch.randint(0, 4, (10,))), batch_size=4, drop_last=True)")],
+            "dynamic": [
+                (
+                    'cmodel = torch.compile(model, backend="eager")',
+                    'cmodel = torch.compile(model, backend="eager", dynamic=True)',
+                )
+            ],
+            "drop_last": [
+                (
+                    "torch.randint(0, 4, (10,))), batch_size=4)",
+                    "torch.randint(0, 4, (10,))), batch_size=4, drop_last=True)",
+                )
+            ],
         },
     ),
     "nn.LSTM compiled whole, three lengths": (
@@ -339,7 +352,9 @@ CASES = {
         None,
         {
             "config allow_rnn": [_config("allow_rnn", True)],
-            "dynamic": [('batch_first=True), backend="eager")', 'batch_first=True), backend="eager", dynamic=True)')],
+            "dynamic": [
+                ('batch_first=True), backend="eager")', 'batch_first=True), backend="eager", dynamic=True)')
+            ],
         },
     ),
     "PPO policy, bound-method compile": (
@@ -348,16 +363,24 @@ CASES = {
         None,
         {
             "mark_dynamic x": [
-                ("    _, logprob, value = policy(x, action)",
-                 "    torch._dynamo.mark_dynamic(x, 0)\n    _, logprob, value = policy(x, action)")
+                (
+                    "    _, logprob, value = policy(x, action)",
+                    "    torch._dynamo.mark_dynamic(x, 0)\n    _, logprob, value = policy(x, action)",
+                )
             ],
             "mark_dynamic_together": [
-                ("    _, logprob, value = policy(x, action)",
-                 "    torch._dynamo.mark_dynamic(x, 0)\n    torch._dynamo.mark_dynamic(action, 0)\n"
-                 "    _, logprob, value = policy(x, action)")
+                (
+                    "    _, logprob, value = policy(x, action)",
+                    "    torch._dynamo.mark_dynamic(x, 0)\n    torch._dynamo.mark_dynamic(action, 0)\n"
+                    "    _, logprob, value = policy(x, action)",
+                )
             ],
-            "dynamic": [('policy = torch.compile(agent.get_action_and_value, backend="eager")',
-                         'policy = torch.compile(agent.get_action_and_value, backend="eager", dynamic=True)')],
+            "dynamic": [
+                (
+                    'policy = torch.compile(agent.get_action_and_value, backend="eager")',
+                    'policy = torch.compile(agent.get_action_and_value, backend="eager", dynamic=True)',
+                )
+            ],
         },
     ),
 }

@@ -10,7 +10,9 @@ class Agent(torch.nn.Module):
     def __init__(self, obs=6, actions=3):
         super().__init__()
         self.critic = torch.nn.Sequential(torch.nn.Linear(obs, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
-        self.actor = torch.nn.Sequential(torch.nn.Linear(obs, 32), torch.nn.Tanh(), torch.nn.Linear(32, actions))
+        self.actor = torch.nn.Sequential(
+            torch.nn.Linear(obs, 32), torch.nn.Tanh(), torch.nn.Linear(32, actions)
+        )
 
     def get_action_and_value(self, x, action):
         logits = self.actor(x)

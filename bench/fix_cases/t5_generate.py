@@ -6,8 +6,16 @@ from transformers import T5Config, T5ForConditionalGeneration
 
 torch.manual_seed(0)
 cfg = T5Config(
-    vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1, num_heads=2,
-    decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    vocab_size=64,
+    d_model=16,
+    d_kv=8,
+    d_ff=32,
+    num_layers=1,
+    num_decoder_layers=1,
+    num_heads=2,
+    decoder_start_token_id=0,
+    pad_token_id=0,
+    eos_token_id=1,
 )
 model = torch.compile(T5ForConditionalGeneration(cfg).eval(), backend="eager")
 with torch.no_grad():

@@ -182,6 +182,14 @@ def _mark_with(name: str):
     return apply
 
 
+def _mark_each(call: Call, params: dict):
+    """mark_dynamic of several arguments that change size together, before each call (applied once
+    a call marked the first)."""
+    apply = _mark_with("mark_dynamic")
+    marks = [apply(call, {**params, "arg": a, "dim": d}) for a, d in zip(params["args"], params["dims"])]
+    return None if any(m is None for m in marks) else marks[0]
+
+
 def _dynamic(call: Call, params: dict):
     if not (names(params, call) and _at(call, params)):
         return None
@@ -262,6 +270,7 @@ APPLIERS = {
     "mark_dynamic": _mark_with("mark_dynamic"),
     "maybe_mark_dynamic": _mark_with("maybe_mark_dynamic"),
     "mark_unbacked": _mark_with("mark_unbacked"),
+    "mark_dynamic_together": _mark_each,
     "dynamic": _dynamic,
     "dynamic_default": _dynamic_default,
     "compile_in_place": _compile_in_place,

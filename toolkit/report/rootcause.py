@@ -20,6 +20,7 @@ from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: a
     shorten,
 )
 from fxlens.report.nearest import nearest
+from fxlens.report.together import marks_together
 from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard
 from fxlens.trace.guardtree import entry_states
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
@@ -248,6 +249,7 @@ def session_causes(session) -> list[RecompileCause]:
         states = entry_states(r.by_compile)
         ids, frames = entry_ids(r.entry_stacks), entry_frames(r.entry_stacks)
         for c in root_causes(r.recompiles, r.limit_hits, ids, states, frames):
+            c = marks_together(c, lambda cid, rank=r.rank: session.records(cid, rank))
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:
