@@ -29,16 +29,20 @@ def _arg(source: str) -> tuple[str, int] | None:
     return (top, int(dim)) if not key and index is None else None
 
 
-def dims_made_dynamic(records_of, compile_ids) -> list[tuple[str, int]]:
-    """(argument, dim) of each input dim torch made dynamic in the compiles COMPILE_IDS, in order."""
+def dims_made_dynamic(records_of, compile_ids, named: tuple[str, int] | None = None) -> list[tuple[str, int]]:
+    """(argument, dim) of each input dim torch made dynamic in the compiles COMPILE_IDS, in order;
+    NAMED: only from the compiles that made that one dynamic (the frame whose guard named it, not a
+    frame resumed after a graph break, whose arguments are the frame's own locals)."""
     out: list[tuple[str, int]] = []
     for cid in compile_ids:
-        for rec in records_of(cid):
-            if rec.kind != "create_symbol":
-                continue
-            got = _arg(str((rec.full_meta().get("create_symbol") or {}).get("source") or ""))
-            if got and got not in out:
-                out.append(got)
+        dims = [
+            got
+            for rec in records_of(cid)
+            if rec.kind == "create_symbol"
+            and (got := _arg(str((rec.full_meta().get("create_symbol") or {}).get("source") or "")))
+        ]
+        if named is None or named in dims:
+            out += [d for i, d in enumerate(dims) if d not in out and d not in dims[:i]]
     return out
 
 
@@ -50,8 +54,8 @@ def marks_together(cause: RecompileCause, records_of) -> RecompileCause:
         return cause
     mark = marks[0]["params"]
     named = (mark["arg"], int(mark["dim"]))
-    dims = dims_made_dynamic(records_of, cause.compile_ids)
-    if named not in dims or len(dims) < 2:
+    dims = dims_made_dynamic(records_of, cause.compile_ids, named)
+    if len(dims) < 2:
         return cause
     dims = [named] + [d for d in dims if d != named]
     words = ", ".join(f"`{a}` dim {d}" for a, d in dims)
