@@ -25,6 +25,7 @@ def _library_roots() -> tuple[str, ...]:
             roots.add(str(Path(spec.origin).parent))
     here = Path(__file__).resolve().parents[1]  # toolkit/ (import name fxlens); this file is in trace/
     roots.update(str(here.parent / d) for d in ("toolkit", "backend", "tui"))
+    roots.add(str(here))  # fxlens's own folder, whatever it is named (a copy on PYTHONPATH: `fxlens/`)
     return tuple(sorted(r.replace("\\", "/").rstrip("/") + "/" for r in roots if r))
 
 
