@@ -19,6 +19,9 @@ _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 def _library_roots() -> tuple[str, ...]:
     """Folders that are never the user's own code: stdlib, site-packages, torch, triton, fxlens itself."""
     roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    # site folders on the path beyond this interpreter's own (a venv whose packages live in another
+    # venv's site-packages through a .pth, --system-site-packages, a shared PYTHONPATH)
+    roots.update(p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")))
     for pkg in ("torch", "triton"):
         spec = importlib.util.find_spec(pkg)  # finds without importing
         if spec and spec.origin:
