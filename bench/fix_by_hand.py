@@ -34,6 +34,17 @@ _LLAMA_REGIONAL = (
 _IDS = "        ids = torch.randint(0, 128, (1, n))\n"
 
 
+_CALL = "        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)"
+_BOTH = [
+    (
+        _CALL,
+        "        mask = torch.ones_like(ids)\n        torch._dynamo.mark_dynamic(ids, 1)\n"
+        "        torch._dynamo.mark_dynamic(mask, 1)\n"
+        "        out = model(input_ids=ids, attention_mask=mask, use_cache=False)",
+    )
+]
+
+
 def _config(name: str, value) -> tuple[str, str]:
     """The by-hand edit of a config fix: the switch set right after `import torch`."""
     return ("import torch\n", f"import torch\ntorch._dynamo.config.{name} = {value!r}\n")
@@ -80,6 +91,7 @@ CASES = {
         {
             "mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.mark_dynamic(ids, 1)\n")],
             "maybe_mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
+            "mark_dynamic_together": _BOTH,
             "regional": [_LLAMA_REGIONAL],
             "dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')],
         },
@@ -99,6 +111,14 @@ CASES = {
                 (
                     "        ids = torch.randint(0, 100, (2, n))\n",
                     "        ids = torch.randint(0, 100, (2, n))\n        torch._dynamo.maybe_mark_dynamic(ids, 1)\n",
+                )
+            ],
+            "mark_dynamic_together": [
+                (
+                    "        out = model(input_ids=ids, attention_mask=torch.ones_like(ids))",
+                    "        mask = torch.ones_like(ids)\n        torch._dynamo.mark_dynamic(ids, 1)\n"
+                    "        torch._dynamo.mark_dynamic(mask, 1)\n"
+                    "        out = model(input_ids=ids, attention_mask=mask)",
                 )
             ],
             "dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')],
@@ -255,6 +275,14 @@ CASES = {
             "config capture_scalar_outputs": [_config("capture_scalar_outputs", True)],
             "config capture_dynamic_output_shape_ops": [_config("capture_dynamic_output_shape_ops", True)],
             "config recompile_limit": [_config("recompile_limit", 64)],
+            "regional": [
+                (
+                    'model = torch.compile(DetrForObjectDetection(cfg), backend="eager")',
+                    "model = DetrForObjectDetection(cfg)\nfor b in model.modules():\n"
+                    '    if type(b).__name__ == "ResNetConvLayer":\n'
+                    '        b.forward = torch.compile(b.forward, backend="eager")',
+                )
+            ],
         },
     ),
     "diffusers AutoencoderKL through encode/decode": (
@@ -279,6 +307,7 @@ CASES = {
             "dynamic": [('.eval(), backend="eager")', '.eval(), backend="eager", dynamic=True)')],
             "mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.mark_dynamic(ids, 1)\n")],
             "maybe_mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
+            "mark_dynamic_together": _BOTH,
             "regional": [
                 (
                     'model = torch.compile(get_peft_model(LlamaForCausalLM(cfg), lora).eval(), backend="eager")',
@@ -297,6 +326,7 @@ CASES = {
             "dynamic": [('.eval(), backend="eager")', '.eval(), backend="eager", dynamic=True)')],
             "mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.mark_dynamic(ids, 1)\n")],
             "maybe_mark_dynamic": [(_IDS, _IDS + "        torch._dynamo.maybe_mark_dynamic(ids, 1)\n")],
+            "mark_dynamic_together": _BOTH,
             "regional": [
                 (
                     'model = torch.compile(MixtralForCausalLM(cfg).eval(), backend="eager")',
@@ -415,6 +445,10 @@ def _select(fixes: list[dict], selector: str) -> dict | None:
     return None
 
 
+# --reuse: a by-hand run whose script is unchanged is read back, not run again
+_REUSE = False
+
+
 def _by_hand(script: Path, edits, out: Path, stdin, nproc: str | None, python: str) -> dict:
     src = script.read_text()
     for old, new in edits:
@@ -423,15 +457,25 @@ def _by_hand(script: Path, edits, out: Path, stdin, nproc: str | None, python: s
         src = src.replace(old, new, 1)
     out.mkdir(parents=True, exist_ok=True)
     hand = out / f"hand_{script.stem}.py"
-    hand.write_text(src)
-    opts = ["--nproc", nproc] if nproc else []
-    proc = _fxlens(["run", "--quiet", "--json", str(out / "hand.json"), *opts, str(hand)], out, stdin, python)
+    done = out / "hand.out"  # `returncode\nstdout+stderr` of a by-hand run made before (--reuse)
+    if _REUSE and done.exists() and hand.exists() and hand.read_text() == src:
+        code, _, said = done.read_text().partition("\n")
+        proc = subprocess.CompletedProcess([], int(code), said, "")
+    elif _REUSE and (out / "hand.json").exists() and hand.exists() and hand.read_text() == src:
+        # a run made before hand.out was kept: its exit code is in its session (no error line)
+        meta = [json.loads(m.read_text()) for m in (out / "sessions").glob("*/session.json")]
+        proc = subprocess.CompletedProcess([], int(meta[-1].get("exit_code") or 0) if meta else 0, "", "")
+    else:
+        hand.write_text(src)
+        opts = ["--nproc", nproc] if nproc else []
+        proc = _fxlens(
+            ["run", "--quiet", "--json", str(out / "hand.json"), *opts, str(hand)], out, stdin, python
+        )
+        done.write_text(f"{proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     report = json.loads((out / "hand.json").read_text()) if (out / "hand.json").exists() else None
     if report is None:
-        return {"failed": proc.returncode, "error": (proc.stderr.strip().splitlines() or [""])[-1][:120]}
-    err = next(
-        (ln for ln in reversed(proc.stdout.splitlines() + proc.stderr.splitlines()) if "Error" in ln), ""
-    )
+        return {"failed": proc.returncode, "error": (proc.stdout.strip().splitlines() or [""])[-1][:120]}
+    err = next((ln for ln in reversed(proc.stdout.splitlines()) if "Error" in ln), "")
     return {
         "graphs": len(report["graphs"]),
         "breaks": sum(b["count"] for b in report["graph_breaks"]),
@@ -500,6 +544,8 @@ def main() -> None:
     ap.add_argument("--fix-only", action="store_true", help="run `fxlens fix` only, no by-hand runs")
     ap.add_argument("cases", nargs="*", help="case names, or their numbers in CASES (0-based)")
     a = ap.parse_args()
+    global _REUSE
+    _REUSE = a.reuse
     names = list(CASES)
     chosen = [names[int(c)] if c.isdigit() else c for c in a.cases] or names
     print(f"load average at start: {open('/proc/loadavg').read().split()[:3]}")
