@@ -416,6 +416,19 @@ CASES = {
 }
 
 
+# by-hand runs of a fix fxlens did not offer, to check a text that says a recompile is expected
+# (nothing to change): if the usual switch leaves the recompiles, the text stands
+PROBES = {
+    "HF DETR with labels (Hungarian matcher loss)": {
+        "dynamic=True": [
+            (
+                'model = torch.compile(DetrForObjectDetection(cfg), backend="eager")',
+                'model = torch.compile(DetrForObjectDetection(cfg), backend="eager", dynamic=True)',
+            )
+        ]
+    },
+}
+
 # cases that need another interpreter: torchvision's wheel here is a CUDA build that does not load
 # beside the CPU torch 2.13 of .venv, so torchvision runs in a venv of torch 2.14.1 (the CUDA
 # wheel, on CPU) and torchvision 0.29.1, with this checkout installed (`pip install --no-deps -e .`)
@@ -533,6 +546,10 @@ def run_case(name: str, out: Path, reuse: bool = False, fix_only: bool = False) 
             f"| {name} | {f['fix'][:70].replace('|', '/')} | {_counts(f['before'])} → {_counts(f['after'])} | "
             f"**{f['verdict']}** | {hand_s} | {agree} |"
         )
+    for label, edits in PROBES.get(name, {}).items():
+        hand = _by_hand(script, edits, out / f"probe-{label}", stdin, nproc, python)
+        said = f"exit {hand['failed']}: {hand['error']}" if hand.get("failed") else _counts(hand)
+        rows.append(f"| {name} | by hand only, no fix of fxlens: {label} | | | {said} | - |")
     rows.append(f"| {name} | ({time.time() - t0:.0f} s for fix and by-hand runs) | | | | |")
     return rows
 
