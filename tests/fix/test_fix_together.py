@@ -138,6 +138,8 @@ def test_an_lstm_break_carries_torchs_allow_rnn_switch_which_compiles_it():
 
 @pytest.mark.slow
 def test_fix_tries_both_marks_on_message_passing_and_allow_rnn_on_an_lstm(tmp_path):
+    (tmp_path / "gnn").mkdir()
+    (tmp_path / "lstm").mkdir()
     _, gnn = run_fix(tmp_path / "gnn", CASES / "gnn_nodes.py")
     (f,) = gnn["fixes"]
     assert f["kind"] == "mark_dynamic_together" and f["verdict"] == "helps"
@@ -147,3 +149,38 @@ def test_fix_tries_both_marks_on_message_passing_and_allow_rnn_on_an_lstm(tmp_pa
     assert (
         r["applied"] and (r["before"]["graphs"], r["after"]["graphs"]) == (0, 2) and r["after"]["breaks"] == 0
     )
+
+
+class _Inner(torch.nn.Module):
+    def forward(self, input_ids, attention_mask):
+        return (input_ids * attention_mask).float().cumsum(-1)
+
+
+class _Wrapper(torch.nn.Module):
+    """A wrapper that passes everything on through **kwargs, as peft's PeftModel.forward does."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = _Inner()
+
+    def forward(self, *args, **kwargs):
+        return self.inner(*args, **kwargs)
+
+
+def test_marks_reach_a_wrapper_that_takes_the_inputs_through_kwargs():
+    from fxlens.fix.appliers import APPLIERS, Call, code_of
+
+    torch._dynamo.reset()
+    model = _Wrapper()
+    code, inner, sig = code_of(model)
+    compiled = torch.compile(model, backend="eager")
+    call = Call(model, compiled, {"backend": "eager"}, "t.py:1", torch.compile, code, inner, sig)
+    params = {"args": ["input_ids", "attention_mask"], "dims": [1, 1], "function": "forward"}
+    marks = APPLIERS["mark_dynamic_together"](call, {**params, "code_files": [code.co_filename]})
+    assert marks is not None, call.notes
+    frames = torch._dynamo.utils.counters["frames"]["total"]
+    for n in (8, 12, 16):
+        ids = torch.ones(1, n, dtype=torch.long)
+        call.compiled(input_ids=ids, attention_mask=torch.ones_like(ids))
+    # torch: one compile for every length, both marks made before the first call
+    assert marks and torch._dynamo.utils.counters["frames"]["total"] - frames == 1
