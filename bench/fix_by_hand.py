@@ -195,7 +195,22 @@ CASES = {
         CASES_DIR / "hf_gpt2_lengths.py",
         [],
         None,
-        {"dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')]},
+        {
+            "dynamic": [('backend="eager")', 'backend="eager", dynamic=True)')],
+            "mark_dynamic": [
+                (
+                    "        ids = torch.randint(0, 100, (1, n))\n",
+                    "        ids = torch.randint(0, 100, (1, n))\n        torch._dynamo.mark_dynamic(ids, 1)\n",
+                )
+            ],
+            "regional": [
+                (
+                    'model = torch.compile(GPT2LMHeadModel(cfg).eval(), backend="eager")',
+                    "model = GPT2LMHeadModel(cfg).eval()\nfor b in model.modules():\n"
+                    '    if type(b).__name__ == "GPT2Block":\n        b.forward = torch.compile(b.forward, backend="eager")',
+                )
+            ],
+        },
     ),
     "HF BART generate() on a compiled module": (
         SCRIPTS / "hf_bart_generate.py",
@@ -214,7 +229,23 @@ CASES = {
         CASES_DIR / "encoder_lengths.py",
         [],
         None,
-        {"dynamic": [('.eval(), backend="eager")', '.eval(), backend="eager", dynamic=True)')]},
+        {
+            "dynamic": [('.eval(), backend="eager")', '.eval(), backend="eager", dynamic=True)')],
+            "mark_dynamic": [
+                (
+                    "        out = encoder(torch.randn(2, n, 16))",
+                    "        x = torch.randn(2, n, 16)\n        torch._dynamo.mark_dynamic(x, 1)\n        out = encoder(x)",
+                )
+            ],
+            "regional": [
+                (
+                    'encoder = torch.compile(torch.nn.TransformerEncoder(layer, num_layers=2).eval(), backend="eager")',
+                    "encoder = torch.nn.TransformerEncoder(layer, num_layers=2).eval()\nfor b in encoder.modules():\n"
+                    '    if type(b).__name__ == "TransformerEncoderLayer":\n'
+                    '        b.forward = torch.compile(b.forward, backend="eager")',
+                )
+            ],
+        },
     ),
     "a Python float that changes (temperature)": (
         CASES_DIR / "float_scale.py",
@@ -257,6 +288,12 @@ CASES = {
                 (
                     "    loss = step(torch.randn(n, 8)).sum()",
                     "    x = torch.randn(n, 8)\n    torch._dynamo.mark_dynamic(x, 0)\n    loss = step(x).sum()",
+                )
+            ],
+            "dynamic": [
+                (
+                    'step = torch.compile(model.module, backend="eager")',
+                    'step = torch.compile(model.module, backend="eager", dynamic=True)',
                 )
             ],
         },
