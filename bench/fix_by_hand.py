@@ -393,7 +393,7 @@ CASES = {
         [],
         None,
         {
-            "mark_dynamic args[0]": [
+            "mark_dynamic x": [
                 (
                     "        correct += int((cmodel(x)",
                     "        torch._dynamo.mark_dynamic(x, 0)\n        correct += int((cmodel(x)",
@@ -403,6 +403,14 @@ CASES = {
                 (
                     'cmodel = torch.compile(model, backend="eager")',
                     'cmodel = torch.compile(model, backend="eager", dynamic=True)',
+                )
+            ],
+            "regional": [
+                (
+                    'cmodel = torch.compile(model, backend="eager")',
+                    "cmodel = model\nfor b in model.modules():\n"
+                    '    if type(b).__name__ == "BasicBlock":\n'
+                    '        b.forward = torch.compile(b.forward, backend="eager")',
                 )
             ],
             "drop_last": [
