@@ -184,3 +184,22 @@ def test_marks_reach_a_wrapper_that_takes_the_inputs_through_kwargs():
         call.compiled(input_ids=ids, attention_mask=torch.ones_like(ids))
     # torch: one compile for every length, both marks made before the first call
     assert marks and torch._dynamo.utils.counters["frames"]["total"] - frames == 1
+
+
+def test_a_grad_mode_recompile_in_a_librarys_own_code_is_said_as_the_librarys():
+    import transformers
+
+    from fxlens.report.gradmode import grad_mode_in_library
+
+    # the compiled frame's file as torch's compilation metrics named it in DETR's run (the loss's
+    # generalized_box_iou, called under the matcher's torch.no_grad() and again in the loss)
+    lib = str(Path(transformers.__file__).parent / "loss" / "loss_for_object_detection.py")
+    cause = RecompileCause(
+        "generalized_box_iou", "detr.py", 27, "grad_mode", "grad mode", (), 4, "m", "f", ("20/1",)
+    )
+    got = grad_mode_in_library(cause, {"20/1": lib}.get)
+    assert (
+        "the library itself calls both with and without gradients" in got.fix and "validation" not in got.fix
+    )
+    # the user's own function keeps the training-vs-validation text
+    assert grad_mode_in_library(cause, {"20/1": __file__}.get) is cause

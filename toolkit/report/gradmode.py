@@ -1,0 +1,28 @@
+"""A grad-mode recompile in a library's own code: the library calls the function with and without
+gradients itself (DETR's loss calls `generalized_box_iou` inside its Hungarian matcher, which runs
+under `torch.no_grad()`, and again in the loss), not the script's training and validation loops."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fxlens.trace.records import RecompileCause
+from fxlens.trace.userframes import is_library_code, short_path
+
+
+def grad_mode_in_library(cause: RecompileCause, code_file) -> RecompileCause:
+    """CAUSE with its fix in the library's terms when it is a grad-mode change and every compile of
+    it is a library's code (CODE_FILE(compile_id): the compiled frame's own file, from torch's
+    compilation metrics); unchanged otherwise."""
+    if cause.kind != "grad_mode":
+        return cause
+    files = {code_file(cid) for cid in cause.compile_ids}
+    if not files or not all(f and is_library_code(f) for f in files):
+        return cause
+    where = ", ".join(sorted(short_path(f) for f in files))
+    fix = (
+        f"`{cause.function}` is a library's code ({where}) that the library itself calls both with and "
+        "without gradients (a step of it under `torch.no_grad()`, such as a detection loss's matcher): "
+        "one compile per grad mode is expected, and nothing in your script changes it"
+    )
+    return replace(cause, fix=fix)
