@@ -197,9 +197,13 @@ def test_a_grad_mode_recompile_in_a_librarys_own_code_is_said_as_the_librarys():
     cause = RecompileCause(
         "generalized_box_iou", "detr.py", 27, "grad_mode", "grad mode", (), 4, "m", "f", ("20/1",)
     )
-    got = grad_mode_in_library(cause, {"20/1": lib}.get)
+    entered = {"0/0", "0/1"}  # the frames the script's call entered (DetrForObjectDetection.forward)
+    got = grad_mode_in_library(cause, {"20/1": lib}.get, entered)
     assert (
         "the library itself calls both with and without gradients" in got.fix and "validation" not in got.fix
     )
     # the user's own function keeps the training-vs-validation text
-    assert grad_mode_in_library(cause, {"20/1": __file__}.get) is cause
+    assert grad_mode_in_library(cause, {"20/1": __file__}.get, entered) is cause
+    # so does a library module the script's call entered under its own no_grad (torchvision's
+    # ResNet.forward validated under torch.no_grad() in the resnet18 case)
+    assert grad_mode_in_library(cause, {"20/1": lib}.get, {"20/1"}) is cause

@@ -10,11 +10,14 @@ from fxlens.trace.records import RecompileCause
 from fxlens.trace.userframes import is_library_code, short_path
 
 
-def grad_mode_in_library(cause: RecompileCause, code_file) -> RecompileCause:
-    """CAUSE with its fix in the library's terms when it is a grad-mode change and every compile of
-    it is a library's code (CODE_FILE(compile_id): the compiled frame's own file, from torch's
-    compilation metrics); unchanged otherwise."""
-    if cause.kind != "grad_mode":
+def grad_mode_in_library(cause: RecompileCause, code_file, entered: set | None) -> RecompileCause:
+    """CAUSE with its fix in the library's terms when it is a grad-mode change, every compile of it
+    is a library's code (CODE_FILE(compile_id): the compiled frame's own file, from torch's
+    compilation metrics), and none is a frame the script's compiled call entered (ENTERED: those
+    compile ids; None when the trace does not say). A library module the script calls under its
+    own `torch.no_grad()` (torchvision's ResNet, torch's `inner` wrapper of a module) is entered
+    by that call and keeps the training-vs-validation text."""
+    if cause.kind != "grad_mode" or entered is None or entered & set(cause.compile_ids):
         return cause
     files = {code_file(cid) for cid in cause.compile_ids}
     if not files or not all(f and is_library_code(f) for f in files):

@@ -252,7 +252,7 @@ def session_causes(session) -> list[RecompileCause]:
         code_files = {m.compile_id: m.code_file for m in session.metrics if m.rank == r.rank}
         for c in root_causes(r.recompiles, r.limit_hits, ids, states, frames):
             c = marks_together(c, lambda cid, rank=r.rank: session.records(cid, rank))
-            c = grad_mode_in_library(c, code_files.get)
+            c = grad_mode_in_library(c, code_files.get, ids)
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:
