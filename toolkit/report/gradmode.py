@@ -22,7 +22,8 @@ def grad_mode_in_library(cause: RecompileCause, code_file, entered: set | None) 
     files = {code_file(cid) for cid in cause.compile_ids}
     if not files or not all(f and is_library_code(f) for f in files):
         return cause
-    where = ", ".join(sorted(short_path(f) for f in files))
+    # named from its package, as torch's guard comments name library files
+    where = ", ".join(sorted(short_path(f).replace("\\", "/").rsplit("-packages/", 1)[-1] for f in files))
     fix = (
         f"`{cause.function}` is a library's code ({where}) that the library itself calls both with and "
         "without gradients (a step of it under `torch.no_grad()`, such as a detection loss's matcher): "
