@@ -54,16 +54,8 @@ def _llama():
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(
-        vocab_size=256,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=8,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=128,
-        use_cache=False,
-    )
+    cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=8,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128, use_cache=False)
     model = LlamaForCausalLM(cfg).eval()
     compiled = torch.compile(model, backend="eager")
     ids = torch.randint(0, 256, (2, 32))
@@ -74,18 +66,8 @@ def _t5():
     import torch
     from transformers import T5Config, T5ForConditionalGeneration
 
-    cfg = T5Config(
-        vocab_size=256,
-        d_model=64,
-        d_ff=128,
-        d_kv=16,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=4,
-        decoder_start_token_id=0,
-        pad_token_id=0,
-        eos_token_id=1,
-    )
+    cfg = T5Config(vocab_size=256, d_model=64, d_ff=128, d_kv=16, num_layers=2, num_decoder_layers=2,
+                   num_heads=4, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
     model = T5ForConditionalGeneration(cfg).eval()
     model.compile(backend="eager")
     ids = torch.randint(2, 256, (1, 12))
@@ -96,16 +78,9 @@ def _unet():
     import torch
     from diffusers import UNet2DModel
 
-    model = UNet2DModel(
-        sample_size=16,
-        in_channels=3,
-        out_channels=3,
-        layers_per_block=1,
-        block_out_channels=(32, 64),
-        down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-        up_block_types=("AttnUpBlock2D", "UpBlock2D"),
-        norm_num_groups=8,
-    ).eval()
+    model = UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
+                        block_out_channels=(32, 64), down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                        up_block_types=("AttnUpBlock2D", "UpBlock2D"), norm_num_groups=8).eval()
     compiled = torch.compile(model, backend="eager")
     x, t = torch.randn(1, 3, 16, 16), torch.tensor([10])
     return lambda: compiled(x, t)
@@ -123,10 +98,7 @@ def child(name: str) -> None:
     cpu0, t0 = time.process_time(), time.perf_counter()
     with torch.no_grad():
         call()
-    print(
-        "FXLENS_BENCH "
-        + json.dumps({"cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - t0})
-    )
+    print("FXLENS_BENCH " + json.dumps({"cpu_s": time.process_time() - cpu0, "wall_s": time.perf_counter() - t0}))
 
 
 def child_paired(name: str, pairs: int) -> None:
@@ -142,7 +114,7 @@ def child_paired(name: str, pairs: int) -> None:
         call()  # the process's first compile pays one-time imports: not measured
         out = {"on": [], "off": []}
         for i in range(pairs):
-            for on in (True, False) if i % 2 == 0 else (False, True):
+            for on in ((True, False) if i % 2 == 0 else (False, True)):
                 if on:
                     linetime.install(lambda payload: json.dumps(payload))  # the artifact's JSON, unwritten
                 torch._dynamo.reset()
@@ -169,30 +141,14 @@ def one_run(name: str, on: bool, tmp: Path) -> dict:
     env = {**os.environ, "FXLENS_COMPILE_LINES": "1" if on else "0"}
     load0 = _load()
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fxlens.cli",
-            "run",
-            "--session",
-            str(out.with_suffix("")),
-            "--json",
-            str(out),
-            __file__,
-            "child",
-            name,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=1800,
+        [sys.executable, "-m", "fxlens.cli", "run", "--session", str(out.with_suffix("")), "--json", str(out),
+         __file__, "child", name],
+        capture_output=True, text=True, env=env, timeout=1800,
     )
     if proc.returncode != 0:
         raise SystemExit(f"{name}: fxlens run failed:\n{proc.stderr[-2000:]}")
     report = json.loads(out.read_text())
-    mine = next(
-        json.loads(ln.split(" ", 1)[1]) for ln in proc.stdout.splitlines() if ln.startswith("FXLENS_BENCH ")
-    )
+    mine = next(json.loads(ln.split(" ", 1)[1]) for ln in proc.stdout.splitlines() if ln.startswith("FXLENS_BENCH "))
     per = report["compile_times"]["per_compile"]
     return {
         "dynamo_s": sum(p["dynamo_s"] or 0 for p in per),
@@ -236,14 +192,11 @@ def step_cost_s() -> float:
 def paired(name: str, pairs: int) -> dict:
     """The in-process paired overhead: CPU seconds per compile with the attribution on and off."""
     load0 = _load()
-    proc = subprocess.run(
-        [sys.executable, __file__, "paired", name, str(pairs)], capture_output=True, text=True, timeout=3600
-    )
+    proc = subprocess.run([sys.executable, __file__, "paired", name, str(pairs)], capture_output=True, text=True,
+                          timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(f"{name}: paired run failed:\n{proc.stderr[-2000:]}")
-    out = next(
-        json.loads(ln.split(" ", 1)[1]) for ln in proc.stdout.splitlines() if ln.startswith("FXLENS_BENCH ")
-    )
+    out = next(json.loads(ln.split(" ", 1)[1]) for ln in proc.stdout.splitlines() if ln.startswith("FXLENS_BENCH "))
     ratios = sorted(a / b for a, b in zip(out["on"], out["off"]))
     print(f"  {name} paired: on {out['on']} off {out['off']}", file=sys.stderr)
     return {**out, "median_ratio": statistics.median(ratios), "load": (load0 + _load()) / 2}
@@ -252,12 +205,10 @@ def paired(name: str, pairs: int) -> dict:
 def measure(name: str, rounds: int, tmp: Path, pairs: int) -> dict:
     runs = {True: [], False: []}
     for i in range(rounds):
-        for on in (True, False) if i % 2 == 0 else (False, True):
+        for on in ((True, False) if i % 2 == 0 else (False, True)):
             runs[on].append(one_run(name, on, tmp))
-            print(
-                f"  {name} on={on}: {runs[on][-1]['dynamo_s']:.2f} s Dynamo, load {runs[on][-1]['load']:.1f}",
-                file=sys.stderr,
-            )
+            print(f"  {name} on={on}: {runs[on][-1]['dynamo_s']:.2f} s Dynamo, load {runs[on][-1]['load']:.1f}",
+                  file=sys.stderr)
     return {"on": runs[True], "off": runs[False], "paired": paired(name, pairs)}
 
 
@@ -273,7 +224,7 @@ def _paired_cell(p: dict | None) -> str:
 
 def render(results: dict, rounds: int, per_step: float) -> str:
     out = [
-        f'`fxlens run` on each model with backend="eager" (Dynamo\'s time is the compile time), {rounds} runs with '
+        f"`fxlens run` on each model with backend=\"eager\" (Dynamo's time is the compile time), {rounds} runs with "
         "the attribution on and off, alternated. Load: the 1-minute load average during the runs, on a "
         "2-core machine shared with other jobs: wall times move with it, so the overhead is also given as "
         f"CPU seconds and as a load-free estimate (the wrapper's own cost, {per_step * 1e6:.2f} µs per traced "
@@ -306,9 +257,7 @@ def render(results: dict, rounds: int, per_step: float) -> str:
         tops.append((name, sec))
     out.append("")
     for name, sec in tops:
-        out.append(
-            f"**{name}**: " + (sec.get("headline") or "no loop or line holds half of Dynamo's seconds") + "."
-        )
+        out.append(f"**{name}**: " + (sec.get("headline") or "no loop or line holds half of Dynamo's seconds") + ".")
         out.append("")
         out.append("| line | function | self s | share | incl s | hits |")
         out.append("|---|---|---|---|---|---|")
@@ -354,9 +303,7 @@ def main() -> int:
                     continue
                 results[m] = measure(m, args.rounds, Path(tmp), args.pairs)
                 if args.json:
-                    Path(args.json).write_text(
-                        json.dumps({"results": results, "per_step_s": per_step}, indent=1)
-                    )
+                    Path(args.json).write_text(json.dumps({"results": results, "per_step_s": per_step}, indent=1))
     text = render(results, args.rounds, per_step)
     print(text)
     if args.write:
