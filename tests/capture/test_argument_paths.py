@@ -33,3 +33,20 @@ def test_def_params_read_from_the_source(tmp_path):
     assert def_params(str(src), 1) == {"a", "b", "rest", "c", "kw"}
     assert def_params(str(src), 5) == {"x"}
     assert def_params(str(src), 4) == set()  # not a def
+
+
+def test_a_site_folder_on_the_path_beyond_the_venvs_own_is_a_library(tmp_path):
+    # a venv whose packages live in another folder (a .pth, --system-site-packages, PYTHONPATH):
+    # torch names that package's file relative to it in a guard comment (`pkg/loss.py`)
+    import subprocess
+    import sys
+
+    site = tmp_path / "site-packages" / "pkg"
+    site.mkdir(parents=True)
+    (site / "loss.py").write_text("")
+    code = (
+        "from fxlens.trace.userframes import is_library_code as f; print(f('pkg/loss.py'), f('pkg/none.py'))"
+    )
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path / "site-packages")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split() == ["True", "False"], out.stderr

@@ -120,9 +120,9 @@ def test_helps_only_when_no_other_count_got_worse():
     assert "limit_hits 0 -> 1" in why
     # the target improved and nothing else moved: helps
     assert measure.verdict(["compile_s"], before, {**before, "compile_s": 3.0}, True, load=1.0)[0] == "helps"
-    # at a load of 4 per core the same change is within the noise
+    # at a load of 4 per core one run may be 1.8 times slower than another: 9 s -> 6 s is noise there
     assert (
-        measure.verdict(["compile_s"], before, {**before, "compile_s": 3.0}, True, load=4.0)[0] == "no effect"
+        measure.verdict(["compile_s"], before, {**before, "compile_s": 6.0}, True, load=4.0)[0] == "no effect"
     )
     # the target did not move and another count got worse: hurts
     assert measure.verdict(["recompiles"], before, {**before, "breaks": 2}, True)[0] == "hurts"

@@ -155,6 +155,12 @@ def _premark(fn, sig, arg: str, dim: int, mark, done: Marks):
     return call
 
 
+def _takes(sig, arg: str) -> bool:
+    """Whether a callable of signature SIG receives ARG by name: a parameter of its own, or through
+    its `**kwargs` (peft's PeftModel.forward(*args, **kwargs) passes input_ids on to the model)."""
+    return arg in sig.parameters or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+
+
 def _mark_with(name: str):
     def apply(call: Call, params: dict):
         import torch
@@ -163,7 +169,7 @@ def _mark_with(name: str):
             return None
         arg, dim = params["arg"], int(params["dim"])
         sig = call.signature
-        if sig is not None and arg not in sig.parameters and not _POSITIONAL.fullmatch(arg):
+        if sig is not None and not _takes(sig, arg) and not _POSITIONAL.fullmatch(arg):
             call.notes.append(f"`{arg}` is not an argument of the compiled `{call.code.co_name}`")
             return None
         mark = {
@@ -180,6 +186,14 @@ def _mark_with(name: str):
         return done
 
     return apply
+
+
+def _mark_each(call: Call, params: dict):
+    """mark_dynamic of several arguments that change size together, before each call (applied once
+    a call marked the first)."""
+    apply = _mark_with("mark_dynamic")
+    marks = [apply(call, {**params, "arg": a, "dim": d}) for a, d in zip(params["args"], params["dims"])]
+    return None if any(m is None for m in marks) else marks[0]
 
 
 def _dynamic(call: Call, params: dict):
@@ -262,6 +276,7 @@ APPLIERS = {
     "mark_dynamic": _mark_with("mark_dynamic"),
     "maybe_mark_dynamic": _mark_with("maybe_mark_dynamic"),
     "mark_unbacked": _mark_with("mark_unbacked"),
+    "mark_dynamic_together": _mark_each,
     "dynamic": _dynamic,
     "dynamic_default": _dynamic_default,
     "compile_in_place": _compile_in_place,

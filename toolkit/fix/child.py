@@ -144,6 +144,20 @@ def _record_wrap(recorder: _Recorder, usage: Usage):
             "in_place": module is not None and module is not model,  # `module.compile()`
             "ddp": is_ddp(model),
         }
+        if isinstance(compiled, torch.nn.Module) and getattr(compiled, "_compiled_call_impl", None):
+            # compiled in place (a fix's `model.compile()`): its compiled `_call_impl` calls
+            # `forward`, so a wrapped forward would be traced into the graph (its guards on the
+            # recorder recompiled T5's generate()); keep what the compiled call returns instead
+            impl = compiled._compiled_call_impl
+
+            @functools.wraps(impl)
+            def call_impl(*args, **kwargs):
+                out = impl(*args, **kwargs)
+                recorder.keep(key, out)
+                return out
+
+            compiled._compiled_call_impl = call_impl
+            return compiled
         if isinstance(compiled, torch.nn.Module):
             fwd = compiled.forward
 

@@ -85,7 +85,14 @@ def _owned(act: dict, function: str) -> dict:
 
 
 # hook kinds that apply to one compiled code (the others name a compile site or a block)
-_PER_CODE = {"mark_dynamic", "maybe_mark_dynamic", "mark_unbacked", "dynamic", "dynamic_default"}
+_PER_CODE = {
+    "mark_dynamic",
+    "mark_dynamic_together",
+    "maybe_mark_dynamic",
+    "mark_unbacked",
+    "dynamic",
+    "dynamic_default",
+}
 
 
 def _from_recorder(objects: dict, calls: dict, compile_failed: bool = False) -> list[dict]:

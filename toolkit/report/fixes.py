@@ -49,6 +49,10 @@ FIXES: dict[str, FixKind] = {
     "mark_dynamic": FixKind(
         "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
     ),
+    # several arguments that change size together (node features and edge index): each marked
+    "mark_dynamic_together": FixKind(
+        "hook", "recompiles", "`torch._dynamo.mark_dynamic` of each of {marks} before each call of {which}"
+    ),
     # the same for a dim that takes the size 1 (prefill -> decode): only unbacked sizes cover 0 and 1
     "mark_unbacked": FixKind(
         "hook",
@@ -176,6 +180,9 @@ BREAK_ACTIONS: list[tuple[re.Pattern, list[dict]]] = [
         re.compile(r"\.item\(\)|Tensor\.item|capture_scalar_outputs|scalar output", re.I),
         [config_action("capture_scalar_outputs", True, "breaks"), action("keep_tensor")],
     ),
+    # nn.RNN / nn.GRU / nn.LSTM: Dynamo gives up on the module's frame (no graph at all) unless its
+    # experimental RNN support is on (torch's own hint; checked on 2.13: nn.LSTM, breaks 1 -> 0)
+    (re.compile(r"wrap RNN, GRU, or LSTM|allow_rnn"), [config_action("allow_rnn", True, "breaks")]),
     # nonzero / unique / masked_select: an output shape that depends on the data
     (
         re.compile(
@@ -277,7 +284,7 @@ def label(act: dict) -> str:
     p = {
         k: v
         for k, v in (act.get("params") or {}).items()
-        if k not in ("target", "file", "site", "site_key", "code_files", "owner")
+        if k not in ("target", "file", "site", "site_key", "code_files", "owner", "args", "dims")
     }
     if act["kind"] == "config":
         return f"config {p.get('name')}={p.get('value')!r}"

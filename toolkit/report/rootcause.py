@@ -19,7 +19,9 @@ from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: a
     format_for_guard,
     shorten,
 )
+from fxlens.report.gradmode import grad_mode_in_library
 from fxlens.report.nearest import nearest
+from fxlens.report.together import marks_together
 from fxlens.trace.guards import FailedGuard, describe_source, parse_failed_guard
 from fxlens.trace.guardtree import entry_states
 from fxlens.trace.records import Recompile, RecompileCause, RecompileLimitHit
@@ -247,7 +249,10 @@ def session_causes(session) -> list[RecompileCause]:
             continue
         states = entry_states(r.by_compile)
         ids, frames = entry_ids(r.entry_stacks), entry_frames(r.entry_stacks)
+        code_files = {m.compile_id: m.code_file for m in session.metrics if m.rank == r.rank}
         for c in root_causes(r.recompiles, r.limit_hits, ids, states, frames):
+            c = marks_together(c, lambda cid, rank=r.rank: session.records(cid, rank))
+            c = grad_mode_in_library(c, code_files.get, ids)
             key = (c.function, c.file, c.kind, c.subject, c.values)
             seen = merged.get(key)
             if seen is None:

@@ -19,12 +19,16 @@ _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 def _library_roots() -> tuple[str, ...]:
     """Folders that are never the user's own code: stdlib, site-packages, torch, triton, fxlens itself."""
     roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    # site folders on the path beyond this interpreter's own (a venv whose packages live in another
+    # venv's site-packages through a .pth, --system-site-packages, a shared PYTHONPATH)
+    roots.update(p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")))
     for pkg in ("torch", "triton"):
         spec = importlib.util.find_spec(pkg)  # finds without importing
         if spec and spec.origin:
             roots.add(str(Path(spec.origin).parent))
     here = Path(__file__).resolve().parents[1]  # toolkit/ (import name fxlens); this file is in trace/
     roots.update(str(here.parent / d) for d in ("toolkit", "backend", "tui"))
+    roots.add(str(here))  # fxlens's own folder, whatever it is named (a copy on PYTHONPATH: `fxlens/`)
     return tuple(sorted(r.replace("\\", "/").rstrip("/") + "/" for r in roots if r))
 
 
