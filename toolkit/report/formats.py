@@ -27,6 +27,7 @@ from fxlens.report.document import (
 from fxlens.report.fixes import change
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.passes import pass_blocks
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
 from fxlens.report.special import head_counts, special_lines
@@ -372,6 +373,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *output_code_blocks(report, ps, session),
         *_backend_blocks(report),
         *_note_blocks(report, ps),
+        *memory_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)
     ]
     logs = [Path(x) for x in (src.get("logs") or [])]
     out += environment_blocks(env if env is not None else environment(logs, report.get("events")))
