@@ -22,8 +22,9 @@ def _doctor(tmp_path: Path, script: Path) -> dict:
     return json.loads(js.read_text())
 
 
-def _mib(n: int) -> str:
-    return f"{n / (1 << 20):.1f}"
+def _mib(n: int) -> float:
+    """MiB to the tenth, as the diff prints them (its table drops a trailing .0)."""
+    return round(n / (1 << 20), 1)
 
 
 @pytest.mark.slow  # two doctor runs (~1-2 min each here)
@@ -40,6 +41,7 @@ def test_diff_shows_the_memory_a_fix_saves(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
     assert "Doctor memory, MiB" in out, out
     row = next(ln for ln in out.splitlines() if ln.strip().startswith("held_by_compiled_code"))
-    assert row.split()[1:3] == [_mib(held["a"]), _mib(held["b"])], row
+    assert [float(x) for x in row.split()[1:3]] == [_mib(held["a"]), _mib(held["b"])], row
     peak = next(ln for ln in out.splitlines() if ln.strip().startswith("peak compiled"))
-    assert peak.split()[2:4] == [_mib(a["peak_memory"]["compiled"]), _mib(b["peak_memory"]["compiled"])]
+    want = [_mib(a["peak_memory"]["compiled"]), _mib(b["peak_memory"]["compiled"])]
+    assert [float(x) for x in peak.split()[2:4]] == want, peak
