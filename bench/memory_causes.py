@@ -1,9 +1,10 @@
 """doctor's memory by cause on three real models, checked against by-hand measurements.
 
-Models (HF transformers from small configs, random weights, nothing downloaded): `llama` (a
-training step: forward with labels, backward, AdamW), `vit` (eval under `torch.no_grad()`), and
-`resnet` (a conv net's training step: diffusers is not installed here, so the VAE/UNet of the
-issue is stood in for by transformers' ResNet). Each is compiled with inductor.
+Models (small configs, random weights, nothing downloaded): `llama` (HF transformers, a training
+step: forward with labels, backward, AdamW), `vit` (HF, eval under `torch.no_grad()`), `resnet` (HF,
+a conv net's training step) and `vae` (diffusers' AutoencoderKL, a training step on its
+reconstruction error; diffusers is a bench-only dependency: `pip install --no-deps diffusers`).
+Each is compiled with inductor.
 
 Per model, in a fresh process (`--one MODEL`): the script's calls, then doctor's measurement of the
 compiled object's call (fxlens.doctor.memprobe.measure, as the probe makes it), then by hand:
@@ -19,14 +20,51 @@ Then `fxlens doctor --budget 5` on the same script (`--script MODEL`), timed: do
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
 
-MODELS = ("llama", "vit", "resnet")
+MODELS = ("llama", "vit", "resnet", "vae")
 CALLS = 3
+
+
+def _vae():
+    """diffusers' AutoencoderKL (two down and two up blocks, attention in the middle), wrapped so a
+    call returns its reconstruction error as `.loss`, as the HF models' training calls do."""
+    from dataclasses import dataclass
+
+    import diffusers
+    import torch
+    import transformers
+
+    @dataclass
+    class StepOutput(transformers.utils.ModelOutput):
+        loss: torch.Tensor | None = None
+        sample: torch.Tensor | None = None
+
+    class VAEStep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vae = diffusers.AutoencoderKL(
+                in_channels=3,
+                out_channels=3,
+                down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+                up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+                block_out_channels=(32, 64),
+                layers_per_block=1,
+                latent_channels=4,
+                norm_num_groups=32,
+                sample_size=32,
+            )
+
+        def forward(self, pixel_values):
+            sample = self.vae(pixel_values).sample
+            return StepOutput(loss=torch.nn.functional.mse_loss(sample, pixel_values), sample=sample)
+
+    return VAEStep().train(), {"pixel_values": torch.randn(2, 3, 32, 32)}, True
 
 
 def build(name: str):
@@ -68,6 +106,8 @@ def build(name: str):
         )
         kw = {"pixel_values": torch.randn(4, 3, 64, 64), "labels": torch.randint(0, 10, (4,))}
         return transformers.ResNetForImageClassification(cfg).train(), kw, True
+    if name == "vae":
+        return _vae()
     raise SystemExit(f"unknown model {name!r} (one of {', '.join(MODELS)})")
 
 
@@ -237,6 +277,9 @@ def main() -> int:
         return 0
     rows = []
     for name in args.models:
+        if name == "vae" and importlib.util.find_spec("diffusers") is None:
+            print("vae skipped: diffusers is not installed (`pip install --no-deps diffusers`)")
+            continue
         done = subprocess.run(
             [sys.executable, __file__, "--one", name], capture_output=True, text=True, timeout=1800
         )

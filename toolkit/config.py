@@ -89,6 +89,7 @@ ENV_KERNEL_NAME = "FXLENS_KERNEL_NAME"  # the kernel to catch; empty: the first 
 ENV_KERNEL_OUT = "FXLENS_KERNEL_OUT"  # folder for kernel.py, kernel.pt, kernel.json
 ENV_KERNEL_BACKEND = "FXLENS_KERNEL_BACKEND"  # the backend's name, for the reproducer's header
 ENV_KERNEL_COMMAND = "FXLENS_KERNEL_COMMAND"  # the command that made it, for the header
+ENV_KERNEL_CRASH = "FXLENS_KERNEL_CRASH"  # NAME:N: write launch N of NAME before it runs (it ends the process)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """`fxlens minify --kernel` on inductor's C++ kernels: inductor's injected relu faults (accuracy,
-compile_error) and a vectorised reduction whose masked tail drops a lane (injected by the script
-itself, editing the C++ source inductor generates).
+compile_error), a vectorised reduction whose masked tail drops a lane and a max whose int64 indices
+come back zero (both planted by the script itself, editing the C++ source inductor generates), and
+a real kernel that aborts the process (pytorch/pytorch#195402, as reported).
 
 Each reproducer is run where fxlens cannot be imported and must fail the same way; with the fault
 taken out of its kernel source (by hand, below: what inductor emits without the fault) it must
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +23,8 @@ import torch
 from schema_check import validate
 
 from fxlens.bisect.verdict import next_command
-from fxlens.minify.kernel import run_without_fxlens, same_failure
+from fxlens.minify import kernel_writer
+from fxlens.minify.kernel import _why_none, run_without_fxlens, same_failure
 from fxlens.minify.kernel_inductor import kernel_block, launch_line
 from fxlens.minify.repro_writer import FXLENS_IMPORT
 
@@ -60,6 +63,35 @@ def test_output_code_pieces_and_signatures():
     err = {"error": "CppCompileError: C++ compile error"}
     assert same_failure(1, "...\nfxlens-signature: raise: CppCompileError\nTraceback ...", err)
     assert not same_failure(1, "fxlens-signature: raise: RuntimeError", err)
+
+
+def test_integer_outputs_compare_exactly():
+    compare = kernel_writer.helpers()["compare"]
+    big = torch.tensor([2**53 + 1, 7])
+    off = torch.tensor([2**53, 7])
+    assert big.double().tolist() == off.double().tolist()  # in float64 the two are one value
+    ok, err, at, got, want, tol = compare(big, off)
+    assert (ok, err, at, got, want, tol) == (False, 1.0, (0,), 2**53 + 1, 2**53, 0.0)
+    assert compare(big, big.clone())[0]
+    mask = torch.tensor([[True, False], [False, True]])
+    assert compare(mask, ~mask)[:3] == (False, 1.0, (0, 0))
+
+
+def test_a_crash_is_named_never_no_kernel_failed(tmp_path):
+    log = tmp_path / "script.log"
+    status = {"launches": {"k": 2}, "inflight": {"kernel": "k", "launch": 3}, "crash_rerun": "exit 0"}
+    why = _why_none(status, None, -6, log)
+    assert why.startswith("the script was killed by SIGABRT in launch 3 of kernel k, the failure")
+    assert "exit 0" in why and "no kernel failed" not in why
+    why = _why_none({"launches": {"k": 2}}, None, -11, log)
+    assert why.startswith("the script was killed by SIGSEGV outside the kernel launches watched")
+    unchecked = {"launches": {"k": 2, "j": 1}, "unchecked": {"j": "Unwritable: no output"}}
+    why = _why_none(unchecked, None, 1, log)
+    assert "2 kernel launch(es) agree" in why and "1 launch(es) of j could not be checked" in why
+    crash = {"crash": {"exit": -6}}
+    sig = "fxlens-signature: crash: k ends the process"
+    assert same_failure(-6, sig, crash) and not same_failure(-11, sig, crash)
+    assert not same_failure(1, sig, crash) and not same_failure(-6, "", crash)
 
 
 def test_bisect_next_line_names_the_kernel_reproducer():
@@ -155,3 +187,53 @@ def test_inductor_vectorised_sum_tail_kernel(tmp_path):
         "static_cast<int64_t>(4L))",
         f"accuracy: {r['kernel']} output 0 (aten.rsqrt.default)",
     )
+
+
+def _script(script: Path, env: dict) -> subprocess.CompletedProcess:
+    """The script run plainly, in a fresh interpreter (ground truth without fxlens)."""
+    return subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "TORCHINDUCTOR_FX_GRAPH_CACHE": "0", **env}, cwd=script.parent,
+    )  # fmt: skip
+
+
+ZERO_INDEX = "(tmp_acc1_vec, tmp3, static_cast<int64_t>(0L),"  # the planted index
+
+
+@pytest.mark.slow
+def test_inductor_int64_index_output_kernel(tmp_path):
+    # the shape of pytorch/pytorch#178964 (max(dim=1) on a transposed sum: indices all zero),
+    # planted (torch 2.13 has it fixed); before, "no kernel failed: 1 launch(es) agree": the
+    # indices' buffer is a getitem of max.dim, outside the kernel's nodes, so nothing was compared
+    script = SCRIPTS / "inductor_max_index.py"
+    plain = _script(script, {"BUG": "1"})
+    assert plain.returncode == 1 and "compiled indices: [0, 0, 0, 0, 0, 0, 0, 0]" in plain.stdout
+    assert _script(script, {"BUG": "1", "BACKEND": "eager"}).returncode == 0
+    r = _minify_kernel(tmp_path, script, env={"BUG": "1"})
+    assert r["ops"] == ["aten.add.Tensor", "aten.max.dim"] and r["check"] == "accuracy"
+    assert r["failure"]["op"] == "aten.max.dim[1]" and r["reproduced"] == "1/1"
+    # the error, from the saved inputs: the kernel wrote 0 where eager's index is
+    a, b = torch.load(Path(r["repro"]).with_suffix(".pt"), weights_only=True)["params"][:2]
+    want = (a + b).max(dim=1).indices
+    assert r["failure"]["max_abs_err"] == float(want.abs().max())
+    assert r["failure"]["kernel"] == 0 and r["failure"]["eager"] == int(want.abs().max())
+    sig = f"accuracy: {r['kernel']} output 1 (aten.max.dim[1])"
+    _fails_then_passes(r, ZERO_INDEX, "(tmp_acc1_vec, tmp3, x1 + x1_inner,", sig)
+
+
+@pytest.mark.slow
+def test_inductor_kernel_that_aborts(tmp_path):
+    # pytorch/pytorch#195402 as reported: an out-of-bounds index aborts inductor's parallel C++
+    # kernel; before, "the script was killed by SIGABRT ... cannot write a kernel reproducer"
+    script = Path(__file__).parents[1] / "reports" / "scripts" / "index_oob_abort.py"
+    assert _script(script, {}).returncode == -signal.SIGABRT
+    assert _script(script, {"BACKEND": "eager"}).returncode == 0  # eager raises IndexError, caught
+    r = _minify_kernel(tmp_path, script, "--backend", "inductor")
+    assert r["check"] == "crash" and r["reproduced"] == "1/1"
+    assert r["crash"] == {"exit": -signal.SIGABRT, "signal": "killed by SIGABRT", "launch": 1}
+    assert r["ops"] == ["aten.sub.Tensor", "aten.index.Tensor"] and "(x - 0.5)[idx]" in r["user_line"]
+    code, out = run_without_fxlens(r["repro"])
+    assert code == -signal.SIGABRT and f"fxlens-signature: crash: {r['kernel']}" in out, out[-2000:]
+    assert "index out of bounds" in out  # inductor's own message, from the kernel
+    code, out = run_without_fxlens(r["repro"], args=["--eager"])
+    assert code == 0 and "eager raises IndexError: index 1 is out of bounds" in out, out[-2000:]

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.budget.collect import Capture, scratch_dir
+from fxlens.budget.memory import failure_lines as memory_failure_lines
+from fxlens.budget.memory import mib, parse_bytes
 from fxlens.report.build import build_report
 from fxlens.report.counts import COUNTED, report_counts
 from fxlens.trace.breaks import is_eager_frame
@@ -41,6 +43,8 @@ class Limits:
     # seconds of compiling, judged on the compiling thread's CPU clock with a band for the load
     # (fxlens.trace.compileclock); never exact
     compile_s: float | None = None
+    # bytes of tensors at their peak above the block's start (fxlens.budget.memory); "64MiB" too
+    peak_memory: int | str | None = None
 
     def __post_init__(self) -> None:
         for kind in KINDS:
@@ -50,6 +54,8 @@ class Limits:
         v = self.compile_s
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not v > 0):
             raise ValueError(f"compile budget compile_s={v!r}: expected a positive number of seconds or None")
+        if self.peak_memory is not None:
+            object.__setattr__(self, "peak_memory", parse_bytes(self.peak_memory))
 
     def given(self) -> dict[str, int]:
         """The bounds that were set, by kind."""
@@ -68,6 +74,7 @@ class Limits:
         op = "==" if self.exact else "<="
         said = [f"{k}{op}{v}" for k, v in self.given().items()]
         said += [f"compile_s<={self.compile_s:g}"] if self.compile_s is not None else []
+        said += [f"peak_memory<={mib(self.peak_memory)}"] if self.peak_memory is not None else []
         return ", ".join(said) or "no limits"
 
 
@@ -81,6 +88,8 @@ class Outcome:
     broken: list[str] = field(default_factory=list)  # kinds over (or, exact, not at) their bound
     # with a compile_s budget: fxlens.trace.compileclock.judge's verdict, and the clock's compiles
     compile: dict | None = None
+    # with a peak_memory budget: the block's measured peaks (fxlens.budget.memory.PeakMemory)
+    memory: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -166,8 +175,9 @@ LOST = (
 )
 
 
-def evaluate(cap: Capture, limits: Limits) -> Outcome:
-    """Compare `cap` to `limits`; when a budget is broken, describe it through the reader and report.
+def evaluate(cap: Capture, limits: Limits, memory: dict | None = None) -> Outcome:
+    """Compare `cap` (and `memory`, the block's measured peaks) to `limits`; when a budget is
+    broken, describe it through the reader and report.
 
     Raises:
         RuntimeError: the capture lost its handler midway (`LOST`): its counts would be too low.
@@ -177,10 +187,17 @@ def evaluate(cap: Capture, limits: Limits) -> Outcome:
     counts = quick_counts(cap.records)
     timing = compile_timing(cap.records, limits.compile_s)
     slow = ["compile_s"] if timing and timing["over"] else []
-    if not _broken(counts, limits) and not slow:
-        return Outcome(counts, {}, [], timing)
+    if limits.peak_memory is not None and memory is None:
+        raise RuntimeError("fxlens could not measure the peak_memory budget: the block was not profiled")
+    big = (
+        ["peak_memory"]
+        if memory and limits.peak_memory is not None and memory["peak"] > limits.peak_memory
+        else []
+    )
+    if not _broken(counts, limits) and not slow and not big:
+        return Outcome(counts, {}, [], timing, memory)
     counts, report = full_report(cap)
-    return Outcome(counts, report, _broken(counts, limits) + slow, timing)
+    return Outcome(counts, report, _broken(counts, limits) + slow + big, timing, memory)
 
 
 def compile_timing(records: list, budget_s: float | None) -> dict | None:
@@ -322,6 +339,8 @@ def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
     head = ", ".join(
         f"compile_s {t['cpu_s']:.2f} > {limits.compile_s:g}"
         if k == "compile_s"
+        else f"peak_memory {mib(outcome.memory['peak'])} > {mib(limits.peak_memory)}"
+        if k == "peak_memory"
         else f"{k} {outcome.counts[k]} {op} {bounds[k]}"
         for k in outcome.broken
     )
@@ -329,6 +348,9 @@ def failure_message(outcome: Outcome, limits: Limits, where: str = "") -> str:
     for kind in outcome.broken:
         if kind == "compile_s":
             lines += _compile_seconds(outcome, limits)
+            continue
+        if kind == "peak_memory":  # what it measured, then what compiled in the block
+            lines += memory_failure_lines(outcome.memory, limits.peak_memory) + _graphs(outcome.report)
             continue
         bound = bounds[kind]
         n = outcome.counts[kind]

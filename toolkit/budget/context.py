@@ -25,6 +25,7 @@ from fxlens.budget.check import (
     unique_dir,
 )
 from fxlens.budget.collect import Capture, write_session
+from fxlens.budget.memory import PeakMemory
 
 # Where a failing block writes its session: set by the pytest plugin for the test that runs
 # (`--fxlens-report`), as (root folder, test id); None: nowhere unless `report_dir` is given.
@@ -65,6 +66,9 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         compile_s: at most this many seconds compiling, on the compiling thread's CPU clock (a busy
             machine stretches the wall clock, not the work), with a noise band that widens with the
             load the compiles met (fxlens.trace.compileclock); never exact.
+        peak_memory: at most this many bytes of tensors at their peak above the block's start
+            (an int, or a size such as "64MiB"), from the profiler's allocation events (CPU) and
+            the caching allocator's peak (CUDA); see fxlens.budget.memory. Never exact.
         exact: every given budget is an exact count instead of an upper bound.
         reset: call `torch.compiler.reset()` on entry, so code compiled before is compiled (and
             counted) again.
@@ -96,6 +100,7 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         eager_frames: int | None = None,
         *,
         compile_s: float | None = None,
+        peak_memory: int | str | None = None,
         exact: bool = False,
         reset: bool = False,
         report_dir: str | Path | None = None,
@@ -110,6 +115,7 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
             eager_frames,
             exact=exact,
             compile_s=compile_s,
+            peak_memory=peak_memory,
         )
         self.reset = reset
         self.report_dir = Path(report_dir) if report_dir is not None else None
@@ -117,18 +123,22 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         self.capture: Capture | None = None
         self.outcome: Outcome | None = None
         self.counts: dict[str, int] | None = None
+        self.memory: PeakMemory | None = None
 
     def __enter__(self) -> expect:
         if self.reset:
             reset_dynamo()
         self.outcome = self.counts = None
         self.capture = Capture().start()
+        self.memory = PeakMemory().start() if self.limits.peak_memory is not None else None
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         __tracebackhide__ = True  # pytest: show the user's `with` line, not fxlens's frames
         assert self.capture is not None
         self.capture.stop()
+        if self.memory is not None:
+            self.memory.stop()
         if exc_type is not None:
             return False  # the code itself failed: that is the error to show
         self.check()
@@ -138,7 +148,8 @@ class expect(contextlib.ContextDecorator):  # noqa: N801 - used like a function:
         """Evaluate the captured trace against the budget now; raise BudgetExceeded when broken."""
         __tracebackhide__ = True
         assert self.capture is not None, "check() before the block ran"
-        self.outcome = evaluate(self.capture, self.limits)
+        measured = self.memory.stop() if self.memory is not None else None
+        self.outcome = evaluate(self.capture, self.limits, measured)
         self.counts = self.outcome.counts
         if not self.outcome.ok:
             session = self._write_session()

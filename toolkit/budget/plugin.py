@@ -19,7 +19,7 @@ import pytest
 _MARKER = "compile_budget"
 _MARKER_HELP = (
     "compile_budget(graphs=None, graph_breaks=None, recompiles=None, kernels=None, fallbacks=None, "
-    "eager_frames=None, compile_s=None, "
+    "eager_frames=None, compile_s=None, peak_memory=None, "
     "exact=False, reset=True): fail the test when its body compiles more than this (fxlens); each "
     "budget is an upper bound, exact=True makes it an exact count"
 )

@@ -25,6 +25,7 @@ from fxlens.budget.check import (
 )
 from fxlens.budget.collect import Capture, write_session
 from fxlens.budget.context import BudgetExceeded, expect, reset_dynamo
+from fxlens.budget.memory import PeakMemory
 
 
 class TestBudget:
@@ -49,10 +50,13 @@ class TestBudget:
         self.nodeid = nodeid
         self.pending: list[expect] = []  # budgets for the whole body (never entered as a block)
         self.capture: Capture | None = None  # the body's capture, set by TestRun when the body starts
+        self.run: TestRun | None = None  # set by TestRun when the body starts
 
     def __call__(self, graphs=None, graph_breaks=None, recompiles=None, kernels=None, fallbacks=None, **kw):
         budget = _Budget(self, graphs, graph_breaks, recompiles, kernels, fallbacks, label=self.nodeid, **kw)
         self.pending.append(budget)
+        if budget.limits.peak_memory is not None and self.run is not None:
+            self.run.measure_memory()  # the body's peak from this call on
         return budget
 
     @property
@@ -97,18 +101,29 @@ class TestRun:
         self.root = Path(report_dir or config.load().sessions_dir) if report else None
         self.capture = Capture()
         self.session: Path | None = None
+        self.memory: PeakMemory | None = None
 
     def start(self) -> None:
         if self.reset:
             reset_dynamo()
         self.capture.start()
+        if self.marker_limits is not None and self.marker_limits.peak_memory is not None:
+            self.measure_memory()
         if self.fixture is not None:
             self.fixture.capture = self.capture
+            self.fixture.run = self
         if self.root is not None:
             expect_mod._failure_sessions = (self.root, self.item.nodeid)
 
+    def measure_memory(self) -> None:
+        """Profile the body's tensor memory from now on (once: every budget reads the same peak)."""
+        if self.memory is None:
+            self.memory = PeakMemory().start()
+
     def stop(self) -> None:
         self.capture.stop()
+        if self.memory is not None:
+            self.memory.stop()
         expect_mod._failure_sessions = None
 
     def budgets(self) -> list[Limits]:
@@ -120,7 +135,7 @@ class TestRun:
         messages = []
         for limits in self.budgets():
             try:
-                outcome = evaluate(self.capture, limits)
+                outcome = evaluate(self.capture, limits, self.memory.result if self.memory else None)
             except RuntimeError as e:  # the capture lost its handler: no count can be trusted
                 return str(e)
             if not outcome.ok:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from fxlens.doctor.finding import code_action, loc, simple, site
 from fxlens.doctor.finding import finding as _finding
-from fxlens.doctor.savedgraph import name_constant, name_saved
+from fxlens.doctor.savedgraph import name_constant, name_saved, rebase_files
 from fxlens.report.fixes import action, config_action, torch_config_action
 from fxlens.report.memorytext import mib
 from fxlens.trace.session import Session
@@ -47,7 +47,8 @@ def _aot_graphs(session: Session) -> list[tuple[str, str]]:
         fw = session.artifact(cid, "aot_forward_graph")
         if bw and fw:
             out.append((fw, bw))
-    return out
+    current = _dynamo_graphs(session)  # a cached AOT graph names the files of the run that cached it
+    return [(rebase_files(fw, current), bw) for fw, bw in out]
 
 
 def _saved_part(mem: dict, graphs: list) -> dict | None:

@@ -67,6 +67,31 @@ def forward_nodes(code: str) -> dict[str, dict]:
     return out
 
 
+def rebase_files(code: str, current: list[str]) -> str:
+    """`code` (an AOT graph) with each `# File:` path the run did not trace replaced by the path of
+    this run's Dynamo graphs (`current`) that has the same base name, line and code.
+
+    AOTAutograd's and inductor's caches key a graph by its code, not its source file: on a cache
+    hit torch logs the graphs saved by the run that filled the cache, whose comments name that
+    run's copy of the script (another folder, a deleted temporary file). Dynamo traces anew every
+    run, so its graphs name the files this run executes."""
+    here: dict[tuple, str] = {}
+    for c in current:
+        for line in c.split("\n"):
+            if m := _FILE_COMMENT.match(line):
+                here[(m["file"].rsplit("/", 1)[-1], m["line"], (m["code"] or "").strip())] = m["file"]
+    paths = set(here.values())
+    out = []
+    for line in code.split("\n"):
+        m = _FILE_COMMENT.match(line)
+        if m and m["file"] not in paths:
+            now = here.get((m["file"].rsplit("/", 1)[-1], m["line"], (m["code"] or "").strip()))
+            if now is not None:
+                line = line[: m.start("file")] + now + line[m.end("file") :]
+        out.append(line)
+    return "\n".join(out)
+
+
 def _same_shapes(order: list[dict], saved: list[tuple[str, list[str]]]) -> bool:
     return len(order) == len(saved) and all(
         [str(d) for d in o["shape"]] == shape for o, (_, shape) in zip(order, saved)

@@ -28,20 +28,20 @@ SIGNATURE_PREFIX = "fxlens-signature: "  # kernel_writer's (imported lazily: it 
 # raises ImportError (sys.modules[...] = None), and -I drops PYTHONPATH, the user site and the
 # script's environment switches
 WITHOUT_FXLENS = (
-    "import runpy, sys; sys.modules['fxlens'] = None; p = sys.argv[1]; sys.argv = [p]; "
+    "import runpy, sys; sys.modules['fxlens'] = None; p = sys.argv[1]; sys.argv = sys.argv[1:]; "
     "runpy.run_path(p, run_name='__main__')"
 )
 HOOKS = "fxlens.minify.kernel_capture:install"
 
 
-def run_without_fxlens(path: str | os.PathLike, timeout: float = 300) -> tuple[int, str]:
+def run_without_fxlens(path: str | os.PathLike, timeout: float = 300, args=()) -> tuple[int, str]:
     """Run a reproducer with `python -I` and fxlens blocked: (exit status, its stdout and stderr)."""
     path = Path(path).resolve()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FXLENS_", "TORCH_TRACE", "PYTHON"))}
     env.pop("TRITON_INTERPRET", None)  # the script chooses it (CPU: interpreter; CUDA: compiled)
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", "-c", WITHOUT_FXLENS, str(path)],
+            [sys.executable, "-I", "-c", WITHOUT_FXLENS, str(path), *args],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -59,6 +59,8 @@ def same_failure(code: int, stderr: str, status: dict) -> bool:
     if code == 0:
         return False
     sig = next((ln for ln in reversed(stderr.splitlines()) if ln.startswith(SIGNATURE_PREFIX)), "")
+    if status.get("crash"):  # killed by the same signal, in the launch (said just before it)
+        return code == status["crash"]["exit"] and sig.startswith(f"{SIGNATURE_PREFIX}crash: ")
     if status.get("error"):
         return sig == f"{SIGNATURE_PREFIX}raise: {status['error'].split(':', 1)[0].split('.')[-1]}"
     op = (status.get("failure") or {}).get("op") or ""
@@ -109,17 +111,14 @@ def minify_kernel(
 
     session = new_session_dir(config.load().sessions_dir, script)
     status, code = _catch(script, script_args, backend, kernel, session, timeout)
+    if not status.get("found") and code is not None and code < 0 and status.get("inflight"):
+        status = _catch_crash(script, script_args, backend, session, timeout, status, code)
     if not status.get("found"):
         raise FxlensError(_why_none(status, kernel, code, session / "script.log"))
-    path = _place(session / "kernel", status["kernel"], out, out_dir)
-    reproduced = None
-    if verify:
-        code, stderr = run_without_fxlens(path)
-        ok = same_failure(code, stderr, status)
-        reproduced = f"{int(ok)}/1"
-        (session / "repro_run.log").write_text(stderr)
-        if ok:  # the outcome it showed, as the corpus test reads it (tests/minify/test_corpus.py)
-            _promise(path, code, stderr, slow=status.get("backend") == "inductor")
+    path = _place(
+        session / ("kernel_crash" if status.get("crash") else "kernel"), status["kernel"], out, out_dir
+    )
+    reproduced = _verify(path, status, session) if verify else None
     result = _result(status, path, backend, reproduced, time.perf_counter() - t0, session)
     from fxlens.trace.session import append_event
 
@@ -129,6 +128,16 @@ def minify_kernel(
 
         write_json(result, json_path)
     return result
+
+
+def _verify(path: Path, status: dict, session: Path) -> str:
+    """Run the reproducer where fxlens cannot be imported: "1/1" when it fails as the launch did."""
+    code, stderr = run_without_fxlens(path)
+    ok = same_failure(code, stderr, status)
+    (session / "repro_run.log").write_text(stderr)
+    if ok:  # the outcome it showed, as the corpus test reads it (tests/minify/test_corpus.py)
+        _promise(path, code, stderr, slow=status.get("backend") == "inductor")
+    return f"{int(ok)}/1"
 
 
 def _check(script: str, out: str | None, backend: str | None, json_path: str | None) -> None:
@@ -147,11 +156,31 @@ def _check(script: str, out: str | None, backend: str | None, json_path: str | N
         check_spec(backend)
 
 
-def _catch(script, script_args, backend, kernel, session: Path, timeout) -> tuple[dict, int | None]:
+def _catch_crash(script, script_args, backend, session: Path, timeout, first: dict, code: int) -> dict:
+    """The launch in flight when a signal ended the script: run it again, writing that launch
+    before it runs. Its status, with `crash` (the signal) when the rerun ended the same way."""
+    from fxlens.minify.repro_writer import signal_signature
+
+    at = first["inflight"]
+    status, again = _catch(
+        script, script_args, backend, at["kernel"], session, timeout,
+        crash=f"{at['kernel']}:{at['launch']}", folder="kernel_crash",
+    )  # fmt: skip
+    if status.get("found") and again == code:
+        status["crash"] = {"exit": code, "signal": signal_signature(code), "launch": at["launch"]}
+        status["launches"] = first.get("launches")
+        return status
+    first["crash_rerun"] = f"exit {again}" + ("" if status.get("found") else ", the launch not reached")
+    return first
+
+
+def _catch(
+    script, script_args, backend, kernel, session: Path, timeout, crash: str = "", folder: str = "kernel"
+) -> tuple[dict, int | None]:
     """Run SCRIPT with the launch catcher: (its status, the script's exit code)."""
     from fxlens.capture.command import run_captured
 
-    catch = session / "kernel"
+    catch = session / folder
     carried = [f"{k}={os.environ[k]}" for k in ("FXLENS_INJECT",) if os.environ.get(k)]
     command = shlex.join(carried) + (" " if carried else "") + shlex.join(
         ["fxlens", "minify", "--kernel", *(["--kernel-name", kernel] if kernel else []),
@@ -163,12 +192,13 @@ def _catch(script, script_args, backend, kernel, session: Path, timeout) -> tupl
         config.ENV_KERNEL_NAME: kernel or "",
         config.ENV_KERNEL_BACKEND: backend or "",
         config.ENV_KERNEL_COMMAND: command,
+        config.ENV_KERNEL_CRASH: crash,
         "FXLENS_CHECK_KERNELS": "1",  # the wrapper hands its size symbols to the kernels' replays
         # inductor's kernels are caught where it generates them: a cached graph would skip that
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
         "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
     }
-    log = session / "script.log"
+    log = session / ("script.log" if folder == "kernel" else f"script_{folder}.log")
     res = run_captured(
         script, script_args, backend=backend, session_dir=str(session), env=env, timeout=timeout,
         stdout=log, stderr=log, trace=False,
@@ -204,7 +234,8 @@ def _result(status: dict, path: Path, backend, reproduced, seconds: float, sessi
         "compile_id": status.get("compile_id"),
         "ops": status.get("ops") or [],
         "user_line": status.get("user_line"),
-        "check": "raise" if status.get("error") else "accuracy",
+        "check": "crash" if status.get("crash") else "raise" if status.get("error") else "accuracy",
+        "crash": status.get("crash"),
         "failure": status.get("failure"),
         "error": status.get("error"),
         "launch": status.get("launch"),
@@ -230,7 +261,10 @@ def _promise(path: Path, code: int, stderr: str, slow: bool) -> None:
 
 def summary_line(r: dict) -> str:
     f = r.get("failure") or {}
-    if r.get("error"):
+    if r.get("crash"):
+        c = r["crash"]
+        what = f"ends the process ({c['signal']}, exit {c['exit']}) at its launch {c['launch']}"
+    elif r.get("error"):
         what = f"raises {r['error'].splitlines()[0][:160]}"
     else:
         what = f"output {f.get('output')} ({f.get('op')}) max abs err {f.get('max_abs_err', 0):.3g} vs eager fp64"
@@ -261,20 +295,34 @@ def _why_none(status: dict, kernel: str | None, code: int | None, log: Path) -> 
     if kernel and not launches.get(kernel):
         seen = ", ".join(sorted(status.get("seen") or [])) or "none"
         return f"kernel {kernel} never ran (kernels launched: {seen}); check --kernel-name and --backend"
-    total = sum(launches.values())
+    unchecked = status.get("unchecked") or {}
+    total = sum(n for k, n in launches.items() if k not in unchecked)
+    agreed = f"{total} kernel launch(es) agree with eager's fp64 computation of their ops"
+    if unchecked:
+        k, why = next(iter(unchecked.items()))
+        n = sum(launches.get(k, 0) for k in unchecked)
+        agreed += f"; {n} launch(es) of {', '.join(sorted(unchecked))} could not be checked ({k}: {why})"
     if code is not None and code < 0:  # a kernel launch ended the process: that is the failure
-        from fxlens.minify.repro_writer import signal_signature
-
-        agreed = f"after {total} kernel launch(es) that agree with eager's fp64 computation"
-        return (
-            f"the script was {signal_signature(code)} {agreed if total else 'before any kernel launch finished'}"
-            ": the abort is the failure, which the in-process kernel check cannot write as a kernel"
-            " reproducer (try `fxlens minify` on the graph: it reduces aborts)"
-        )
+        return _why_killed(status, code, agreed)
     which = f"kernel {kernel}" if kernel else "no kernel"
     return (
-        f"{which} failed: {total} launch(es) agree with eager's fp64 computation of their ops "
-        f"(exit {code}); the failure is elsewhere (try `fxlens minify` on the graph)"
+        f"{which} failed: {agreed} (exit {code}); the failure is elsewhere (try `fxlens minify` on the graph)"
+    )
+
+
+def _why_killed(status: dict, code: int, agreed: str) -> str:
+    from fxlens.minify.repro_writer import signal_signature
+
+    at = status.get("inflight")
+    if at:
+        rerun = status.get("crash_rerun") or "?"
+        return (
+            f"the script was {signal_signature(code)} in launch {at['launch']} of kernel {at['kernel']}, the"
+            f" failure; its rerun to write that launch ended otherwise ({rerun}); {agreed} before it"
+        )
+    return (
+        f"the script was {signal_signature(code)} outside the kernel launches watched ({agreed}): the abort"
+        " is the failure, not in a kernel this check can write (try `fxlens minify` on the graph: it reduces aborts)"
     )
 
 

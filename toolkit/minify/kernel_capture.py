@@ -20,7 +20,13 @@ from pathlib import Path
 
 import torch
 
-from fxlens.config import ENV_KERNEL_BACKEND, ENV_KERNEL_COMMAND, ENV_KERNEL_NAME, ENV_KERNEL_OUT
+from fxlens.config import (
+    ENV_KERNEL_BACKEND,
+    ENV_KERNEL_COMMAND,
+    ENV_KERNEL_CRASH,
+    ENV_KERNEL_NAME,
+    ENV_KERNEL_OUT,
+)
 from fxlens.minify import kernel_writer
 
 
@@ -35,6 +41,14 @@ def versions() -> str:
     )
 
 
+CRASH_RUN_TEXT = [
+    "Run: python THIS_FILE: it prints its signature line, then the launch ends the process as it",
+    "ended the script's (by a signal: exit -6 for SIGABRT); exit 0 when the launch returns.",
+    "python THIS_FILE --eager: eager's ATen ops on the same inputs in the kernel's place (they return",
+    "or raise; the process lives on). Imports torch only.",
+]
+
+
 class Catcher:
     """Observes fxlens kernel launches; the first failing one becomes a reproducer."""
 
@@ -43,12 +57,18 @@ class Catcher:
         self.done = False
         self.launches: dict[str, int] = {}
         self.seen: set[str] = set()  # every kernel launched (named in the error when NAME never ran)
+        self.unchecked: dict[str, str] = {}  # kernel -> why its launches could not be compared
+        kernel, _, n = os.environ.get(ENV_KERNEL_CRASH, "").rpartition(":")
+        self.crash_at = (kernel, int(n)) if kernel and n.isdigit() else None
         self.h = kernel_writer.helpers_cache()
 
     def status(self, **data) -> None:
         tmp = self.out / "kernel.json.tmp"
         tmp.write_text(
-            json.dumps({"launches": self.launches, "seen": sorted(self.seen), **data}, default=str)
+            json.dumps(
+                {"launches": self.launches, "seen": sorted(self.seen), "unchecked": self.unchecked, **data},
+                default=str,
+            )
         )
         os.replace(tmp, self.out / "kernel.json")
 
@@ -133,29 +153,37 @@ class Catcher:
             self.status(found=False, write_error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
 
     # -- inductor (fxlens.minify.kernel_inductor calls these) ------------------------------------
-    def write_cpp(self, info, path: str, snap: list, failure: dict) -> None:
-        """Write the reproducer of a failing launch of inductor C++ kernel `info`."""
+    def write_cpp(self, info, path: str, snap: list, failure: dict | None, crash: bool = False) -> None:
+        """Write the reproducer of a failing launch of inductor C++ kernel `info` (`crash`: one that
+        ends the process, written before it runs)."""
         from fxlens.minify.kernel_inductor import cpp_sources, reference_parts
 
         self.done = True
         try:
             block, line = cpp_sources(info, path)
-            reference, outputs, consts = reference_parts(info, snap)
-            what = (
-                f"accuracy: output {failure['output']} ({failure['op']}) max abs err {failure['max_abs_err']:.3g} "
-                f"at element {tuple(failure['element'])}: kernel {failure['kernel']!r}, eager fp64 {failure['eager']!r}"
-            )
+            try:
+                reference, outputs, consts = reference_parts(info, snap)
+            except kernel_writer.Unwritable as e:
+                if not crash:  # an accuracy verdict needs the reference; a crash does not
+                    raise
+                reference, outputs, consts = kernel_writer.no_reference(str(e)), [], []
+            what = _what(failure, crash)
             shapes = [list(t.shape) for t in snap if isinstance(t, torch.Tensor)]
             notes = [
                 "not shrunk: inductor compiles a kernel for the launch's sizes, so a smaller launch is another "
                 "inductor compile; run `fxlens minify` first and this on its reproducer for small inputs"
             ]
             header_info = self._inductor_header(info, f"in the script's run: {what}", line, shapes, notes)
+            if crash:
+                header_info["run_text"] = CRASH_RUN_TEXT
             (self.out / "kernel.py").write_text(
-                kernel_writer.cpp_script(header_info, block, reference, outputs, line, info.name)
+                kernel_writer.cpp_script(header_info, block, reference, outputs, line, info.name, crash)
             )
             torch.save({"params": list(snap), "consts": consts}, self.out / "kernel.pt")
-            self._found_inductor(info, header_info, failure=failure, launch={"inputs": shapes}, notes=notes)
+            crashed = {"launch": self.crash_at[1]} if crash else None
+            self._found_inductor(
+                info, header_info, failure=failure, launch={"inputs": shapes}, notes=notes, crash=crashed
+            )
         except Exception as e:
             self.status(found=False, write_error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
 
@@ -196,8 +224,11 @@ class Catcher:
             "notes": notes,
         }
 
-    def _found_inductor(self, info, header_info, failure=None, error=None, launch=None, notes=()) -> None:
+    def _found_inductor(
+        self, info, header_info, failure=None, error=None, launch=None, notes=(), crash=None
+    ) -> None:
         self.status(
+            crash=crash,
             found=True,
             kernel=info.name,
             graph=info.graph,
@@ -211,6 +242,15 @@ class Catcher:
             notes=list(notes),
             backend="inductor",
         )
+
+
+def _what(failure: dict | None, crash: bool) -> str:
+    if crash:
+        return "crash: this launch ended the process"
+    return (
+        f"accuracy: output {failure['output']} ({failure['op']}) max abs err {failure['max_abs_err']:.3g} "
+        f"at element {tuple(failure['element'])}: kernel {failure['kernel']!r}, eager fp64 {failure['eager']!r}"
+    )
 
 
 def _user_line_of(nodes) -> str:

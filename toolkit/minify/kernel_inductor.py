@@ -16,6 +16,7 @@ caught yet: this needs a GPU to build and test.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,13 +177,20 @@ class InductorCatcher:
             parent.seen.add(info.name)
             if parent.done or (parent.name and info.name != parent.name):
                 return kernel(*args)
-            parent.launches[info.name] = parent.launches.get(info.name, 0) + 1
+            n = parent.launches[info.name] = parent.launches.get(info.name, 0) + 1
             snap = [parent.h["_snap"](a) if isinstance(a, torch.Tensor) else a for a in args]
+            if parent.crash_at == (info.name, n):  # it ended the first run: written before it runs
+                parent.write_cpp(info, path, snap, None, crash=True)
+                return kernel(*args)
+            # said before it runs: a launch that ends the process is named by the parent, which
+            # then runs the script again to write it (a signal leaves this process nothing to do)
+            parent.status(found=False, inflight={"kernel": info.name, "launch": n})
             result = kernel(*args)
             try:
                 failure, ref = catcher.check(info, snap, args)
-            except Exception:  # the reference cannot be evaluated: nothing to compare with
+            except Exception as e:  # no reference to compare with: unchecked, never "agrees"
                 failure = None
+                parent.unchecked.setdefault(info.name, f"{type(e).__name__}: {str(e)[:160]}")
             if failure:
                 parent.write_cpp(info, path, snap, failure)
             elif not parent.done:
@@ -259,19 +267,40 @@ def reference_parts(info: CppKernel, snap: list) -> tuple[str, list, list]:
             shape, stride, off = _layout_for(rnode, snap[pos])
             boundary.append((rnode, None, pos, shape, stride, off))
             read.add(rnode)
-    nodes, missing, consts = kernel_writer.node_closure(info.nodes, read, _no_stand_in)
+    nodes, missing, consts = kernel_writer.node_closure(_with_items(info), read, _no_stand_in)
     outputs, out_nodes = [], []
     inside = set(nodes)
     for pos, (role, _r, wnode) in enumerate(info.roles):
         if role in ("out", "inout") and wnode is not None and wnode in inside:
             shape, stride, off = _layout_for(wnode, snap[pos])
-            outputs.append((pos, shape, stride, off, str(wnode.target)))
+            outputs.append((pos, shape, stride, off, _op_name(wnode)))
             out_nodes.append((wnode, None))
     if not outputs:
         raise kernel_writer.Unwritable(f"{info.name}: no output buffer maps to one of its FX nodes")
     ints = lambda s: int(s)  # noqa: E731 - inductor's CPU kernels here are static
     src = kernel_writer.reference_source(nodes, boundary, out_nodes, consts, ints, missing)
     return src, outputs, consts
+
+
+def _op_name(node) -> str:
+    """`aten.max.dim[1]` for the getitem of a tuple-valued op, else the node's target."""
+    if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+        return f"{node.args[0].target}[{node.args[1]}]"
+    return str(node.target)
+
+
+def _with_items(info: CppKernel) -> list:
+    """The kernel's nodes and the `getitem`s of them it writes: a kernel computing a tuple-valued
+    op (`max.dim`: values and int64 indices) writes each item to its own buffer, whose origin is
+    the getitem, not the op."""
+    own = set(info.nodes)
+    items = [
+        w
+        for role, _r, w in info.roles
+        if role in ("out", "inout") and w is not None and w not in own
+        and w.target is operator.getitem and w.args and w.args[0] in own
+    ]  # fmt: skip
+    return list(info.nodes) + list(dict.fromkeys(items))
 
 
 def reference_of(info: CppKernel, snap: list):

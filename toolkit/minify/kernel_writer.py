@@ -62,6 +62,8 @@ def compare(got, ref):
     tol = TOLERANCE.get(got.dtype, 1e-4) if got.dtype.is_floating_point else 0.0
     if got.numel() == 0:
         return True, 0.0, (), None, None, tol
+    if not (got.dtype.is_floating_point or got.is_complex() or ref.dtype.is_floating_point or ref.is_complex()):
+        return _compare_exact(got, ref)
     g, r = got.double(), ref.double()
     err = (g - r).abs()
     finite = torch.isfinite(r) & torch.isfinite(g)
@@ -71,6 +73,17 @@ def compare(got, ref):
     flat = int(torch.where(bad, err, -1.0).flatten().argmax()) if bool(bad.any()) else int(err.flatten().argmax())
     at = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
     return not bool(bad.any()), float(err.max()), at, g.flatten()[flat].item(), r.flatten()[flat].item(), tol
+
+
+def _compare_exact(got, ref):
+    """Integer and bool outputs (indices, masks, counts): equal or not, in int64 (in float64, two
+    indices above 2**53 apart by one would compare equal)."""
+    g, r = got.to(torch.int64), ref.to(torch.int64)
+    bad = g != r
+    err = (g - r).abs()
+    flat = int(torch.where(bad, err, -1).flatten().argmax()) if bool(bad.any()) else 0
+    at = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+    return not bool(bad.any()), float(err.max()), at, g.flatten()[flat].item(), r.flatten()[flat].item(), 0.0
 '''
 
 
@@ -188,10 +201,12 @@ def _docstring(info: dict) -> str:
         f"versions  {info.get('versions')}",
         f"made by   {info.get('command')}",
         "",
-        "Run: python THIS_FILE (CPU: Triton's interpreter; CUDA when present: compiled). Exit 1 with the",
-        "largest error against eager in float64, its element and the op; or the launch's own exception;",
-        "exit 0 when the kernel agrees with eager. Imports torch and triton only.",
-    ]
+        *(info.get("run_text") or [
+            "Run: python THIS_FILE (CPU: Triton's interpreter; CUDA when present: compiled). Exit 1 with the",
+            "largest error against eager in float64, its element and the op; or the launch's own exception;",
+            "exit 0 when the kernel agrees with eager. Imports torch and triton only.",
+        ]),
+    ]  # fmt: skip
     for note in info.get("notes") or []:
         rows.append(f"note: {note}")
     body = "\n".join(rows).replace('"""', "'''")
@@ -232,12 +247,44 @@ if __name__ == "__main__":
 """.replace("SIGNATURE_PREFIX", SIGNATURE_PREFIX)
 
 
-def _tail(name: str, reference: str, outputs: list, launch_code: str) -> str:
+_MAIN_CRASH = """
+def main():
+    saved = torch.load(Path(__file__).with_suffix(".pt"), weights_only=True)
+    params = [_on(t, DEV) for t in saved["params"]]
+    consts = [_on(t, DEV) for t in saved["consts"]]
+    if "--eager" in sys.argv[1:]:  # eager's ATen ops on the same inputs, in place of the kernel
+        try:
+            reference([_snap(t) if isinstance(t, torch.Tensor) else t for t in params], consts)
+            print("eager returns")
+        except Exception as e:  # a bounds check raising is what eager does: the process lives on
+            print(f"eager raises {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        print(f"ok: eager's computation of {KERNEL_NAME}'s ops does not end the process")
+        return 0
+    # said before the launch: the launch ends the process, which then prints nothing more
+    print(f"SIGNATURE_PREFIXcrash: {KERNEL_NAME} ends the process", file=sys.stderr, flush=True)
+    launch(params)
+    print(f"ok: {KERNEL_NAME} returned (it no longer ends the process)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+""".replace("SIGNATURE_PREFIX", SIGNATURE_PREFIX)
+
+
+def no_reference(why: str) -> str:
+    """`reference` for a crash reproducer whose ops a script cannot spell (`--eager` says why)."""
+    return f"def reference(p, C):\n    raise RuntimeError({('no eager reference: ' + why)!r})\n"
+
+
+def _tail(name: str, reference: str, outputs: list, launch_code: str, crash: bool = False) -> str:
     consts = (
         f"KERNEL_NAME = {name!r}\n"
         f"OUTPUTS = {outputs!r}  # (parameter, shape, stride, offset, op) of each value it writes\n"
     )
-    return "\n".join([HELPERS.strip() + "\n", reference, consts, launch_code, _MAIN])
+    return "\n".join(
+        [HELPERS.strip() + "\n", reference, consts, launch_code, _MAIN_CRASH if crash else _MAIN]
+    )
 
 
 def triton_script(info: dict, kernel_source: str, reference: str, outputs: list, launch: dict) -> str:
@@ -292,9 +339,12 @@ def triton_script(info: dict, kernel_source: str, reference: str, outputs: list,
     return "\n".join([_docstring(info), head, kernel, _tail(launch["name"], reference, outputs, code)])
 
 
-def cpp_script(info: dict, block: str, reference: str, outputs: list, line: str, name: str) -> str:
+def cpp_script(
+    info: dict, block: str, reference: str, outputs: list, line: str, name: str, crash: bool = False
+) -> str:
     """The whole reproducer for an inductor C++ kernel: its definition as the output code has it,
-    loaded by inductor's own loader, and the wrapper line that launches it."""
+    loaded by inductor's own loader, and the wrapper line that launches it (`crash`: a launch that
+    ends the process; `--eager` runs eager's ops on the same inputs instead)."""
     head = textwrap.dedent(
         """
         import operator  # noqa: F401 - reference() may call operator.getitem
@@ -324,7 +374,7 @@ def cpp_script(info: dict, block: str, reference: str, outputs: list, line: str,
         '    """The line of inductor\'s wrapper (its output code\'s `call`) that launches the kernel."""\n'
         + body
     )
-    return "\n".join([_docstring(info), head, kernel, _tail(name, reference, outputs, code)])
+    return "\n".join([_docstring(info), head, kernel, _tail(name, reference, outputs, code, crash)])
 
 
 def cpp_compile_error_script(info: dict, block: str) -> str:

@@ -27,6 +27,7 @@ from fxlens.report.document import (
 from fxlens.report.fixes import change
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
@@ -297,6 +298,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *output_code_blocks(report, ps, session),
         *backend_blocks(report),
         *note_blocks(report, ps.text),
+        *memory_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)
     ]
     logs = [Path(x) for x in (src.get("logs") or [])]
     out += environment_blocks(env if env is not None else environment(logs, report.get("events")))

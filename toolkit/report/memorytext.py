@@ -17,7 +17,7 @@ def loc(file: str | None, line: int | None) -> str:
     return f"{short_path(file)}:{line}" if file else "?"
 
 
-_NAMES = {
+PART_NAMES = {
     "before_script": "before the script (imports)",
     "compiler": "while compiling (the compiler's own)",
     "held_by_compiled_code": "held by the compiled code",
@@ -61,7 +61,7 @@ def memory_lines(mem: dict) -> list[str]:
     out = []
     if mem.get("breakdown"):
         total = (mem["rss"]["compiled"] or 0) - (mem["rss"]["eager"] or 0)
-        rows = [[_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"])] for p in mem["breakdown"]]
+        rows = [[PART_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"])] for p in mem["breakdown"]]
         out += [
             f"Memory by cause: peak RSS compiled - eager = {mib(total)}, in parts that add up to it:",
             tabulate(rows, headers=["part", "bytes"], tablefmt="simple"),
@@ -78,7 +78,7 @@ def memory_lines(mem: dict) -> list[str]:
             f"eager {mib(f['eager']['peak'])}, compiled {mib(f['compiled']['peak'])} + "
             f"{mib(f['compiled']['held'])} held: difference {mib(f['difference'])}"
         )
-        rows = [[_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"]), _detail(p)] for p in f["parts"]]
+        rows = [[PART_NAMES.get(p["cause"], p["cause"]), mib(p["bytes"]), _detail(p)] for p in f["parts"]]
         out += [head, tabulate(rows, headers=["part", "bytes", ""], tablefmt="simple"), ""]
     if mem.get("cost") and mem.get("functions"):
         c = mem["cost"]
