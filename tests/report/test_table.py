@@ -105,3 +105,13 @@ def test_report_text_is_what_the_tabulate_package_prints(log, monkeypatch):
     ours = text.render_text(report)
     monkeypatch.setattr(text, "tabulate", reference)
     assert ours == text.render_text(report)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_disable_numparse_matches_the_tabulate_package(seed):
+    rng = random.Random(100 + seed)
+    for _ in range(150):
+        rows, headers = _table(rng)
+        assert tabulate(rows, headers=headers, disable_numparse=True) == reference(
+            rows, headers=headers, tablefmt="simple", disable_numparse=True
+        ), (rows, headers)

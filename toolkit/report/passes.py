@@ -8,7 +8,7 @@ A trace without those records (an in-process budget capture) has no section.
 
 from __future__ import annotations
 
-from tabulate import tabulate
+from fxlens.report.table import tabulate
 
 from fxlens.trace.timedevents import timed_events
 

@@ -112,8 +112,9 @@ def _pad(strings: list[str], kind: str, width: int) -> list[str]:
     return [s + " " * (width - _width(s)) for s in strings]
 
 
-def tabulate(rows, headers=(), tablefmt: str = "simple") -> str:
-    """`rows` (lists of cells) under `headers`, in tabulate's "simple" format."""
+def tabulate(rows, headers=(), tablefmt: str = "simple", disable_numparse: bool = False) -> str:
+    """`rows` (lists of cells) under `headers`, in tabulate's "simple" format; `disable_numparse`
+    reads every cell as text (left-aligned, as written), as tabulate's flag of that name does."""
     if tablefmt != "simple":
         raise ValueError(f"only the simple format is supported, not {tablefmt!r}")
     rows = [list(r) for r in rows]
@@ -124,7 +125,7 @@ def tabulate(rows, headers=(), tablefmt: str = "simple") -> str:
     headers = [""] * (ncols - len(headers)) + headers if headers else []
     columns = []
     for i in range(ncols):
-        kind = _column_kind([r[i] for r in rows])
+        kind = "str" if disable_numparse else _column_kind([r[i] for r in rows])
         cells = [_text(r[i], kind) for r in rows]
         if kind in ("int", "float"):  # aligned on the point first: that can widen the column
             cells = _on_point(cells)
