@@ -39,7 +39,8 @@ def test_parts_agree_with_torchs_in_process_metrics(tmp_path):
     (tmp_path / "s.py").write_text(SCRIPT)
     metrics = tmp_path / "m.json"
     env = {**os.environ, "FXLENS_SESSIONS_DIR": str(tmp_path / "sessions")}
-    cmd = [sys.executable, "-m", "fxlens.cli", "run", "--session", str(tmp_path / "run"), "s.py", str(metrics)]
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "fxlens.cli", "run", "--session", str(run), "s.py", str(metrics)]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     torch_s = json.loads(metrics.read_text())

@@ -83,7 +83,8 @@ def cold_vs_warm(script: str, args, sdir: Path, *, backend=None, timeout=None) -
         warm = _one_run(script, args, sdir / "warm-warm", cache, backend, timeout)
         bundle = None
         if artifacts.is_file():  # a third process on an empty cache folder, the bundle loaded first
-            bundle = _one_run(script, args, sdir / "warm-bundle", fresh / "c", backend, timeout, ("load", artifacts))
+            load = ("load", artifacts)
+            bundle = _one_run(script, args, sdir / "warm-bundle", fresh / "c", backend, timeout, load)
             bundle["bundle_bytes"] = artifacts.stat().st_size
             load = artifacts.with_name("bundle.bin.load_s")
             bundle["load_s"] = float(load.read_text()) if load.is_file() else None
@@ -138,11 +139,13 @@ def _suggestion(w: dict) -> str:
         return f"the warm run hit no cache{why}, so a saved cache would not help as things are"
     how = (
         "save the caches after a run with `artifacts = torch.compiler.save_cache_artifacts()` (write "
-        "`artifacts[0]` to a file) and call `torch.compiler.load_cache_artifacts(data)` before the first compile"
+        "`artifacts[0]` to a file) and call `torch.compiler.load_cache_artifacts(data)` before the first "
+        "compile"
     )
     b, cold = w.get("bundle"), w["cold"]["compile_s"]
     if not b or b["exit_code"]:
-        return f"to start warm on a fresh machine or container (CI, autoscaled serving), {how} (not measured here)"
+        where = "to start warm on a fresh machine or container (CI, autoscaled serving)"
+        return f"{where}, {how} (not measured here)"
     took = b["compile_s"] + (b.get("load_s") or 0.0)
     if took < 0.5 * cold:
         return (
@@ -152,7 +155,8 @@ def _suggestion(w: dict) -> str:
     left = b["parts"]["parts"]
     worst = max(left, key=left.get) if left else "nothing"
     return (
-        f"torch's portable cache ({how}) saves little here: a fresh process with it loaded spent {took:.2f} s "
+        f"torch's portable cache ({how}) saves little here: a fresh process with it loaded spent "
+        f"{took:.2f} s "
         f"(loading included) against {cold:.2f} s cold, {left.get(worst, 0.0):.2f} s of it {worst}; "
         f"the local cache folder is what starts warm ({w['warm']['compile_s']:.2f} s)"
     )
@@ -171,7 +175,8 @@ def warm_lines(result: dict) -> list[str]:
     )
     out = [
         "",
-        "Cold vs warm start (two more compiled runs sharing one private, initially empty cache folder):",
+        "Cold vs warm start (three more compiled runs: cold, then warm from its private cache folder, "
+        "then a fresh folder with its bundle loaded):",
         f"  {w['message']}{proc}",
     ]
     out.append(f"  the warm start still spends (torch's timed events): {parts_text(warm['parts']['parts'])}")
@@ -184,7 +189,7 @@ def warm_lines(result: dict) -> list[str]:
             f"warm {warm['compile_s']:.2f} s); it still spends: {parts_text(b['parts']['parts'])}"
         )
     else:
-        out.append("  mega-cache bundle: torch.compiler.save_cache_artifacts() returned nothing, not measured")
+        out.append("  mega-cache bundle: save_cache_artifacts() returned nothing, not measured")
     for h in w["hits"][:8]:
         saved = f", saved {h['saved_s']:.2f} s" if h.get("saved_s") else ""
         out.append(f"  warm hit: {h['compile_id']} {h['function']} {h['cache']}{saved}")

@@ -31,7 +31,8 @@ def part_of(name: str, stage: str) -> str:
         return "guard building"
     if "autotun" in low or "benchmark" in low:
         return "autotuning"
-    if name.startswith(("PyCodeCache.", "async_compile.")) or (name == "compile_file" and stage != "inductor"):
+    loading = name.startswith(("PyCodeCache.", "async_compile."))
+    if loading or (name == "compile_file" and stage != "inductor"):
         # on a hit the cached module is imported and its C++/Triton kernels loaded (a C++ kernel
         # whose shared library is not cached is built here too: compile_file under the load)
         return "kernel loading"
