@@ -136,6 +136,8 @@ class _Lazy:
         self._args, self._compiled = args, None
 
     def __getattr__(self, name):  # match, search, pattern...: only attributes of the compiled one
+        if name.startswith("_"):  # its own slots before __init__ (a copy, a pickle): not the pattern's
+            raise AttributeError(name)
         if self._compiled is None:
             self._compiled = re.compile(*self._args)
         return getattr(self._compiled, name)
