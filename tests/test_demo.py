@@ -41,3 +41,7 @@ def test_full_demo(tmp_path):
     assert "reproduced 3/3 fresh runs" in out
     assert "fxlens minify --kernel: kernel fxk_forward_0_erf" in out and "(exit 1)" in out
     assert "Findings, by measured or structural impact" in out  # doctor's heading (was stale)
+    # the steps before doctor ran side by side in child demos; their output still comes in order
+    titles = [ln[:3] for ln in out.splitlines() if ln[:1] == "[" and ln[2:3] == "]"]
+    assert titles == ["[1]", "[2]", "[3]", "[4]", "[5]"]
+    assert "side by side" in out.splitlines()[-2] and "fxlens-demo-" not in out

@@ -4,6 +4,10 @@ Steps: capture and report (graph breaks, recompiles) of a small training loop co
 fxlens backend (its Triton kernels included); bisect and minify a model whose compiled output is
 wrong, and write its failing kernel as a standalone script with the real inputs of its launch;
 doctor's eager-vs-compiled verdict; then the command that opens the session in the TUI.
+
+The steps before doctor are independent processes, so on two cores or more they run two at a time
+in child demos (`fxlens demo --only STEP`) and their output is printed in order; doctor, which
+times eager against compiled, runs alone after them.
 """
 
 from __future__ import annotations
@@ -124,34 +128,104 @@ def step_doctor() -> None:
     print(render_text(doctor_script(str(DEMO_MODEL), [])))
 
 
+# the steps before doctor's are independent processes: they run side by side, two at a time, in
+# child demos (their output printed in order); doctor's timing runs alone, after them
+_CHILD = "FXLENS_DEMO_CHILD"
+_SESSION_MARK = "fxlens-demo-session: "
+_TOOK_MARK = "fxlens-demo-took: "
+_TITLES = {
+    "run": "What did torch.compile do? Graphs, graph breaks, recompiles, kernels",
+    "bisect": "Whose fault is a wrong result? Bisect the backend ladder to a stage, graph and kernel",
+    "minify": "A reproducer for the bug report: minify the failing graph",
+    "kernel": "A reproducer for the kernel author: the failing kernel alone, with its real inputs",
+    "doctor": "Does compiling help at all? Eager vs compiled, side by side",
+}
+_ORDER = ("run", "bisect", "minify", "kernel", "doctor")
+
+
+def _body(name: str, backend: str):
+    """The step's own work (its title printed by the caller); the run step returns its session."""
+    fault = None if name in ("run", "doctor") else DEMO_FAULT
+    run = {
+        "run": lambda: step_run(backend),
+        "bisect": step_bisect,
+        "minify": step_minify,
+        "kernel": step_kernel,
+        "doctor": step_doctor,
+    }[name]
+    with _injected(fault) if fault else contextlib.nullcontext():
+        return run()
+
+
+def _side_by_side(names: list[str], backend: str, took: list[str]):
+    """Run NAMES in child demos, at most two at once; print each one's output in order as soon as
+    it and those before it are done. Returns the run step's session, if it ran."""
+    import subprocess
+    import tempfile
+
+    session = None
+    env = {**os.environ, _CHILD: "1"}
+    with tempfile.TemporaryDirectory(prefix="fxlens-demo-") as tmp:
+        procs: dict[str, tuple] = {}
+
+        def start(name: str) -> None:
+            out = open(Path(tmp) / name, "w+")  # noqa: SIM115 -- closed when printed
+            cmd = [sys.executable, "-m", "fxlens.cli", "demo", "--backend", backend, "--only", name]
+            procs[name] = (subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env), out)
+
+        for name in names[:2]:
+            start(name)
+        for k, name in enumerate(names):
+            proc, out = procs[name]
+            proc.wait()
+            if k + 2 < len(names):
+                start(names[k + 2])
+            _title(k + 1, _TITLES[name])
+            out.seek(0)
+            for line in out:
+                if line.startswith(_SESSION_MARK):
+                    session = Path(line[len(_SESSION_MARK) :].strip())
+                elif line.startswith(_TOOK_MARK):
+                    took.append(f"{name} {float(line[len(_TOOK_MARK) :]):.0f} s")
+                else:
+                    sys.stdout.write(line)
+            out.close()
+            sys.stdout.flush()
+            if proc.returncode:
+                for other, _ in procs.values():
+                    if other.poll() is None:
+                        other.kill()
+                        other.wait()
+                sys.exit(f"fxlens demo: the {name} step failed (exit {proc.returncode})")
+    return session
+
+
 def main(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    only = set(args.only or ["run", "bisect", "minify", "kernel", "doctor"])
+    only = [n for n in _ORDER if n in set(args.only or _ORDER)]
+    child = os.environ.pop(_CHILD, None) is not None
     session = None
     took: list[str] = []  # each step's seconds, said at the end: where a demo's time goes
-
-    def step(name: str, title: str, run, fault: str | None = None):
-        _title(len(took) + 1, title)
+    early = [n for n in only if n != "doctor"]
+    side = len(early) > 1 and (os.cpu_count() or 1) >= 2 and not child
+    if side:
+        session = _side_by_side(early, args.backend, took)
+        only = [n for n in only if n == "doctor"]
+    for name in only:
+        if not child:
+            _title(len(took) + 1, _TITLES[name])
         start = time.perf_counter()
-        with _injected(fault) if fault else contextlib.nullcontext():
-            out = run()
+        out = _body(name, args.backend)
         took.append(f"{name} {time.perf_counter() - start:.0f} s")
-        return out
-
-    if "run" in only:
-        title = "What did torch.compile do? Graphs, graph breaks, recompiles, kernels"
-        session = step("run", title, lambda: step_run(args.backend))
-    if "bisect" in only:
-        title = "Whose fault is a wrong result? Bisect the backend ladder to a stage, graph and kernel"
-        step("bisect", title, step_bisect, DEMO_FAULT)
-    if "minify" in only:
-        step("minify", "A reproducer for the bug report: minify the failing graph", step_minify, DEMO_FAULT)
-    if "kernel" in only:
-        title = "A reproducer for the kernel author: the failing kernel alone, with its real inputs"
-        step("kernel", title, step_kernel, DEMO_FAULT)
-    if "doctor" in only:
-        step("doctor", "Does compiling help at all? Eager vs compiled, side by side", step_doctor)
-    print(f"\nfxlens demo finished in {time.perf_counter() - t0:.0f} s ({', '.join(took)}).")
+        if name == "run":
+            session = out
+    if child:
+        print(f"{_TOOK_MARK}{time.perf_counter() - t0:.3f}")
+        if session is not None:
+            print(f"{_SESSION_MARK}{session}")
+        return 0
+    how = " (the steps before doctor two at a time, side by side)" if side else ""
+    print(f"\nfxlens demo finished in {time.perf_counter() - t0:.0f} s ({', '.join(took)}){how}.")
     if session is not None:
         print(f"Browse everything it captured:  fxlens tui {shlex.quote(str(session))}")
     return 0

@@ -8,6 +8,7 @@ interpreter (ground truth: whether torch raises, and how many recompiles TORCH_L
   compiles once.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -16,8 +17,14 @@ import pytest
 from capture_helpers import SCRIPTS
 
 
-def _by_hand(script: str, mode: str) -> tuple[int, str]:
+def _outcome(returncode: int, stderr: str) -> tuple[int, str]:
     """(recompiles torch logged, the error the script died of, '' when none)."""
+    errors = [ln for ln in stderr.splitlines() if ln and not ln[0].isspace() and "Error" in ln]
+    died = "" if returncode == 0 else (errors[-1] if errors else stderr[-300:])
+    return stderr.count("Recompiling function"), died
+
+
+def _by_hand(script: str, mode: str) -> tuple[int, str]:
     proc = subprocess.run(
         [sys.executable, str(SCRIPTS / script), mode],
         capture_output=True,
@@ -25,9 +32,50 @@ def _by_hand(script: str, mode: str) -> tuple[int, str]:
         env={**os.environ, "TORCH_LOGS": "recompiles"},
         timeout=600,
     )
-    errors = [ln for ln in proc.stderr.splitlines() if ln and not ln[0].isspace() and "Error" in ln]
-    died = "" if proc.returncode == 0 else (errors[-1] if errors else proc.stderr[-300:])
-    return proc.stderr.count("Recompiling function"), died
+    return _outcome(proc.returncode, proc.stderr)
+
+
+# one interpreter imports torch (TORCH_LOGS read then), then forks a child per mode that runs the
+# script as `python SCRIPT MODE` would, its stderr in a file: each child compiles from nothing
+_FORKED = """
+import json, os, runpy, sys
+import torch
+script, out, modes = sys.argv[1], sys.argv[2], sys.argv[3:]
+got = {}
+for mode in modes:
+    err = f"{out}.{len(got)}"
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(fd, 2)
+        sys.argv = [script, mode]
+        code = 0
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    got[mode] = [os.waitstatus_to_exitcode(status), open(err).read()]
+json.dump(got, open(out, "w"))
+"""
+
+
+def _by_hand_forked(script: str, modes: list[str], tmp_path) -> dict[str, tuple[int, str]]:
+    """`_by_hand` for several modes, each in a child forked from one interpreter with torch imported
+    (one torch import instead of one a mode)."""
+    out = tmp_path / "by_hand.json"
+    cmd = [sys.executable, "-c", _FORKED, str(SCRIPTS / script), str(out), *modes]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, "TORCH_LOGS": "recompiles"}, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {m: _outcome(*rc_err) for m, rc_err in json.loads(out.read_text()).items()}
 
 
 @pytest.mark.slow
@@ -48,15 +96,14 @@ def test_hf_seq_dim_gets_what_torch_accepts(run_report):
     assert n_dyn == 0 and n_none >= 1 and n_maybe == n_none  # why maybe_mark_dynamic is not the fix
 
 
-def test_float_argument_gets_dynamic_true(run_report):
+def test_float_argument_gets_dynamic_true(run_report, tmp_path):
     proc, report = run_report("float_arg")
     assert proc.returncode == 0, proc.stderr[-2000:]
     (cause,) = report["recompile_causes"]
     assert cause["kind"] == "value" and "dynamic=True" in cause["fix"]
     assert [a["kind"] for a in cause["actions"]] == ["dynamic"]
     assert cause["actions"][0]["params"]["function"] == "scaled"
-    n_none, _ = _by_hand("float_arg.py", "")
-    n_spec, _ = _by_hand("float_arg.py", "specialize_float")
-    n_dyn, _ = _by_hand("float_arg.py", "dynamic")
+    got = _by_hand_forked("float_arg.py", ["", "specialize_float", "dynamic"], tmp_path)
+    (n_none, _), (n_spec, _), (n_dyn, _) = got[""], got["specialize_float"], got["dynamic"]
     assert n_none >= 1 and n_spec == n_none  # the switch the old text gave does nothing on 2.13
     assert n_dyn == 0

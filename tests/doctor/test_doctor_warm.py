@@ -75,4 +75,12 @@ def test_doctor_warm_cold_misses_then_warm_hits(tmp_path):
     assert w["cold"]["caches"]["fx_graph"] == {"miss": 1} and w["warm"]["caches"]["fx_graph"] == {"hit": 1}
     assert w["warm"]["compile_s"] < w["cold"]["compile_s"] and w["saved_s"] > 0
     assert [h["cache"] for h in w["hits"] if h["cache"] == "fx_graph"] == ["fx_graph"]
+    # what the warm run still spends, by part: nothing compiled anew; the cold run compiled
+    assert "compiling (not from a cache)" in w["cold"]["parts"]["parts"]
+    assert "compiling (not from a cache)" not in w["warm"]["parts"]["parts"]
+    # the bundle: a third process, its own empty folder, hits from the loaded bundle alone
+    b = w["bundle"]
+    assert "fx_graph_cache_hit" in _artifacts(Path(b["session"])) and b["caches"]["fx_graph"] == {"hit": 1}
+    assert b["bundle_bytes"] > 0 and b["load_s"] > 0
+    assert "mega-cache bundle" in proc.stdout and "the warm start still spends" in proc.stdout
     assert "Cold vs warm start" in proc.stdout and "torch.compiler.save_cache_artifacts()" in proc.stdout

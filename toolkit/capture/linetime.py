@@ -97,11 +97,12 @@ def uninstall() -> None:
 
 def _timed_step(original):
     now = time.perf_counter
+    windows = _windows
 
     def step(tx):
-        if not _windows:  # a translator outside any root run (nothing to attribute it to)
+        if not windows:  # a translator outside any root run (nothing to attribute it to)
             return original(tx)
-        w = _windows[-1]
+        w = windows[-1]
         code, ip = tx.f_code, tx.instruction_pointer
         per = w.stats.get(code)
         if per is None:
@@ -109,25 +110,28 @@ def _timed_step(original):
             w.instructions[code] = tx.instructions
         row = per.get(ip)
         if row is None:
-            row = per[ip] = [0.0, 0.0, 0, _line(tx, ip), 0.0]
-        line_key = (code, row[3])
+            line = _line(tx, ip)
+            # [self s, line's incl s, steps, line, function's incl s, the line's key (made once)]
+            row = per[ip] = [0.0, 0.0, 0, line, 0.0, (code, line)]
+        line_key = row[5]
+        active, opened = w.active, w.open
         nested = [0.0]
-        w.open.append(nested)
-        depth = w.active.get(code, 0)
-        line_depth = w.active.get(line_key, 0)
-        w.active[code] = depth + 1
-        w.active[line_key] = line_depth + 1
+        opened.append(nested)
+        depth = active.get(code, 0)
+        line_depth = active.get(line_key, 0)
+        active[code] = depth + 1
+        active[line_key] = line_depth + 1
         e0 = w.excluded_s
         t0 = now()
         try:
             return original(tx)
         finally:
             dt = now() - t0 - (w.excluded_s - e0)  # net of the output graph and backend
-            w.open.pop()
-            w.active[code] = depth
-            w.active[line_key] = line_depth
-            if w.open:
-                w.open[-1][0] += dt
+            opened.pop()
+            active[code] = depth
+            active[line_key] = line_depth
+            if opened:
+                opened[-1][0] += dt
             else:
                 w.root_steps_s += dt
             row[0] += dt - nested[0]
@@ -217,7 +221,7 @@ def summarize(w: _Window, run_s: float, outcome: str) -> dict:
 
 def _function(code, per: dict, insts: list) -> dict:
     lines: dict[int, list] = {}  # line -> [self, incl, hits, steps]
-    for ip, (self_s, incl_s, steps, line, _) in per.items():
+    for ip, (self_s, incl_s, steps, line, *_) in per.items():
         row = lines.setdefault(line or 0, [0.0, 0.0, 0, 0])
         row[0] += self_s
         row[1] += incl_s

@@ -84,7 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also measure cold vs warm start: two more compiled runs sharing one private, initially "
         "empty cache folder (TORCHINDUCTOR_CACHE_DIR, TRITON_CACHE_DIR; yours is neither read nor "
-        "written), with compile seconds and every cache hit",
+        "written), and a third on an empty folder with the first one's portable cache bundle "
+        "loaded; compile seconds, every cache hit, and what the warm start still spends by part",
     )
     add_timeout_argument(parser)
 
@@ -329,8 +330,8 @@ def doctor_script(
         session_dir: where the doctor session goes (default: a new one under the sessions dir).
         budget: seconds per compiled function of interleaved eager/compiled timing after the
             script ends (0: per-call times of the script's own calls only).
-        warm: also run it compiled twice more with one private cache folder, cold then warm
-            (fxlens.doctor.warm): the result's `warm`.
+        warm: also run it compiled twice more with one private cache folder, cold then warm, and
+            once from the cold run's portable cache bundle (fxlens.doctor.warm): the result's `warm`.
 
     Returns:
         The JSON-ready result (the JSON contract, docs/reference/json.md: `functions`, `peak_memory`, `findings`, plus

@@ -126,12 +126,32 @@ def _split_comment(first: str) -> tuple[str, str, str, int, str]:
 # ---- the rules ----------------------------------------------------------------------------------
 
 
+class _Lazy:
+    """A pattern compiled on its first use: the ~50 rules below cost ~15 ms to compile, most of a
+    report's import of this module, and a log without failed guards uses none of them."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, *args):
+        self._args, self._compiled = args, None
+
+    def __getattr__(self, name):  # match, search, pattern...: only attributes of the compiled one
+        if name.startswith("_"):  # its own slots before __init__ (a copy, a pickle): not the pattern's
+            raise AttributeError(name)
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return getattr(self._compiled, name)
+
+
+_lazy = _Lazy
+
+
 @dataclass(frozen=True)
 class Rule:
     """One kind of guard: the pattern of its expression, and how its values read."""
 
     kind: str
-    pattern: re.Pattern
+    pattern: _Lazy
 
 
 _SRC = r"(?P<src>.+?)"
@@ -140,61 +160,61 @@ RULES: list[Rule] = [
     # tensor 'kwargs['input_ids']' size mismatch at index 1. expected 16, actual 24
     Rule(
         "size",
-        re.compile(
+        _lazy(
             rf"^tensor '{_SRC}' size mismatch at index (?P<dim>\d+)\. expected (?P<exp>\S+), actual (?P<act>\S+)"
         ),
     ),
     # tensor 'x' stride mismatch at index 0. expected 3, actual 1
     Rule(
         "stride",
-        re.compile(
+        _lazy(
             rf"^tensor '{_SRC}' stride mismatch at index (?P<dim>\d+)\. expected (?P<exp>\S+), actual (?P<act>\S+)"
         ),
     ),
     # tensor 'x' rank mismatch. expected 1, actual 2
-    Rule("ndim", re.compile(rf"^tensor '{_SRC}' rank mismatch\. expected (?P<exp>\S+), actual (?P<act>\S+)")),
+    Rule("ndim", _lazy(rf"^tensor '{_SRC}' rank mismatch\. expected (?P<exp>\S+), actual (?P<act>\S+)")),
     # tensor 'x' dtype mismatch. expected Float, actual Double
     Rule(
-        "dtype", re.compile(rf"^tensor '{_SRC}' dtype mismatch\. expected (?P<exp>\w+), actual (?P<act>\w+)")
+        "dtype", _lazy(rf"^tensor '{_SRC}' dtype mismatch\. expected (?P<exp>\w+), actual (?P<act>\w+)")
     ),
     # tensor 'x' requires_grad mismatch. expected requires_grad=0
     Rule(
         "requires_grad",
-        re.compile(rf"^tensor '{_SRC}' requires_grad mismatch\. expected requires_grad=(?P<exp>\d)"),
+        _lazy(rf"^tensor '{_SRC}' requires_grad mismatch\. expected requires_grad=(?P<exp>\d)"),
     ),
     # tensor 'x' device mismatch. expected cpu, actual cuda:0 (wording varies by release)
     Rule(
         "device",
-        re.compile(
+        _lazy(
             rf"^tensor '{_SRC}' device(?: index)? mismatch(?:\. expected (?P<exp>\S+), actual (?P<act>\S+))?"
         ),
     ),
     # tensor 'x' dispatch key set mismatch (grad mode, autocast or requires_grad, by older releases)
-    Rule("dispatch_keys", re.compile(rf"^tensor '{_SRC}' dispatch key set mismatch")),
+    Rule("dispatch_keys", _lazy(rf"^tensor '{_SRC}' dispatch key set mismatch")),
     # GLOBAL_STATE changed: grad_mode / autocast(cpu)_enabled / default_dtype (2.5+); the fields
     # are read by `global_state_kind`
-    Rule("global_state", re.compile(r"^GLOBAL_STATE changed: (?P<exp>.*)$")),
-    Rule("global_state", re.compile(r"___check_global_state")),  # releases before the wording
-    Rule("torch_function_mode", re.compile(r"___check_torch_function_mode_stack")),
+    Rule("global_state", _lazy(r"^GLOBAL_STATE changed: (?P<exp>.*)$")),
+    Rule("global_state", _lazy(r"___check_global_state")),  # releases before the wording
+    Rule("torch_function_mode", _lazy(r"___check_torch_function_mode_stack")),
     # 2 <= x.size()[0] (0/1 specialisation) / 6 <= x.size()[0] (the code branched on a size)
-    Rule("size_range", re.compile(rf"^(?P<exp>-?\d+) <= {_SRC}\.size\(\)\[(?P<dim>\d+)\]$")),
-    Rule("size_range", re.compile(rf"^{_SRC}\.size\(\)\[(?P<dim>\d+)\] <= (?P<exp>-?\d+)$")),
+    Rule("size_range", _lazy(rf"^(?P<exp>-?\d+) <= {_SRC}\.size\(\)\[(?P<dim>\d+)\]$")),
+    Rule("size_range", _lazy(rf"^{_SRC}\.size\(\)\[(?P<dim>\d+)\] <= (?P<exp>-?\d+)$")),
     # any other symbolic-shape guard: Eq(x.size()[0], 2*y.size()[0]), x.size()[0] < 10, ...
-    Rule("shape_relation", re.compile(r"(?P<src>[\w\[\]'\.]+)\.size\(\)\[(?P<dim>\d+)\]")),
+    Rule("shape_relation", _lazy(r"(?P<src>[\w\[\]'\.]+)\.size\(\)\[(?P<dim>\d+)\]")),
     # s._modules['drop'].training == True / L['self'].training == True
-    Rule("training", re.compile(rf"^{_SRC}\.training == (?P<exp>True|False)$")),
+    Rule("training", _lazy(rf"^{_SRC}\.training == (?P<exp>True|False)$")),
     # torch's note that a cache entry was dropped (an object it was keyed on was freed): not a guard
-    Rule("cache_note", re.compile(r"^Cache line invalidated because (?P<src>.+?) got deallocated")),
+    Rule("cache_note", _lazy(r"^Cache line invalidated because (?P<src>.+?) got deallocated")),
     # G['USE_BIAS'] == True
-    Rule("global", re.compile(r"^G\['(?P<src>[^']+)'\] == (?P<exp>.+)$")),
+    Rule("global", _lazy(r"^G\['(?P<src>[^']+)'\] == (?P<exp>.+)$")),
     # G['cfg'].depth == 3: an attribute of a global, named whole (`cfg.depth`, not `cfg`)
-    Rule("global", re.compile(r"^(?P<src>G\['[^']+'\](?:\.\w+|\[[^\]]+\])+) == (?P<exp>.+)$")),
+    Rule("global", _lazy(r"^(?P<src>G\['[^']+'\](?:\.\w+|\[[^\]]+\])+) == (?P<exp>.+)$")),
     # ___stack0 == 4.0 (a Python number from .item() / float() specialised)
-    Rule("item_value", re.compile(r"^(?P<src>___stack\d+) == (?P<exp>.+)$")),
+    Rule("item_value", _lazy(r"^(?P<src>___stack\d+) == (?P<exp>.+)$")),
     # s.k == 3 / L['self'].k == 3: a Python attribute of an nn.Module
     Rule(
         "module_attr",
-        re.compile(
+        _lazy(
             r"^(?P<src>(?:L\['self'\]|self|s|L\['args'\]\[0\]|args\[0\]|L\['fn'\]|fn)(?:\.\w+|\[[^\]]+\])+) == (?P<exp>.+)$"
         ),
     ),
@@ -203,59 +223,59 @@ RULES: list[Rule] = [
     # subclass metadata, DTensor specs, opaque objects, fake script objects, sets, iterators
     Rule(
         "other",
-        re.compile(
+        _lazy(
             r"forward_ad\._current_level|compare_functorch_state|___check_metadata_|__dtensor_spec_|"
             r"___check_opaque_guard_fn_|___check_fake_script_type|^(?:not )?set\.__contains__|"
             r"___tuple_iterator_len|___normalize_range_iter|___normalize_count_iter"
         ),
     ),
     # utils_device.CURRENT_DEVICE == None: `torch.set_default_device` / a `with torch.device(...)`
-    Rule("default_device", re.compile(r"^utils_device\.CURRENT_DEVICE == (?P<exp>.+)$")),
+    Rule("default_device", _lazy(r"^utils_device\.CURRENT_DEVICE == (?P<exp>.+)$")),
     # ...top_saved_tensors_hooks ids == None: a saved-tensors hook (checkpointing, offloading)
-    Rule("saved_tensors_hooks", re.compile(r"top_saved_tensors_hooks ids == (?P<exp>.+)$")),
+    Rule("saved_tensors_hooks", _lazy(r"top_saved_tensors_hooks ids == (?P<exp>.+)$")),
     # ___dict_version(G['d']) == 3: a dict the code reads was changed in place
-    Rule("dict_version", re.compile(r"^___dict_version\((?P<src>.+?)\) == (?P<exp>\d+)$")),
+    Rule("dict_version", _lazy(r"^___dict_version\((?P<src>.+?)\) == (?P<exp>\d+)$")),
     # L['x'].raw_repr() == DispatchKeySet(...).raw_repr(): a dispatch key set argument
-    Rule("dispatch_keys", re.compile(r"^(?P<src>.+?)\.raw_repr\(\) == ")),
+    Rule("dispatch_keys", _lazy(r"^(?P<src>.+?)\.raw_repr\(\) == ")),
     # len(L['self']._forward_hooks) == 0: a module hook registered (or removed) after the first call
     Rule(
-        "hooks", re.compile(r"^len\((?P<src>.+?\._(?:forward|backward)(?:_pre)?_hooks\w*)\) == (?P<exp>\d+)$")
+        "hooks", _lazy(r"^len\((?P<src>.+?\._(?:forward|backward)(?:_pre)?_hooks\w*)\) == (?P<exp>\d+)$")
     ),
     # not ___dict_contains('step_count', self.__dict__): an instance attribute set after the first
     # call shadows the class attribute of that name (the reverse form: the instance's was deleted)
     Rule(
         "instance_attr",
-        re.compile(r"^(?P<exp>not )?___dict_contains\('(?P<key>[^']+)', (?P<src>.+?)\.__dict__\)$"),
+        _lazy(r"^(?P<exp>not )?___dict_contains\('(?P<key>[^']+)', (?P<src>.+?)\.__dict__\)$"),
     ),
     # ___dict_contains('k', L['d']) / not ...: a key of a dict came or went
-    Rule("dict_key", re.compile(r"^(?P<exp>not )?___dict_contains\('(?P<key>[^']+)', (?P<src>.+?)\)$")),
+    Rule("dict_key", _lazy(r"^(?P<exp>not )?___dict_contains\('(?P<key>[^']+)', (?P<src>.+?)\)$")),
     # hasattr(L['x'], 'a') / not hasattr(...): an attribute came or went (not the dynamic-marking ones)
-    Rule("hasattr", re.compile(r"^(?P<exp>not )?hasattr\((?P<src>.+?), '(?P<key>[^']+)'\)$")),
+    Rule("hasattr", _lazy(r"^(?P<exp>not )?hasattr\((?P<src>.+?), '(?P<key>[^']+)'\)$")),
     # list(dict.keys(L['d'])) == ['a', 'b'] / list(L['d'].keys()) == [...]: another set of keys
     Rule(
         "dict_keys",
-        re.compile(r"^list\((?:dict\.keys\((?P<src>.+?)\)|(?P<src2>.+?)\.keys\(\))\) == (?P<exp>.+)$"),
+        _lazy(r"^list\((?:dict\.keys\((?P<src>.+?)\)|(?P<src2>.+?)\.keys\(\))\) == (?P<exp>.+)$"),
     ),
     # Duplicate tensors found: L['a'] is L['b'] / L['b'] is L['a']: two inputs aliased in one call only
-    Rule("aliasing", re.compile(r"^Duplicate tensors found: (?P<src>.+)$")),
-    Rule("aliasing", re.compile(r"^(?P<src>L\[[^\]]+\]\S*) is (?P<exp>L\[[^\]]+\]\S*)$")),
+    Rule("aliasing", _lazy(r"^Duplicate tensors found: (?P<src>.+)$")),
+    Rule("aliasing", _lazy(r"^(?P<src>L\[[^\]]+\]\S*) is (?P<exp>L\[[^\]]+\]\S*)$")),
     # len(L['x']) == 3 / len(d) != 1
-    Rule("length", re.compile(r"^len\((?P<src>.+)\) (?:==|!=) (?P<exp>\d+)$")),
+    Rule("length", _lazy(r"^len\((?P<src>.+)\) (?:==|!=) (?P<exp>\d+)$")),
     # not args: a tuple, list or dict that was empty (a wrapper's *args, **kwargs)
-    Rule("length", re.compile(rf"^not {_SRC}$")),
+    Rule("length", _lazy(rf"^not {_SRC}$")),
     # L['k'] == 0 / k == 2.5 / mode == 'a' / cfg.flag == True
-    Rule("value", re.compile(rf"^{_SRC} == (?P<exp>.+)$")),
+    Rule("value", _lazy(rf"^{_SRC} == (?P<exp>.+)$")),
     # x is None / x is not None
-    Rule("none", re.compile(rf"^{_SRC} is (?P<exp>not None|None)$")),
+    Rule("none", _lazy(rf"^{_SRC} is (?P<exp>not None|None)$")),
     # ___check_obj_id(fn, 1398...), ID_MATCH: a different object
-    Rule("identity", re.compile(r"___check_obj_id\((?P<src>[^,]+),")),
+    Rule("identity", _lazy(r"___check_obj_id\((?P<src>[^,]+),")),
     # ___check_type_id(x, ...), TYPE_MATCH: an object of another type
-    Rule("type", re.compile(r"___check_type_id\((?P<src>[^,]+),")),
+    Rule("type", _lazy(r"___check_type_id\((?P<src>[^,]+),")),
     # expected type of 'L['past_key_values']' to be a tensor type, ' but found <class 'NoneType'>
     # (a tensor input that became another object: None, a cache object, a list)
     Rule(
         "type",
-        re.compile(
+        _lazy(
             r"^expected type of '(?P<src>.+?)' to be (?P<exp>a tensor type)[, ']*but found (?P<act>.+)$"
         ),
     ),
@@ -264,18 +284,18 @@ RULES: list[Rule] = [
 # torch's HINT on a failed guard names the cause better than the guard's shape (a module's int
 # attribute reached through a global, `G['m'].k == 2`, reads as a global otherwise): (pattern, kind)
 HINT_KINDS = [
-    (re.compile(r"integer attributes of the nn\.Module"), "module_attr"),
+    (_lazy(r"integer attributes of the nn\.Module"), "module_attr"),
 ]
 
 # GLOBAL_STATE fields, torch's names -> kind
 _GLOBAL_FIELDS = [
-    (re.compile(r"grad_mode"), "grad_mode"),
-    (re.compile(r"autocast"), "autocast"),
-    (re.compile(r"default_dtype"), "default_dtype"),
-    (re.compile(r"deterministic"), "deterministic"),
-    (re.compile(r"num_threads"), "num_threads"),
-    (re.compile(r"torch_function"), "torch_function_mode"),
-    (re.compile(r"allow_tf32|allow_bf16_reduce|allow_fp16_reduce"), "matmul_precision"),
+    (_lazy(r"grad_mode"), "grad_mode"),
+    (_lazy(r"autocast"), "autocast"),
+    (_lazy(r"default_dtype"), "default_dtype"),
+    (_lazy(r"deterministic"), "deterministic"),
+    (_lazy(r"num_threads"), "num_threads"),
+    (_lazy(r"torch_function"), "torch_function_mode"),
+    (_lazy(r"allow_tf32|allow_bf16_reduce|allow_fp16_reduce"), "matmul_precision"),
 ]
 
 

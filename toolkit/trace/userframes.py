@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import linecache
 import os
@@ -16,8 +17,10 @@ from fxlens.trace.records import Frame
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 
 
+@functools.cache
 def _library_roots() -> tuple[str, ...]:
-    """Folders that are never the user's own code: stdlib, site-packages, torch, triton, fxlens itself."""
+    """Folders that are never the user's own code: stdlib, site-packages, torch, triton, fxlens itself.
+    Found on first use (sysconfig and a search of sys.path): a report of a log without frames needs none."""
     roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     # site folders on the path beyond this interpreter's own (a venv whose packages live in another
     # venv's site-packages through a .pth, --system-site-packages, a shared PYTHONPATH)
@@ -32,7 +35,6 @@ def _library_roots() -> tuple[str, ...]:
     return tuple(sorted(r.replace("\\", "/").rstrip("/") + "/" for r in roots if r))
 
 
-_LIBRARY_ROOTS = _library_roots()
 _FOREIGN_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3.")
 
 
@@ -56,7 +58,7 @@ def is_user_file(path: str) -> bool:
     if "/fxlens/examples/" in p or "/toolkit/examples/" in p:
         return True  # fxlens's bundled examples are the user's code when `fxlens demo` runs them
     # the markers catch traces written on another machine, whose library paths differ from ours
-    return not p.startswith(_LIBRARY_ROOTS) and not any(m in p for m in _FOREIGN_LIBRARY_MARKERS)
+    return not p.startswith(_library_roots()) and not any(m in p for m in _FOREIGN_LIBRARY_MARKERS)
 
 
 _TOOLKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -177,7 +179,7 @@ def library_path(path: str) -> str:
     m = _SITE.match(p)
     if m:
         return p[m.end() :]
-    for root in _LIBRARY_ROOTS:
+    for root in _library_roots():
         if p.startswith(root):
             return p[len(root) :]
     return p
@@ -192,7 +194,7 @@ def is_library_code(path: str) -> bool:
     p = path.replace("\\", "/")
     if p.startswith("/"):
         return not is_user_file(p)
-    return any(os.path.isfile(root + p) for root in _LIBRARY_ROOTS)
+    return any(os.path.isfile(root + p) for root in _library_roots())
 
 
 def def_params(path: str, line: int) -> set[str]:
