@@ -9,7 +9,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 
+from fxlens.report.bisect_result import BisectResult, Culprit
+from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.memorytext import memory_lines
+from fxlens.report.minify_result import MinifyResult
 from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
@@ -18,24 +21,10 @@ from fxlens.tui.viewbase import Navigate, View, guarded, record_text
 from fxlens.tui.widgets import CodeView, Info, VimTable
 
 
-def _obj(value) -> dict:
-    """An event field that should be an object; any other shape (a hand-edited or foreign
-    events.jsonl) reads as empty, so the view shows what it can instead of refusing the event."""
-    return value if isinstance(value, dict) else {}
-
-
-def _objs(value) -> list[dict]:
-    """An event field that should be a list of objects: its objects, the rest dropped."""
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
 def _ladder(ev: dict) -> list[str]:
+    r = BisectResult.from_json(ev)
     out = ["[b]stage ladder[/b]"]
-    stages = _objs(ev.get("stages"))
-    first = ev.get("first_failing_stage")
-    for st in stages:
-        if not isinstance(st, dict):
-            continue
+    for st in r.stages:
         ok = st.get("ok")
         mark = (
             "[green]✓ pass[/green]" if ok else "[red]✗ FAIL[/red]" if ok is False else "[dim]· skipped[/dim]"
@@ -45,42 +34,41 @@ def _ladder(ev: dict) -> list[str]:
             f"  {mark}  {escape(str(st.get('stage')))}"
             + (f"  [dim]{escape(str(why)[:80])}[/dim]" if why else "")
         )
-    if not stages:
-        out.append(f"  first failing stage: {escape(str(first))}")
-    c = _obj(ev.get("culprit"))
-    if c:
+    if not r.stages:
+        out.append(f"  first failing stage: {escape(str(r.first_failing_stage))}")
+    c = r.culprit
+    if c is not None and c != Culprit():  # a culprit that names something
         out += ["", "[b]culprit[/b]"]
-        out.append(
-            f"  compile {escape(str(c.get('compile_id')))} · {escape(str(c.get('function')))}  [dim](o: jump)[/dim]"
-        )
-        out.append(f"  at {escape(short_path(str(c.get('file'))))}:{escape(c.get('line'))}")
-        if c.get("kernel"):
-            out.append(f"  kernel [b]{escape(str(c.get('kernel')))}[/b]")
-        if c.get("ops"):
-            out.append(f"  ops {escape(', '.join(map(str, c.get('ops'))))}")
-    out.append(f"\ncheck {escape(str(ev.get('check')))} · {escape(ev.get('runs', '?'))} runs")
-    if ev.get("next"):
-        out.append(f"next: [b]{escape(str(ev.get('next')))}[/b]")
+        out.append(f"  compile {escape(str(c.compile_id))} · {escape(str(c.function))}  [dim](o: jump)[/dim]")
+        out.append(f"  at {escape(short_path(str(c.file)))}:{escape(c.line)}")
+        if c.kernel:
+            out.append(f"  kernel [b]{escape(c.kernel)}[/b]")
+        if c.ops:
+            out.append(f"  ops {escape(', '.join(c.ops))}")
+    out.append(f"\ncheck {escape(str(r.check))} · {escape('?' if r.runs is None else r.runs)} runs")
+    if r.next:
+        out.append(f"next: [b]{escape(r.next)}[/b]")
     return out
 
 
 def _minify(ev: dict) -> list[str]:
     """Only the fields the event has: an interrupted or older minify lacks some (no "None → None")."""
-    has = lambda k: ev.get(k) is not None  # noqa: E731
+    r = MinifyResult.from_json(ev)
     out = ["[b]minified reproducer[/b]"]
-    if has("repro"):
-        out.append(f"  {escape(short_path(str(ev.get('repro'))))}")
-    facts = [f"{k} {escape(str(ev[k]))}" for k in ("check", "signature") if has(k)]
+    if r.repro is not None:
+        out.append(f"  {escape(short_path(r.repro))}")
+    facts = [f"{k} {escape(v)}" for k, v in (("check", r.check), ("signature", r.signature)) if v is not None]
     if facts:
         out.append("  " + " · ".join(facts))
-    if has("original_nodes") and has("final_nodes"):
-        out.append(f"  nodes {escape(ev.get('original_nodes'))} → [b]{escape(ev.get('final_nodes'))}[/b]")
-    elif has("original_nodes") or has("final_nodes"):
-        k = "original_nodes" if has("original_nodes") else "final_nodes"
-        out.append(f"  {k.replace('_', ' ')} {escape(ev.get(k))}")
-    if has("queries") or has("seconds"):
-        queries = f"{escape(ev['queries'])} queries " if has("queries") else ""
-        seconds = f"in {escape(ev['seconds'])} s" if has("seconds") else ""
+    if r.original_nodes is not None and r.final_nodes is not None:
+        out.append(f"  nodes {escape(r.original_nodes)} → [b]{escape(r.final_nodes)}[/b]")
+    elif r.original_nodes is not None:
+        out.append(f"  original nodes {escape(r.original_nodes)}")
+    elif r.final_nodes is not None:
+        out.append(f"  final nodes {escape(r.final_nodes)}")
+    if r.queries is not None or r.seconds is not None:
+        queries = f"{escape(r.queries)} queries " if r.queries is not None else ""
+        seconds = f"in {escape(r.seconds)} s" if r.seconds is not None else ""
         out.append(f"  {queries}{seconds}".rstrip())
     if len(out) == 1:
         out.append("  [dim](no details recorded: the minify did not finish)[/dim]")
@@ -99,15 +87,16 @@ def _doctor_memory(mem) -> list[str]:
 
 
 def _doctor(ev: dict) -> list[str]:
+    r = DoctorResult.from_json(ev)
     out = ["[b]functions[/b]"]
-    for f in _objs(ev.get("functions")):
+    for f in r.functions:
         out.append(
             f"  {escape(str(f.get('function')))}: eager {escape(f.get('eager_ms'))} ms, compiled "
             f"{escape(f.get('compiled_ms'))} ms, speedup {escape(f.get('speedup'))}, compile {escape(f.get('compile_s'))} s"
         )
-    out += _doctor_memory(ev.get("peak_memory"))
+    out += _doctor_memory(r.peak_memory)
     out += ["", "[b]findings[/b]"]
-    for i, f in enumerate(_objs(ev.get("findings")), 1):
+    for i, f in enumerate(r.findings, 1):
         out.append(f"  {i}. {escape(str(f.get('message')))}")
         if f.get("fix"):
             out.append(f"     [green]fix[/green] {escape(str(f.get('fix')))}")
@@ -237,7 +226,7 @@ class ResultsView(View):
         lines += _ladder(ev) if kind == "bisect" else _minify(ev) if kind == "minify" else _doctor(ev)
         self.query_one("#results-detail", Info).set("\n".join(lines))
         code = ""
-        repro = ev.get("repro") or _obj(ev.get("culprit")).get("repro")
+        repro = MinifyResult.from_json(ev).repro if kind == "minify" else None
         if repro:
             # only a regular file is read: a hostile events.jsonl may name a FIFO or /dev/zero
             text = read_display_text(str(repro))
@@ -250,21 +239,21 @@ class ResultsView(View):
     def action_jump_culprit(self) -> None:
         events = self.data.summary.events if self.data and self.data.summary else []
         i = int(self.params.get("key", 0))
-        c = _obj(events[i].get("culprit")) if i < len(events) else {}
-        if not c.get("compile_id"):
+        c = (BisectResult.from_json(events[i]).culprit if i < len(events) else None) or Culprit()
+        if not c.compile_id:
             self.app.notify("this result names no culprit compile", severity="warning")
-        elif self.data.compile(None, c["compile_id"]) is None:
+        elif self.data.compile(None, c.compile_id) is None:
             run = self.selected_run()  # the last run by default: the one that confirmed the culprit
             if run is None:
-                self.app.notify(f"compile {c['compile_id']} is not in this session", severity="warning")
+                self.app.notify(f"compile {c.compile_id} is not in this session", severity="warning")
                 return
             # the culprit lives in a run's trace: open that run at it (escape comes back)
-            view, params = ("kernels", {"kernel": c["kernel"]}) if c.get("kernel") else ("graph", {})
-            self.post_message(OpenRun(run["path"], view, compile_id=c["compile_id"], **params))
-        elif c.get("kernel"):
-            self.post_message(Navigate("kernels", compile_id=c["compile_id"], kernel=c["kernel"]))
+            view, params = ("kernels", {"kernel": c.kernel}) if c.kernel else ("graph", {})
+            self.post_message(OpenRun(run["path"], view, compile_id=c.compile_id, **params))
+        elif c.kernel:
+            self.post_message(Navigate("kernels", compile_id=c.compile_id, kernel=c.kernel))
         else:
-            self.post_message(Navigate("graph", compile_id=c["compile_id"]))
+            self.post_message(Navigate("graph", compile_id=c.compile_id))
 
     def focus_main(self) -> None:
         events = self.query_one("#results-table", VimTable)

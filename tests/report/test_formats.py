@@ -10,10 +10,12 @@ import pytest
 from report_helpers import EVIL_FUNCTION, EVIL_REASON
 
 from fxlens.cli import main as cli_main
+from fxlens.report.bisect_result import BisectResult
 from fxlens.report.build import build_report
 from fxlens.report.formats import render_html, render_markdown
 from fxlens.report.markup import PathShortener, environment, environment_lines, md_code, md_fence, md_text
-from fxlens.report.verdicts import bisect_blocks, minify_blocks, render
+from fxlens.report.minify_result import MinifyResult
+from fxlens.report.verdicts import render
 from fxlens.trace.session import Session
 
 ENV = {"torch": "2.13.0", "torch_from": "trace", "python": "3.11", "platform": "Linux", "device": "cpu"}
@@ -163,7 +165,7 @@ def test_bisect_and_minify_verdicts(tmp_path):
         "kernel": None,
         "next": "fxlens minify t.py --backend fxlens --check crash",
     }
-    md = render(bisect_blocks(bisect, str(tmp_path / "t.py"), ENV), "markdown", "b")
+    md = render(BisectResult.from_json(bisect).blocks(str(tmp_path / "t.py"), ENV), "markdown", "b")
     assert "verdict: crash first at stage fxlens" in md and "`0/0 <b>f</b> t.py:3`" in md
     assert "<b>" not in _outside_code(md) and "### Environment" in md
     minify = {
@@ -177,10 +179,10 @@ def test_bisect_and_minify_verdicts(tmp_path):
         "reproduced": "3/3",
         "backend": "fxlens",
     }
-    md = render(minify_blocks(minify, str(tmp_path / "t.py"), ENV), "markdown", "m")
+    md = render(MinifyResult.from_json(minify).blocks(str(tmp_path / "t.py"), ENV), "markdown", "m")
     assert "<details><summary>reproducer repro_x.py (2 lines)</summary>" in md
     assert "````python\n" in md and "`python repro_x.py`" in md and str(tmp_path) not in md
-    page = render(minify_blocks(minify, str(tmp_path / "t.py"), ENV), "html", "m")
+    page = render(MinifyResult.from_json(minify).blocks(str(tmp_path / "t.py"), ENV), "html", "m")
     parser = _Tags()
     parser.feed(page)
     assert "script" not in parser.tags and "&lt;/details&gt;&lt;script&gt;" in page

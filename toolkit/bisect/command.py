@@ -41,6 +41,7 @@ from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
 from fxlens.errors import FxlensError
 from fxlens.live import progress
+from fxlens.report.bisect_result import BisectResult
 from fxlens.report.command import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
 from fxlens.trace.userframes import short_path
@@ -106,9 +107,10 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         write_json(result, args.json)
     if args.format != "text":
-        from fxlens.report.verdicts import bisect_blocks, render
+        from fxlens.report.verdicts import render
 
-        write_formatted(render(bisect_blocks(result, args.script), args.format, "fxlens bisect"), args.report)
+        blocks = BisectResult.from_json(result).blocks(args.script)
+        write_formatted(render(blocks, args.format, "fxlens bisect"), args.report)
     return 0
 
 
@@ -193,6 +195,8 @@ def _bisect_in(sdir, info, script, args, backend, check, timeout, torch_bisector
     result["summary"] = summary_line(result)
     result["next"] = next_command(result, script, list(args))
     result["invocation"] = {k: info.get(k) for k in ("script", "module", "argv", "backend", "check", "env")}
+    # the one result object: a key the contract does not declare is a TypeError here, not a surprise
+    result = BisectResult(**result).to_json()
     append_event(sdir, "bisect", result)
     info.update(exit_code=0, finished=time.time(), backend=result.get("backend"))
     write_info(sdir, info)

@@ -44,6 +44,7 @@ from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
 from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
+from fxlens.report.doctor_result import DoctorResult
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
 
@@ -353,6 +354,8 @@ def doctor_script(
     result = _diagnose(script, args, sdir, main_session, runs, **options)
     if warm:
         result["warm"] = cold_vs_warm(script, args, sdir, backend=backend, timeout=timeout)
+    # the one result object: a key the contract does not declare is a TypeError here, not a surprise
+    result = DoctorResult(**result).to_json()
     append_event(sdir, "doctor", result)
     info = dict(main_session.info)
     info.update(command="doctor", doctor_rounds=rounds)

@@ -34,6 +34,7 @@ from fxlens.fix.findings import code_files_of, gather, parse_try, replacement
 from fxlens.fix.render import render_text
 from fxlens.fix.results import fix_result, outputs_judged
 from fxlens.fix.runs import Launch, Progress, error_line, one_run, read_run
+from fxlens.report.fix_result import FixResult
 from fxlens.report.fixes import label, target
 from fxlens.trace.session import Session, append_event, new_session_dir
 
@@ -150,10 +151,11 @@ def fix_script(
     _each_fix(script, args, sdir, base, entries, results, progress, n, opts, eager)
     together = _together(script, args, sdir, base, entries, results, progress, opts, eager)
     base_out = {k: base[k] for k in ("measures", "exit_code", "seconds", "speed")}
-    out = {"script": os.path.abspath(script), "argv": list(args), "session": str(sdir), "base": base_out}
-    out.update(fixes=results, together=together, load=_load(), said=said)
-    append_event(sdir, "fix_summary", {k: v for k, v in out.items() if k != "fixes"})
-    return out
+    out = FixResult(
+        os.path.abspath(script), list(args), str(sdir), base_out, results, together, _load(), said
+    )
+    append_event(sdir, "fix_summary", out.summary())
+    return out.to_json()
 
 
 def _reference_outputs(script, args, sdir: Path, base: dict, progress, n: int, opts) -> None:

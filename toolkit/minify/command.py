@@ -174,12 +174,13 @@ def main(args: argparse.Namespace) -> int:
     print(f"fxlens minify: {result['summary']}")
     print(f"  python {result['repro']}")
     if args.format != "text":
-        from fxlens.report.verdicts import minify_blocks, render
+        from fxlens.report.minify_result import MinifyResult
+        from fxlens.report.verdicts import render
 
         invocation = {"script": os.path.abspath(args.script), "module": module_of(args.script)}
         invocation.update(argv=args.script_args, backend=args.backend, check=args.check)
         invocation["env"] = config.reproducing_env()
-        blocks = minify_blocks({**result, "invocation": invocation}, args.script)
+        blocks = MinifyResult.from_json(result).blocks(args.script, invocation=invocation)
         write_formatted(render(blocks, args.format, "fxlens minify"), args.report)
     if result["interrupted"]:  # the best so far was written as NAME.partial.py
         return result["interrupted_exit"]

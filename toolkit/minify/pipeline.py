@@ -30,6 +30,7 @@ from fxlens.minify.confirm import base_spec, confirm, load_candidate, usable
 from fxlens.minify.partial import copy_atomic, save_partial
 from fxlens.minify.script_config import not_set_by_script
 from fxlens.report.command import write_json
+from fxlens.report.minify_result import MinifyResult
 from fxlens.trace.session import append_event
 
 
@@ -326,6 +327,8 @@ def _finish(run: MinifyRun, captured: _Captured, confirmed: _Confirmed, reduced:
     run.timings["workers_warm_at"] = run.pool.warm_at()
     result["timings"] = run.timings
     result["summary"] = summary_line(result)
+    # the one result object: a key the contract does not declare is a TypeError here, not a surprise
+    result = MinifyResult(**result).to_json()
     append_event(run.session, "minify", result)
     if run.json_path:
         write_json(result, run.json_path)

@@ -19,12 +19,16 @@ import shlex
 import stat
 from pathlib import Path
 
+from fxlens.report.bisect_result import BisectResult
+from fxlens.report.minify_result import MinifyResult
 from fxlens.report.table import tabulate
 from fxlens.trace.reader import find_logs
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.session import SESSION_FILE, TRACE_DIR, Session
 
 TOOLS = ("bisect", "minify")
+# each tool's result type: what its event holds, and how it renders (lines, blocks)
+RESULTS = {"bisect": BisectResult, "minify": MinifyResult}
 # where each command keeps the sessions of its child runs
 RUN_DIRS = {"bisect": "runs", "minify": "children"}
 MAX_RUN_ROWS = 50  # runs listed in text (all of them in --json)
@@ -97,44 +101,19 @@ def _ended(run: dict) -> str:
     return f"exit {code}"
 
 
+def result_of(tool: str, verdict: dict) -> BisectResult | MinifyResult:
+    """The tool's typed result, read back from its recorded event."""
+    return RESULTS[tool].from_json(verdict)
+
+
 def _verdict_lines(tool: str, verdict: dict) -> list[str]:
-    """The verdict as the command printed it; its summary line when the event lacks fields."""
-    try:
-        if not isinstance(verdict.get("summary"), str):  # every verdict has one: this was edited
-            raise TypeError("no summary")
-        if tool == "bisect":
-            return _bisect_lines(verdict)
-        lines = [f"verdict: {verdict['summary']}"]
-        if verdict.get("repro"):
-            lines.append(f"  reproducer  python {shlex.quote(str(verdict['repro']))}")
-        return lines
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-        summary = verdict.get("summary")
-        if isinstance(summary, str) and summary:
-            return [f"verdict: {summary}"]
+    """The verdict as the tool renders it; its summary line when the event lacks fields."""
+    if not isinstance(verdict.get("summary"), str) or not verdict["summary"]:  # every verdict has one
         return [f"verdict: recorded, but unreadable ({tool} event without a summary)"]
-
-
-def _bisect_lines(r: dict) -> list[str]:
-    """The gist of `fxlens bisect`'s verdict text (fxlens.bisect.verdict.render_text, which the
-    report layer may not import): summary, stages, failure, culprit graph and kernel, next command."""
-    lines = [f"verdict: {r['summary']}"]
-    stages = [s for s in r.get("stages") or [] if s.get("stage") != "no_compile"]
-    if stages:
-        lines.append(
-            "  stages   " + " -> ".join(f"{s['stage']} {'ok' if s.get('ok') else 'FAILS'}" for s in stages)
-        )
-    if r.get("failure"):
-        lines.append(f"  failure  {r['failure'].get('kind')}: {r['failure'].get('error')}")
-    c = r.get("culprit") or {}
-    if c.get("compile_id"):
-        lines.append(f"  graph    {c['compile_id']}  {c.get('function')}  {c.get('file')}:{c.get('line')}")
-    if c.get("kernel"):
-        lines.append(f"  kernel   {c['kernel']}  ops {', '.join(map(str, c.get('ops') or []))}")
-    lines.append(f"  runs     {r.get('runs')} in {float(r.get('seconds') or 0):.1f}s")
-    if r.get("next"):
-        lines.append(f"next: {r['next']}")
-    return lines
+    try:
+        return result_of(tool, verdict).lines()
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):  # a field of another shape
+        return [f"verdict: {verdict['summary']}"]
 
 
 def build_tool_report(session: Session, tool: str, base: dict) -> dict:
@@ -196,7 +175,6 @@ def _rel(path: str) -> str:
 def render_tool_blocks(report: dict) -> list:
     """--format markdown/html: the blocks `fxlens bisect/minify --format` print for their verdict."""
     from fxlens.report.document import Bullets, Code, Heading, Para
-    from fxlens.report.verdicts import bisect_blocks, minify_blocks
 
     tool, verdict = report["command"], report["verdict"]
     script = (report.get("source") or {}).get("script")
@@ -205,10 +183,9 @@ def render_tool_blocks(report: dict) -> list:
         out = [Heading(2, f"fxlens {tool}"), Para(f"No verdict recorded: the {tool} did not finish.")]
     else:
         src = report.get("source") or {}
-        if not verdict.get("invocation") and src.get("script"):  # recorded before invocation was
-            verdict = {**verdict, "invocation": src}
+        invocation = src if src.get("script") else None  # for a result recorded without its own
         try:
-            out = (bisect_blocks if tool == "bisect" else minify_blocks)(verdict, script)
+            out = result_of(tool, verdict).blocks(script, invocation=invocation)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError):
             out = [Heading(2, f"fxlens {tool}"), Para(f"verdict: {verdict.get('summary') or 'unreadable'}")]
     if runs:

@@ -1,0 +1,93 @@
+"""The tools' typed results (fxlens.report.*_result) against their JSON schemas and real output.
+
+tests/report/results/ holds `--json` files that `fxlens bisect`, `minify`, `fix` and `doctor` wrote
+in this repo's own tests (tests/bisect, minify, fix, doctor), their temporary folder renamed. Each
+must read back into its result type and serialise to the same bytes, keep its schema, and be
+refused with one undeclared key added at the top level.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from schema_check import SCHEMAS, validate
+
+from fxlens.report.bisect_result import BisectResult, Culprit
+from fxlens.report.build import build_report
+from fxlens.report.doctor_result import DoctorResult
+from fxlens.report.fix_result import FixResult
+from fxlens.report.minify_result import MinifyResult
+from fxlens.trace.session import Session
+
+RESULTS = Path(__file__).parent / "results"
+TYPES = {"bisect": BisectResult, "minify": MinifyResult, "fix": FixResult, "doctor": DoctorResult}
+RECORDED = sorted(RESULTS.glob("*.json"))
+TRACE = Path(__file__).parents[1] / "data" / "traces" / "2.13.0" / "dedicated_log_torch_trace.log"
+
+
+def _kind(path: Path) -> str:
+    return path.name.split("-")[0]
+
+
+def _schema(kind: str) -> dict:
+    return json.loads((SCHEMAS / f"{kind}.schema.json").read_text())
+
+
+def test_every_tool_has_recorded_output():
+    assert {_kind(p) for p in RECORDED} == set(TYPES)
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_result_type_declares_what_its_schema_does(kind):
+    # the dataclass and the published schema name the same top-level keys, and the schema requires
+    # exactly those the type always writes (a field marked optional is written only when set)
+    schema, declared = _schema(kind), fields(TYPES[kind])
+    assert {f.name for f in declared} == set(schema["properties"])
+    assert schema["required"] == [f.name for f in declared if not f.metadata.get("optional")]
+    assert schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
+def test_recorded_output_reads_back_to_the_same_bytes(path):
+    raw = path.read_text()
+    data = json.loads(raw)
+    validate(_kind(path), data)
+    again = TYPES[_kind(path)].from_json(data).to_json()
+    assert json.dumps(again, indent=2) + "\n" == raw  # same keys, same order, same values
+    # what the command does: build the object from its parts (an undeclared key is a TypeError)
+    assert TYPES[_kind(path)](**data).to_json() == data
+    with pytest.raises(TypeError, match="surprise"):
+        TYPES[_kind(path)](**data, surprise=1)
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)
+def test_schema_refuses_an_undeclared_top_level_key(path):
+    data = json.loads(path.read_text())
+    with pytest.raises(AssertionError, match="surprise"):
+        validate(_kind(path), {**data, "surprise": 1})
+    missing = next(iter(_schema(_kind(path))["required"]))
+    with pytest.raises(AssertionError, match=missing):
+        validate(_kind(path), {k: v for k, v in data.items() if k != missing})
+
+
+def test_report_schema_refuses_an_undeclared_top_level_key():
+    report = build_report(Session.open(TRACE))
+    validate("report", report)
+    with pytest.raises(AssertionError, match="surprise"):
+        validate("report", {**report, "surprise": 1})
+
+
+def test_an_edited_event_reads_as_absent_fields_never_a_crash():
+    # events.jsonl is a file anyone may edit: a field of another type reads as not there
+    r = BisectResult.from_json({"summary": "s", "stages": 5, "culprit": "x", "runs": "7", "seconds": True})
+    assert (r.stages, r.culprit, r.runs, r.seconds) == ([], None, None, None)
+    assert r.lines()[0] == "verdict: s"
+    c = BisectResult.from_json(
+        {"culprit": {"compile_id": "0/1", "line": "3", "ops": ["aten.erf", 2]}}
+    ).culprit
+    assert c == Culprit(compile_id="0/1", ops=["aten.erf", "2"])
+    m = MinifyResult.from_json({"repro": ["not", "a", "path"], "final_nodes": 2, "flaky": "yes"})
+    assert (m.repro, m.final_nodes, m.flaky) == (None, 2, None)
