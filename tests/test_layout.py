@@ -54,7 +54,8 @@ def test_backend_import_does_not_pull_in_the_toolkit():
 
 
 # What each toolkit layer may import (besides itself and the foundation: fxlens, fxlens.errors,
-# fxlens.config, and fxlens.backend.torch_compat, the one door to private torch symbols).
+# fxlens.config, fxlens.backend.torch_compat, the one door to private torch symbols, and
+# fxlens.backend.stages, the table of compiler stages every layer reads).
 # Dependencies point one way: trace <- report <- capture <- commands.
 LAYERS = {
     "trace": set(),
@@ -69,7 +70,7 @@ LAYERS = {
     "diff": {"trace", "report"},
     "budget": {"trace", "report"},
 }
-FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens.backend.torch_compat"}
+FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens.backend.torch_compat", "fxlens.backend.stages"}
 
 
 def _layer(module: str) -> str | None:

@@ -3,7 +3,7 @@
 import pytest
 
 from fxlens.bisect.backend import selected
-from fxlens.bisect.ladder import first_failing, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect.ladder import can, first_failing, ladder, narrow
 
 
 def test_ladders():
@@ -11,7 +11,9 @@ def test_ladders():
     assert ladder("inductor") == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
     assert ladder("mine.py:be") == ["eager", "aot_eager", "mine.py:be"]
     assert ladder("aot_eager") == ["eager", "aot_eager"]
-    assert is_fxlens_codegen("fxlens_nofusion") and not is_fxlens_codegen("fxlens_aot_eager")
+    assert can("fxlens_nofusion", "codegen") and not can("fxlens_aot_eager", "codegen")
+    assert can("fxlens", "fuses") and not can("fxlens_nofusion", "fuses")
+    assert can("inductor", "torch_bisectable") and not can("mine.py:be", "codegen")
 
 
 class Counter:

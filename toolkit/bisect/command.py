@@ -32,7 +32,7 @@ from fxlens.bisect.culprit import culprit_of
 from fxlens.bisect.handover import DEFAULT_BUDGET_S, budget_seconds, crash_site, run_output, say_stage_verdict
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
-from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect.ladder import can, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs, count_runs
 from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
@@ -331,7 +331,7 @@ def _first_run(runs: Runs, script: str, backend: str | None) -> tuple[Outcome, l
 
 def _check_kernels(runs: Runs, backend: str | None, check: str) -> None:
     # fxlens's kernels can compare themselves with an fp64 ATen replay: a free first guess
-    if backend and is_fxlens_codegen(ladder(backend)[-1]) and check != "crash":
+    if backend and can(ladder(backend)[-1], "codegen") and check != "crash":
         runs.extra_env[ENV_CHECK_KERNELS] = "1"
 
 
@@ -366,7 +366,7 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
         return out.kind == kind
 
     hint = bad_out.failing[0] if bad_out.failing else None
-    handover = stage in TORCH_BISECTABLE and torch_bisector
+    handover = can(stage, "torch_bisectable") and torch_bisector
     if handover and n > 1 and bad_out.recorded and kind in ("crash", "accuracy", "no_raise"):
         # the failing run's wrapper saw graph `hint` itself fail: no run to confirm it alone;
         # the CompilerBisector steps confirm it on the way (or give it back, unconfirmed)
@@ -387,12 +387,12 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
     base["outcome"] = "fails"
     base["graph"] = {"ordinal": ordinal, "of": n}
     base["culprit"] = culprit = culprit_of(confirm, ordinal, fallback=(bad_out, good_out))
-    if is_fxlens_codegen(stage):
+    if can(stage, "codegen"):
         kernel = find_kernel(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
         base["kernel"] = kernel
         if kernel:
             culprit.update(kernel=kernel.get("name"), ops=kernel.get("ops"))
-        if stage == "fxlens":
+        if can(stage, "fuses"):
             graph_kind = (kernel or {}).get("graph")
             base["fusion"] = find_fusion(
                 runs, confirm, stage, good, ordinal, culprit["compile_id"], kind, graph_kind

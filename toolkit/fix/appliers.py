@@ -179,6 +179,7 @@ def _mark_with(name: str):
             call.compiled = _premark(c, sig, arg, dim, mark, done)
         return done
 
+    apply.__name__ = f"_{name}"
     return apply
 
 

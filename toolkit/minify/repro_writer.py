@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxlens.backend.stages import STAGES
 from fxlens.capture import accuracy as capture_accuracy
 from fxlens.capture.backends import definitions_of, top_level_definitions
 from fxlens.minify import check as minify_check
@@ -70,13 +71,16 @@ INNER_COMPILERS = {
     # inductor's compiler of one ATen graph, as torch's repro_after="aot" scripts call it
     "inductor": "from torch._inductor.compile_fx import compile_fx_inner\n\n"
     "return functools.partial(compile_fx_inner, is_backward={is_backward}, is_inference={is_inference})",
-    "fxlens": "from fxlens.backend.compile_fx import compile_aten\n\n"
-    "return lambda gm, inputs: compile_aten(gm, list(inputs), {kind!r}, fusion=True)",
-    "fxlens_nofusion": "from fxlens.backend.compile_fx import compile_aten\n\n"
-    "return lambda gm, inputs: compile_aten(gm, list(inputs), {kind!r}, fusion=False)",
     # an aot_autograd(fw_compiler=..., bw_compiler=...) backend object: the compiler it names
     "aot_autograd": "kw = (backend or load_backend()).kwargs\n"
     "return next(kw[n] for n in {names!r} if kw.get(n) is not None)",
+    # fxlens's own codegen stages: compile_aten with fusion as the stage fuses
+    **{
+        s.inner: "from fxlens.backend.compile_fx import compile_aten\n\n"
+        f"return lambda gm, inputs: compile_aten(gm, list(inputs), {{kind!r}}, fusion={s.fuses})"
+        for s in STAGES
+        if s.codegen
+    },
 }
 # which aot_autograd keyword compiles which graph (AOTAutograd falls back to fw_compiler)
 _AOT_COMPILER_NAMES = {

@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from fxlens.backend.stages import stage
 from fxlens.capture import children
 
 READY = "ready"
@@ -40,11 +41,9 @@ ENV_CONTROL_FD = "FXLENS_MINIFY_ZYGOTE_FD"  # the zygote's end of its control so
 
 def preload_for(backend: str, inner: str = "") -> list[str]:
     """Modules a backend compiles with (imported ahead by the zygote)."""
-    mods = ["torch._dynamo"]
-    if "inductor" in (backend, inner):
+    mods = ["torch._dynamo", *getattr(stage(backend), "preload", ())]
+    if inner == "inductor" and "torch._inductor.compile_fx" not in mods:
         mods.append("torch._inductor.compile_fx")
-    if backend in ("fxlens", "fxlens_nofusion"):
-        mods.append("fxlens.backend.compile_fx")
     return mods
 
 
