@@ -3,8 +3,9 @@ points, the installed distribution's, torch's backend registry, and the lists de
 
 import importlib
 import importlib.metadata
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from fxlens.backend.stages import STAGES, stage
 from fxlens.capture.backends import ALWAYS_KNOWN, resolve
