@@ -237,6 +237,14 @@ def _try_regional(arg: str) -> dict | None:
     )
 
 
+def _try_nested_region(arg: str) -> dict | None:
+    return (
+        action("nested_region", block=arg, site="each torch.compile call of a module")
+        if arg.isidentifier()
+        else None
+    )
+
+
 def _try_dynamic(arg: str) -> dict | None:
     return None if arg else action("dynamic")
 
@@ -273,6 +281,7 @@ def _value(raw: str):
 # `--try` can ask for
 TRIES = {
     "regional": ("regional:CLASS", _try_regional),
+    "nested_region": ("nested_region:CLASS", _try_nested_region),
     "dynamic": ("dynamic", _try_dynamic),
     "config": ("config:NAME=VALUE", _try_config),
 }

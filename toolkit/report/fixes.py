@@ -143,6 +143,16 @@ FIXES: dict[str, FixKind] = {
         same=("block",),
         answers="compile time of a model made of repeated blocks",
     ),
+    # the repeated block marked a nested compile region: the model is still compiled whole, and
+    # Dynamo traces the block once and calls that subgraph for every instance (invoke_subgraph)
+    "nested_region": FixKind(
+        "hook",
+        "compile_s",
+        "mark `{block}.forward` with `torch.compiler.nested_compile_region` (the model stays compiled "
+        "whole at {site}): one traced subgraph serves every instance",
+        same=("block",),
+        answers="compile time of a model made of repeated blocks, compiled whole",
+    ),
     # a tensor learning rate: a float LR changed by a scheduler is a guarded constant of the step
     "tensor_lr": FixKind(
         "code",
