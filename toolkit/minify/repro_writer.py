@@ -79,7 +79,7 @@ INNER_COMPILERS = {
         s.inner: "from fxlens.backend.compile_fx import compile_aten\n\n"
         f"return lambda gm, inputs: compile_aten(gm, list(inputs), {{kind!r}}, fusion={s.fuses})"
         for s in STAGES
-        if s.codegen
+        if s.codegen and s.inner
     },
 }
 # which aot_autograd keyword compiles which graph (AOTAutograd falls back to fw_compiler)
