@@ -67,6 +67,15 @@ STAGES: tuple[Stage, ...] = (
         preload=("fxlens.backend.compile_fx",),
     ),
     Stage(
+        "fxlens_inline",
+        "fxlens",
+        "vertical fusion only: pointwise producers inlined into their consumers, no kernels merged",
+        f"{_REGISTRY}:fxlens_inline",
+        codegen=True,
+        fuses=True,
+        preload=("fxlens.backend.compile_fx",),
+    ),
+    Stage(
         "fxlens",
         "fxlens",
         "the full pipeline: lowering, fusion, Triton codegen, launch",

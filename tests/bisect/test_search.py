@@ -7,7 +7,13 @@ from fxlens.bisect.ladder import can, first_failing, ladder, narrow
 
 
 def test_ladders():
-    assert ladder("fxlens") == ["fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens"]
+    assert ladder("fxlens") == [
+        "fxlens_eager",
+        "fxlens_aot_eager",
+        "fxlens_nofusion",
+        "fxlens_inline",
+        "fxlens",
+    ]
     assert ladder("inductor") == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
     assert ladder("mine.py:be") == ["eager", "aot_eager", "mine.py:be"]
     assert ladder("aot_eager") == ["eager", "aot_eager"]
