@@ -1,7 +1,8 @@
 """doctor's numbers and findings on synthetic probe records and reports (no child process)."""
 
+from fxlens.doctor.breaks import break_fix
 from fxlens.doctor.command import render_text
-from fxlens.doctor.findings import break_fix, findings
+from fxlens.doctor.findings import findings
 from fxlens.doctor.stats import RunStats, break_even, compile_seconds, function_rows, steady_ms
 
 

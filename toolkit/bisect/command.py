@@ -38,10 +38,11 @@ from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
 from fxlens.bisect.warm import WarmServer
 from fxlens.capture.backends import check_spec
-from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
+from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
 from fxlens.live import progress
-from fxlens.report.command import add_format_arguments, write_formatted, write_json
+from fxlens.report.exits import how_it_ended
+from fxlens.report.outputs import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
 from fxlens.trace.userframes import short_path
 
@@ -85,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import check_writable
+    from fxlens.report.outputs import check_writable
 
     check_script(args.script)
     check_writable(args.json)

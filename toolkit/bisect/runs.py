@@ -19,11 +19,11 @@ from fxlens.backend import stages
 from fxlens.bisect.cache import cache_env  # the runs' private inductor cache
 from fxlens.bisect.judgments import closer_than_eager, divergence_line, forward_only, run_verdict
 from fxlens.bisect.verdict import SPLIT  # the names of a run's time split
-from fxlens.capture.command import how_it_ended, run_captured
+from fxlens.capture.command import run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
-from fxlens.report.exits import TIMEOUT_EXIT
+from fxlens.report.exits import TIMEOUT_EXIT, how_it_ended
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import parse_traceback
 

@@ -26,7 +26,6 @@ from fxlens.capture.backends import check_spec
 from fxlens.capture.command import (
     add_timeout_argument,
     check_script,
-    how_it_ended,
     refused_message,
     run_captured,
     shell_status,
@@ -44,6 +43,7 @@ from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
 from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
+from fxlens.report.exits import how_it_ended
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
 
@@ -406,7 +406,7 @@ def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import check_writable, write_json
+    from fxlens.report.outputs import check_writable, write_json
 
     check_writable(args.json)
 

@@ -11,7 +11,6 @@ The findings on speed are fxlens.doctor.speed's.
 from __future__ import annotations
 
 from fxlens.doctor.breaks import break_findings, breaks_per_owner, eager_frame_findings, outside_cost, owner
-from fxlens.doctor.breaks import break_fix as break_fix  # noqa: PLC0414 - its old home, re-exported
 from fxlens.doctor.finding import capture_only, code_action, simple, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc

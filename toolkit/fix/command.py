@@ -322,8 +322,7 @@ def _load() -> dict:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import check_writable, write_json
-    from fxlens.report.outputs import check_folder_writable
+    from fxlens.report.outputs import check_folder_writable, check_writable, write_json
 
     check_writable(args.json)
     check_script(args.script)

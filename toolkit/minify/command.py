@@ -24,7 +24,7 @@ from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
 from fxlens.minify.pipeline import MinifyRun, run_pipeline, summary_line  # noqa: F401  (summary_line: `fxlens demo`)
-from fxlens.report.command import add_format_arguments, write_formatted
+from fxlens.report.outputs import add_format_arguments, write_formatted
 from fxlens.trace.session import new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto", "raise", "eager-diff")
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check_request(script: str, out: str | None, check: str, backend: str | None, json_path) -> None:
     """Refuse bad input before anything runs (one line each)."""
-    from fxlens.report.command import check_writable
+    from fxlens.report.outputs import check_writable
 
     check_script(script)
     check_writable(json_path)

@@ -219,7 +219,7 @@ def render_tool_blocks(report: dict) -> list:
 def report_main(session: Session, tool: str, args) -> int:
     """`fxlens report` on a bisect or minify session (called by fxlens.report.command.main)."""
     from fxlens.report.build import build_report
-    from fxlens.report.command import write_json, write_output
+    from fxlens.report.outputs import write_json, write_output
 
     report = build_tool_report(session, tool, build_report(session, with_guards=False))
     if args.json:
