@@ -115,6 +115,12 @@ def stage(name: str) -> Stage | None:
     return BY_NAME.get(name)
 
 
+def capture_only(backend) -> bool:
+    """Whether `backend` (a name, or the dotted name doctor records for a callable) only captures."""
+    row = stage(str(backend or "").rsplit(".", 1)[-1].rsplit(":", 1)[-1])
+    return bool(row and row.capture_only)
+
+
 def family(name: str) -> tuple[Stage, ...]:
     """The rungs of the ladder `name` belongs to, in order."""
     return tuple(s for s in STAGES if s.family == BY_NAME[name].family)

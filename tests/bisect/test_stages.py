@@ -7,9 +7,8 @@ from pathlib import Path
 
 import tomllib
 
-from fxlens.backend.stages import STAGES, stage
+from fxlens.backend.stages import STAGES, capture_only, stage
 from fxlens.capture.backends import ALWAYS_KNOWN, resolve
-from fxlens.doctor.finding import capture_only
 from fxlens.minify.repro_writer import INNER_COMPILERS
 
 ROOT = Path(__file__).resolve().parents[2]

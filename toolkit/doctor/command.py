@@ -2,7 +2,7 @@
 
 The script runs in child processes, side by side: once with every torch.compile forced eager (the
 baseline) and once compiled (its own backend, or --backend), --rounds times each, alternating.
-fxlens.doctor.probe times every call of every compiled object in both; the compiled run's session
+fxlens.probe.hook times every call of every compiled object in both; the compiled run's session
 (TORCH_TRACE and events) also gives graph breaks, recompile causes and limit hits. The result is a
 table of compiled functions (eager vs compiled per call, compile time, break-even) and a ranked
 list of findings, each saying what to change at which line of the user's code.
@@ -32,15 +32,15 @@ from fxlens.capture.command import (
 )
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
-from fxlens.doctor.interval import cores, load_average
 from fxlens.doctor.memcauses import memory_breakdown, memory_findings
-from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
-from fxlens.doctor.replaytrace import replay_compiles, split
-from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.doctor.warm import cold_vs_warm
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
+from fxlens.probe.hook import OUTPUT_FILE
+from fxlens.probe.interval import cores, load_average
+from fxlens.probe.replaytrace import replay_compiles, split
+from fxlens.probe.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
 from fxlens.report.exits import how_it_ended
@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # the line of a traceback that names the exception: `RuntimeError: ...`, `torch._dynamo.exc.X: ...`
-PROBE_HOOK = "fxlens.doctor.probe:runner_hook"  # what the runner child calls first (FXLENS_RUNNER_HOOK)
+PROBE_HOOK = "fxlens.probe.hook:runner_hook"  # what the runner child calls first (FXLENS_RUNNER_HOOK)
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Failed|Exit|Interrupt)\b.*")
 
 
@@ -176,7 +176,7 @@ def _run_rounds(
 
 
 def _split_replay(run_dir: Path) -> dict:
-    """Move the trace records of doctor's replay out of the run's trace (fxlens.doctor.replaytrace):
+    """Move the trace records of doctor's replay out of the run's trace (fxlens.probe.replaytrace):
     what it compiled is doctor's doing, never one of the script's findings."""
     try:
         events = Session.open(run_dir).events

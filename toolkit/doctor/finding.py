@@ -9,19 +9,8 @@ findings that rest on measured speed).
 
 from __future__ import annotations
 
-from fxlens.backend.stages import stage
 from fxlens.report.fixes import action
 from fxlens.trace.userframes import short_path
-
-# seconds of re-timing at most for a backend that only captures: no verdict on speed is claimed for it, the timing
-# only shows its overhead
-CAPTURE_ONLY_BUDGET_S = 5.0
-
-
-def capture_only(backend) -> bool:
-    """Whether `backend` (a name, or the name doctor recorded for a callable) only captures."""
-    row = stage(str(backend or "").rsplit(".", 1)[-1].rsplit(":", 1)[-1])
-    return bool(row and row.capture_only)
 
 
 def loc(file: str | None, line: int | None) -> str:

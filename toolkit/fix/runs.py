@@ -144,7 +144,7 @@ def read_run(session: Session, run_dir: Path, code: int | None, seconds: float |
 
 def _speed(session: Session) -> list[dict] | None:
     """Steady-state speedup per compiled function with doctor's interval (--speed), else None."""
-    from fxlens.doctor.stats import function_rows, probe_runs
+    from fxlens.probe.stats import function_rows, probe_runs
 
     runs = probe_runs(session)
     if not runs:
