@@ -8,7 +8,7 @@ import torch.fx as fx
 
 from fxlens.minify.check import accuracy_failure, normalise_message, run_check, signature_of
 from fxlens.minify.graph import candidate_from_module, rebuild
-from fxlens.minify.repro_writer import ReproSpec, fresh_path, render
+from fxlens.minify.repro_writer import ReproSpec, render
 
 
 def test_signature_drops_addresses_paths_node_names_and_numbers():
@@ -80,12 +80,6 @@ def test_rendered_candidate_runs_the_check(tmp_path):
     sig = run_check(ns["Repro"], ns["make_inputs"], ns["load_backend"](), "crash")
     assert sig == "ReluCompileError"
     assert run_check(ns["Repro"], ns["make_inputs"], "eager", "accuracy") is None
-
-
-def test_fresh_path_never_returns_an_existing_file(tmp_path):
-    (tmp_path / "r.py").write_text("x")
-    (tmp_path / "r_2.py").write_text("x")
-    assert fresh_path(tmp_path / "r.py") == tmp_path / "r_3.py"
 
 
 def test_run_repro_with_a_relative_path(tmp_path, monkeypatch):

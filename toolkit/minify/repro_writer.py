@@ -278,16 +278,6 @@ def header(
     return "\n".join(lines) + "\n"
 
 
-def fresh_path(out: str | os.PathLike) -> Path:
-    """`out`, or `out` with _2, _3, ... before the suffix: never an existing file."""
-    p = Path(out)
-    n = 1
-    while p.exists():
-        n += 1
-        p = Path(out).with_name(f"{Path(out).stem}_{n}{Path(out).suffix}")
-    return p
-
-
 def claim(out: str | os.PathLike, numbered: bool = True, also: tuple[str, ...] = ()) -> Path:
     """Create `out` (or, when `numbered`, the first free of out_2, out_3, ...) empty and exclusively
     (O_EXCL), and return it: two minify runs choosing a name at once never get the same one, and
