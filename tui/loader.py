@@ -17,7 +17,7 @@ from fxlens.report.coldstart import cache_lines
 from fxlens.report.distributed import distributed_lines
 from fxlens.report.linetimes import tree_text
 from fxlens.report.passes import pass_lines
-from fxlens.report.special import special_lines
+from fxlens.report.special_graphs import special_lines
 from fxlens.trace.kinds import table
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.reader import Record, find_logs, frame_of

@@ -78,7 +78,7 @@ def test_graph_selection():
 
 def test_accuracy_tolerances_per_dtype():
     torch = pytest.importorskip("torch")
-    from fxlens.bisect.check import compare
+    from fxlens.bisect.fp64_compare import compare
 
     g = torch.linspace(-2, 2, 50, dtype=torch.float64)
     near = (g + 1e-6).float()

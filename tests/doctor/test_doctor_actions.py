@@ -15,7 +15,7 @@ import pytest
 from doctor_helpers import SCRIPTS, fxlens
 from schema_check import validate
 
-from fxlens.budget.check import _recompiles
+from fxlens.budget.excess import _recompiles
 from fxlens.diff.compare import compare
 from fxlens.doctor.breaks import break_actions
 from fxlens.doctor.finding import NO_ACTION

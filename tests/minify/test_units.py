@@ -6,7 +6,7 @@ from pathlib import Path
 import torch
 import torch.fx as fx
 
-from fxlens.minify.check import accuracy_failure, normalise_message, run_check, signature_of
+from fxlens.minify.candidate_check import accuracy_failure, normalise_message, run_check, signature_of
 from fxlens.minify.graph import candidate_from_module, rebuild
 from fxlens.minify.repro_writer import ReproSpec, render
 
@@ -118,7 +118,7 @@ def test_aten_level_candidate_calls_the_inner_compiler(tmp_path):
     # an ATen graph rendered at the backward level: make_fx, then the named inner compiler
     from dataclasses import replace
 
-    from fxlens.minify.check import run_aten_check
+    from fxlens.minify.candidate_check import run_aten_check
 
     gm = fx.symbolic_trace(_AtenModel())
     cand = candidate_from_module(gm, [torch.randn(4, 4), torch.randn(4, 4)])

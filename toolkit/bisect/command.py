@@ -29,6 +29,7 @@ from pathlib import Path
 from fxlens import config
 from fxlens.bisect.cache import cache_dir, cache_env, claim_cache
 from fxlens.bisect.culprit import culprit_of
+from fxlens.bisect.forked_runs import WarmServer
 from fxlens.bisect.handover import DEFAULT_BUDGET_S, budget_seconds, crash_site, run_output, say_stage_verdict
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
@@ -36,7 +37,6 @@ from fxlens.bisect.ladder import can, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs, count_runs
 from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
-from fxlens.bisect.warm import WarmServer
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
@@ -222,7 +222,7 @@ def _open_session(
 
 
 def _start_warm(runs: Runs, script: str, env: dict) -> str:
-    """Start the warm server the runs fork from (`fxlens.bisect.warm`), unless runs must start in
+    """Start the warm server the runs fork from (`fxlens.bisect.forked_runs`), unless runs must start in
     new interpreters; says which, for the first line. First, before any run: the runs' inductor
     cache dir, outside the session (see cache.CACHE_PREFIX); a killed bisect's is removed then."""
     claim_cache(runs.session_dir)

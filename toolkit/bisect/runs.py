@@ -168,11 +168,11 @@ class Runs:
         self.outcomes: list[Outcome] = []
         self.extra_env: dict[str, str] = {}  # added to every later run (e.g. FXLENS_CHECK_KERNELS)
         self.first = first  # number of the first run (a driver process continues the parent's count)
-        # fork each run from this process (`fxlens.bisect.warm`: it imported torch and compiled
+        # fork each run from this process (`fxlens.bisect.forked_runs`: it imported torch and compiled
         # nothing) instead of starting a fresh interpreter; no TORCH_TRACE then
         self.fork = False
         self.module: str | None = None  # the module of `-m MODULE` (forked runs: see run_forked)
-        # or fork each run from a warm server process (`fxlens.bisect.warm.WarmServer`), with a trace
+        # or fork each run from a warm server process (`fxlens.bisect.forked_runs.WarmServer`), with a trace
         self.warm = None
         # seconds the CompilerBisector hand-over may take (`fxlens.bisect.handover`); 0: no bound
         self.handover_budget: float = 0.0
@@ -226,7 +226,7 @@ class Runs:
                 module=self.module,
             )
             if self.fork:
-                from fxlens.bisect.warm import run_forked
+                from fxlens.bisect.forked_runs import run_forked
 
                 return run_forked(self.script, self.script_args, **kw)
             res = self.warm.run(self.script, self.script_args, **kw)

@@ -34,7 +34,7 @@ from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.memcauses import memory_breakdown, memory_findings
 from fxlens.doctor.render import render_text, summary
-from fxlens.doctor.warm import cold_vs_warm
+from fxlens.doctor.warm_start import cold_vs_warm
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
 from fxlens.probe.hook import OUTPUT_FILE
@@ -330,7 +330,7 @@ def doctor_script(
         budget: seconds per compiled function of interleaved eager/compiled timing after the
             script ends (0: per-call times of the script's own calls only).
         warm: also run it compiled twice more with one private cache folder, cold then warm
-            (fxlens.doctor.warm): the result's `warm`.
+            (fxlens.doctor.warm_start): the result's `warm`.
 
     Returns:
         The JSON-ready result (the JSON contract, docs/reference/json.md: `functions`, `peak_memory`, `findings`, plus

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fxlens.doctor.warm import warm_lines
+from fxlens.doctor.warm_start import warm_lines
 from fxlens.probe.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.report.memorytext import memory_lines
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 from fxlens.trace.userframes import short_path
 
 
@@ -278,6 +278,6 @@ def render_text(result: dict) -> str:
         head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
     out = [head, result["summary"], ""]
     out += _function_lines(result) + _timing_lines(result) + _memory_lines(result) + _finding_lines(result)
-    out += warm_lines(result)  # `--warm`: cold vs warm start (fxlens.doctor.warm)
+    out += warm_lines(result)  # `--warm`: cold vs warm start (fxlens.doctor.warm_start)
     out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
     return "\n".join(out) + "\n"

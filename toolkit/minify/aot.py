@@ -63,8 +63,8 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
     import torch
 
     from fxlens.backend.torch_compat import aot_module_simplified
+    from fxlens.minify.candidate_check import run_model
     from fxlens.minify.capture import graph_source, lift_attributes
-    from fxlens.minify.check import run_model
     from fxlens.minify.graph import spec_of
 
     kind = inner_kind(spec, backend)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.backend.stages import stage
-from fxlens.minify.check import accuracy_failure, signature_of
+from fxlens.minify.candidate_check import accuracy_failure, signature_of
 from fxlens.report.exits import TIMEOUT_EXIT
 
 CAPTURE_SPEC = "fxlens.minify.capture:capture"
@@ -396,7 +396,7 @@ def _compare_eager(out: Path, k: int, gm, args: list, lifted: list, result) -> N
     """Record an eager-diff failure of graph k's first call (compiled vs eager, assert_close)."""
     import torch
 
-    from fxlens.minify.check import eager_diff_failure
+    from fxlens.minify.candidate_check import eager_diff_failure
 
     try:
         with torch.no_grad():

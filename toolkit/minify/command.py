@@ -3,7 +3,7 @@
 1. Capture: run SCRIPT once in a child with a capturing wrapper around the real backend
    (`fxlens.minify.capture`): every Dynamo graph saved as code, the failing one named.
 2. Confirm: compile that graph alone in a worker; its failure signature is what reduction keeps.
-3. Reduce (`fxlens.minify.reduce`) on a pool of worker processes (`fxlens.minify.pool`).
+3. Reduce (`fxlens.minify.reduce`) on a pool of worker processes (`fxlens.minify.workers`).
 4. Write (`fxlens.minify.repro_writer`): re-run the reproducer 3 times in fresh interpreters first.
 
 This module checks the request and owns the session and the worker pool; the phases themselves
@@ -117,7 +117,7 @@ def minify_script(
     """
     script_args = list(script_args or [])
     _check_request(script, out, check, backend, json_path)
-    from fxlens.minify.pool import Pool  # imports torch: only once the request is known to be good
+    from fxlens.minify.workers import Pool  # imports torch: only once the request is known to be good
 
     cfg = config.load_minify()
     if out_dir:

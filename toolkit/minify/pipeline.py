@@ -47,7 +47,7 @@ class MinifyRun:
     cfg: object  # config.MinifyConfig
     t0: float
     session: Path
-    pool: object  # fxlens.minify.pool.Pool
+    pool: object  # fxlens.minify.workers.Pool
     timeout: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
     closers: list = field(default_factory=list)

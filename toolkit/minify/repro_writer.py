@@ -1,7 +1,7 @@
 """Render a minify candidate as a standalone script, verify it in fresh interpreters, write it.
 
 The same text (less the header) is what minify workers execute for every candidate, so the
-reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify.check`).
+reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify.candidate_check`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from fxlens.backend.stages import STAGES
 from fxlens.capture import accuracy as capture_accuracy
 from fxlens.capture.backends import definitions_of, top_level_definitions
-from fxlens.minify import check as minify_check
+from fxlens.minify import candidate_check as minify_check
 from fxlens.minify.graph import Candidate, InputSpec
 
 EMBED_MARKER = "# --- embedded in reproducers from here on ---"
@@ -104,7 +104,7 @@ def inner_loader(inner: str, kind: str) -> str:
 
 def check_source() -> str:
     """The check a reproducer embeds: fxlens.capture.accuracy's body (the accuracy rule), then the
-    embedded part of fxlens.minify.check (both import only torch and the stdlib)."""
+    embedded part of fxlens.minify.candidate_check (both import only torch and the stdlib)."""
     acc = inspect.getsource(capture_accuracy).split("from __future__ import annotations\n", 1)[1]
     src = inspect.getsource(minify_check)
     part = _without_fxlens_imports(src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n"))
@@ -201,7 +201,8 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
         )
     parts.append(_constants(spec, aten))
     parts.append(
-        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
+        "# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---\n"
+        + check_source()
     )
     parts.append(
         'if __name__ == "__main__":\n'

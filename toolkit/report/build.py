@@ -23,7 +23,7 @@ from fxlens.report.outputcode import output_code
 from fxlens.report.passes import compile_passes
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
-from fxlens.report.special import aot_inductor, export_issues, special_graphs, unknown_records
+from fxlens.report.special_graphs import aot_inductor, export_issues, special_graphs, unknown_records
 from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
 from fxlens.trace.session import Session

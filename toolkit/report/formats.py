@@ -29,7 +29,7 @@ from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.passes import pass_blocks
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.special import head_counts, special_lines
+from fxlens.report.special_graphs import head_counts, special_lines
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,

@@ -19,10 +19,10 @@ from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_lines
 from fxlens.report.ranks import fold_ranks, rank_lines, rank_ranges
-from fxlens.report.special import head_counts, special_lines
+from fxlens.report.special_graphs import head_counts, special_lines
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_lines
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import location

@@ -19,7 +19,7 @@ import shlex
 import stat
 from pathlib import Path
 
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 from fxlens.trace.reader import find_logs
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.session import SESSION_FILE, TRACE_DIR, Session

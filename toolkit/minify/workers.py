@@ -1,6 +1,6 @@
 """A pool of worker processes that evaluate minify candidates, so a backend crash never kills fxlens.
 
-Each worker (`python -m fxlens.minify.pool`) imports torch while the parent is still capturing
+Each worker (`python -m fxlens.minify.workers`) imports torch while the parent is still capturing
 (from the start when there are spare cores, else once the script compiles), resolves the backend named in its first stdin line once, then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
 failure signature on a private pipe (the worker's stdout is redirected to stderr, so whatever the
 backend prints cannot corrupt the protocol). A worker that dies (segfault, abort) or exceeds the
@@ -109,7 +109,7 @@ class Worker:
         with open(self.log, "a") as log:
             # its own process group: ended with whatever the backend forked (compile workers)
             self.proc = children.popen(
-                [sys.executable, "-m", "fxlens.minify.pool"],
+                [sys.executable, "-m", "fxlens.minify.workers"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=log,
