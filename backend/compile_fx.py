@@ -36,8 +36,11 @@ COMPILED: collections.deque = collections.deque(maxlen=64)
 DYNAMIC_FALLBACKS: collections.deque = collections.deque(maxlen=64)
 
 
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusion: bool = True) -> Callable:
-    """Compile a Dynamo graph with AOTAutograd (min-cut partition) and fxlens's Triton codegen."""
+def compile_graph(
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], fusion: bool | str = True
+) -> Callable:
+    """Compile a Dynamo graph with AOTAutograd (min-cut partition) and fxlens's Triton codegen;
+    `fusion` True, False, or "inline" (producers inlined into consumers, no kernels merged)."""
     traces = {n.name: n.meta["stack_trace"] for n in gm.graph.nodes if n.meta.get("stack_trace")}
     return aot_module_simplified(
         gm,
@@ -178,11 +181,12 @@ def _compile_aten(gm, inputs, kind, fusion, metas, dynamic):
     inject = config.inject()
     rmax = config.persistent_rmax()
     budget = Budget(config.fusion_limit() if fusion else None)
-    G = GraphLowering(gm, inputs, kind, fusion, budget, metas)
+    G = GraphLowering(gm, inputs, kind, bool(fusion), budget, metas)
     G.dynamic = dynamic
     G.run()
     ir_dump = _ir_dump(G, rmax)
-    items = schedule(G.items, fusion, budget, rmax)
+    # fusion "inline": pointwise producers inlined into their consumers, no kernels merged after
+    items = schedule(G.items, fusion is True, budget, rmax)
     kernels = [it for it in items if isinstance(it, Kernel)]
     outside, probes = _read_outside(items, G.outputs, kernels, rmax)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}

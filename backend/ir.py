@@ -212,10 +212,3 @@ def full_index(shape: Sequence[int], rdims: Sequence[int]) -> list[str]:
     for d in range(len(shape)):
         out.append(rs.pop(0) if d in rdims else xs.pop(0))
     return out
-
-
-def reduced_index(full_idx: Sequence[str], rdims: Sequence[int], keepdim: bool) -> list[str]:
-    """Index into a reduction's output, given the index of its full domain."""
-    if keepdim:
-        return ["0" if d in rdims else i for d, i in enumerate(full_idx)]
-    return [i for d, i in enumerate(full_idx) if d not in rdims]

@@ -40,12 +40,20 @@ def fxlens_nofusion(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> 
     return compile_graph(gm, example_inputs, fusion=False)
 
 
+def fxlens_inline(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """Stage 4: pointwise producers inlined into their consumers (vertical fusion), no kernels merged."""
+    from fxlens.backend.compile_fx import compile_graph
+
+    _log_stage("fxlens_inline", gm)
+    return compile_graph(gm, example_inputs, fusion="inline")
+
+
 def fxlens(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-    """Stage 4: AOTAutograd -> lowering -> fusion -> Triton codegen -> launch."""
+    """Stage 5: AOTAutograd -> lowering -> fusion -> Triton codegen -> launch."""
     from fxlens.backend.compile_fx import compile_graph
 
     _log_stage("fxlens", gm)
     return compile_graph(gm, example_inputs, fusion=True)
 
 
-__all__ = ["fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens", "log_artifact"]
+__all__ = ["fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens_inline", "fxlens", "log_artifact"]

@@ -24,7 +24,7 @@ def probe_overhead(n: int = 20000) -> tuple[float, float]:
     """(µs added inside the timed region, µs added per call in total) for a no-op function."""
     import torch
 
-    from fxlens.doctor.probe import ProbeRecord, _timed
+    from fxlens.probe.hook import ProbeRecord, _timed
 
     def noop(x):
         return x

@@ -7,7 +7,7 @@ reconstruction error; diffusers is a bench-only dependency: `pip install --no-de
 Each is compiled with inductor.
 
 Per model, in a fresh process (`--one MODEL`): the script's calls, then doctor's measurement of the
-compiled object's call (fxlens.doctor.memprobe.measure, as the probe makes it), then by hand:
+compiled object's call (fxlens.probe.memprobe.measure, as the probe makes it), then by hand:
 - saved activations: a `saved_tensors_hooks` count of distinct storages, parameters and inputs
   left out, eager and compiled (a separate implementation from doctor's);
 - the peak difference: torch's profiler around the same call and its real `loss.backward()`, the
@@ -171,7 +171,7 @@ def _by_hand_peak(fn, kw, train: bool) -> int:
 def one(name: str) -> dict:
     import torch
 
-    from fxlens.doctor.memprobe import measure
+    from fxlens.probe.memprobe import measure
 
     model, compiled, kw, train = script(name)
     # in the grad mode the script called it in, as doctor's probe replays it (another recompiles)

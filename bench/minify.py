@@ -85,7 +85,7 @@ def run_torch_minifier(name: str, r: dict) -> dict:
     from torch._functorch.fx_minifier import minifier
 
     from fxlens.capture.backends import resolve
-    from fxlens.minify.check import run_check
+    from fxlens.minify.candidate_check import run_check
     from fxlens.minify.graph import CALL_OPS, load_graph_module
 
     _, _, env, _ = CASES[name]
@@ -178,7 +178,7 @@ reduction on a pool of 2 worker processes, and 3 re-runs of the reproducer: one 
 two forked from a process that had only imported torch), then gives the very graph fxlens captured
 (its code and recorded inputs) to torch's own `torch._functorch.fx_minifier.minifier`, in-process,
 with a `module_fails` that compiles with the same backend and compares the same failure signature
-(`fxlens.minify.check.run_check`). With `--launcher`, the inductor case also runs torch's own
+(`fxlens.minify.candidate_check.run_check`). With `--launcher`, the inductor case also runs torch's own
 end-to-end route: the script under `TORCHDYNAMO_REPRO_AFTER=aot`, then the `minifier_launcher.py` it
 writes. Final nodes are call nodes; input bytes are the reproducer's inputs (fxlens: seeded random
 inputs of the final shapes; torch: the recorded tensors it keeps).

@@ -225,7 +225,7 @@ def _caches(c: dict) -> str:
 
 
 def render(results: dict, rounds: int, pairs: int) -> str:
-    from fxlens.doctor.interval import paired_interval
+    from fxlens.probe.interval import paired_interval
 
     out = [
         "## Regional compilation",

@@ -2,8 +2,10 @@
 `--help`, from the argparse parsers), docs/reference/config.md (every FXLENS_* switch, from
 toolkit/config.py and backend/config.py) and docs/reference/torch-internals.md (the private torch
 symbols, from fxlens.backend.torch_compat), docs/reference/op-coverage.md (the OpInfo sweep's
-per-op table, tests/backend/opinfo_status.md) and docs/reference/record-kinds.md (every record kind,
-from fxlens.trace.kinds).
+per-op table, tests/backend/opinfo_status.md), docs/reference/record-kinds.md (every record kind,
+from fxlens.trace.kinds), docs/reference/stages.md (every compiler stage, from
+fxlens.backend.stages) and docs/reference/fix-kinds.md (every fix kind, from fxlens.report.fixes and
+the appliers and patch writers of fxlens.fix).
 
     python docs/gen_reference.py           # rewrite the pages
     python docs/gen_reference.py --check   # exit 1 if a committed page is stale (tests/test_docs.py)
@@ -208,6 +210,65 @@ def kinds_page() -> str:
     return out.getvalue()
 
 
+def stages_page() -> str:
+    from fxlens.backend.stages import STAGES
+
+    cols = ("capture_only", "codegen", "fuses", "options", "torch_bisectable")
+    out = io.StringIO()
+    out.write(HEADER + "# Stages\n\nEvery compiler stage `fxlens bisect` steps, from its table, "
+              "`fxlens.backend.stages.STAGES`: one row per stage, the rungs of a ladder in order, each "
+              "doing strictly more than the one before. `fxlens bisect --backend B` steps B's ladder up to "
+              "B (a backend in no row gets `eager`, `aot_eager`, then itself). Columns: capture only "
+              "(nothing compiled for speed: doctor claims no speedup), codegen (fxlens's kernels: bisect "
+              "searches the failing kernel), fuses (bisect searches the failing fusion decision), options "
+              "(takes torch.compile's mode/options), CompilerBisector (torch's bisector narrows it "
+              "further); the entry point fxlens registers in `torch_dynamo_backends` (empty: torch's "
+              "own backend).\n")
+    head = ["stage", "adds", *(c.replace("_", " ") for c in cols), "inductor config", "entry point"]
+    for fam in dict.fromkeys(s.family for s in STAGES):
+        out.write(f"\n## The {fam} ladder\n\n| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
+        for s in (s for s in STAGES if s.family == fam):
+            cells = [f"`{s.name}`", s.adds, *("yes" if getattr(s, c) else "" for c in cols)]
+            cells += [", ".join(f"`{k}={v!r}`" for k, v in s.inductor_config), f"`{s.entry}`" if s.entry else ""]
+            out.write("| " + " | ".join(_cell(c) for c in cells) + " |\n")
+    return out.getvalue()
+
+
+def _applied(kind: str, row) -> str:
+    from fxlens.fix.appliers import APPLIERS, START
+    from fxlens.fix.findings import PATCH_WRITERS
+
+    if kind in START:
+        return f"before the script starts (`{START[kind].__name__}`)"
+    if kind in APPLIERS:
+        return f"at the script's torch.compile call (`{getattr(APPLIERS[kind], '__name__', kind)}`)"
+    if kind in PATCH_WRITERS:
+        return f"not tried: a patch (`{PATCH_WRITERS[kind].__name__}`)"
+    return "not tried: stated in words"
+
+
+def fix_kinds_page() -> str:
+    from fxlens.fix.findings import TRIES
+    from fxlens.report.fixes import FIXES
+
+    out = io.StringIO()
+    out.write(HEADER + "# Fix kinds\n\nEvery fix `fxlens fix` tries or states, from its table, "
+              "`fxlens.report.fixes.FIXES`: one row per kind. `how`: `config` (a torch switch set in the "
+              "re-run), `hook` (fxlens changes what the script's torch.compile call returns, through "
+              "its hook), `code` (a change to your file: stated, never tried). Where it is applied names "
+              "its applier (`fxlens.fix.appliers.START` or `APPLIERS`) or patch writer "
+              "(`fxlens.fix.findings.PATCH_WRITERS`); `--speed`: whether doctor's timing can measure "
+              "the fixed run; `--try`: the syntax that asks for it without a finding.\n\n")
+    head = ["kind", "how", "applied", "improves", "--speed", "--try", "answers", "the fix in words"]
+    out.write("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")
+    for kind, row in FIXES.items():
+        cells = [f"`{kind}`", row.how, _applied(kind, row), row.target.replace("{target}", "its own")]
+        cells += ["yes" if row.speed and row.how != "code" else "", f"`{TRIES[kind][0]}`" if kind in TRIES else ""]
+        cells += [row.answers, row.text]
+        out.write("| " + " | ".join(_cell(c) for c in cells) + " |\n")
+    return out.getvalue()
+
+
 def ops_page() -> str:
     # the OpInfo sweep writes tests/backend/opinfo_status.md; the site shows it as it is
     status = (ROOT / "tests" / "backend" / "opinfo_status.md").read_text()
@@ -221,6 +282,8 @@ PAGES = {
     "torch-internals.md": internals_page,
     "op-coverage.md": ops_page,
     "record-kinds.md": kinds_page,
+    "stages.md": stages_page,
+    "fix-kinds.md": fix_kinds_page,
 }
 
 

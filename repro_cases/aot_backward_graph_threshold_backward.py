@@ -62,7 +62,7 @@ DYNAMIC = False
 LEVEL = 'backward'
 
 
-# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---
+# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---
 import math
 import re
 import sys

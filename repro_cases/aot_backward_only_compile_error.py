@@ -53,7 +53,7 @@ BACKWARD = True
 EXPECTED = 'NotImplementedError: no lowering for aten.threshold_backward'
 
 
-# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---
+# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---
 import math
 import re
 import sys

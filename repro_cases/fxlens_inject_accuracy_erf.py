@@ -40,7 +40,7 @@ BACKWARD = False
 EXPECTED = 'AccuracyError: compiled output diverges from the fp64 reference'
 
 
-# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---
+# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---
 import math
 import re
 import sys

@@ -40,7 +40,7 @@ BACKWARD = False
 EXPECTED = 'RuntimeError: fxlens: injected runtime_error launching kernel fxk_inference_N_erf (op aten.erf.default, FX node erf)'
 
 
-# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---
+# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---
 import math
 import re
 import sys

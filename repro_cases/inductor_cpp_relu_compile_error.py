@@ -43,7 +43,7 @@ BACKWARD = False
 EXPECTED = 'InductorError: CppCompileError: C++ compile error'
 
 
-# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---
+# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---
 import math
 import re
 import sys

@@ -42,7 +42,7 @@ DYNAMIC = False
 LEVEL = 'dynamo'
 
 
-# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---
+# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---
 import math
 import re
 import sys

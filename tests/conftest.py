@@ -71,7 +71,7 @@ def _skip_dynamo_bookkeeping() -> None:
 _skip_dynamo_bookkeeping()
 
 # doctor's interleaved timing spans at least 10 s a function by default before it may stop (a process
-# state can hold for seconds: fxlens.doctor.interleave.MIN_SPAN_S); the tests' scripts hold one
+# state can hold for seconds: fxlens.probe.interleave.MIN_SPAN_S); the tests' scripts hold one
 # speed, and 10 s for every doctor run would add minutes to the suite. Tests of the span itself pass
 # `min_span_s` to `measure` directly.
 os.environ.setdefault("FXLENS_DOCTOR_MIN_SPAN", "1")

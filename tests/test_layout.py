@@ -54,22 +54,27 @@ def test_backend_import_does_not_pull_in_the_toolkit():
 
 
 # What each toolkit layer may import (besides itself and the foundation: fxlens, fxlens.errors,
-# fxlens.config, and fxlens.backend.torch_compat, the one door to private torch symbols).
+# fxlens.config, fxlens.backend.torch_compat, the one door to private torch symbols, and
+# fxlens.backend.stages, the table of compiler stages every layer reads).
 # Dependencies point one way: trace <- report <- capture <- commands.
 LAYERS = {
     "trace": set(),
     "report": {"trace"},
-    # following a growing trace, the status line, progress of long waits (issue 33)
+    # following a growing trace, the status line, progress of long waits
     "live": {"trace", "report"},
     "capture": {"trace", "report", "live"},
+    # measuring compiled code where it runs (doctor's findings and fix --speed both read it)
+    "probe": {"trace", "report", "capture", "live"},
     "bisect": {"trace", "report", "capture", "backend", "live"},
     "minify": {"trace", "report", "capture", "backend", "live"},
-    "doctor": {"trace", "report", "capture", "live"},
-    "fix": {"trace", "report", "capture", "doctor", "live"},
+    "doctor": {"trace", "report", "capture", "live", "probe"},
+    "fix": {"trace", "report", "capture", "live", "probe"},
     "diff": {"trace", "report"},
     "budget": {"trace", "report"},
 }
-FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens.backend.torch_compat"}
+# the commands: each builds on the layers below and never imports another (docs/design.md)
+COMMANDS = {"bisect", "minify", "doctor", "fix", "diff", "budget"}
+FOUNDATION = {"fxlens", "fxlens.errors", "fxlens.config", "fxlens.backend.torch_compat", "fxlens.backend.stages"}
 
 
 def _layer(module: str) -> str | None:
@@ -85,6 +90,22 @@ def test_toolkit_layers_import_one_way():
                 continue
             bad.append(f"{f}:{ln} imports {m} ({layer} may use {sorted(allowed) or 'nothing'})")
     assert bad == []
+
+
+def test_commands_never_import_each_other():
+    assert not any(COMMANDS & allowed for allowed in LAYERS.values())  # the table says so
+    bad = [
+        f"{f}:{ln} imports {m}"
+        for layer in COMMANDS
+        for f, ln, m in _imports(f"toolkit/{layer}")
+        if _layer(m) in COMMANDS - {layer}
+    ]
+    assert bad == []
+
+
+def test_every_toolkit_package_has_a_layer():
+    packages = {p.name for p in (ROOT / "toolkit").iterdir() if (p / "__init__.py").is_file()}
+    assert packages - {"examples"} == set(LAYERS)
 
 
 def test_tui_reads_trace_and_report_only():

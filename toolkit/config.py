@@ -35,7 +35,7 @@ class ToolkitConfig:
     #: after the script ends, in the compiled child; 0: none (per-call times of the script's own calls)
     doctor_budget_s: float = 0.0
     #: the least wall time doctor's interleaved timing spans before it stops on a narrow interval
-    #: (FXLENS_DOCTOR_MIN_SPAN; unset: fxlens.doctor.interleave.MIN_SPAN_S, at most half the budget)
+    #: (FXLENS_DOCTOR_MIN_SPAN; unset: fxlens.probe.interleave.MIN_SPAN_S, at most half the budget)
     doctor_min_span_s: float | None = None
 
 

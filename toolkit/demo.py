@@ -64,7 +64,8 @@ def _title(n: int, text: str) -> None:
 
 def step_run(backend: str) -> Path:
     from fxlens.capture.command import run_captured
-    from fxlens.report.build import build_report, render_text
+    from fxlens.report.build import build_report
+    from fxlens.report.text import render_text
     from fxlens.trace.session import Session
 
     print(f"$ fxlens run --backend {backend} {DEMO_MODEL.name}", flush=True)

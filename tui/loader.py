@@ -18,7 +18,7 @@ from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import Line, Section
 from fxlens.report.linetimes import tree_text
 from fxlens.report.passes import pass_section
-from fxlens.report.special import special_sections
+from fxlens.report.special_graphs import special_sections
 from fxlens.trace.kinds import table
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.reader import Record, find_logs, frame_of

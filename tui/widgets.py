@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Static, Tree
 
 from fxlens.tui import keys
-from fxlens.tui.table import VimTable
+from fxlens.tui.lazy_table import VimTable
 
 #: highlighted code kept for every code pane, (language, code) -> lines: revisiting a graph,
 #: kernel or guard list shows its colours at once instead of re-running the highlighter

@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fxlens.bisect.check import compare_result, has_random_ops, references  # noqa: E402
+from fxlens.bisect.fp64_compare import compare_result, has_random_ops, references  # noqa: E402
 
 
 class Block(torch.nn.Module):
@@ -100,7 +100,7 @@ def test_gradients_are_taken_as_the_scripts_backward_takes_them_outside_autocast
     sees in a plain script's backward outside the block."""
     import torch
 
-    from fxlens.bisect import check
+    from fxlens.bisect import fp64_compare as check
 
     def f(t, w):
         return (torch.mm(t, w),)

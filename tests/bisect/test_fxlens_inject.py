@@ -81,8 +81,15 @@ def test_python_api_for_the_demo(tmp_path, monkeypatch):
 def test_fault_only_fusion_triggers_names_the_fusion_decision(bisect):
     proc, v = bisect(SCRIPTS / "fused_fault.py", "fxlens")
     assert proc.returncode == 0, proc.stderr
-    assert v["first_failing_stage"] == "fxlens"
-    assert [s["ok"] for s in v["stages"]] == [True, True, True, False]
+    # erf fused with its consumer is the trigger: the rung that only inlines producers (vertical
+    # fusion, no kernels merged) already fails, and the fusion search runs there
+    assert v["first_failing_stage"] == "fxlens_inline"
+    assert {s["stage"]: s["ok"] for s in v["stages"]} == {
+        "fxlens_eager": True,
+        "fxlens_aot_eager": True,
+        "fxlens_nofusion": True,
+        "fxlens_inline": False,
+    }
     c = v["culprit"]
     assert (c["compile_id"], c["function"]) == ("2/0", "block")
     assert "erf" in c["kernel"] and "aten.erf.default" in c["ops"] and len(c["ops"]) > 1
@@ -90,3 +97,26 @@ def test_fault_only_fusion_triggers_names_the_fusion_decision(bisect):
     # the first decision of the forward graph fuses erf with its consumer: the fault's trigger
     assert f["decision"] == 1 and f["graph"] == "forward" and f["fused"] and f["a"] == "erf"
     assert f["of"] > 1 and "fusion   decision 1 of" in proc.stdout
+
+
+def test_inline_rung_fuses_producers_but_merges_no_kernels():
+    """The rung's ground truth, by torch.compile with each stage's backend: one kernel per op
+    unfused; producers inlined (fewer kernels, each op still in one); everything merged at full."""
+    import torch
+
+    from fxlens.backend import compile_fx
+
+    def f(x, y):
+        a = torch.erf(x) * 2
+        return torch.softmax(a, -1) + (a + y).sum(-1)[:, None]
+
+    x, y = torch.randn(8, 16), torch.randn(8, 16)
+    names = {}
+    for backend in ("fxlens_nofusion", "fxlens_inline", "fxlens"):
+        torch._dynamo.reset()
+        out = torch.compile(f, backend=backend)(x, y)
+        torch.testing.assert_close(out, f(x, y))
+        names[backend] = [k["name"] for k in compile_fx.COMPILED[-1].kernels]
+    unfused, inline, full = (len(names[b]) for b in ("fxlens_nofusion", "fxlens_inline", "fxlens"))
+    assert unfused > inline > full
+    assert any("erf_mul" in n for n in names["fxlens_inline"])  # erf inlined into its consumer

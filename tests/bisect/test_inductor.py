@@ -5,7 +5,7 @@ Ground truth: multi.py's third graph (2/0, `block`'s resume function) is the onl
 torch.relu, and inductor's `cpp.inject_relu_bug_TESTING_ONLY` breaks inductor's C++ code for relu,
 so the stage is inductor, the graph 2/0, and CompilerBisector's culprit the `lowerings` subsystem at
 the application that lowers relu. The handover's steps are forked from a warm driver process
-(`fxlens.bisect.warm`); FXLENS_BISECT_FRESH_RUNS=1 runs each in a new interpreter instead, and
+(`fxlens.bisect.forked_runs`); FXLENS_BISECT_FRESH_RUNS=1 runs each in a new interpreter instead, and
 both must give the same verdict.
 
 Inductor compiles C++ on CPU (seconds to tens of seconds a run on a loaded 2-core box), and

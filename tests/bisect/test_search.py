@@ -3,15 +3,23 @@
 import pytest
 
 from fxlens.bisect.backend import selected
-from fxlens.bisect.ladder import first_failing, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect.ladder import can, first_failing, ladder, narrow
 
 
 def test_ladders():
-    assert ladder("fxlens") == ["fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens"]
+    assert ladder("fxlens") == [
+        "fxlens_eager",
+        "fxlens_aot_eager",
+        "fxlens_nofusion",
+        "fxlens_inline",
+        "fxlens",
+    ]
     assert ladder("inductor") == ["eager", "aot_eager", "aot_eager_decomp_partition", "inductor"]
     assert ladder("mine.py:be") == ["eager", "aot_eager", "mine.py:be"]
     assert ladder("aot_eager") == ["eager", "aot_eager"]
-    assert is_fxlens_codegen("fxlens_nofusion") and not is_fxlens_codegen("fxlens_aot_eager")
+    assert can("fxlens_nofusion", "codegen") and not can("fxlens_aot_eager", "codegen")
+    assert can("fxlens", "fuses") and not can("fxlens_nofusion", "fuses")
+    assert can("inductor", "torch_bisectable") and not can("mine.py:be", "codegen")
 
 
 class Counter:
@@ -70,7 +78,7 @@ def test_graph_selection():
 
 def test_accuracy_tolerances_per_dtype():
     torch = pytest.importorskip("torch")
-    from fxlens.bisect.check import compare
+    from fxlens.bisect.fp64_compare import compare
 
     g = torch.linspace(-2, 2, 50, dtype=torch.float64)
     near = (g + 1e-6).float()

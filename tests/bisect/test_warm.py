@@ -1,4 +1,4 @@
-"""Runs forked from a warm process (`fxlens.bisect.warm`): the script's exit status and output,
+"""Runs forked from a warm process (`fxlens.bisect.forked_runs`): the script's exit status and output,
 nothing left running after it (what the script forked included), and a hang ended at the timeout.
 
 Each test starts one process that imports torch and forks the runs, as the CompilerBisector
@@ -20,7 +20,7 @@ DRIVER = """
 import json, sys
 from pathlib import Path
 import torch  # the warm process: imported, nothing compiled
-from fxlens.bisect.warm import run_forked
+from fxlens.bisect.forked_runs import run_forked
 spec = json.loads(sys.argv[1])
 res = run_forked(spec["script"], spec["args"], session_dir=Path(spec["sdir"]), env=spec["env"],
                  timeout=spec["timeout"], output=Path(spec["sdir"]) / "output.txt")
@@ -92,8 +92,8 @@ def test_bisect_runs_fall_back_to_new_interpreters_when_the_warm_process_is_gone
     """The warm server killed before a run: that run starts again in a new interpreter (a clean
     folder, no fork's leftovers), says so, and later runs do not try the server again."""
     from fxlens.bisect.cache import cache_env
+    from fxlens.bisect.forked_runs import WarmServer
     from fxlens.bisect.runs import Runs
-    from fxlens.bisect.warm import WarmServer
 
     script = tmp_path / "script.py"
     script.write_text("import sys\nprint('ran', sys.argv[1:])\nsys.exit(3)\n")

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 import fxlens
-from fxlens.budget.check import Limits, counts_of, evaluate, failure_message, full_report, quick_counts
 from fxlens.budget.collect import Capture, write_session
-from fxlens.report.build import build_report, render_text
+from fxlens.budget.excess import Limits, counts_of, evaluate, failure_message, full_report, quick_counts
+from fxlens.report.build import build_report
 from fxlens.report.counts import report_counts
+from fxlens.report.text import render_text
 from fxlens.trace.session import Session
 
 

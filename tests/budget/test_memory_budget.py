@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fxlens import expect
-from fxlens.budget.check import Limits
+from fxlens.budget.excess import Limits
 from fxlens.budget.memory import parse_bytes
 
 pytest_plugins = ["pytester"]

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from fxlens.capture.compile_hook import observe  # noqa: E402
 from fxlens.capture.runner import patch_compile  # noqa: E402
-from fxlens.doctor import probe  # noqa: E402
+from fxlens.probe import hook as probe  # noqa: E402
 
 
 class Net(torch.nn.Module):

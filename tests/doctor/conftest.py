@@ -4,6 +4,7 @@
 import hashlib
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
@@ -21,11 +22,14 @@ def doctored(build_once):
     """`doctored("hurts", "--rounds", "2")` -> (CompletedProcess, result dict) of `fxlens doctor --json`."""
 
     def run(name, *extra):
-        tag = hashlib.sha1(json.dumps([name, *map(str, extra)]).encode()).hexdigest()[:10]
+        tag = hashlib.sha1(json.dumps([str(name), *map(str, extra)]).encode()).hexdigest()[:10]
+
+        # a name of scripts/, or the path of a script another folder's tests share
+        script = name if isinstance(name, Path) else SCRIPTS / f"{name}.py"
 
         def fill(root):
-            out = root / f"{name}.json"
-            proc = fxlens("doctor", "--json", out, *extra, SCRIPTS / f"{name}.py", env_root=root / "sessions")
+            out = root / f"{script.stem}.json"
+            proc = fxlens("doctor", "--json", out, *extra, script, env_root=root / "sessions")
             keep = {
                 "args": proc.args,
                 "returncode": proc.returncode,

@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from fxlens.doctor.memprobe import measure
+from fxlens.probe.memprobe import measure
 
 
 def by_hand_saved(fn, args, skip) -> int:

@@ -15,7 +15,7 @@ import pytest
 from doctor_helpers import SCRIPTS, fxlens
 from schema_check import validate
 
-from fxlens.budget.check import _recompiles
+from fxlens.budget.excess import _recompiles
 from fxlens.diff.compare import compare
 from fxlens.doctor.breaks import break_actions
 from fxlens.doctor.finding import NO_ACTION
@@ -140,7 +140,7 @@ def test_fix_tries_the_doctor_findings_fixes(doctored, tmp_path):
 
 def test_kinds_the_default_scripts_do_not_reach_carry_actions(tmp_path):
     """compiled_after_wrap, never_called (bypassed or not), compile_not_amortised: from rows as
-    fxlens.doctor.stats writes them (the scripts that reach them are slow: DDP, HF generate)."""
+    fxlens.probe.stats writes them (the scripts that reach them are slow: DDP, HF generate)."""
     from fxlens.doctor.findings import _usage_findings
     from fxlens.doctor.speed import _compile_not_amortised, _never_called
 

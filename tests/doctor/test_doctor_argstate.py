@@ -7,7 +7,7 @@ import sys
 import torch
 from doctor_helpers import SCRIPTS
 
-from fxlens.doctor.argstate import changed, fingerprint
+from fxlens.probe.argstate import changed, fingerprint
 
 
 class _Layer:

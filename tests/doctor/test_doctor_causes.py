@@ -3,10 +3,15 @@
 Ground truth: torch's own text in the compiled run's report (its hints, its failure) and the scripts
 themselves (an inference tensor has no version counter: reading it raises)."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from fxlens.doctor.render import _pays_off
+
+# the script capture's tests run too (one copy for both)
+FULLGRAPH_ERROR = Path(__file__).parents[1] / "capture" / "scripts" / "fullgraph_error.py"
 
 
 def test_an_inference_tensor_has_no_version_counter():
@@ -38,7 +43,7 @@ def test_eager_frame_fix_is_fxlens_own_text(doctored):
 
 @pytest.mark.slow
 def test_a_compile_that_raised_is_not_never_called(doctored):
-    proc, result = doctored("fullgraph_error", "--budget", "5")
+    proc, result = doctored(FULLGRAPH_ERROR, "--budget", "5")
     assert proc.returncode == 0, proc.stderr[-3000:]
     kinds = [f["kind"] for f in result["findings"]]
     assert "never_called" not in kinds and "compiled_run_failed" in kinds

@@ -17,9 +17,9 @@ import pytest
 from contention import agree, busy, doctor_json, plain_speedup
 from doctor_helpers import SCRIPTS
 
-from fxlens.doctor.interleave import measure
-from fxlens.doctor.interval import paired_interval
-from fxlens.doctor.stats import judge
+from fxlens.probe.interleave import measure
+from fxlens.probe.interval import paired_interval
+from fxlens.probe.stats import judge
 
 # (script, what compiled is by construction)
 GROUND_TRUTH = [("faster_by_construction", "faster"), ("slower_by_construction", "slower")]

@@ -9,7 +9,8 @@ import pytest
 from test_doctor_units import _rec, _report, _run
 
 from fxlens.doctor.findings import findings
-from fxlens.doctor.interval import (
+from fxlens.doctor.render import render_text
+from fxlens.probe.interval import (
     MIN_PAIRS,
     clustered_interval,
     combined_interval,
@@ -19,8 +20,7 @@ from fxlens.doctor.interval import (
     unpaired_interval,
     verdict,
 )
-from fxlens.doctor.render import render_text
-from fxlens.doctor.stats import function_rows
+from fxlens.probe.stats import function_rows
 
 
 def _noisy_pairs(ratio, n, seed=1, swing=3.0):
@@ -173,7 +173,7 @@ def test_a_clear_difference_stops_after_the_hold_and_a_close_call_samples_the_le
     shortens it), long before the budget; timed for real, in process."""
     import torch
 
-    from fxlens.doctor.interleave import HOLD_S, MIN_SPAN_S, measure
+    from fxlens.probe.interleave import HOLD_S, MIN_SPAN_S, measure
 
     x = torch.randn(32, 32)
 
@@ -220,8 +220,8 @@ def test_contention_of_the_moment_is_measured_while_the_load_average_lags():
 
     import torch
 
-    from fxlens.doctor.interleave import measure
     from fxlens.doctor.render import load_phrase
+    from fxlens.probe.interleave import measure
 
     if not os.path.exists("/proc/loadavg"):
         pytest.skip("no /proc/loadavg")

@@ -148,7 +148,7 @@ def test_measure_agrees_with_the_profiler_and_hooks_by_hand():
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from fxlens.doctor.memprobe import measure
+    from fxlens.probe.memprobe import measure
 
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(128, 512), torch.nn.GELU(), torch.nn.Linear(512, 8))

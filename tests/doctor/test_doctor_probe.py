@@ -5,7 +5,7 @@ import inspect
 import torch
 
 from fxlens.doctor.command import doctor_script, render_doctor, render_text
-from fxlens.doctor.probe import ProbeRecord, _describe, _signature, _timed
+from fxlens.probe.hook import ProbeRecord, _describe, _signature, _timed
 
 
 class Net(torch.nn.Module):
@@ -53,7 +53,7 @@ def test_old_optimize_api_is_timed_once_and_torch_compile_not_twice(monkeypatch)
     # bug reports for torch 2.0 call torch._dynamo.optimize(backend)(fn); torch.compile calls it
     # too, and that inner call must not become a second timed record
     from fxlens.capture.compile_hook import observe
-    from fxlens.doctor import probe
+    from fxlens.probe import hook as probe
 
     monkeypatch.setattr(torch, "compile", torch.compile)  # both restored after the test
     monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)
@@ -81,7 +81,7 @@ def test_retiming_uses_the_most_frequent_shapes_not_the_last_call(monkeypatch):
     # a DataLoader loop: six full batches, then a short last one; the steady state must be timed on
     # a full batch (the script's typical call), and say so
     from fxlens.capture.compile_hook import observe
-    from fxlens.doctor import probe
+    from fxlens.probe import hook as probe
 
     monkeypatch.setattr(torch, "compile", torch.compile)
     monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)

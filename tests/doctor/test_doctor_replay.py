@@ -1,5 +1,5 @@
 """doctor's replay runs each call in the state the script called it in, and what the replay itself
-compiles is never one of the script's findings (fxlens.doctor.callstate, fxlens.doctor.replaytrace).
+compiles is never one of the script's findings (fxlens.probe.callstate, fxlens.probe.replaytrace).
 
 Ground truth for the script-level checks: torch's own `TORCH_LOGS=recompiles` on a plain `python`
 run of the same script (no fxlens in the process).
@@ -15,8 +15,8 @@ import pytest
 import torch
 from doctor_helpers import SCRIPTS, fxlens
 
-from fxlens.doctor.callstate import capture, restored, unrestorable
-from fxlens.doctor.replaytrace import mark, replay_compiles, split
+from fxlens.probe.callstate import capture, restored, unrestorable
+from fxlens.probe.replaytrace import mark, replay_compiles, split
 
 
 def _torch_recompiles(script, *args) -> int:
@@ -116,7 +116,7 @@ def test_train_then_eval_replays_in_train_mode_and_compiles_nothing(monkeypatch)
     # the training calls are the typical ones; the script ends in eval mode under no_grad: the
     # replay must run the training call as it ran (train mode, grad on) and so compile nothing
     from fxlens.capture.compile_hook import observe
-    from fxlens.doctor import probe
+    from fxlens.probe import hook as probe
 
     monkeypatch.setattr(torch, "compile", torch.compile)
     monkeypatch.setattr(torch._dynamo, "optimize", torch._dynamo.optimize)

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
 
-from fxlens.doctor.interval import MIN_PAIRS
-from fxlens.report.build import build_report, render_text
+from fxlens.probe.interval import MIN_PAIRS
+from fxlens.report.build import build_report
+from fxlens.report.text import render_text
 from fxlens.trace.session import Session
 
 FUNCTION_KEYS = {

@@ -1,6 +1,6 @@
 """doctor's sequential stopping rule, on synthetic pairs (deterministic, no timing, no torch).
 
-The rule (fxlens.doctor.interleave.stop_reason) looks at the pairs each time they grow by
+The rule (fxlens.probe.interleave.stop_reason) looks at the pairs each time they grow by
 LOOK_GROWTH; the simulation below replays those looks on a seeded stream of pairs, each pair
 standing for PAIR_S seconds of blocks (two 50 ms blocks, as doctor's), up to a 60 s budget. The
 truth is known by construction, so each assertion is a claim about the rule, not about a machine.
@@ -9,8 +9,8 @@ truth is known by construction, so each assertion is a claim about the rule, not
 import math
 import random
 
-from fxlens.doctor.interleave import HOLD_S, LOOK_GROWTH, MIN_SPAN_S, ZONE, stop_reason
-from fxlens.doctor.interval import (
+from fxlens.probe.interleave import HOLD_S, LOOK_GROWTH, MIN_SPAN_S, ZONE, stop_reason
+from fxlens.probe.interval import (
     LEVEL,
     MIN_PAIRS,
     PROCESS_SPREAD,

@@ -1,8 +1,9 @@
 """doctor's numbers and findings on synthetic probe records and reports (no child process)."""
 
+from fxlens.doctor.breaks import break_fix
 from fxlens.doctor.command import render_text
-from fxlens.doctor.findings import break_fix, findings
-from fxlens.doctor.stats import RunStats, break_even, compile_seconds, function_rows, steady_ms
+from fxlens.doctor.findings import findings
+from fxlens.probe.stats import RunStats, break_even, compile_seconds, function_rows, steady_ms
 
 
 def _rec(name="f", times=(), compiles=None, **kw):
@@ -271,7 +272,7 @@ def test_render_text_has_tables_and_findings():
 
 
 def test_split_times_separates_graphs_from_the_eager_code_between_them():
-    from fxlens.doctor.segments import split_times
+    from fxlens.probe.segments import split_times
 
     # one call 0..100 us: frame 0/0 (0..90) calls graph A (0..20), then eager code, then its resume
     # frame 1/0 (50..90), which calls graph B (55..85); 90..100 is outside every compiled frame
@@ -289,7 +290,7 @@ def test_split_times_separates_graphs_from_the_eager_code_between_them():
 
 
 def test_split_times_takes_the_profilers_own_cost_out_of_each_segment():
-    from fxlens.doctor.segments import split_times
+    from fxlens.probe.segments import split_times
 
     # 10 recorded ops between the graphs; the call took 0.1 ms profiled, 0.05 ms without the
     # profiler: 0.05 ms over 14 events is ~3.6 us each, taken out of the eager segment's 10 ops

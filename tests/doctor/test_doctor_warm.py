@@ -1,4 +1,4 @@
-"""`fxlens doctor --warm`: cold vs warm start in a private cache folder (fxlens.doctor.warm).
+"""`fxlens doctor --warm`: cold vs warm start in a private cache folder (fxlens.doctor.warm_start).
 
 Ground truth: torch's own cache artifacts in each run's raw log (a miss in the cold run, a hit in the
 warm one), read here without fxlens; and the user's cache folder (TORCHINDUCTOR_CACHE_DIR in the

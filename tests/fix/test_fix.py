@@ -7,6 +7,7 @@ shows fewer recompiles / breaks than the first run's, with the same compiled out
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -155,8 +156,9 @@ def test_findings_carry_their_fixes_as_data_and_code_fixes_get_patches(tmp_path)
 
 
 def test_the_report_of_a_fix_session_has_a_fixes_section(kw_item):
-    from fxlens.report.build import build_report, render_text
+    from fxlens.report.build import build_report
     from fxlens.report.formats import render_html, render_markdown
+    from fxlens.report.text import render_text
 
     d, result = kw_item
     report = build_report(Session.open(d / "s"))
@@ -181,7 +183,7 @@ def test_the_report_of_a_fix_session_has_a_fixes_section(kw_item):
         (["fix", "missing.py"], "fxlens fix: error: missing.py: no such script"),
         (
             ["fix", "--try", "bogus", str(SCRIPTS / "kw_and_item.py")],
-            "expected regional:CLASS, dynamic or config:",
+            "expected regional:CLASS, nested_region:CLASS, dynamic or config:",
         ),
     ],
 )
@@ -302,3 +304,38 @@ def test_sigterm_keeps_the_fixes_measured_so_far(tmp_path):
     assert proc.returncode == 143 and "fxlens: terminated" in err
     assert "interrupted; the fixes measured so far" in out and "[helps]" in out
     assert sum(e.get("event") == "fix" for e in Session.open(tmp_path / "s").events) >= 1
+
+
+@pytest.mark.slow  # two inductor compiles of 12 layers, and the same by hand
+def test_nested_region_traces_the_block_once_as_by_hand(tmp_path):
+    proc, result = _fix(tmp_path, "twelve_layers.py", "--try", "nested_region:Block")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    f = _by_kind(result)["nested_region"]
+    assert f["applied"] and f["outputs_equal"] is True
+    # by hand: the same script with the class marked, in a fresh interpreter; torch's own trace of it
+    # holds one invoke_subgraph call per instance in the whole model's graph
+    src = (SCRIPTS / "twelve_layers.py").read_text()
+    marked = src.replace(
+        "model = torch.compile(",
+        "Block.forward = torch.compiler.nested_compile_region(Block.forward)\nmodel = torch.compile(",
+    )
+    assert marked != src
+    (tmp_path / "by_hand.py").write_text(marked)
+    trace = tmp_path / "trace"
+    subprocess.run(
+        [sys.executable, "by_hand.py"],
+        cwd=tmp_path,
+        env={**os.environ, "TORCH_TRACE": str(trace)},
+        check=True,
+    )
+    by_hand = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "fxlens.cli", "report", str(trace), "--json", "-"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert f["after"]["graphs"] == len(by_hand["graphs"]) and f["after"]["recompiles"] == len(
+        by_hand["recompiles"]
+    )
+    codes = "".join(p.read_text(errors="replace") for p in trace.glob("*.log"))
+    assert codes.count("invoke_subgraph") > 0

@@ -12,7 +12,8 @@ import pytest
 
 from .conftest import SCRIPTS, run_fresh
 
-COMPARE = SCRIPTS / "compare.py"
+# the script bisect's tests compare with (one copy for both)
+COMPARE = SCRIPTS.parents[1] / "bisect" / "scripts" / "compare.py"
 
 
 def test_backend_loader_skips_a_bug_reports_top_level_code(tmp_path):

@@ -211,7 +211,7 @@ def test_workers_start_with_the_script_only_given_spare_cores(minify_env, monkey
     # script that fails before compiling (as here): they wait for its first compile
     import os
 
-    from fxlens.minify import pool
+    from fxlens.minify import workers as pool
 
     monkeypatch.setenv("FXLENS_MINIFY_WORKERS", "1")
     monkeypatch.setattr(os, "cpu_count", lambda: cores)

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from fxlens.minify.pool import Forked, Pool
+from fxlens.minify.workers import Forked, Pool
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and /proc")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import torch
 import torch.fx as fx
 
-from fxlens.minify.check import accuracy_failure, normalise_message, run_check, signature_of
+from fxlens.minify.candidate_check import accuracy_failure, normalise_message, run_check, signature_of
 from fxlens.minify.graph import candidate_from_module, rebuild
-from fxlens.minify.repro_writer import ReproSpec, fresh_path, render
+from fxlens.minify.repro_writer import ReproSpec, render
 
 
 def test_signature_drops_addresses_paths_node_names_and_numbers():
@@ -82,12 +82,6 @@ def test_rendered_candidate_runs_the_check(tmp_path):
     assert run_check(ns["Repro"], ns["make_inputs"], "eager", "accuracy") is None
 
 
-def test_fresh_path_never_returns_an_existing_file(tmp_path):
-    (tmp_path / "r.py").write_text("x")
-    (tmp_path / "r_2.py").write_text("x")
-    assert fresh_path(tmp_path / "r.py") == tmp_path / "r_3.py"
-
-
 def test_run_repro_with_a_relative_path(tmp_path, monkeypatch):
     # sessions default to a relative folder (.fxlens/sessions): the reproducer still runs
     from fxlens.minify.repro_writer import run_repro
@@ -124,7 +118,7 @@ def test_aten_level_candidate_calls_the_inner_compiler(tmp_path):
     # an ATen graph rendered at the backward level: make_fx, then the named inner compiler
     from dataclasses import replace
 
-    from fxlens.minify.check import run_aten_check
+    from fxlens.minify.candidate_check import run_aten_check
 
     gm = fx.symbolic_trace(_AtenModel())
     cand = candidate_from_module(gm, [torch.randn(4, 4), torch.randn(4, 4)])

@@ -13,7 +13,7 @@ from fxlens.report.build import build_report, render_text
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import Line, Section, to_html, to_markdown
 from fxlens.report.formats import render_html, render_markdown
-from fxlens.report.special import special_sections
+from fxlens.report.special_graphs import special_sections
 from fxlens.trace.session import Session
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -1,11 +1,11 @@
-"""fxlens.report.table against the `tabulate` package itself: the same text, cell for cell."""
+"""fxlens.report.texttable against the `tabulate` package itself: the same text, cell for cell."""
 
 import random
 
 import pytest
 from tabulate import tabulate as reference
 
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 
 CELLS = [
     None,

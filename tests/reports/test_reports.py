@@ -180,7 +180,7 @@ def test_minify_says_why_it_cannot_reduce_a_sign_at_a_pole(tmp_path):
 
 # -- issue 21: a stage passes when it behaves as eager does ------------------------------------
 
-FXLENS_LADDER = ("fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens")
+FXLENS_LADDER = ("fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens_inline", "fxlens")
 BOTH_LADDERS = {"inductor": tuple(INDUCTOR_LADDER_OK), "fxlens": FXLENS_LADDER}
 
 

@@ -75,9 +75,10 @@ def _tui_dump(path: Path) -> str:
 def render(path: Path) -> dict[str, str]:
     """Every output of one trace, by file suffix; a trace fxlens refuses gives its one-line error."""
     from fxlens.errors import FxlensError
-    from fxlens.report.build import build_report, render_text
+    from fxlens.report.build import build_report
     from fxlens.report.command import render_guards
     from fxlens.report.formats import render_html, render_markdown
+    from fxlens.report.text import render_text
     from fxlens.trace.session import Session
 
     try:

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fxlens.report.build import build_report, render_text
+from fxlens.report.build import build_report
+from fxlens.report.text import render_text
 from fxlens.trace.session import Session
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tui_helpers import make_app, press, wait_loaded
 
-from fxlens.tui.table import VimTable
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.widgets import Info
 
 SCRIPT = Path(__file__).parent / "lines_script.py"

@@ -73,7 +73,7 @@ def test_snapshot_metrics_view_80x24(inductor_16, tmp_path, snap_compare):
 
 
 def test_fit_widths_gives_way_least_important_first():
-    from fxlens.tui.table import fit_widths
+    from fxlens.tui.lazy_table import fit_widths
 
     keys = ["count", "where", "function", "reason"]
     natural = [5, 30, 12, 60]

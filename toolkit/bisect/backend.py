@@ -27,7 +27,7 @@ from fxlens.trace.session import EVENTS_FILE, append_event
 
 # where this process's time went before its first compile (`fxlens.bisect.runs.Outcome.times`):
 # the runner imports this module before the script runs; torch comes with the script's imports.
-# A run forked from a warm process (`fxlens.bisect.warm`) resets it with `mark_forked`
+# A run forked from a warm process (`fxlens.bisect.forked_runs`) resets it with `mark_forked`
 _PROCESS: dict = {"pid": os.getpid(), "runner_at": time.time(), "torch_at": None, "forked": False}
 
 
@@ -178,7 +178,7 @@ def wrapper(gm, example_inputs, asked: str | None = None, own=None, options: dic
 def _eager_copies(gm, checking: bool):
     """(random_ops, the fp64 reference copy or None, the graph eager runs), all taken before the
     backend sees the graph: backends may rewrite it in place (torch's relu_*_TESTING_ONLY do)."""
-    from fxlens.bisect.check import has_random_ops
+    from fxlens.bisect.fp64_compare import has_random_ops
 
     random_ops = checking and has_random_ops(gm)
     reference = copy.deepcopy(gm) if checking and not random_ops else None
@@ -261,7 +261,7 @@ def _watch_backward(result, call: int, record) -> None:
     and `fxlens.bisect.runs` counts a gradient divergence only for a graph with this record. The
     hook is a prehook on the outputs' autograd nodes, so the user's tensors are not touched.
     """
-    from fxlens.bisect.check import flat_tensors
+    from fxlens.bisect.fp64_compare import flat_tensors
 
     nodes = {}
     for t in flat_tensors(result):
@@ -332,7 +332,7 @@ def _references(reference, args, record):
     """(the eager/fp64 references of one call, eager's exception): (refs, None) normally,
     (None, exception) when eager raises on the call, (None, None) (recorded) when the graph runs
     eagerly but not in fp64."""
-    from fxlens.bisect.check import EagerRaised, references
+    from fxlens.bisect.fp64_compare import EagerRaised, references
 
     try:
         return references(reference, list(args)), None
@@ -368,7 +368,7 @@ def _probe(compiled, refs):
 def _compare(args, result, refs, probe, call: int, record, gm=None, before_s: float = 0.0) -> None:
     from dataclasses import replace
 
-    from fxlens.bisect.check import compare_result, output_ops
+    from fxlens.bisect.fp64_compare import compare_result, output_ops
 
     t0 = time.perf_counter()
     try:

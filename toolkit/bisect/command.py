@@ -29,20 +29,21 @@ from pathlib import Path
 from fxlens import config
 from fxlens.bisect.cache import cache_dir, cache_env, claim_cache
 from fxlens.bisect.culprit import culprit_of
+from fxlens.bisect.forked_runs import WarmServer
 from fxlens.bisect.handover import DEFAULT_BUDGET_S, budget_seconds, crash_site, run_output, say_stage_verdict
 from fxlens.bisect.inductor import hand_over
 from fxlens.bisect.kernels import ENV_CHECK_KERNELS, find_fusion, find_kernel
-from fxlens.bisect.ladder import TORCH_BISECTABLE, is_fxlens_codegen, ladder, narrow
+from fxlens.bisect.ladder import can, ladder, narrow
 from fxlens.bisect.runs import Outcome, Runs, count_runs
 from fxlens.bisect.script_env import sets_environment
 from fxlens.bisect.verdict import next_command, render_text, summary_line
-from fxlens.bisect.warm import WarmServer
 from fxlens.capture.backends import check_spec
-from fxlens.capture.command import add_timeout_argument, check_script, how_it_ended, module_of
+from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
 from fxlens.live import progress
 from fxlens.report.bisect_result import BisectResult
-from fxlens.report.command import add_format_arguments, write_formatted, write_json
+from fxlens.report.exits import how_it_ended
+from fxlens.report.outputs import add_format_arguments, write_formatted, write_json
 from fxlens.trace.session import append_event, new_session_dir, write_info
 from fxlens.trace.userframes import short_path
 
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import check_writable
+    from fxlens.report.outputs import check_writable
 
     check_script(args.script)
     check_writable(args.json)
@@ -225,7 +226,7 @@ def _open_session(
 
 
 def _start_warm(runs: Runs, script: str, env: dict) -> str:
-    """Start the warm server the runs fork from (`fxlens.bisect.warm`), unless runs must start in
+    """Start the warm server the runs fork from (`fxlens.bisect.forked_runs`), unless runs must start in
     new interpreters; says which, for the first line. First, before any run: the runs' inductor
     cache dir, outside the session (see cache.CACHE_PREFIX); a killed bisect's is removed then."""
     claim_cache(runs.session_dir)
@@ -335,7 +336,7 @@ def _first_run(runs: Runs, script: str, backend: str | None) -> tuple[Outcome, l
 
 def _check_kernels(runs: Runs, backend: str | None, check: str) -> None:
     # fxlens's kernels can compare themselves with an fp64 ATen replay: a free first guess
-    if backend and is_fxlens_codegen(ladder(backend)[-1]) and check != "crash":
+    if backend and can(ladder(backend)[-1], "codegen") and check != "crash":
         runs.extra_env[ENV_CHECK_KERNELS] = "1"
 
 
@@ -370,7 +371,7 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
         return out.kind == kind
 
     hint = bad_out.failing[0] if bad_out.failing else None
-    handover = stage in TORCH_BISECTABLE and torch_bisector
+    handover = can(stage, "torch_bisectable") and torch_bisector
     if handover and n > 1 and bad_out.recorded and kind in ("crash", "accuracy", "no_raise"):
         # the failing run's wrapper saw graph `hint` itself fail: no run to confirm it alone;
         # the CompilerBisector steps confirm it on the way (or give it back, unconfirmed)
@@ -391,12 +392,12 @@ def _narrow_graph(runs, base, stage, good, bad_out, good_out, torch_bisector) ->
     base["outcome"] = "fails"
     base["graph"] = {"ordinal": ordinal, "of": n}
     base["culprit"] = culprit = culprit_of(confirm, ordinal, fallback=(bad_out, good_out))
-    if is_fxlens_codegen(stage):
+    if can(stage, "codegen"):
         kernel = find_kernel(runs, confirm, stage, good, ordinal, culprit["compile_id"], kind)
         base["kernel"] = kernel
         if kernel:
             culprit.update(kernel=kernel.get("name"), ops=kernel.get("ops"))
-        if stage == "fxlens":
+        if can(stage, "fuses"):
             graph_kind = (kernel or {}).get("graph")
             base["fusion"] = find_fusion(
                 runs, confirm, stage, good, ordinal, culprit["compile_id"], kind, graph_kind

@@ -9,30 +9,28 @@ from __future__ import annotations
 
 import os
 
+from fxlens.backend.stages import stage
+
 
 def compile_stage(backend, use: str, gm, example_inputs, options: dict | None = None):
-    """`backend(gm, example_inputs)`, with the inductor config change CompilerBisector is testing,
-    and, for inductor, the call's own `mode`/`options` (as torch.compile's inductor wrapper applies
-    them); other stages take no options, as torch's `eager`/`aot_eager` ignore mode."""
+    """`backend(gm, example_inputs)`; for a stage that takes torch.compile's options (inductor), the
+    call's own `mode`/`options` (as torch.compile's inductor wrapper applies them), the config
+    change CompilerBisector is testing and the stage's own switches; other stages of the ladders
+    take no options, as torch's `eager`/`aot_eager` ignore mode."""
     options = options or {}
+    row = stage(use)
     changes = _bisector_config_change(use) or {}
-    if use == "inductor" and (changes or options):
+    if row and row.options and (changes or options or row.inductor_config):
         from fxlens.backend.torch_compat import compile_fx, list_mode_options
 
         patches = dict(list_mode_options(options.get("mode"), None)) if options.get("mode") else {}
         patches.update(options.get("options") or {})
         patches.update(changes)
+        patches.update(row.inductor_config)
         return compile_fx(gm, example_inputs, config_patches=patches)
-    if use not in _NAMED_STAGES and options:  # the script's own backend gets what torch gives it
+    if row is None and options:  # the script's own backend gets what torch gives it
         return backend(gm, example_inputs, **options)
     return backend(gm, example_inputs)
-
-
-# stages bisect names itself (the ladders): registered backends that take no mode/options
-_NAMED_STAGES = frozenset(
-    {"eager", "aot_eager", "aot_eager_decomp_partition", "fxlens_eager", "fxlens_aot_eager"}
-    | {"fxlens_nofusion", "fxlens"}
-)
 
 
 def _bisector_config_change(use: str) -> dict | None:
@@ -42,7 +40,8 @@ def _bisector_config_change(use: str) -> dict | None:
     wrapper calls the registered `inductor` backend instead, so it applies the change itself (else
     the bisector's config steps, e.g. `fallback_random`, would test nothing).
     """
-    if use != "inductor" or not os.environ.get("TORCH_BISECT_BACKEND"):
+    row = stage(use)
+    if not (row and row.torch_bisectable) or not os.environ.get("TORCH_BISECT_BACKEND"):
         return None
     from fxlens.backend.torch_compat import CompilerBisector
 

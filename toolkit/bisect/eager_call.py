@@ -50,7 +50,7 @@ def eager_raises(gm, args) -> BaseException | None:
     state unchanged), or None when eager returns a value."""
     import torch
 
-    from fxlens.bisect.check import copy_args
+    from fxlens.bisect.fp64_compare import copy_args
 
     copies = copy_args(list(args))
     with torch.random.fork_rng(devices=[]):

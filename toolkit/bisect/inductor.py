@@ -8,7 +8,7 @@ others by the stage before, and with `TORCH_BISECT_*` set the way torch's own
 state lives in a private inductor cache dir (it deletes that dir when it starts and ends). The
 result goes to SPEC's `out` file as JSON.
 
-Each step is still a whole run of the script, but forked from this driver (`fxlens.bisect.warm`)
+Each step is still a whole run of the script, but forked from this driver (`fxlens.bisect.forked_runs`)
 after it imported torch and inductor once, so a step pays for Dynamo, the compile and the script,
 not for a new interpreter and its imports. A step only needs pass/fail: it writes no trace and
 compares only the culprit graph with fp64. FXLENS_BISECT_FRESH_RUNS=1 runs every step in a new
@@ -124,13 +124,13 @@ def _prepare(spec: dict) -> tuple[str, bool, dict]:
     os.environ["TORCH_BISECT_BACKEND"] = "inductor"
     os.environ["TORCH_COMPILE_BACKEND"] = "inductor"
     os.environ.update(spec.get("env") or {})
-    os.environ.pop("TORCH_TRACE", None)  # these runs write no trace (see fxlens.bisect.warm)
+    os.environ.pop("TORCH_TRACE", None)  # these runs write no trace (see fxlens.bisect.forked_runs)
     if fork:
         import torch  # noqa: F401
         import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
 
         import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
-        import fxlens.bisect.check  # noqa: F401
+        import fxlens.bisect.fp64_compare  # noqa: F401
         import fxlens.capture.runner  # noqa: F401
     return state, fork, step_env
 

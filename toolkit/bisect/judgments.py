@@ -47,7 +47,7 @@ def closer_than_eager(ev: dict) -> dict | None:
 
 def divergence_line(d: dict) -> str:
     dtype = str(d.get("dtype", ""))
-    if "(eager: " in dtype:  # a wrong dtype (`fxlens.bisect.check.compare`), whatever the values
+    if "(eager: " in dtype:  # a wrong dtype (`fxlens.bisect.fp64_compare.compare`), whatever the values
         got, _, eager = dtype.partition(" (eager: ")
         return f"{d.get('what', 'output')} has dtype {got} where eager's has {eager.rstrip(')')}"
     return (

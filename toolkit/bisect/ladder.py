@@ -10,11 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fxlens.backend.stages import STAGE_NAMES
-
-INDUCTOR_LADDER = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
-# backends torch's CompilerBisector can narrow further (passes, lowerings)
-TORCH_BISECTABLE = ("inductor",)
+from fxlens.backend.stages import family, stage
 
 
 def ladder(backend: str) -> list[str]:
@@ -26,16 +22,17 @@ def ladder(backend: str) -> list[str]:
         >>> ladder("my_backend.py:compile_fn")
         ['eager', 'aot_eager', 'my_backend.py:compile_fn']
     """
-    if backend in STAGE_NAMES:
-        return list(STAGE_NAMES[: STAGE_NAMES.index(backend) + 1])
-    if backend in INDUCTOR_LADDER:
-        return list(INDUCTOR_LADDER[: INDUCTOR_LADDER.index(backend) + 1])
-    return ["eager", "aot_eager", backend]
+    if stage(backend) is None:
+        return ["eager", "aot_eager", backend]
+    names = [s.name for s in family(backend)]
+    return names[: names.index(backend) + 1]
 
 
-def is_fxlens_codegen(stage: str) -> bool:
-    """Whether a stage runs fxlens's own kernels (so kernels and fusions can be bisected)."""
-    return stage in STAGE_NAMES and STAGE_NAMES.index(stage) >= STAGE_NAMES.index("fxlens_nofusion")
+def can(name: str, what: str) -> bool:
+    """Whether stage `name` has the column `what` set (`codegen`, `fuses`, `torch_bisectable`, ...);
+    False for a backend that is no row (the script's own)."""
+    row = stage(name)
+    return bool(row and getattr(row, what))
 
 
 @dataclass(frozen=True)

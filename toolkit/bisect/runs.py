@@ -19,11 +19,11 @@ from fxlens.backend import stages
 from fxlens.bisect.cache import cache_env  # the runs' private inductor cache
 from fxlens.bisect.judgments import closer_than_eager, divergence_line, forward_only, run_verdict
 from fxlens.bisect.verdict import SPLIT  # the names of a run's time split
-from fxlens.capture.command import how_it_ended, run_captured
+from fxlens.capture.command import run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
-from fxlens.report.exits import TIMEOUT_EXIT
+from fxlens.report.exits import TIMEOUT_EXIT, how_it_ended
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import parse_traceback
 
@@ -168,11 +168,11 @@ class Runs:
         self.outcomes: list[Outcome] = []
         self.extra_env: dict[str, str] = {}  # added to every later run (e.g. FXLENS_CHECK_KERNELS)
         self.first = first  # number of the first run (a driver process continues the parent's count)
-        # fork each run from this process (`fxlens.bisect.warm`: it imported torch and compiled
+        # fork each run from this process (`fxlens.bisect.forked_runs`: it imported torch and compiled
         # nothing) instead of starting a fresh interpreter; no TORCH_TRACE then
         self.fork = False
         self.module: str | None = None  # the module of `-m MODULE` (forked runs: see run_forked)
-        # or fork each run from a warm server process (`fxlens.bisect.warm.WarmServer`), with a trace
+        # or fork each run from a warm server process (`fxlens.bisect.forked_runs.WarmServer`), with a trace
         self.warm = None
         # seconds the CompilerBisector hand-over may take (`fxlens.bisect.handover`); 0: no bound
         self.handover_budget: float = 0.0
@@ -226,7 +226,7 @@ class Runs:
                 module=self.module,
             )
             if self.fork:
-                from fxlens.bisect.warm import run_forked
+                from fxlens.bisect.forked_runs import run_forked
 
                 return run_forked(self.script, self.script_args, **kw)
             res = self.warm.run(self.script, self.script_args, **kw)

@@ -1,6 +1,6 @@
 """Whether a script (or a local module it imports) sets environment variables: such a script's
 bisect runs start in new interpreters, since torch reads some variables at import, which the warm
-process did before the script ran (`fxlens.bisect.warm`)."""
+process did before the script ran (`fxlens.bisect.forked_runs`)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def scalar_semantics(reference, refs, result) -> dict | None:
     first output where eager rounds a Python scalar and the compiled graph keeps it, or None."""
     import torch
 
-    from fxlens.bisect.check import copy_args, flat_tensors
+    from fxlens.bisect.fp64_compare import copy_args, flat_tensors
 
     if reference is None or mutates_inputs(reference):
         return None

@@ -15,7 +15,8 @@ import contextlib
 import time
 from pathlib import Path
 
-from fxlens.budget.check import (
+from fxlens.budget.collect import Capture, write_session
+from fxlens.budget.excess import (
     Limits,
     Outcome,
     evaluate,
@@ -24,7 +25,6 @@ from fxlens.budget.check import (
     session_name,
     unique_dir,
 )
-from fxlens.budget.collect import Capture, write_session
 from fxlens.budget.memory import PeakMemory
 
 # Where a failing block writes its session: set by the pytest plugin for the test that runs

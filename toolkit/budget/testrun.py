@@ -13,7 +13,9 @@ import pytest
 
 from fxlens import config
 from fxlens.budget import context as expect_mod
-from fxlens.budget.check import (
+from fxlens.budget.collect import Capture, write_session
+from fxlens.budget.context import BudgetExceeded, expect, reset_dynamo
+from fxlens.budget.excess import (
     KINDS,
     Limits,
     evaluate,
@@ -23,8 +25,6 @@ from fxlens.budget.check import (
     session_name,
     unique_dir,
 )
-from fxlens.budget.collect import Capture, write_session
-from fxlens.budget.context import BudgetExceeded, expect, reset_dynamo
 from fxlens.budget.memory import PeakMemory
 
 

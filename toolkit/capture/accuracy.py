@@ -6,7 +6,7 @@ minify's check will see the divergence it found (`fxlens.bisect.backend`), witho
 `fxlens.minify` (a sibling layer).
 
 Every minify reproducer embeds this module's body (all below the `from __future__` line, which
-needs only math and torch) before `fxlens.minify.check`'s part, so minify, its reproducers and
+needs only math and torch) before `fxlens.minify.candidate_check`'s part, so minify, its reproducers and
 bisect apply one rule. torch is imported when the rule runs, never when this module is imported.
 
 It also holds the rules that make a failure's message a signature (`normalise_message`): minify
@@ -21,7 +21,7 @@ import re
 
 #: torch's `same()` with an fp64 reference: the compiled result fails when its RMSE against an fp64
 #: eager run exceeds ACCURACY_MULTIPLIER x the RMSE of the eager run in the original dtype, plus
-#: ACCURACY_TOL / 10 x min(1, the reference's RMS) (see fxlens.minify.check for why the floor scales)
+#: ACCURACY_TOL / 10 x min(1, the reference's RMS) (see fxlens.minify.candidate_check for why the floor scales)
 ACCURACY_MULTIPLIER = 2.0
 ACCURACY_TOL = 1e-4
 

@@ -12,6 +12,7 @@ import inspect
 import runpy
 from pathlib import Path
 
+from fxlens.backend.stages import STAGES
 from fxlens.errors import FxlensError
 
 
@@ -49,10 +50,7 @@ def resolve(spec: str):
 
 
 # names every torch and fxlens install registers: checked without importing torch (~2 s)
-ALWAYS_KNOWN = frozenset(
-    {"eager", "aot_eager", "aot_eager_decomp_partition", "inductor", "cudagraphs"}
-    | {"fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens"}
-)
+ALWAYS_KNOWN = frozenset({s.name for s in STAGES} | {"cudagraphs"})
 
 
 def check_spec(spec: str) -> None:

@@ -24,7 +24,7 @@ from fxlens.capture.stdin import RECORD, stdin_for
 from fxlens.capture.trace_place import collect_own_trace, move_into, point_trace
 from fxlens.errors import FxlensError
 from fxlens.live.terminal import wanted as live_wanted
-from fxlens.report.exits import TIMEOUT_EXIT, how_it_ended  # noqa: F401 - the commands' name for them
+from fxlens.report.exits import how_it_ended
 from fxlens.trace.session import LOCK_FILE, TRACE_DIR, Session, new_session_dir, write_info
 
 
@@ -324,9 +324,9 @@ def refused_message(session: Session) -> str | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.build import build_report, render_text
-    from fxlens.report.command import check_writable, write_json
-    from fxlens.report.outputs import check_folder_writable
+    from fxlens.report.build import build_report
+    from fxlens.report.outputs import check_folder_writable, check_writable, write_json
+    from fxlens.report.text import render_text
     from fxlens.trace.sources import capture_sources
 
     check_script(args.script)

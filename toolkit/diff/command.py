@@ -18,7 +18,7 @@ from fxlens.diff.render import diff_blocks, render_text
 from fxlens.diff.validate import check_report
 from fxlens.errors import FxlensError
 from fxlens.report.build import build_report
-from fxlens.report.command import check_writable, write_json, write_output
+from fxlens.report.outputs import check_writable, write_json, write_output
 from fxlens.trace.session import Session
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fxlens.diff.compiletime import compile_time_line
 from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.markup import PathShortener, visible
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 
 MARK = {"new": "+ new", "gone": "- gone", "changed": "~ changed", "moved": "> moved", "same": "  same"}
 

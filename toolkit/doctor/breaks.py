@@ -2,7 +2,7 @@
 what each one costs, measured.
 
 A break's cost is the eager time between the graphs on either side of it, as a share of the
-compiled call, read from a profile of the replayed call (fxlens.doctor.segments): the frame that
+compiled call, read from a profile of the replayed call (fxlens.probe.segments): the frame that
 broke has it as its own time less the graphs it called. A frame torch gave up on (after a break it
 could not resume, or at the recompile limit) runs with no compiled region at all: its time is the
 part of the call outside every compiled frame.
@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
-from fxlens.doctor.finding import capture_only, code_action
+from fxlens.backend.stages import capture_only
+from fxlens.doctor.finding import code_action
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple

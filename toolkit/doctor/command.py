@@ -2,7 +2,7 @@
 
 The script runs in child processes, side by side: once with every torch.compile forced eager (the
 baseline) and once compiled (its own backend, or --backend), --rounds times each, alternating.
-fxlens.doctor.probe times every call of every compiled object in both; the compiled run's session
+fxlens.probe.hook times every call of every compiled object in both; the compiled run's session
 (TORCH_TRACE and events) also gives graph breaks, recompile causes and limit hits. The result is a
 table of compiled functions (eager vs compiled per call, compile time, break-even) and a ranked
 list of findings, each saying what to change at which line of the user's code.
@@ -26,25 +26,25 @@ from fxlens.capture.backends import check_spec
 from fxlens.capture.command import (
     add_timeout_argument,
     check_script,
-    how_it_ended,
     refused_message,
     run_captured,
     shell_status,
 )
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
-from fxlens.doctor.interval import cores, load_average
 from fxlens.doctor.memcauses import memory_breakdown, memory_findings
-from fxlens.doctor.probe import OUTPUT_FILE
 from fxlens.doctor.render import render_text, summary
-from fxlens.doctor.replaytrace import replay_compiles, split
-from fxlens.doctor.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
-from fxlens.doctor.warm import cold_vs_warm
+from fxlens.doctor.warm_start import cold_vs_warm
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
+from fxlens.probe.hook import OUTPUT_FILE
+from fxlens.probe.interval import cores, load_average
+from fxlens.probe.replaytrace import replay_compiles, split
+from fxlens.probe.stats import RunStats, function_rows, peak_memory, probe_runs, wall_times
 from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
 from fxlens.report.doctor_result import DoctorResult
+from fxlens.report.exits import how_it_ended
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
 
@@ -92,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # the line of a traceback that names the exception: `RuntimeError: ...`, `torch._dynamo.exc.X: ...`
-PROBE_HOOK = "fxlens.doctor.probe:runner_hook"  # what the runner child calls first (FXLENS_RUNNER_HOOK)
+PROBE_HOOK = "fxlens.probe.hook:runner_hook"  # what the runner child calls first (FXLENS_RUNNER_HOOK)
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Failed|Exit|Interrupt)\b.*")
 
 
@@ -178,7 +178,7 @@ def _run_rounds(
 
 
 def _split_replay(run_dir: Path) -> dict:
-    """Move the trace records of doctor's replay out of the run's trace (fxlens.doctor.replaytrace):
+    """Move the trace records of doctor's replay out of the run's trace (fxlens.probe.replaytrace):
     what it compiled is doctor's doing, never one of the script's findings."""
     try:
         events = Session.open(run_dir).events
@@ -332,7 +332,7 @@ def doctor_script(
         budget: seconds per compiled function of interleaved eager/compiled timing after the
             script ends (0: per-call times of the script's own calls only).
         warm: also run it compiled twice more with one private cache folder, cold then warm, and
-            once from the cold run's portable cache bundle (fxlens.doctor.warm): the result's `warm`.
+            once from the cold run's portable cache bundle (fxlens.doctor.warm_start): the result's `warm`.
 
     Returns:
         The JSON-ready result (the JSON contract, docs/reference/json.md: `functions`, `peak_memory`, `findings`, plus
@@ -410,7 +410,7 @@ def _median_s(sdir: Path, mode: str, rounds: int) -> float | None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import check_writable, write_json
+    from fxlens.report.outputs import check_writable, write_json
 
     check_writable(args.json)
 

@@ -12,25 +12,6 @@ from __future__ import annotations
 from fxlens.report.fixes import action
 from fxlens.trace.userframes import short_path
 
-# backends that only capture: they run Dynamo's graph as written (eager), or through AOTAutograd
-# and then eagerly; nothing is compiled for speed, so there is no speedup to find, only overhead
-CAPTURE_ONLY = (
-    "eager",
-    "aot_eager",
-    "aot_eager_decomp_partition",
-    "fxlens_eager",
-    "fxlens_aot_eager",
-)
-
-# seconds of re-timing at most for such a backend: no verdict on speed is claimed for it, the timing
-# only shows its overhead
-CAPTURE_ONLY_BUDGET_S = 5.0
-
-
-def capture_only(backend) -> bool:
-    """Whether `backend` (a name, or the name doctor recorded for a callable) only captures."""
-    return str(backend or "").rsplit(".", 1)[-1].rsplit(":", 1)[-1] in CAPTURE_ONLY
-
 
 def loc(file: str | None, line: int | None) -> str:
     return f"{short_path(file)}:{line}" if file else "?"

@@ -1,6 +1,6 @@
 """`fxlens doctor`'s findings: what to change, where, ranked by structure, then by what it cost.
 
-Inputs are the per-function rows of fxlens.doctor.stats and the report of the compiled run's
+Inputs are the per-function rows of fxlens.probe.stats and the report of the compiled run's
 session (graph breaks, recompile root causes, limit hits, compile metrics). Every finding is
 `{kind, message, file, line, fix, cost_ms, function}`; `cost_ms` estimates the milliseconds the
 problem cost over this run (0 when it cannot be measured from one run: those rank last).
@@ -10,9 +10,9 @@ The findings on speed are fxlens.doctor.speed's.
 
 from __future__ import annotations
 
+from fxlens.backend.stages import capture_only
 from fxlens.doctor.breaks import break_findings, breaks_per_owner, eager_frame_findings, outside_cost, owner
-from fxlens.doctor.breaks import break_fix as break_fix  # noqa: PLC0414 - its old home, re-exported
-from fxlens.doctor.finding import capture_only, code_action, simple, site
+from fxlens.doctor.finding import code_action, simple, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.speed import no_graph, timing_findings
@@ -219,7 +219,7 @@ def findings(
     """Every finding: PINNED kinds first (structural), then most costly first, ties in KINDS order.
 
     Args:
-        rows: per-function rows (fxlens.doctor.stats.function_rows).
+        rows: per-function rows (fxlens.probe.stats.function_rows).
         report: the compiled run's report (fxlens.report.build.build_report).
         cuda: whether the script ran on CUDA (CUDA-only advice).
         failed: why the compiled run failed where the eager one did not, if it did.

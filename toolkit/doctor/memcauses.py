@@ -3,13 +3,13 @@
 Two measurements, each split into parts that add up to it, the remainder shown:
 
 - the process's peak RSS, compiled minus eager (what the side-by-side table shows). A peak only
-  grows, so the probe's marks (fxlens.doctor.memory) split it exactly: before the script (imports),
+  grows, so the probe's marks (fxlens.probe.memory) split it exactly: before the script (imports),
   while compiling (Dynamo, AOTAutograd, inductor in this process; a C++ compiler or compile worker
   runs in processes of its own and is not counted), and while running. Of the compile part, the
   tensors the compiled code still holds are named apart; of the running part, the call's own
   tensor peak difference (below); the rest of each is the remainder.
 - per compiled function, the tensor peak of its typical call, compiled minus eager, from torch's
-  profiler (fxlens.doctor.memprobe), plus the tensors its compiled code holds (allocated while
+  profiler (fxlens.probe.memprobe), plus the tensors its compiled code holds (allocated while
   compiling, alive all along): the activations saved for backward, compiled minus eager; the held
   tensors, one copy per cache entry; and the remainder (the temporaries of each side: inductor's
   planned buffers are not measured apart).

@@ -1,17 +1,17 @@
 """`fxlens doctor`'s human report: the summary line, functions side by side, memory, findings.
 
 Every speedup is printed beside its 95% interval; a direction ("faster", "slower") only when the
-interval excludes 1 (fxlens.doctor.interval.verdict), else "inconclusive" and why.
+interval excludes 1 (fxlens.probe.interval.verdict), else "inconclusive" and why.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fxlens.doctor.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
-from fxlens.doctor.warm import warm_lines
+from fxlens.doctor.warm_start import warm_lines
+from fxlens.probe.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.report.memorytext import memory_lines
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 from fxlens.trace.userframes import short_path
 
 
@@ -65,7 +65,7 @@ def _spent(timing: dict, pairs: int) -> str:
 
 def runs_phrase(timing: dict) -> str:
     """`; the speed held for runs of about 24 pairs (2.3 s) at a time ...`, when consecutive pairs
-    moved together (fxlens.doctor.interval.run_length), else ""."""
+    moved together (fxlens.probe.interval.run_length), else ""."""
     n, pairs = timing.get("run_length") or 1, (timing.get("samples") or {}).get("eager") or 0
     if n <= 1:
         return ""
@@ -278,6 +278,6 @@ def render_text(result: dict) -> str:
         head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
     out = [head, result["summary"], ""]
     out += _function_lines(result) + _timing_lines(result) + _memory_lines(result) + _finding_lines(result)
-    out += warm_lines(result)  # `--warm`: cold vs warm start (fxlens.doctor.warm)
+    out += warm_lines(result)  # `--warm`: cold vs warm start (fxlens.doctor.warm_start)
     out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
     return "\n".join(out) + "\n"

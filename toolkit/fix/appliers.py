@@ -185,6 +185,7 @@ def _mark_with(name: str):
             call.compiled = _premark(c, sig, arg, dim, mark, done)
         return done
 
+    apply.__name__ = f"_{name}"
     return apply
 
 
@@ -271,6 +272,23 @@ def _regional(call: Call, params: dict):
     return len(blocks)
 
 
+def _nested_region(call: Call, params: dict):
+    """The block's class marked `torch.compiler.nested_compile_region` before the whole model's
+    first call (torch compiles lazily): what the script gets stays the same compiled model."""
+    import torch
+
+    module = _module(call)
+    if module is None or not _at(call, params):
+        return None
+    classes = {type(m) for m in module.modules() if type(m).__name__ == params["block"]}
+    if not classes:
+        call.notes.append(f"no `{params['block']}` inside the module compiled at {call.site}")
+        return None
+    for cls in classes:
+        cls.forward = torch.compiler.nested_compile_region(cls.forward)
+    return True
+
+
 # hook kind -> applier; every `hook` row of fxlens.report.fixes.FIXES has one (a test checks both ways)
 APPLIERS = {
     "mark_dynamic": _mark_with("mark_dynamic"),
@@ -283,6 +301,7 @@ APPLIERS = {
     "compile_methods": _compile_methods,
     "compile_inside_ddp": _compile_inside_ddp,
     "regional": _regional,
+    "nested_region": _nested_region,
 }
 
 

@@ -224,7 +224,7 @@ def runner_hook(script: str, session: str):
     observe("fix", wrap=_fix_wrap(actions, applied, notes, compiled_codes, real_compile))
     after = None
     if config.load().doctor_probe:
-        from fxlens.doctor.probe import runner_hook as doctor_hook
+        from fxlens.probe.hook import runner_hook as doctor_hook
 
         after = doctor_hook(script, session)
     stdin = _watch_terminal_input()

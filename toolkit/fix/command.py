@@ -30,7 +30,7 @@ from fxlens.capture.command import (
 from fxlens.capture.stdin import RECORD
 from fxlens.errors import FxlensError
 from fxlens.fix import measure
-from fxlens.fix.findings import code_files_of, gather, parse_try, replacement
+from fxlens.fix.findings import TRIES, code_files_of, gather, parse_try, replacement
 from fxlens.fix.render import render_text
 from fxlens.fix.results import fix_result, outputs_judged
 from fxlens.fix.runs import Launch, Progress, error_line, one_run, read_run
@@ -61,8 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FIX",
         action="append",
         default=[],
-        help="also try FIX: regional:CLASS (compile each CLASS instance instead of the whole model), "
-        "dynamic, or config:NAME=VALUE (a torch._dynamo.config switch); repeatable",
+        help=f"also try FIX, one of {', '.join(syntax for syntax, _ in TRIES.values())} (each kind in "
+        "docs/reference/fix-kinds.md); repeatable",
     )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the result as JSON to FILE ('-' for stdout)"
@@ -318,14 +318,13 @@ def _together(script, args, sdir, base, entries, results, progress, opts, eager)
 
 
 def _load() -> dict:
-    from fxlens.doctor.interval import cores, load_average
+    from fxlens.probe.interval import cores, load_average
 
     return {"average": load_average(), "cores": cores()}
 
 
 def main(args: argparse.Namespace) -> int:
-    from fxlens.report.command import check_writable, write_json
-    from fxlens.report.outputs import check_folder_writable
+    from fxlens.report.outputs import check_folder_writable, check_writable, write_json
 
     check_writable(args.json)
     check_script(args.script)

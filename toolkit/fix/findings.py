@@ -129,36 +129,44 @@ def _never_called(file: str, line: int, site_key: str, where: str, in_place: boo
     return out
 
 
+def _tensor_lr(entry: dict, script: str, loaders) -> dict | None:
+    got = patches.tensor_lr(script)
+    if got is None:
+        return None
+    patch, line, lr = got
+    return {**entry, "action": action("tensor_lr", lr=lr), "patch": patch, "file": script, "line": line}
+
+
+def _drop_last(entry: dict, script: str, loaders) -> dict | None:
+    # the loaders whose last batch is short, as the first run made them (not the first in the file)
+    short = [
+        ld for ld in loaders if short_batch(ld) and os.path.realpath(ld["file"]) == os.path.realpath(script)
+    ]
+    got = patches.drop_last(script, [ld["line"] for ld in short] if loaders else None)
+    if got is None:
+        return None
+    return {**entry, "patch": got[0], "file": script, "line": got[1]}
+
+
+def _keep_tensor(entry: dict, script: str, loaders) -> dict | None:
+    if not entry.get("file") or not os.path.isfile(entry["file"]):
+        return None
+    got = patches.keep_tensor(entry["file"], entry["line"] or 0)
+    if got is None:
+        return None
+    return {**entry, "action": action("keep_tensor", expr=got[1]), "patch": got[0]}
+
+
+# code kind -> its patch writer `(entry, script, loaders) -> entry with its patch, or None when the
+# line to patch is not found`; a code kind with none is stated in words only
+PATCH_WRITERS = {"tensor_lr": _tensor_lr, "drop_last": _drop_last, "keep_tensor": _keep_tensor}
+
+
 def _with_patch(entry: dict, script: str, loaders: list[dict] = ()) -> dict | None:
     """A code fix with its patch filled in (and its words from the patch); None when fxlens cannot
     find the line to patch (the finding's own text still states the fix)."""
-    act = entry["action"]
-    kind = act["kind"]
-    if kind == "tensor_lr":
-        got = patches.tensor_lr(script)
-        if got is None:
-            return None
-        patch, line, lr = got
-        return {**entry, "action": action("tensor_lr", lr=lr), "patch": patch, "file": script, "line": line}
-    if kind == "drop_last":
-        # the loaders whose last batch is short, as the first run made them (not the first in the file)
-        short = [
-            ld
-            for ld in loaders
-            if short_batch(ld) and os.path.realpath(ld["file"]) == os.path.realpath(script)
-        ]
-        got = patches.drop_last(script, [ld["line"] for ld in short] if loaders else None)
-        if got is None:
-            return None
-        return {**entry, "patch": got[0], "file": script, "line": got[1]}
-    if kind == "keep_tensor":
-        if not entry.get("file") or not os.path.isfile(entry["file"]):
-            return None
-        got = patches.keep_tensor(entry["file"], entry["line"] or 0)
-        if got is None:
-            return None
-        return {**entry, "action": action("keep_tensor", expr=got[1]), "patch": got[0]}
-    return {**entry, "patch": None}
+    write = PATCH_WRITERS.get(entry["action"]["kind"])
+    return write(entry, script, loaders) if write else {**entry, "patch": None}
 
 
 def _from_doctor(findings: list[dict]) -> list[dict]:
@@ -228,36 +236,78 @@ def code_files_of(session) -> dict:
     return out
 
 
+def _try_regional(arg: str) -> dict | None:
+    return (
+        action("regional", block=arg, site="each torch.compile call of a module")
+        if arg.isidentifier()
+        else None
+    )
+
+
+def _try_nested_region(arg: str) -> dict | None:
+    return (
+        action("nested_region", block=arg, site="each torch.compile call of a module")
+        if arg.isidentifier()
+        else None
+    )
+
+
+def _try_dynamic(arg: str) -> dict | None:
+    return None if arg else action("dynamic")
+
+
+def _try_config(arg: str) -> dict | None:
+    if "=" not in arg:
+        return None
+    name, _, raw = arg.partition("=")
+    name = name.strip()
+    from fxlens.errors import FxlensError
+    from fxlens.fix.appliers import config_known
+
+    if not config_known(name):
+        raise FxlensError(
+            f"the running torch has no config switch {name!r} "
+            "(NAME is torch._dynamo.config's, or inductor.NAME / functorch.NAME)"
+        )
+    return config_action(name, _value(raw), "recompiles")
+
+
+def _value(raw: str):
+    """`true`/`false`, an int, a float, else the string itself."""
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+# kind -> (`--try` syntax, parser of what follows `KIND:`; None when it does not parse): the kinds
+# `--try` can ask for
+TRIES = {
+    "regional": ("regional:CLASS", _try_regional),
+    "nested_region": ("nested_region:CLASS", _try_nested_region),
+    "dynamic": ("dynamic", _try_dynamic),
+    "config": ("config:NAME=VALUE", _try_config),
+}
+
+
 def parse_try(spec: str) -> dict:
-    """`--try regional:CLASS`, `--try config:NAME=VALUE`, `--try dynamic` as an action."""
+    """`--try regional:CLASS`, `--try config:NAME=VALUE`, `--try dynamic` (TRIES) as an action."""
     from fxlens.errors import FxlensError
 
     kind, _, arg = spec.partition(":")
-    if kind == "regional" and arg.isidentifier():
-        return action("regional", block=arg, site="each torch.compile call of a module")
-    if kind == "dynamic" and not arg:
-        return action("dynamic")
-    if kind == "config" and "=" in arg:
-        name, _, raw = arg.partition("=")
-        value = {"true": True, "false": False}.get(raw.lower(), raw)
-        if isinstance(value, str):
-            try:
-                value = int(raw)
-            except ValueError:
-                try:
-                    value = float(raw)
-                except ValueError:
-                    pass
-        name = name.strip()
-        from fxlens.fix.appliers import config_known
-
-        if not config_known(name):
-            raise FxlensError(
-                f"--try {spec!r}: the running torch has no config switch {name!r} "
-                "(NAME is torch._dynamo.config's, or inductor.NAME / functorch.NAME)"
-            )
-        return config_action(name, value, "recompiles")
-    raise FxlensError(f"--try {spec!r}: expected regional:CLASS, dynamic or config:NAME=VALUE")
+    row = TRIES.get(kind)
+    try:
+        got = row[1](arg) if row else None
+    except FxlensError as e:
+        raise FxlensError(f"--try {spec!r}: {e}") from None
+    if got is None:
+        syntaxes = [s for s, _ in TRIES.values()]
+        raise FxlensError(f"--try {spec!r}: expected {', '.join(syntaxes[:-1])} or {syntaxes[-1]}")
+    return got
 
 
 # (kind, pattern on a verdict's why, the kind torch suggests instead): a fix torch refuses at run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fxlens.doctor.interval import fmt_speedup
+from fxlens.probe.interval import fmt_speedup
 from fxlens.report.fixes import change, fix_lines
 
 

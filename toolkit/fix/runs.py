@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens import config
-from fxlens.capture.command import how_it_ended, refused_message, run_captured
+from fxlens.capture.command import refused_message, run_captured
 from fxlens.capture.runner import REFUSED
 from fxlens.capture.stdin import STDIN_FILE
 from fxlens.errors import FxlensError
 from fxlens.fix import measure
+from fxlens.report.exits import how_it_ended
 from fxlens.report.fixes import FIXES
 from fxlens.trace.session import Session
 
@@ -143,7 +144,7 @@ def read_run(session: Session, run_dir: Path, code: int | None, seconds: float |
 
 def _speed(session: Session) -> list[dict] | None:
     """Steady-state speedup per compiled function with doctor's interval (--speed), else None."""
-    from fxlens.doctor.stats import function_rows, probe_runs
+    from fxlens.probe.stats import function_rows, probe_runs
 
     runs = probe_runs(session)
     if not runs:

@@ -22,13 +22,15 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from fxlens.backend.stages import stage
+
 CAPTURE_CALL = "fxlens_capture_aten"
 
 
 def inner_kind(spec: str, backend) -> str | None:
     """The INNER_COMPILERS key of a backend (its spec and the resolved object), or None."""
-    if spec in ("inductor", "fxlens", "fxlens_nofusion"):
-        return spec
+    if getattr(stage(spec), "inner", None):
+        return stage(spec).inner
     from fxlens.backend.torch_compat import AotAutograd, lookup_backend
 
     if isinstance(backend, str):  # a registered name (torch's aot_eager is an aot_autograd object)
@@ -46,7 +48,7 @@ def _aot_options(kind: str, backend) -> dict:
         from fxlens.backend.torch_compat import select_decomp_table
 
         return {"decompositions": select_decomp_table(), "partition_fn": min_cut_rematerialization_partition}
-    if kind in ("fxlens", "fxlens_nofusion"):
+    if getattr(stage(kind), "codegen", False):
         from fxlens.backend.lower.aot import aot_options
 
         return aot_options()
@@ -61,8 +63,8 @@ def capture_aten(model_cls, make_inputs, backend, spec: str, out: str, backward:
     import torch
 
     from fxlens.backend.torch_compat import aot_module_simplified
+    from fxlens.minify.candidate_check import run_model
     from fxlens.minify.capture import graph_source, lift_attributes
-    from fxlens.minify.check import run_model
     from fxlens.minify.graph import spec_of
 
     kind = inner_kind(spec, backend)

@@ -3,7 +3,7 @@
 A graph compiled under `with torch.autocast(...)` is traced for that autocast (Dynamo guards on
 it), and a script differentiates after the block: `autocast_state` records the autocast with each
 captured graph, so candidates and the reproducer run their forwards inside it and their backwards
-after it (`fxlens.minify.check`). `grad_references` and `grad_failure` find a graph whose outputs
+after it (`fxlens.minify.candidate_check`). `grad_references` and `grad_failure` find a graph whose outputs
 are right and whose gradients are not (a backend bug in the backward only), with the accuracy
 rule the reproducer applies (`fxlens.capture.accuracy`), taken with autocast off as `fxlens bisect`
 takes them.

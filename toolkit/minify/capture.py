@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from fxlens import config
-from fxlens.minify.check import accuracy_failure, signature_of
+from fxlens.backend.stages import stage
+from fxlens.minify.candidate_check import accuracy_failure, signature_of
 from fxlens.report.exits import TIMEOUT_EXIT
 
 CAPTURE_SPEC = "fxlens.minify.capture:capture"
@@ -184,11 +185,13 @@ def _compile_as_asked(real, spec: str, gm, example_inputs, options: dict):
     them: inductor's as config patches, a script's own backend as the keywords torch passes."""
     if not options:
         return real(gm, example_inputs)
-    if spec == "inductor":
+    row = stage(spec)
+    if row and row.options:
         from fxlens.backend.torch_compat import compile_fx, list_mode_options
 
         patches = dict(list_mode_options(options.get("mode"), None)) if options.get("mode") else {}
         patches.update(options.get("options") or {})
+        patches.update(row.inductor_config)
         return compile_fx(gm, example_inputs, config_patches=patches)
     if ":" in spec:
         return real(gm, example_inputs, **options)
@@ -393,7 +396,7 @@ def _compare_eager(out: Path, k: int, gm, args: list, lifted: list, result) -> N
     """Record an eager-diff failure of graph k's first call (compiled vs eager, assert_close)."""
     import torch
 
-    from fxlens.minify.check import eager_diff_failure
+    from fxlens.minify.candidate_check import eager_diff_failure
 
     try:
         with torch.no_grad():

@@ -3,7 +3,7 @@
 1. Capture: run SCRIPT once in a child with a capturing wrapper around the real backend
    (`fxlens.minify.capture`): every Dynamo graph saved as code, the failing one named.
 2. Confirm: compile that graph alone in a worker; its failure signature is what reduction keeps.
-3. Reduce (`fxlens.minify.reduce`) on a pool of worker processes (`fxlens.minify.pool`).
+3. Reduce (`fxlens.minify.reduce`) on a pool of worker processes (`fxlens.minify.workers`).
 4. Write (`fxlens.minify.repro_writer`): re-run the reproducer 3 times in fresh interpreters first.
 
 This module checks the request and owns the session and the worker pool; the phases themselves
@@ -24,7 +24,7 @@ from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
 from fxlens.minify.pipeline import MinifyRun, run_pipeline, summary_line  # noqa: F401  (summary_line: `fxlens demo`)
-from fxlens.report.command import add_format_arguments, write_formatted
+from fxlens.report.outputs import add_format_arguments, write_formatted
 from fxlens.trace.session import new_session_dir, write_info
 
 CHECKS = ("crash", "accuracy", "auto", "raise", "eager-diff")
@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check_request(script: str, out: str | None, check: str, backend: str | None, json_path) -> None:
     """Refuse bad input before anything runs (one line each)."""
-    from fxlens.report.command import check_writable
+    from fxlens.report.outputs import check_writable
 
     check_script(script)
     check_writable(json_path)
@@ -117,7 +117,7 @@ def minify_script(
     """
     script_args = list(script_args or [])
     _check_request(script, out, check, backend, json_path)
-    from fxlens.minify.pool import Pool  # imports torch: only once the request is known to be good
+    from fxlens.minify.workers import Pool  # imports torch: only once the request is known to be good
 
     cfg = config.load_minify()
     if out_dir:

@@ -124,7 +124,7 @@ def minify_kernel(
 
     append_event(session, "minify", result)  # `fxlens report SESSION` shows it as minify's verdict
     if json_path:
-        from fxlens.report.command import write_json
+        from fxlens.report.outputs import write_json
 
         write_json(result, json_path)
     return result
@@ -144,7 +144,7 @@ def _check(script: str, out: str | None, backend: str | None, json_path: str | N
     """Refuse bad input before anything runs (one line each), as `fxlens minify` does."""
     from fxlens.capture.backends import check_spec
     from fxlens.capture.command import check_script
-    from fxlens.report.command import check_writable
+    from fxlens.report.outputs import check_writable
 
     check_script(script)
     check_writable(json_path)

@@ -115,14 +115,7 @@ class Catcher:
             ok, err, at, g, rv, tol = self.h["compare"](got, r)
             if not ok:
                 op = str(node.target) if node is not None else "?"
-                return {
-                    "output": i,
-                    "op": op,
-                    "max_abs_err": err,
-                    "element": list(at),
-                    "kernel": g,
-                    "eager": rv,
-                }
+                return kernel_writer.mismatch(i, op, err, at, g, rv)
         return None
 
     def caught(self, ck, snap, sizes, xnumel, rnumel, failure=None, error=None) -> None:

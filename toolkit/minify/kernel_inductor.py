@@ -207,14 +207,7 @@ class InductorCatcher:
             got = args[pos].as_strided(shape, stride, args[pos].storage_offset() + off)
             ok, err, at, g, rv, _tol = self.parent.h["compare"](got, r)
             if not ok:
-                return {
-                    "output": i,
-                    "op": op,
-                    "max_abs_err": err,
-                    "element": list(at),
-                    "kernel": g,
-                    "eager": rv,
-                }, ref
+                return kernel_writer.mismatch(i, op, err, at, g, rv), ref
         return None, ref
 
     def compile_failed(self, pending: dict, path: str, error: Exception) -> None:

@@ -87,6 +87,12 @@ def _compare_exact(got, ref):
 '''
 
 
+def mismatch(output: int, op: str, err, at, got, want) -> dict:
+    """What a launch got wrong, as `fxlens minify --kernel` records it: the output, its op, the
+    largest error, its element and the kernel's and eager's values there."""
+    return {"output": output, "op": op, "max_abs_err": err, "element": list(at), "kernel": got, "eager": want}
+
+
 def helpers() -> dict:
     """The reproducer's helper functions, executed here: what the toolkit decides with."""
     ns: dict = {"torch": torch}

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fxlens.capture import children
-from fxlens.capture.command import TIMEOUT_EXIT, how_it_ended
 from fxlens.errors import FxlensError
 from fxlens.minify.after import after_return
 from fxlens.minify.child import (
@@ -29,8 +28,9 @@ from fxlens.minify.child import (
 from fxlens.minify.confirm import base_spec, confirm, load_candidate, usable
 from fxlens.minify.partial import copy_atomic, save_partial
 from fxlens.minify.script_config import not_set_by_script
-from fxlens.report.command import write_json
+from fxlens.report.exits import TIMEOUT_EXIT, how_it_ended
 from fxlens.report.minify_result import MinifyResult
+from fxlens.report.outputs import write_json
 from fxlens.trace.session import append_event
 
 
@@ -48,7 +48,7 @@ class MinifyRun:
     cfg: object  # config.MinifyConfig
     t0: float
     session: Path
-    pool: object  # fxlens.minify.pool.Pool
+    pool: object  # fxlens.minify.workers.Pool
     timeout: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
     closers: list = field(default_factory=list)

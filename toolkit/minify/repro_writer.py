@@ -1,7 +1,7 @@
 """Render a minify candidate as a standalone script, verify it in fresh interpreters, write it.
 
 The same text (less the header) is what minify workers execute for every candidate, so the
-reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify.check`).
+reproducer decides "fails, and how" exactly as the reduction did (see `fxlens.minify.candidate_check`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxlens.backend.stages import STAGES
 from fxlens.capture import accuracy as capture_accuracy
 from fxlens.capture.backends import definitions_of, top_level_definitions
-from fxlens.minify import check as minify_check
+from fxlens.minify import candidate_check as minify_check
 from fxlens.minify.graph import Candidate, InputSpec
 
 EMBED_MARKER = "# --- embedded in reproducers from here on ---"
@@ -70,13 +71,16 @@ INNER_COMPILERS = {
     # inductor's compiler of one ATen graph, as torch's repro_after="aot" scripts call it
     "inductor": "from torch._inductor.compile_fx import compile_fx_inner\n\n"
     "return functools.partial(compile_fx_inner, is_backward={is_backward}, is_inference={is_inference})",
-    "fxlens": "from fxlens.backend.compile_fx import compile_aten\n\n"
-    "return lambda gm, inputs: compile_aten(gm, list(inputs), {kind!r}, fusion=True)",
-    "fxlens_nofusion": "from fxlens.backend.compile_fx import compile_aten\n\n"
-    "return lambda gm, inputs: compile_aten(gm, list(inputs), {kind!r}, fusion=False)",
     # an aot_autograd(fw_compiler=..., bw_compiler=...) backend object: the compiler it names
     "aot_autograd": "kw = (backend or load_backend()).kwargs\n"
     "return next(kw[n] for n in {names!r} if kw.get(n) is not None)",
+    # fxlens's own codegen stages: compile_aten with fusion as the stage fuses
+    **{
+        s.inner: "from fxlens.backend.compile_fx import compile_aten\n\n"
+        f"return lambda gm, inputs: compile_aten(gm, list(inputs), {{kind!r}}, fusion={s.fuses})"
+        for s in STAGES
+        if s.codegen and s.inner
+    },
 }
 # which aot_autograd keyword compiles which graph (AOTAutograd falls back to fw_compiler)
 _AOT_COMPILER_NAMES = {
@@ -100,7 +104,7 @@ def inner_loader(inner: str, kind: str) -> str:
 
 def check_source() -> str:
     """The check a reproducer embeds: fxlens.capture.accuracy's body (the accuracy rule), then the
-    embedded part of fxlens.minify.check (both import only torch and the stdlib)."""
+    embedded part of fxlens.minify.candidate_check (both import only torch and the stdlib)."""
     acc = inspect.getsource(capture_accuracy).split("from __future__ import annotations\n", 1)[1]
     src = inspect.getsource(minify_check)
     part = _without_fxlens_imports(src[src.index(EMBED_MARKER) + len(EMBED_MARKER) :].strip("\n"))
@@ -197,7 +201,8 @@ def render(cand: Candidate, spec: ReproSpec, header: str = "", values_expr: str 
         )
     parts.append(_constants(spec, aten))
     parts.append(
-        "# --- the check fxlens minify ran (fxlens.minify.check, embedded: torch only) ---\n" + check_source()
+        "# --- the check fxlens minify ran (fxlens.minify.candidate_check, embedded: torch only) ---\n"
+        + check_source()
     )
     parts.append(
         'if __name__ == "__main__":\n'
@@ -272,16 +277,6 @@ def header(
     if note:
         lines.append(f"# note: {note}")
     return "\n".join(lines) + "\n"
-
-
-def fresh_path(out: str | os.PathLike) -> Path:
-    """`out`, or `out` with _2, _3, ... before the suffix: never an existing file."""
-    p = Path(out)
-    n = 1
-    while p.exists():
-        n += 1
-        p = Path(out).with_name(f"{Path(out).stem}_{n}{Path(out).suffix}")
-    return p
 
 
 def claim(out: str | os.PathLike, numbered: bool = True, also: tuple[str, ...] = ()) -> Path:

@@ -13,7 +13,7 @@ unless the user set it). That is why `repro_writer.verify` still runs
 one of the re-runs as a plain `python FILE` in a new interpreter: a reproducer that forgot an
 import it needs would pass in a fork and fail there.
 
-On a machine without spare cores the worker pool (`fxlens.minify.pool`) starts the zygote idle,
+On a machine without spare cores the worker pool (`fxlens.minify.workers`) starts the zygote idle,
 from the main thread, and has it import torch and the backend's modules once the script names the
 backend; the pool's workers are forked from it too (`Zygote.fork_worker`: their two pipes go over a
 socket), each in its own process group, reaped by the zygote, which says how each ended (`wait`).
@@ -31,6 +31,7 @@ import threading
 import time
 from pathlib import Path
 
+from fxlens.backend.stages import stage
 from fxlens.capture import children
 
 READY = "ready"
@@ -40,11 +41,9 @@ ENV_CONTROL_FD = "FXLENS_MINIFY_ZYGOTE_FD"  # the zygote's end of its control so
 
 def preload_for(backend: str, inner: str = "") -> list[str]:
     """Modules a backend compiles with (imported ahead by the zygote)."""
-    mods = ["torch._dynamo"]
-    if "inductor" in (backend, inner):
+    mods = ["torch._dynamo", *getattr(stage(backend), "preload", ())]
+    if inner == "inductor" and "torch._inductor.compile_fx" not in mods:
         mods.append("torch._inductor.compile_fx")
-    if backend in ("fxlens", "fxlens_nofusion"):
-        mods.append("fxlens.backend.compile_fx")
     return mods
 
 
@@ -106,7 +105,7 @@ class Zygote:
         return json.loads(line) if line else None
 
     def fork_worker(self, stdin_fd: int, result_fd: int, log: Path, cwd: str | None) -> int | None:
-        """The pid of a minify worker (`fxlens.minify.pool.worker_main`) forked from this process,
+        """The pid of a minify worker (`fxlens.minify.workers.worker_main`) forked from this process,
         reading requests from `stdin_fd` and answering on `result_fd` (both passed over the control
         socket); its own process group, output to `log`. None when the zygote is gone."""
         res = self._ask({"worker": {"log": str(log), "cwd": cwd}}, [stdin_fd, result_fd])
@@ -206,7 +205,7 @@ def _worker(fds: list[int], log: str, cwd: str | None, control: socket.socket) -
         children.fresh_random_state()
         if cwd:
             os.chdir(cwd)
-        from fxlens.minify.pool import worker_main
+        from fxlens.minify.workers import worker_main
 
         code = worker_main()
     except BaseException:  # noqa: BLE001 - the parent sees the pipe close and asks the status

@@ -1,6 +1,6 @@
 """The report: a Session summarised as a JSON-ready dict (the JSON contract), `build_report`.
 
-The text tables are fxlens.report.text's (`render_text` is re-exported here, its old home).
+The text tables are fxlens.report.text's (`render_text`).
 
 Parsers return in-memory results; the CLI writes (rule: parsers return, the CLI writes).
 """
@@ -23,10 +23,9 @@ from fxlens.report.outputcode import output_code
 from fxlens.report.passes import compile_passes
 from fxlens.report.ranks import rank_groups
 from fxlens.report.rootcause import session_causes
-from fxlens.report.special import aot_inductor, export_issues, special_graphs, unknown_records
+from fxlens.report.special_graphs import aot_inductor, export_issues, special_graphs, unknown_records
 from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
-from fxlens.report.text import render_text  # noqa: F401  (its old home: fxlens.report.build)
 from fxlens.trace.session import Session
 from fxlens.trace.userframes import is_user_file, library_path
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fxlens.report.build import build_report, render_text
-
-# the checks and writers of user-named outputs; imported from here by every command
-from fxlens.report.outputs import check_writable, write_json, write_text
+from fxlens.report.build import build_report
+from fxlens.report.outputs import check_writable, write_json, write_output
+from fxlens.report.text import render_text
 from fxlens.trace.sanitize import clean
 from fxlens.trace.session import Session
 
@@ -39,28 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also write torch's Chromium trace events of every rank as one trace (pid = rank), for "
         "ui.perfetto.dev or chrome://tracing",
     )
-
-
-def add_format_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--format text|markdown|html` and `--report FILE`, for bisect and minify (a verdict to paste)."""
-    parser.add_argument(
-        "--format",
-        choices=("text", "markdown", "html"),
-        default="text",
-        help="also render the verdict, culprit, reproducer and environment as markdown or html (for a bug)",
-    )
-    parser.add_argument(
-        "--report", metavar="FILE", help="write the --format markdown/html output to FILE (default: stdout)"
-    )
-
-
-def write_formatted(text: str, dest: str | None) -> None:
-    """A markdown/html verdict to FILE, or to stdout after the text output."""
-    if dest and dest != "-":
-        write_text(text, dest, "--report")
-        print(f"wrote {dest}")
-    else:
-        sys.stdout.write("\n" + text)
 
 
 def render_guards(report: dict) -> str:
@@ -102,12 +79,3 @@ def main(args: argparse.Namespace) -> int:
         text = render(report, session)
     write_output(text, args.out, quiet=args.json == "-")
     return 0
-
-
-def write_output(text: str, out: str | None, quiet: bool = False) -> None:
-    """Write a rendered report to `out` (saying where on stderr), or to stdout unless `quiet`."""
-    if out and out != "-":
-        write_text(text, out, "--out")
-        print(f"wrote {out}", file=sys.stderr)
-    elif not quiet:
-        sys.stdout.write(text)

@@ -12,22 +12,12 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from fxlens.report import coldstart
-from fxlens.report.failures import without_rank
+from fxlens.report.ranks import without_rank
 
 TEXT_ROWS = 8
 
 # the per-compile time columns every format shows, after the rank and before cache and guards
 TIME_COLUMNS = ("compile id", "function", "total s", "dynamo s", "backend s", "inductor s", "backward s")
-
-
-def cache_outcome(cache: dict) -> dict[str, str]:
-    """{cache: "hit" | "miss" | "hit 2, miss 1"} from a per-compile row's `cache` ({name: {hits, misses}})."""
-    out = {}
-    for name, c in (cache or {}).items():
-        hit, miss = int(c.get("hits") or 0), int(c.get("misses") or 0)
-        if hit or miss:
-            out[name] = "hit" if not miss else "miss" if not hit else f"hit {hit}, miss {miss}"
-    return out
 
 
 def _round(v: float | None) -> float | None:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from fxlens.report.markup import environment_lines, h, md_code, md_details, md_fence, md_table, md_text
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,11 @@ from __future__ import annotations
 
 import re
 
+from fxlens.report.ranks import rank_ranges, without_rank
 from fxlens.trace.sanitize import clip
 from fxlens.trace.userframes import location
 
 _COMPILER_ERROR = re.compile(r"(?:^|\s|:)(?:fatal )?error\b:?", re.I)
-
-
-def without_rank(text: str | None, rank: int | None) -> str:
-    """`text` with this rank's number, where the text names it as the rank, spelled `<rank>`."""
-    if not text or rank is None:
-        return text or ""
-    return re.sub(rf"(?i)\b(rank[\s_:=#-]*){rank}\b", r"\1<rank>", text)
 
 
 def fold(rows: list[dict], fields: tuple[str, ...]) -> list[dict]:
@@ -78,8 +72,6 @@ def failure_head(lines: list[str], most: int = 6) -> list[str]:
 
 def on_ranks(ranks: list, ranked: bool) -> str:
     """ " on ranks 0-999, 1001-1023" (" on rank 5") for a job of several ranks, else ""."""
-    from fxlens.report.ranks import rank_ranges
-
     if not ranked:
         return ""
     return f" on {'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks, limit=6)}"

@@ -35,19 +35,37 @@ class FixKind:
     # the params that make two actions one fix (None: all but `target`); regional: the block alone,
     # whichever compile site holds it
     same: tuple | None = None
+    # the short name of progress lines, formatted with the params (empty: the kind and its params)
+    short: str = ""
+    answers: str = ""  # the finding it answers, in words (the docs table of fix kinds)
 
 
 # kind -> (how, what it should improve, the fix in words); {name}/{value}/... are the action's params
 FIXES: dict[str, FixKind] = {
     # a torch config switch for the whole run (capture_scalar_outputs, recompile_limit, ...): NAME is
     # torch._dynamo.config's, or `inductor.NAME` / `functorch.NAME` for those configs
-    "config": FixKind("config", "{target}", "`{config_name} = {value!r}`"),
+    "config": FixKind(
+        "config",
+        "{target}",
+        "`{config_name} = {value!r}`",
+        short="config {name}={value!r}",
+        answers="a `.item()` break (`capture_scalar_outputs`), a data-dependent shape, a changing float or "
+        "int attribute, a frame at the recompile limit (`recompile_limit`)",
+    ),
     # a switch of another torch config module for the whole run (`module` names it:
     # torch._functorch.config's activation_memory_budget, torch._inductor.config's freezing)
-    "torch_config": FixKind("config", "{target}", "`{module}.{name} = {value!r}`"),
+    "torch_config": FixKind(
+        "config",
+        "{target}",
+        "`{module}.{name} = {value!r}`",
+        answers="doctor's memory causes (functorch, inductor)",
+    ),
     # mark one argument of the compiled function dynamic in `dim` before each call
     "mark_dynamic": FixKind(
-        "hook", "recompiles", "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}"
+        "hook",
+        "recompiles",
+        "`torch._dynamo.mark_dynamic({arg}, {dim})` before each call of {which}",
+        answers="a size change of a tensor you pass in",
     ),
     # several arguments that change size together (node features and edge index): each marked
     "mark_dynamic_together": FixKind(
@@ -58,20 +76,30 @@ FIXES: dict[str, FixKind] = {
         "hook",
         "recompiles",
         "`torch._dynamo.decorators.mark_unbacked({arg}, {dim})` before each call of {which}",
+        answers="a dim that becomes 1 (prefill to decode, a batch of one)",
     ),
     # the mark torch suggests when it refuses mark_dynamic (ConstraintViolationError: the model
     # specialises the dim): dynamic where it can be, static where the code needs it
     "maybe_mark_dynamic": FixKind(
-        "hook", "recompiles", "`torch._dynamo.maybe_mark_dynamic({arg}, {dim})` before each call of {which}"
+        "hook",
+        "recompiles",
+        "`torch._dynamo.maybe_mark_dynamic({arg}, {dim})` before each call of {which}",
+        answers="tried after `mark_dynamic` when torch refuses it (ConstraintViolationError)",
     ),
     # torch.compile(..., dynamic=True) for the compiled objects whose code is `function` (all when unnamed)
-    "dynamic": FixKind("hook", "recompiles", "`torch.compile(..., dynamic=True)` for {which}"),
+    "dynamic": FixKind(
+        "hook",
+        "recompiles",
+        "`torch.compile(..., dynamic=True)` for {which}",
+        answers="a size change inside the compiled code, or a changing int",
+    ),
     # the reverse: drop a needless dynamic=True (torch's default, dynamic=None: static until a size
     # changes) for the compiled objects whose code is `function`, compiled at `site`
     "dynamic_default": FixKind(
         "hook",
         "compile_s",
         "drop `dynamic=True` at {site} (torch.compile's default, `dynamic=None`) for {which}",
+        answers="doctor's `dynamic_unneeded`",
     ),
     # compile the module's own call in place (`model.compile()`): calls that bypass the
     # OptimizedModule wrapper (HF `generate()` calls `self(...)` on the original module) compile
@@ -81,6 +109,7 @@ FIXES: dict[str, FixKind] = {
         "`model.compile()` instead of `model = torch.compile(model)` (compiled at {site}): the script "
         "calls the module through its own methods (`generate()`), which never reach the wrapper",
         speed=False,
+        answers="a compiled module never called (HF `generate()`)",
     ),
     # the methods the script calls instead of forward (a VAE's encode/decode), each compiled
     "compile_methods": FixKind(
@@ -89,6 +118,7 @@ FIXES: dict[str, FixKind] = {
         "compile the methods the script calls ({method_list}) instead of the module (compiled at "
         "{site}): its forward never runs",
         speed=False,
+        answers="a module called only through its methods (a VAE's `encode`/`decode`)",
     ),
     # a keyword every call of a torch.nn class passes (a caller-side switch that removes a break
     # inside the library, e.g. nn.Transformer's `tgt_is_causal=True` for a causal mask)
@@ -97,6 +127,7 @@ FIXES: dict[str, FixKind] = {
         "breaks",
         "pass `{kwarg}={value!r}` to your `nn.{module_class}` (or `nn.Transformer`) call when the mask is "
         "causal: torch then trusts it instead of comparing it with a causal mask (the break)",
+        answers="the causal-mask break inside `torch/nn/modules/transformer.py`",
     ),
     # torch.compile(DDP(model)) -> DDP(torch.compile(model)): compile the wrapped module, keep the wrapper
     "compile_inside_ddp": FixKind(
@@ -104,6 +135,7 @@ FIXES: dict[str, FixKind] = {
         "breaks",
         "compile the module before DDP wraps it (`DDP(torch.compile(model))`, compiled at {site})",
         speed=False,
+        answers="a compiled DDP wrapper",
     ),
     # regional compilation: each instance of a repeated block compiled, not the whole model
     "regional": FixKind(
@@ -113,6 +145,17 @@ FIXES: dict[str, FixKind] = {
         "instead of the whole model (compiled at {site}): one compile serves every instance",
         speed=False,
         same=("block",),
+        answers="compile time of a model made of repeated blocks",
+    ),
+    # the repeated block marked a nested compile region: the model is still compiled whole, and
+    # Dynamo traces the block once and calls that subgraph for every instance (invoke_subgraph)
+    "nested_region": FixKind(
+        "hook",
+        "compile_s",
+        "mark `{block}.forward` with `torch.compiler.nested_compile_region` (the model stays compiled "
+        "whole at {site}): one traced subgraph serves every instance",
+        same=("block",),
+        answers="compile time of a model made of repeated blocks, compiled whole",
     ),
     # a tensor learning rate: a float LR changed by a scheduler is a guarded constant of the step
     "tensor_lr": FixKind(
@@ -120,21 +163,29 @@ FIXES: dict[str, FixKind] = {
         "recompiles",
         "pass the learning rate as a tensor (`lr=torch.tensor({lr})`): the scheduler then updates a "
         "tensor in place and the compiled step never recompiles",
+        answers="a compiled `optimizer.step()` with an LR scheduler",
     ),
     # the last short batch of a DataLoader
     "drop_last": FixKind(
-        "code", "recompiles", "`drop_last=True` on the DataLoader: the short last batch is never seen"
+        "code",
+        "recompiles",
+        "`drop_last=True` on the DataLoader: the short last batch is never seen",
+        answers="the short last batch of a DataLoader",
     ),
     # a Python number read from a tensor in the compiled code
     "keep_tensor": FixKind(
         "code",
         "breaks",
         "keep `{expr}` a tensor (no `.item()`), or move the read out of the compiled function",
+        answers="a `.item()` graph break",
     ),
     # not compiling at all: compiling costs more than it saves (doctor's slower_than_eager,
     # compile_not_amortised); stated, never tried: the verdict rests on doctor's timing, not on a re-run
     "no_compile": FixKind(
-        "code", "compile_s", "drop the torch.compile call at {site} (call the function itself)"
+        "code",
+        "compile_s",
+        "drop the torch.compile call at {site} (call the function itself)",
+        answers="doctor's `slower_than_eager`, `compile_not_amortised`",
     ),
     # nn.Transformer / nn.TransformerDecoder / nn.TransformerEncoder given a causal mask without
     # saying so: torch's `_detect_is_causal_mask` reads the mask (`.all()` -> a Tensor.item() break);
@@ -146,10 +197,16 @@ FIXES: dict[str, FixKind] = {
         "pass `tgt_is_causal=True` (nn.Transformer, nn.TransformerDecoder) or `is_causal=True` "
         "(nn.TransformerEncoder) beside the causal mask: torch then skips `_detect_is_causal_mask`, "
         "whose read of the mask breaks the graph",
+        answers="the causal-mask break, stated at your call",
     ),
     # any other change to the user's code, in the finding's own words (a print moved out of the
     # compiled function, a branch made branchless, a model setting): stated, not tried
-    "change_code": FixKind("code", "", "{text}"),
+    "change_code": FixKind(
+        "code",
+        "",
+        "{text}",
+        answers="a `print` or `graph_break()` in the compiled code, a capture-only backend",
+    ),
 }
 
 
@@ -256,8 +313,7 @@ def describe(act: dict) -> str:
     params.setdefault("site", "?")
     params.setdefault("expr", "the value")
     params["method_list"] = ", ".join(f"`{m}`" for m in params.get("methods") or []) or "?"
-    if act["kind"] == "config":
-        params["config_name"] = config_name(params["name"])
+    params["config_name"] = config_name(params["name"]) if "name" in params else ""
     return FIXES[act["kind"]].text.format(**params)
 
 
@@ -286,9 +342,8 @@ def label(act: dict) -> str:
         for k, v in (act.get("params") or {}).items()
         if k not in ("target", "file", "site", "site_key", "code_files", "owner", "args", "dims")
     }
-    if act["kind"] == "config":
-        return f"config {p.get('name')}={p.get('value')!r}"
-    return " ".join([act["kind"], *(str(v) for v in p.values())])
+    short = FIXES[act["kind"]].short
+    return short.format(**p) if short else " ".join([act["kind"], *(str(v) for v in p.values())])
 
 
 # ---- the fixes as text ----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
-from fxlens.report.special import head_counts, special_sections
+from fxlens.report.special_graphs import head_counts, special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fxlens.report.table import tabulate
-
+from fxlens.report.texttable import tabulate
 from fxlens.trace.linetimes import chromium_parts
 from fxlens.trace.userframes import is_resume, is_user_file, library_path, short_path, user_function
 

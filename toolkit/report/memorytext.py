@@ -4,8 +4,7 @@ the report layer, so that doctor's text and the TUI's results view print the sam
 
 from __future__ import annotations
 
-from fxlens.report.table import tabulate
-
+from fxlens.report.texttable import tabulate
 from fxlens.trace.userframes import short_path
 
 

@@ -9,6 +9,7 @@ probe file in the folder) and removes what it created.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -111,3 +112,34 @@ def write_json(data: dict, dest: str, option: str = "--json") -> None:
     with open_output(dest, option) as f:
         json.dump(data, f, indent=1, default=str)
         f.write("\n")
+
+
+def add_format_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--format text|markdown|html` and `--report FILE`, for bisect and minify (a verdict to paste)."""
+    parser.add_argument(
+        "--format",
+        choices=("text", "markdown", "html"),
+        default="text",
+        help="also render the verdict, culprit, reproducer and environment as markdown or html (for a bug)",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="write the --format markdown/html output to FILE (default: stdout)"
+    )
+
+
+def write_formatted(text: str, dest: str | None) -> None:
+    """A markdown/html verdict to FILE, or to stdout after the text output."""
+    if dest and dest != "-":
+        write_text(text, dest, "--report")
+        print(f"wrote {dest}")
+    else:
+        sys.stdout.write("\n" + text)
+
+
+def write_output(text: str, out: str | None, quiet: bool = False) -> None:
+    """Write a rendered report to `out` (saying where on stderr), or to stdout unless `quiet`."""
+    if out and out != "-":
+        write_text(text, out, "--out")
+        print(f"wrote {out}", file=sys.stderr)
+    elif not quiet:
+        sys.stdout.write(text)

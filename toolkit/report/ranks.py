@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fxlens.report.document import Line, Section
-from fxlens.report.failures import without_rank
 from fxlens.report.rootcause import CAUSES, format_for_guard
 from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.model import RankModel
@@ -59,6 +58,13 @@ def normalise_code(code: str) -> str:
 
 def _code_digest(code: str) -> str:
     return hashlib.sha1(normalise_code(code).encode()).hexdigest()[:16]
+
+
+def without_rank(text: str | None, rank: int | None) -> str:
+    """`text` with this rank's number, where the text names it as the rank, spelled `<rank>`."""
+    if not text or rank is None:
+        return text or ""
+    return re.sub(rf"(?i)\b(rank[\s_:=#-]*){rank}\b", r"\1<rank>", text)
 
 
 def rank_ranges(ranks: Iterable[int | None], limit: int = 0) -> str:

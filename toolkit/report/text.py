@@ -19,10 +19,10 @@ from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
-from fxlens.report.special import head_counts, special_sections
+from fxlens.report.special_graphs import head_counts, special_sections
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_section
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, clip, for_terminal
 from fxlens.trace.userframes import location

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fxlens.report.bisect_result import BisectResult
 from fxlens.report.minify_result import MinifyResult
-from fxlens.report.table import tabulate
+from fxlens.report.texttable import tabulate
 from fxlens.trace.reader import find_logs
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.session import SESSION_FILE, TRACE_DIR, Session
@@ -196,7 +196,7 @@ def render_tool_blocks(report: dict) -> list:
 def report_main(session: Session, tool: str, args) -> int:
     """`fxlens report` on a bisect or minify session (called by fxlens.report.command.main)."""
     from fxlens.report.build import build_report
-    from fxlens.report.command import write_json, write_output
+    from fxlens.report.outputs import write_json, write_output
 
     report = build_tool_report(session, tool, build_report(session, with_guards=False))
     if args.json:

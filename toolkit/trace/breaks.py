@@ -104,7 +104,7 @@ def graph_break(rec: Record, cid: str, where_: tuple, entry: list[Frame]) -> Gra
 
 def is_eager_frame(text: str) -> bool:
     """Whether a graph-break record's text says torch gave up on the frame (it then runs eagerly):
-    one rule for the reader and the budgets' quick count (fxlens.budget.check.quick_counts)."""
+    one rule for the reader and the budgets' quick count (fxlens.budget.excess.quick_counts)."""
     return _SKIPPED in text.split("User code traceback:", 1)[0]
 
 

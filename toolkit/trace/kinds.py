@@ -8,9 +8,9 @@ whose kind has no row is counted and listed in the report (`unknown_records`), n
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
-import os
 
 from fxlens.trace import kind_readers as r
 from fxlens.trace.kindtable import HIDDEN, Kind, KindTable, group

@@ -132,9 +132,9 @@ def profile_call(compiled_fn, args: tuple, kwargs: dict) -> dict:
 
 
 def profile_replay(compiled_fn, args: tuple, kwargs: dict, call_state) -> dict:
-    """`profile_call` in the state the script's call ran in (fxlens.doctor.callstate); a failure is
+    """`profile_call` in the state the script's call ran in (fxlens.probe.callstate); a failure is
     recorded as `{"error": ...}`: the timing stands without the split."""
-    from fxlens.doctor.callstate import restored
+    from fxlens.probe.callstate import restored
 
     try:
         with restored(call_state):

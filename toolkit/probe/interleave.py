@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import time
 
-from fxlens.doctor.argstate import changed, fingerprint, param_names
-from fxlens.doctor.interval import (
+from fxlens.probe.argstate import changed, fingerprint, param_names
+from fxlens.probe.interval import (
     MIN_PAIRS,
     PROCESS_SPREAD,
     cores,
@@ -51,7 +51,7 @@ LOOK_GROWTH = 1.25
 # a large difference must hold in each of this many consecutive parts of the pairs (in time order)
 HOLD_PARTS = 3
 # ... and over at least this many seconds of pairs: a process can hold one speed for seconds
-# (fxlens.doctor.interval.run_length: ViT on 2 threads switched between 1.24x and 0.96x every 2-8 s);
+# (fxlens.probe.interval.run_length: ViT on 2 threads switched between 1.24x and 0.96x every 2-8 s);
 # a switch inside them breaks the hold of a part. A state that outlasts them is not seen (a state
 # that outlasted MIN_SPAN_S was not either): --rounds measures other processes' states
 HOLD_S = 4.0
@@ -189,7 +189,7 @@ def measure(
         "max_s": budget_s,
         "min_span_s": round(span, 3),
         "threads": _threads(),
-        # consecutive pairs that moved together (1: independent; fxlens.doctor.interval.run_length)
+        # consecutive pairs that moved together (1: independent; fxlens.probe.interval.run_length)
         "run_length": run_length(got["pairs"]),
         "pairs_seconds": round(time.perf_counter() - pairs_start, 3),
         "compiles_during": compiles() - before,
@@ -197,7 +197,7 @@ def measure(
 
 
 class ReplayRefused(Exception):
-    """The call cannot be re-timed as it is (fxlens.doctor.argstate): the reason, in words."""
+    """The call cannot be re-timed as it is (fxlens.probe.argstate): the reason, in words."""
 
 
 def _warm_up(eager_t, compiled_t, compiles, call: tuple) -> tuple[float, float]:
@@ -229,7 +229,7 @@ def _interleave(timers: dict, number: dict, start: float, budget_s: float, min_s
     cpu = {"eager": 0.0, "compiled": 0.0}
     pairs: list[list[float]] = []
     # process CPU ms per call, per block pair: immune to waiting for a core (not to spinning
-    # threads), the cross-check a wall-time verdict must not contradict (fxlens.doctor.stats)
+    # threads), the cross-check a wall-time verdict must not contradict (fxlens.probe.stats)
     cpu_pairs: list[list[float]] = []
     stopped = "budget"
     runnable: list[int] = []

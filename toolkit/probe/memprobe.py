@@ -1,6 +1,6 @@
 """Tensor memory of one compiled function's call, eager vs compiled, measured in the script's process.
 
-After the script (doctor's probe, fxlens.doctor.probe.measure_all), each function's typical call is
+After the script (doctor's probe, fxlens.probe.hook.measure_all), each function's typical call is
 made again, eager then compiled, twice each:
 
 - once under torch's profiler with `profile_memory=True`: every CPU (and CUDA) allocation and free
@@ -12,7 +12,7 @@ made again, eager then compiled, twice each:
   once, and those of the model's parameters and the call's arguments not at all (they live anyway):
   what remains are the activations the call adds until its backward.
 
-Then the tensors the compiled code holds apart from the model (fxlens.doctor.heldtensors). Each
+Then the tensors the compiled code holds apart from the model (fxlens.probe.heldtensors). Each
 part's seconds are returned: the profiler's own cost is the measurement's price.
 """
 
@@ -23,7 +23,7 @@ import os
 import sys
 import time
 
-from fxlens.doctor.heldtensors import held_tensors, own_storages, storage_key_bytes
+from fxlens.probe.heldtensors import held_tensors, own_storages, storage_key_bytes
 from fxlens.trace.userframes import is_user_file
 
 # saved tensors listed per call, largest first
@@ -211,7 +211,7 @@ def measure_call(call: tuple, call_state, probe) -> dict:
     in, with its backward whenever the output requires grad (whether the script ran one cannot be
     told: HF outputs and lazily compiled backwards hide it). `probe.compiles` counts compiles: one
     during the measurement is said, not hidden."""
-    from fxlens.doctor.callstate import restored
+    from fxlens.probe.callstate import restored
 
     eager_fn, compiled_fn, args, kwargs = call
     before = probe.compiles

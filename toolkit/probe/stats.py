@@ -1,9 +1,9 @@
 """`fxlens doctor`'s numbers: per compiled function, eager vs compiled, from the probe's events.
 
-Pure Python over the `doctor_probe` events the child processes wrote (see fxlens.doctor.probe);
+Pure Python over the `doctor_probe` events the child processes wrote (see fxlens.probe.hook);
 no torch import. Steady state comes from the compiled child's interleaved measurement when it made
-one (fxlens.doctor.interleave), else from the script's own calls after the first that did not
-compile; each speedup carries its interval (fxlens.doctor.interval).
+one (fxlens.probe.interleave), else from the script's own calls after the first that did not
+compile; each speedup carries its interval (fxlens.probe.interval).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from fxlens.doctor.finding import capture_only
-from fxlens.doctor.interval import clustered_interval, unpaired_interval, verdict, with_process_spread
+from fxlens.backend.stages import capture_only
+from fxlens.probe.interval import clustered_interval, unpaired_interval, verdict, with_process_spread
 from fxlens.trace.session import Session
 
 
@@ -153,7 +153,7 @@ def _per_object(eager_rounds: list[list[RunStats]], compiled_rounds: list[list[R
 
 def _pooled(benches: list[dict], key: str) -> tuple[list[tuple], tuple | None, tuple | None]:
     """Every round's `key` pairs pooled, and their interval: the rounds' pairs are several
-    processes', resampled as such (fxlens.doctor.interval.clustered_interval); the interval
+    processes', resampled as such (fxlens.probe.interval.clustered_interval); the interval
     includes the spread between fresh processes that no process's own pairs show, the third item
     is the pairs' own interval without it."""
     groups = [[tuple(p) for p in b.get(key) or ()] for b in benches]

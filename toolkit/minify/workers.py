@@ -1,6 +1,6 @@
 """A pool of worker processes that evaluate minify candidates, so a backend crash never kills fxlens.
 
-Each worker (`python -m fxlens.minify.pool`) imports torch while the parent is still capturing
+Each worker (`python -m fxlens.minify.workers`) imports torch while the parent is still capturing
 (from the start when there are spare cores, else once the script compiles), resolves the backend named in its first stdin line once, then reads candidates (reproducer source text) as JSON lines on stdin and answers each with its
 failure signature on a private pipe (the worker's stdout is redirected to stderr, so whatever the
 backend prints cannot corrupt the protocol). A worker that dies (segfault, abort) or exceeds the
@@ -10,6 +10,7 @@ per-candidate timeout is killed and restarted; that candidate's signature says w
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import queue
@@ -20,6 +21,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from fxlens.backend.stages import stage
 from fxlens.capture import children
 from fxlens.minify.repro_writer import signal_signature
 from fxlens.minify.verify import Zygote, preload_for
@@ -107,7 +109,7 @@ class Worker:
         with open(self.log, "a") as log:
             # its own process group: ended with whatever the backend forked (compile workers)
             self.proc = children.popen(
-                [sys.executable, "-m", "fxlens.minify.pool"],
+                [sys.executable, "-m", "fxlens.minify.workers"],
                 stdin=subprocess.PIPE,
                 stdout=log,
                 stderr=log,
@@ -332,14 +334,15 @@ def worker_main() -> int:
 def _warm_backend(torch, spec: str) -> None:
     """Import what the backend compiles with, and for inductor compile one tiny graph (its
     first compile pays for imports and C++ toolchain probing), before the first candidate."""
-    if spec == "inductor":
+    if getattr(stage(spec), "inner", None) == "inductor":
         try:
             torch.compile(lambda x: x * 2 + 1, backend="inductor")(torch.ones(8))
         except Exception:  # a broken inductor shows on the first candidate, with its signature
             pass
         torch.compiler.reset()
-    elif spec in ("fxlens", "fxlens_nofusion"):
-        import fxlens.backend.compile_fx  # noqa: F401
+    else:
+        for module in getattr(stage(spec), "preload", ()):
+            importlib.import_module(module)
 
 
 def _evaluate(ns: dict, backend, backend_spec: str, call: str | None) -> str | None:

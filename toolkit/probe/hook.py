@@ -16,7 +16,7 @@ measures: arguments and results pass through untouched, so numerics never change
 In the compiled run, once the script has ended normally, `measure_all` (the hook's return value,
 called by the runner) calls each object again with the arguments of the latest call of its most
 frequent input shapes (not simply the last call: a loop's short final batch), eager and compiled
-interleaved (fxlens.doctor.interleave): the steady state and its interval come from there. Those
+interleaved (fxlens.probe.interleave): the steady state and its interval come from there. Those
 extra calls happen after the script's own output, so they never change what the script computed.
 """
 
@@ -29,12 +29,16 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+from fxlens.backend.stages import capture_only
 from fxlens.capture.compile_hook import observe
-from fxlens.doctor.callstate import capture_or_none
-from fxlens.doctor.finding import CAPTURE_ONLY_BUDGET_S, capture_only
-from fxlens.doctor.memory import RssMarks, measure_call, process_peak_memory
+from fxlens.probe.callstate import capture_or_none
+from fxlens.probe.memory import RssMarks, measure_call, process_peak_memory
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import live_user_frame
+
+# seconds of re-timing at most for a backend that only captures: no verdict on speed is claimed for
+# it, the timing only shows its overhead
+CAPTURE_ONLY_BUDGET_S = 5.0
 
 # keep at most this many per-call times per object: a loop of a million calls stays cheap, and
 # each rank's event stays one small append to the shared events file
@@ -69,7 +73,7 @@ class ProbeRecord:
     signatures: dict = field(default_factory=dict)  # input shapes -> calls
     shape_changes: int = 0  # calls whose input shapes differ from the previous call's
     grad_calls: int = 0  # calls whose output requires grad: their backward runs outside the call
-    bench: dict | None = None  # the interleaved measurement after the script (fxlens.doctor.interleave)
+    bench: dict | None = None  # the interleaved measurement after the script (fxlens.probe.interleave)
 
 
 @dataclass
@@ -91,7 +95,7 @@ class _State:
     callables: dict = field(default_factory=dict)
     last_call: dict = field(default_factory=dict)
     measuring: bool = False  # the after-script measurement runs: its compiles are nobody's cost
-    trace_boundary: dict | None = None  # where the script's trace ends (fxlens.doctor.replaytrace.mark)
+    trace_boundary: dict | None = None  # where the script's trace ends (fxlens.probe.replaytrace.mark)
     replay_compiles: int = 0  # compiles during the after-script measurement: doctor's, not the script's
     replay_s: float = 0.0  # seconds of that measurement: doctor's time, never the script's wall time
     rss: RssMarks = field(default_factory=RssMarks)  # peak RSS before the script, around compiles, at its end
@@ -217,7 +221,7 @@ def _timed(fn, rec: ProbeRecord):
 
 
 def _call_state(rec: ProbeRecord):
-    """The state a call of `rec`'s object starts in (fxlens.doctor.callstate), None if unreadable."""
+    """The state a call of `rec`'s object starts in (fxlens.probe.callstate), None if unreadable."""
     eager = _STATE.callables.get(rec.index)
     return capture_or_none(eager[0] if eager else None)
 
@@ -293,7 +297,7 @@ def _flush() -> None:
             "compiles": _STATE.compiles,
             "compile_s": _STATE.compile_s,
             "records": [asdict(r) for r in _STATE.records],
-            # the replay's trace records are split off by the parent (fxlens.doctor.replaytrace)
+            # the replay's trace records are split off by the parent (fxlens.probe.replaytrace)
             "trace_boundary": _STATE.trace_boundary,
             "replay_compiles": _STATE.replay_compiles,
         },
@@ -353,14 +357,14 @@ def measure_all() -> None:
     Under a distributed launch only rank 0 re-times, and only what `_retime_skip` allows.
     """
 
-    from fxlens.doctor.interleave import ReplayRefused, measure
+    from fxlens.probe.interleave import ReplayRefused, measure
 
     _STATE.rss.script_ended()  # the script's peak: doctor's replay below is not the script's
     if _STATE.mode != "compiled" or _STATE.budget_s <= 0:
         return
-    from fxlens.doctor.callstate import describe, restored, unrestorable
-    from fxlens.doctor.replaytrace import mark
-    from fxlens.doctor.segments import profile_replay
+    from fxlens.probe.callstate import describe, restored, unrestorable
+    from fxlens.probe.replaytrace import mark
+    from fxlens.probe.segments import profile_replay
 
     _STATE.trace_boundary = mark()
     _STATE.measuring = True

@@ -88,8 +88,8 @@ def process_peak_memory(marks: RssMarks | None = None) -> dict:
 
 
 def measure_call(call: tuple, call_state, probe) -> dict:
-    """The tensor memory of a record's typical call, eager vs compiled (fxlens.doctor.memprobe,
+    """The tensor memory of a record's typical call, eager vs compiled (fxlens.probe.memprobe,
     imported only when doctor replays)."""
-    from fxlens.doctor.memprobe import measure_call as measure
+    from fxlens.probe.memprobe import measure_call as measure
 
     return measure(call, call_state, probe)

@@ -1,6 +1,6 @@
 """Runs of the user's script forked from a warm process: one that imported torch, compiled nothing.
 
-`fxlens bisect` starts one such process, a `WarmServer` (`python -m fxlens.bisect.warm`), for its
+`fxlens bisect` starts one such process, a `WarmServer` (`python -m fxlens.bisect.forked_runs`), for its
 ladder and graph/kernel/fusion runs: it imports torch, inductor and the bisect wrapper once and forks
 one child per run on request; each child writes TORCH_TRACE into its run's session like a fresh
 runner. Runs go to a new interpreter instead when FXLENS_BISECT_FRESH_RUNS=1, when the script
@@ -180,13 +180,13 @@ def run_forked(
 
 
 class WarmServer:
-    """The client side of `python -m fxlens.bisect.warm`: a process that imported torch, inductor
+    """The client side of `python -m fxlens.bisect.forked_runs`: a process that imported torch, inductor
     and the bisect wrapper (with `env` set first) and forks one run per request."""
 
     def __init__(self, env: dict[str, str]):
         self.env = {k: v for k, v in {**os.environ, **env}.items() if k != "TORCH_TRACE"}
         self.proc = children.popen(
-            [sys.executable, "-m", "fxlens.bisect.warm"],
+            [sys.executable, "-m", "fxlens.bisect.forked_runs"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -242,7 +242,7 @@ def serve() -> int:
     import torch._inductor.compile_fx  # noqa: F401 - inductor's imports, paid once
 
     import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
-    import fxlens.bisect.check  # noqa: F401
+    import fxlens.bisect.fp64_compare  # noqa: F401
     import fxlens.capture.runner  # noqa: F401
 
     print(READY, flush=True)
