@@ -10,7 +10,8 @@ from pathlib import Path
 
 from fxlens.trace.kinds import table
 from fxlens.trace.model import build_rank_model
-from fxlens.trace.reader import GLOG_PREFIX, corrupt_notes, scan_log
+from fxlens.trace.payloads import corrupt_notes
+from fxlens.trace.reader import GLOG_PREFIX, scan_log
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 COMP_METRICS = DATA / "tlparse" / "comp_metrics.log"  # torch 2.3: restarts (attempt 1), JSON guards

@@ -106,7 +106,7 @@ def matches(params: dict, code) -> bool:
         return any(_same_file(f, code.co_filename) for f in params["code_files"])
     if not params.get("file") or _same_file(params["file"], code.co_filename):
         return True
-    from fxlens.trace.userframes import is_user_file
+    from fxlens.trace.userfiles import is_user_file
 
     return not is_user_file(code.co_filename)  # the report's file is the user's call line then
 
