@@ -11,7 +11,7 @@ import sys
 import torch
 
 from fxlens.minify.graph import candidate_from_module
-from fxlens.minify.workers import _evaluate
+from fxlens.minify.worker_loop import _evaluate
 from fxlens.minify.repro_writer import ReproSpec, render
 
 

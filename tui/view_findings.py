@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.sanitize import for_terminal, read_display_text
-from fxlens.trace.userframes import short_path
+from fxlens.trace.userframes import location
 from fxlens.tui.safe import escape
 from fxlens.tui.view_list import ListView
-
-
-def _where(file: str, line: int) -> str:
-    return f"{short_path(file)}:{line}" if file else "?"
 
 
 def source_around(file: str, line: int, context: int = 3, fallback: str = "") -> str:
@@ -45,7 +41,7 @@ class BreaksView(ListView):
     def rows(self):
         out = []
         for i, b in enumerate(self.data.summary.breaks if self.data.summary else []):
-            where = _where(b["file"], b["line"])
+            where = location(b["file"], b["line"])
             cells = (str(b["count"]), where, b["function"], b["reason"])
             out.append((str(i), cells, f"{where} {b['function']} {b['reason']} {b['explanation']}"))
         return out
@@ -61,7 +57,7 @@ class BreaksView(ListView):
         b = self.data.summary.breaks[int(key)]
         code = b["call_path"][-1]["code"] if b["call_path"] else b["source"]
         parts = [
-            f"[b]{escape(b['reason'])}[/b]  ×{b['count']}  at [b]{escape(_where(b['file'], b['line']))}[/b]"
+            f"[b]{escape(b['reason'])}[/b]  ×{b['count']}  at [b]{escape(location(b['file'], b['line']))}[/b]"
             f" in {escape(b['function'])}",
             f"compile ids: {escape(', '.join(b['compile_ids']))}"
             + (f" · ranks {escape(rank_ranges(b['ranks'], limit=6))}" if b["ranks"] != [None] else ""),
@@ -97,7 +93,7 @@ class RecompilesView(ListView):
         s = self.data.summary
         out = []
         for i, c in enumerate(s.causes if s else []):
-            where = _where(c["file"], c["line"])
+            where = location(c["file"], c["line"])
             out.append(
                 (
                     f"c{i}",
@@ -106,12 +102,12 @@ class RecompilesView(ListView):
                 )
             )
         for i, h in enumerate(s.limit_hits if s else []):
-            where = _where(h["file"], h["line"])
+            where = location(h["file"], h["line"])
             msg = f"hit {h['limit_type']}={h['limit']}: runs EAGERLY from then on"
             out.append((f"l{i}", ("limit", h["function"], where, msg), f"{where} {h['function']} {msg}"))
         for i, sp in enumerate(s.specializations if s else []):  # a dynamic dim fixed to one value
             at = (sp["user_stack"] or sp["stack"] or [{"file": "", "line": 0}])[-1]
-            where = _where(at["file"], at["line"])
+            where = location(at["file"], at["line"])
             msg = f"specialised {', '.join(sp['sources']) or sp['symbol']} = {sp['value']} ({sp['reason']})"
             out.append((f"s{i}", ("spec", sp["function"], where, msg), f"{where} {sp['function']} {msg}"))
         return out
@@ -146,7 +142,7 @@ class RecompilesView(ListView):
         return "\n".join(
             [
                 f"[b]{escape(c['message'])}[/b]",
-                f"{escape(c['function'])} at {escape(_where(c['file'], c['line']))} · kind {escape(c['kind'])}",
+                f"{escape(c['function'])} at {escape(location(c['file'], c['line']))} · kind {escape(c['kind'])}",
                 f"what changed: {escape(c['subject'])}" + (f" · values: {escape(values)}" if values else ""),
                 f"recompiles: {c['count']} ({escape(', '.join(c['compile_ids']))})",
                 "",
@@ -159,7 +155,7 @@ class RecompilesView(ListView):
 
 def _frame_lines(frames: list[dict], last: int = 12) -> list[str]:
     return [
-        f"  {escape(_where(f['file'], f['line']))} in {escape(f['function'])}: {escape(f['code'].strip())}"
+        f"  {escape(location(f['file'], f['line']))} in {escape(f['function'])}: {escape(f['code'].strip())}"
         for f in frames[-last:]
     ]
 

@@ -66,6 +66,18 @@ _BINARY = [
 _POW_TABLE = (0, 0.5, -0.5, 1, -1, 2, -2, 3)  # exponents arith.lower_pow writes as products or roots
 
 
+def _with_math(pw: Pointwise) -> Pointwise:
+    """PW, with fxlens's fp64 math helpers (`MATH`) put in the kernel that computes it."""
+    inner = pw.fn
+
+    def fn(ctx, idx):
+        ctx.helpers["_fx_math"] = MATH
+        return inner(ctx, idx)
+
+    pw.fn = fn
+    return pw
+
+
 def math_pointwise(G, node, meta, inputs, helper: str, gpu: str | None, compute=None):
     """`helper(*inputs)` in float64 (CPU, or no libdevice form), else `libdevice.gpu(...)`."""
     if not meta.dtype.is_floating_point:
@@ -89,15 +101,7 @@ def math_pointwise(G, node, meta, inputs, helper: str, gpu: str | None, compute=
         res = f"{helper}({args})"
         return res if out == torch.float64 else f"{res}.to({TL_DTYPE[out]})"
 
-    pw = pointwise(G, node, meta, inputs, fmt, compute=out)
-    inner = pw.fn
-
-    def fn(ctx, idx):
-        ctx.helpers["_fx_math"] = MATH
-        return inner(ctx, idx)
-
-    pw.fn = fn
-    return pw
+    return _with_math(pointwise(G, node, meta, inputs, fmt, compute=out))
 
 
 _F32_FORM = {"_fx_sinh": "_fx_sinh_f32", "_fx_cosh": "_fx_cosh_f32", "_fx_i0": "_fx_i0_f32",
@@ -168,15 +172,7 @@ def _round(G, node, meta, a, *, decimals=0):
                 return f"{rnd(div(x, t))} * {t}"
 
     pw = pointwise(G, node, meta, [a], expr, compute=cdt)
-    if gpu is None:
-        inner = pw.fn
-
-        def fn(ctx, idx):
-            ctx.helpers["_fx_math"] = MATH
-            return inner(ctx, idx)
-
-        pw.fn = fn
-    return pw
+    return _with_math(pw) if gpu is None else pw
 
 
 # --- sign, NaN-ignoring extremes, float steps: exact bit-level ops in the compute dtype ----------

@@ -200,6 +200,20 @@ def max_span(size: int, n_out: int) -> int:
     return max(-(-(o + 1) * size // n_out) - (o * size) // n_out for o in range(n_out))
 
 
+def adaptive_window(ctx, idx, x: Value, out: tuple[int, int], spans: tuple[int, int]):
+    """(h, w, valid, value as fp32) of each place of output IDX's 2-D adaptive window over X, at
+    most SPANS rows and columns; `valid` is False past the window's end (the load is clamped)."""
+    (H, W), (OH, OW) = x.shape[-2:], out
+    h0, h1 = adaptive_bounds(idx[-2], H, OH)
+    w0, w1 = adaptive_bounds(idx[-1], W, OW)
+    for i in range(spans[0]):
+        for j in range(spans[1]):
+            h, w = f"({h0} + {i})", f"({w0} + {j})"
+            valid = ctx.op(f"({h} < {h1}) & ({w} < {w1})")
+            v = x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)])
+            yield h, w, valid, ctx.cast(v, x.dtype, torch.float32)
+
+
 @register(aten._adaptive_avg_pool2d.default)
 def _adaptive_avg_pool(G, node, meta, x, output_size):
     if not isinstance(x, Value) or len(x.shape) not in (3, 4):
@@ -216,14 +230,8 @@ def _adaptive_avg_pool(G, node, meta, x, output_size):
         h0, h1 = adaptive_bounds(idx[-2], H, OH)
         w0, w1 = adaptive_bounds(idx[-1], W, OW)
         acc = ctx.full(0.0, torch.float32)
-        for i in range(kh):
-            for j in range(kw):
-                h, w = f"({h0} + {i})", f"({w0} + {j})"
-                valid = ctx.op(f"({h} < {h1}) & ({w} < {w1})")
-                v = ctx.cast(
-                    x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)]), x.dtype, torch.float32
-                )
-                acc = ctx.op(f"{acc} + tl.where({valid}, {v}, 0.0)")
+        for _, _, valid, v in adaptive_window(ctx, idx, x, (OH, OW), (kh, kw)):
+            acc = ctx.op(f"{acc} + tl.where({valid}, {v}, 0.0)")
         n = ctx.op(f"(({h1} - {h0}) * ({w1} - {w0})).to(tl.float32)")
         return ctx.cast(ctx.op(f"{acc} / {n}"), torch.float32, dt)
 

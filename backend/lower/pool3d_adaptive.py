@@ -11,7 +11,7 @@ import torch
 
 from fxlens.backend.ir import Pointwise, Value
 from fxlens.backend.lower.core import register, shape_of
-from fxlens.backend.lower.pool import MAX_WINDOW, adaptive_bounds, clamp_index, max_span
+from fxlens.backend.lower.pool import MAX_WINDOW, adaptive_bounds, adaptive_window, clamp_index, max_span
 
 aten = torch.ops.aten
 
@@ -108,19 +108,13 @@ def _adaptive_max_pool2d(G, node, meta, x, output_size):
     x = G.use(x, node)
 
     def scan(ctx, idx):
-        h0, h1 = adaptive_bounds(idx[-2], H, OH)
-        w0, w1 = adaptive_bounds(idx[-1], W, OW)
+        h0, _ = adaptive_bounds(idx[-2], H, OH)
+        w0, _ = adaptive_bounds(idx[-1], W, OW)
         best, bidx = ctx.full(float("-inf"), torch.float32), ctx.op(f"({h0}) * {W} + {w0}")
-        for i in range(kh):
-            for j in range(kw):
-                h, w = f"({h0} + {i})", f"({w0} + {j})"
-                valid = ctx.op(f"({h} < {h1}) & ({w} < {w1})")
-                v = ctx.cast(
-                    x.load(ctx, [*idx[:-2], clamp_index(h, H - 1), clamp_index(w, W - 1)]), x.dtype, torch.float32
-                )
-                take = ctx.op(f"{valid} & (({v} > {best}) | ({v} != {v}))")
-                best = ctx.op(f"tl.where({take}, {v}, {best})")
-                bidx = ctx.op(f"tl.where({take}, {h} * {W} + {w}, {bidx})")
+        for h, w, valid, v in adaptive_window(ctx, idx, x, (OH, OW), (kh, kw)):
+            take = ctx.op(f"{valid} & (({v} > {best}) | ({v} != {v}))")
+            best = ctx.op(f"tl.where({take}, {v}, {best})")
+            bidx = ctx.op(f"tl.where({take}, {h} * {W} + {w}, {bidx})")
         return best, bidx
 
     vals = Pointwise(lambda ctx, idx: ctx.cast(scan(ctx, idx)[0], torch.float32, meta[0].dtype),

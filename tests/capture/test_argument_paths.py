@@ -45,7 +45,7 @@ def test_a_site_folder_on_the_path_beyond_the_venvs_own_is_a_library(tmp_path):
     site.mkdir(parents=True)
     (site / "loss.py").write_text("")
     code = (
-        "from fxlens.trace.userframes import is_library_code as f; print(f('pkg/loss.py'), f('pkg/none.py'))"
+        "from fxlens.trace.userfiles import is_library_code as f; print(f('pkg/loss.py'), f('pkg/none.py'))"
     )
     env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path / "site-packages")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

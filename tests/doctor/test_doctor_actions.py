@@ -20,8 +20,9 @@ from fxlens.diff.compare import compare
 from fxlens.doctor.breaks import break_actions
 from fxlens.doctor.finding import NO_ACTION
 from fxlens.fix.appliers import APPLIERS, START, config_known
+from fxlens.fix.findings import gather
 from fxlens.report.build import build_report
-from fxlens.report.fixes import FIXES, describe, how
+from fxlens.report.fixes import FIXES, config_action, current, describe, how, key, target
 from fxlens.trace.session import Session
 
 # the doctor runs of the default suite (the same arguments as test_doctor_scripts.py: built once)
@@ -31,11 +32,7 @@ RUNS = [("recompiles",), ("hurts", "--rounds", "2"), ("helps", "--budget", "5")]
 def _check_action(act: dict) -> None:
     assert act["kind"] in FIXES, act
     kind = how(act)
-    if act["kind"] == "torch_config":  # a switch of the config module it names
-        import importlib
-
-        assert hasattr(importlib.import_module(act["params"]["module"]), act["params"]["name"]), act
-    elif kind == "config":  # a switch torch has: the child sets it only when it exists
+    if kind == "config":  # a switch torch has: the child sets it only when it exists
         assert config_known(act["params"]["name"]), act
     elif kind == "hook":
         assert act["kind"] in APPLIERS or act["kind"] in START, act
@@ -76,9 +73,10 @@ def test_doctor_findings_name_the_fixes_fix_tries(doctored):
 def test_hook_kinds_are_each_applied_by_one_applier():
     # one applier per hook kind, in a table (no if/elif on names): both ways
     hooks = {k for k, row in FIXES.items() if row.how == "hook"}
-    assert hooks == set(APPLIERS) | (set(START) - {"config", "torch_config"})
-    assert {k for k, row in FIXES.items() if row.how == "config"} == {"config", "torch_config"}
-    assert {"config", "torch_config"} <= set(START)
+    assert hooks == set(APPLIERS) | (set(START) - {"config"})
+    # one kind for every torch config switch (dynamo's, `inductor.X`, `functorch.X`)
+    assert {k for k, row in FIXES.items() if row.how == "config"} == {"config"}
+    assert "config" in set(START)
     for k in APPLIERS:
         assert callable(APPLIERS[k]), k
 
@@ -176,3 +174,65 @@ def test_kinds_the_default_scripts_do_not_reach_carry_actions(tmp_path):
     for acts in got.values():
         for act in acts:
             _check_action(act)
+
+
+# doctor's memory causes as sessions before the one `config` kind wrote them
+_OLD_MEMORY_ACTIONS = [
+    {
+        "kind": "torch_config",
+        "params": {
+            "module": "torch._functorch.config",
+            "name": "activation_memory_budget",
+            "value": 0.5,
+            "target": "peak_memory",
+        },
+    },
+    {
+        "kind": "torch_config",
+        "params": {
+            "module": "torch._inductor.config",
+            "name": "freezing",
+            "value": False,
+            "target": "peak_memory",
+        },
+    },
+]
+
+
+def test_an_old_torch_config_action_reads_as_the_one_config_kind():
+    new = [
+        config_action("functorch.activation_memory_budget", 0.5, "peak_memory"),
+        config_action("inductor.freezing", False, "peak_memory"),
+    ]
+    assert [current(a) for a in _OLD_MEMORY_ACTIONS] == new
+    # the same words, the same fix (one re-run for an old and a new session's finding)
+    assert [describe(a) for a in _OLD_MEMORY_ACTIONS] == [
+        "`torch._functorch.config.activation_memory_budget = 0.5`",
+        "`torch._inductor.config.freezing = False`",
+    ]
+    assert [describe(a) for a in new] == [describe(a) for a in _OLD_MEMORY_ACTIONS]
+    assert [key(a) for a in new] == [key(a) for a in _OLD_MEMORY_ACTIONS]
+    assert all(how(a) == "config" and target(a) == ["peak_memory"] for a in _OLD_MEMORY_ACTIONS)
+    # `fxlens fix --session` on an old doctor session: the findings' actions come back in the one kind
+    findings = [{"message": "saves more", "file": "/x/m.py", "line": 3, "actions": _OLD_MEMORY_ACTIONS}]
+    got = gather({}, "/x/m.py", doctor=findings)
+    assert [e["action"] for e in got] == new and {e["how"] for e in got} == {"config"}
+
+
+def test_the_config_applier_sets_the_memory_switches_torch_reads():
+    # ground truth in a fresh interpreter: the switches as torch's own config modules hold them
+    import subprocess
+    import sys
+
+    code = (
+        "import json, torch._functorch.config as F, torch._inductor.config as I\n"
+        "from fxlens.fix.appliers import START\n"
+        "from fxlens.report.fixes import current\n"
+        "I.freezing = True  # the old action turns it off: start from on\n"
+        "before = F.activation_memory_budget\n"
+        f"acts = {_OLD_MEMORY_ACTIONS!r}\n"
+        "ok = [START[current(a)['kind']](current(a)['params']) for a in acts]\n"
+        "print(json.dumps([ok, before, F.activation_memory_budget, I.freezing]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert json.loads(out.stdout) == [[True, True], 1.0, 0.5, False], out.stderr[-2000:]

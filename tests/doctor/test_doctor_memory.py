@@ -103,13 +103,8 @@ def test_frozen_constant_held_beside_the_parameter(tmp_path):
     f = function_memory(rec, [], [])
     cause = _held_cause(f, next(p for p in f["parts"] if p["cause"] == "held_by_compiled_code"), rec)
     assert {
-        "kind": "torch_config",
-        "params": {
-            "module": "torch._inductor.config",
-            "name": "freezing",
-            "value": False,
-            "target": "peak_memory",
-        },
+        "kind": "config",
+        "params": {"name": "inductor.freezing", "value": False, "target": "peak_memory"},
     } in cause["actions"]
 
 

@@ -67,7 +67,7 @@ def test_scan_finds_every_line_and_payload_span(name, tmp_path):
 def test_a_payload_cut_short_is_not_intact(tmp_path):
     # torch's md5 of each payload (`has_payload`) against its text: whole, it matches; a log cut at
     # a line boundary inside the last payload (a killed job) leaves that payload short of it
-    from fxlens.trace.reader import intact
+    from fxlens.trace.payloads import intact
 
     whole = scan_log(DATA / "simple.log")
     with_payload = [r for r in whole.records if r.payload_span]

@@ -5,7 +5,6 @@ from it agrees with it, and a kind can be taught from outside fxlens (`register_
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 import json
 import os
@@ -15,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from trace_logged import kind_of, logged_records
 
 from fxlens.trace.kinds import KINDS, table
 from fxlens.trace.kindtable import Kind
@@ -22,35 +22,12 @@ from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.session import Session
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-META = {
-    "frame_id",
-    "frame_compile_id",
-    "attempt",
-    "has_payload",
-    "rank",
-    "compiled_autograd_id",
-    "subgraph_name",
-}
 LOG = DATA / "tlparse" / "comp_metrics.log"
 
 
 def _logged_kinds(path: Path) -> set[str]:
     """The kind of every record line of a log, decoded here without fxlens's reader."""
-    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    kinds = set()
-    for line in raw.split(b"\n"):
-        if line.startswith(b"\t") or b"] {" not in line:
-            continue
-        try:
-            meta = json.loads(line.split(b"] ", 1)[1])
-        except ValueError:  # the fixtures of torn and corrupt lines
-            continue
-        key = next((k for k in meta if k not in META), None)
-        if key == "artifact":
-            kinds.add("artifact:" + meta["artifact"]["name"])
-        elif key:
-            kinds.add(key)
-    return kinds
+    return {k for _, meta in logged_records(path) if (k := kind_of(meta))}
 
 
 FIXTURES = sorted(p for p in DATA.rglob("*") if p.suffix in (".log", ".txt", ".gz") and p.is_file())

@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fxlens.trace.userframes import library_path, parse_traceback
+from fxlens.trace.userfiles import library_path
+from fxlens.trace.userframes import parse_traceback
 
 DEFAULT_BUDGET_S = 300.0
 # inductor helpers that are never the site itself: the pattern matcher's machinery, the nested

@@ -25,7 +25,7 @@ from fxlens.doctor.finding import loc as _loc
 from fxlens.doctor.finding import simple as _simple
 from fxlens.report.fixes import BREAK_ACTIONS, action, break_text, config_action, describe, how
 from fxlens.report.headlines import EAGER_FRAME_FIX
-from fxlens.trace.userframes import is_user_file, library_path
+from fxlens.trace.userfiles import is_user_file, library_path
 
 # (pattern on torch's graph-break reason, what to change) - first match wins
 BREAK_FIXES: list[tuple[re.Pattern, str]] = [

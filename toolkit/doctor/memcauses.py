@@ -23,7 +23,7 @@ from __future__ import annotations
 from fxlens.doctor.finding import code_action, loc, simple, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.savedgraph import name_constant, name_saved, rebase_files
-from fxlens.report.fixes import action, config_action, torch_config_action
+from fxlens.report.fixes import action, config_action
 from fxlens.report.memorytext import mib
 from fxlens.trace.session import Session
 
@@ -193,9 +193,7 @@ def _saved_cause(f: dict, part: dict) -> dict | None:
         "fix": f"lower the activation memory budget (`torch._functorch.config.activation_memory_budget = "
         f"{ACTIVATION_BUDGET}`): the partitioner recomputes instead of saving",
         "actions": [
-            torch_config_action(
-                "torch._functorch.config", "activation_memory_budget", ACTIVATION_BUDGET, "peak_memory"
-            )
+            config_action("functorch.activation_memory_budget", ACTIVATION_BUDGET, "peak_memory")
         ],
     }
 
@@ -220,7 +218,7 @@ def _held_cause(f: dict, part: dict, rec: dict) -> dict | None:
             "every shape"
         )
     if frozen:
-        actions.append(torch_config_action("torch._inductor.config", "freezing", False, "peak_memory"))
+        actions.append(config_action("inductor.freezing", False, "peak_memory"))
         fixes.append(
             "turn inductor's freezing off (`torch._inductor.config.freezing = False`): its folded "
             "and prepacked copies of the weights are kept beside the originals"

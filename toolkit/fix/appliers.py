@@ -106,7 +106,7 @@ def matches(params: dict, code) -> bool:
         return any(_same_file(f, code.co_filename) for f in params["code_files"])
     if not params.get("file") or _same_file(params["file"], code.co_filename):
         return True
-    from fxlens.trace.userframes import is_user_file
+    from fxlens.trace.userfiles import is_user_file
 
     return not is_user_file(code.co_filename)  # the report's file is the user's call line then
 
@@ -345,19 +345,8 @@ def call_kwarg(params: dict) -> bool:
     return True
 
 
-def set_torch_config(params: dict) -> bool:
-    """A `torch_config` action: `module` names the config (`torch._functorch.config`)."""
-    short = {
-        "torch._dynamo.config": "",
-        "torch._inductor.config": "inductor.",
-        "torch._functorch.config": "functorch.",
-    }
-    where = short.get(params.get("module", ""))
-    return where is not None and set_config({**params, "name": where + params["name"]})
-
-
 # kind -> applier(params) -> applied: the kinds set before the script runs
-START = {"config": set_config, "torch_config": set_torch_config, "call_kwarg": call_kwarg}
+START = {"config": set_config, "call_kwarg": call_kwarg}
 
 
 def config_known(name: str) -> bool:

@@ -129,6 +129,18 @@ def _fix_wrap(actions: list[dict], applied: dict, notes: dict, compiled_codes: l
     return wrap
 
 
+def _keeping(fn, recorder: _Recorder, key):
+    """FN, with what each call returns kept by RECORDER under KEY."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        recorder.keep(key, out)
+        return out
+
+    return call
+
+
 def _record_wrap(recorder: _Recorder, usage: Usage):
     """The compile hook's last wrap: count and keep the outputs of every call of what the script got."""
     import torch
@@ -148,35 +160,13 @@ def _record_wrap(recorder: _Recorder, usage: Usage):
             # compiled in place (a fix's `model.compile()`): its compiled `_call_impl` calls
             # `forward`, so a wrapped forward would be traced into the graph (its guards on the
             # recorder recompiled T5's generate()); keep what the compiled call returns instead
-            impl = compiled._compiled_call_impl
-
-            @functools.wraps(impl)
-            def call_impl(*args, **kwargs):
-                out = impl(*args, **kwargs)
-                recorder.keep(key, out)
-                return out
-
-            compiled._compiled_call_impl = call_impl
+            compiled._compiled_call_impl = _keeping(compiled._compiled_call_impl, recorder, key)
             return compiled
         if isinstance(compiled, torch.nn.Module):
-            fwd = compiled.forward
-
-            @functools.wraps(fwd)
-            def forward(*args, **kwargs):
-                out = fwd(*args, **kwargs)
-                recorder.keep(key, out)
-                return out
-
-            compiled.forward = forward  # instance attribute: the module's __call__ path calls it
+            # instance attribute: the module's __call__ path calls it
+            compiled.forward = _keeping(compiled.forward, recorder, key)
             return compiled
-
-        @functools.wraps(compiled)
-        def call(*args, **kwargs):
-            out = compiled(*args, **kwargs)
-            recorder.keep(key, out)
-            return out
-
-        return call
+        return _keeping(compiled, recorder, key)
 
     return wrap
 

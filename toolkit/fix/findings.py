@@ -19,6 +19,7 @@ from fxlens.report.fixes import (
     BREAK_ACTIONS,
     action,
     config_action,
+    current,
     describe,
     how,
     key,
@@ -28,7 +29,7 @@ from fxlens.trace.userframes import location
 
 
 def _entry(finding: str, act: dict, file: str | None = None, line: int | None = None) -> dict:
-    return {"finding": finding, "action": act, "file": file, "line": line}
+    return {"finding": finding, "action": current(act), "file": file, "line": line}
 
 
 def _from_report(report: dict) -> list[dict]:

@@ -159,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
     if args.kernel or args.kernel_name:  # the kernel reproducer: its own pipeline
         from fxlens.minify import kernel
 
-        return kernel.main(args)
+        return kernel.main(args, out, out_dir)
     result = minify_script(
         args.script,
         args.script_args,

@@ -334,10 +334,8 @@ def _tail(log: Path) -> str:
     return lines[-1][:200] if lines else ""
 
 
-def main(args) -> int:
-    out, out_dir = args.out, None
-    if out and (out.endswith(os.sep) or os.path.isdir(out)):
-        out, out_dir = None, out
+def main(args, out: str | None, out_dir: str | None) -> int:
+    """`fxlens minify --kernel`: OUT, or a fresh name in OUT_DIR (as `minify.command.main` read --out)."""
     r = minify_kernel(
         args.script,
         args.script_args,

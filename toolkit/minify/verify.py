@@ -33,6 +33,7 @@ from pathlib import Path
 
 from fxlens.backend.stages import stage
 from fxlens.capture import children
+from fxlens.minify.worker_loop import worker_main
 
 READY = "ready"
 LATER = "--later"  # argv: read the modules to preload from the first line of stdin
@@ -105,7 +106,7 @@ class Zygote:
         return json.loads(line) if line else None
 
     def fork_worker(self, stdin_fd: int, result_fd: int, log: Path, cwd: str | None) -> int | None:
-        """The pid of a minify worker (`fxlens.minify.workers.worker_main`) forked from this process,
+        """The pid of a minify worker (`fxlens.minify.worker_loop.worker_main`) forked from this process,
         reading requests from `stdin_fd` and answering on `result_fd` (both passed over the control
         socket); its own process group, output to `log`. None when the zygote is gone."""
         res = self._ask({"worker": {"log": str(log), "cwd": cwd}}, [stdin_fd, result_fd])
@@ -205,8 +206,6 @@ def _worker(fds: list[int], log: str, cwd: str | None, control: socket.socket) -
         children.fresh_random_state()
         if cwd:
             os.chdir(cwd)
-        from fxlens.minify.workers import worker_main
-
         code = worker_main()
     except BaseException:  # noqa: BLE001 - the parent sees the pipe close and asks the status
         import traceback

@@ -24,7 +24,7 @@ import sys
 import time
 
 from fxlens.probe.heldtensors import held_tensors, own_storages, storage_key_bytes
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userfiles import is_user_file
 
 # saved tensors listed per call, largest first
 TOP_SAVED = 8

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userfiles import is_user_file
 
 _RESUME_AT = re.compile(r"^torch_dynamo_resume_in_\w+?_at_(\d+)$")
 

@@ -27,7 +27,7 @@ from fxlens.report.special_graphs import aot_inductor, export_issues, special_gr
 from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
 from fxlens.trace.session import Session
-from fxlens.trace.userframes import is_user_file, library_path
+from fxlens.trace.userfiles import is_user_file, library_path
 
 REPORT_VERSION = 1
 

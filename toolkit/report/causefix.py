@@ -14,7 +14,8 @@ import re
 
 from fxlens.report.fixes import action, config_action
 from fxlens.trace.guards import FailedGuard, describe_source, source_name, tensor_hint
-from fxlens.trace.userframes import is_library_code, short_path
+from fxlens.trace.userfiles import is_library_code
+from fxlens.trace.userframes import short_path
 
 # What each kind of failed guard means and what to change, one row per kind (the patterns that
 # read torch's text are fxlens.trace.guards.RULES). {name}: the user's name for the guarded source

@@ -42,23 +42,17 @@ class FixKind:
 
 # kind -> (how, what it should improve, the fix in words); {name}/{value}/... are the action's params
 FIXES: dict[str, FixKind] = {
-    # a torch config switch for the whole run (capture_scalar_outputs, recompile_limit, ...): NAME is
-    # torch._dynamo.config's, or `inductor.NAME` / `functorch.NAME` for those configs
+    # a torch config switch for the whole run (capture_scalar_outputs, recompile_limit, doctor's
+    # memory causes' activation_memory_budget and freezing): NAME is torch._dynamo.config's, or
+    # `inductor.NAME` / `functorch.NAME` for those configs
     "config": FixKind(
         "config",
         "{target}",
         "`{config_name} = {value!r}`",
         short="config {name}={value!r}",
         answers="a `.item()` break (`capture_scalar_outputs`), a data-dependent shape, a changing float or "
-        "int attribute, a frame at the recompile limit (`recompile_limit`)",
-    ),
-    # a switch of another torch config module for the whole run (`module` names it:
-    # torch._functorch.config's activation_memory_budget, torch._inductor.config's freezing)
-    "torch_config": FixKind(
-        "config",
-        "{target}",
-        "`{module}.{name} = {value!r}`",
-        answers="doctor's memory causes (functorch, inductor)",
+        "int attribute, a frame at the recompile limit (`recompile_limit`), doctor's memory causes "
+        "(`functorch.activation_memory_budget`, `inductor.freezing`)",
     ),
     # mark one argument of the compiled function dynamic in `dim` before each call
     "mark_dynamic": FixKind(
@@ -221,9 +215,22 @@ def config_action(name: str, value, target: str) -> dict:
     return action("config", name=name, value=value, target=target)
 
 
-def torch_config_action(module: str, name: str, value, target: str) -> dict:
-    """A switch of a torch config module other than Dynamo's (`torch._functorch.config`)."""
-    return action("torch_config", module=module, name=name, value=value, target=target)
+def _from_torch_config(act: dict) -> dict:
+    """`torch_config` (doctor's sessions before the one `config` kind): `{module, name}` as one NAME."""
+    params = dict(act.get("params") or {})
+    where = str(params.pop("module", "")).removeprefix("torch._").removesuffix(".config")
+    params["name"] = f"{where}.{params.get('name')}" if where else params.get("name")
+    return {**act, "kind": "config", "params": params}
+
+
+# a kind older sessions wrote -> the action as the kind written now (read, never written)
+OLD_KINDS = {"torch_config": _from_torch_config}
+
+
+def current(act: dict) -> dict:
+    """ACT in the kind fxlens writes now: a session's actions are read through this."""
+    upgrade = OLD_KINDS.get(act.get("kind"))
+    return upgrade(act) if upgrade else act
 
 
 # (pattern on torch's graph-break reason and explanation, the fixes) - first match wins; read by
@@ -289,11 +296,13 @@ def break_actions_of(b: dict) -> list[dict]:
 
 
 def how(act: dict) -> str:
+    act = current(act)
     return FIXES[act["kind"]].how
 
 
 def target(act: dict) -> list[str]:
     """The measures the fix should improve (a config switch names its own; merged fixes add up)."""
+    act = current(act)
     t = FIXES[act["kind"]].target
     t = t.format(**act["params"]) if "{" in t else t
     return [x for x in t.split(",") if x]
@@ -301,6 +310,7 @@ def target(act: dict) -> list[str]:
 
 def describe(act: dict) -> str:
     """The fix in words (the same words the report prints)."""
+    act = current(act)
     params = dict(act.get("params") or {})
     params.setdefault(
         "which",
@@ -328,6 +338,7 @@ _DERIVED = ("target", "code_files", "owner")
 
 def key(act: dict) -> tuple:
     """Two actions with the same key are the same fix (one re-run for both findings)."""
+    act = current(act)
     params = act.get("params") or {}
     same = FIXES[act["kind"]].same
     # code_files and owner are what fix learns of the code an action names, not another fix
@@ -337,6 +348,7 @@ def key(act: dict) -> tuple:
 
 def label(act: dict) -> str:
     """A short name for progress lines: `config capture_scalar_outputs=True`, `mark_dynamic x 1`."""
+    act = current(act)
     p = {
         k: v
         for k, v in (act.get("params") or {}).items()

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fxlens.trace.records import RecompileCause
-from fxlens.trace.userframes import is_library_code, short_path
+from fxlens.trace.userfiles import is_library_code
+from fxlens.trace.userframes import short_path
 
 
 def grad_mode_in_library(cause: RecompileCause, code_file, entered: set | None) -> RecompileCause:

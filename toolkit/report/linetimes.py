@@ -13,7 +13,8 @@ from collections import defaultdict
 
 from fxlens.report.texttable import tabulate
 from fxlens.trace.linetimes import chromium_parts
-from fxlens.trace.userframes import is_resume, is_user_file, library_path, short_path, user_function
+from fxlens.trace.userfiles import is_user_file, library_path
+from fxlens.trace.userframes import is_resume, short_path, user_function
 
 NOT_MEASURED = (
     "Dynamo's seconds by source line are measured only while the script runs under fxlens "

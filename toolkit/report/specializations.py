@@ -15,7 +15,8 @@ import json
 import re
 
 from fxlens.trace.reader import GLOG_PREFIX
-from fxlens.trace.userframes import is_user_file, short_path
+from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userframes import short_path
 
 _GUARD_PREFIXES = (b'{"guard_added_fast"', b'{"guard_added"', b'{"str"')
 

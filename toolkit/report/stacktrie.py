@@ -9,7 +9,8 @@ many ranks is one leaf entry with its ranks.
 from __future__ import annotations
 
 from fxlens.report.document import Line, Mark, Section, Tree
-from fxlens.trace.userframes import is_user_file, short_path
+from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userframes import short_path
 
 TEXT_LINES = 14
 

@@ -18,7 +18,7 @@ from fxlens.report.outputcode import kernel_source
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.stacktrie import trie_tree
 from fxlens.trace.sanitize import clip
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userfiles import is_user_file
 
 MAX_TEXT_LINES = 200
 

@@ -8,14 +8,8 @@ import re
 from typing import TYPE_CHECKING
 
 from fxlens.trace.records import Frame, GraphBreak
-from fxlens.trace.userframes import (
-    innermost_user_frame,
-    is_user_file,
-    library_path,
-    parse_traceback,
-    source_line,
-    user_function,
-)
+from fxlens.trace.userfiles import is_user_file, library_path
+from fxlens.trace.userframes import innermost_user_frame, parse_traceback, source_line, user_function
 
 if TYPE_CHECKING:
     from fxlens.trace.reader import Record

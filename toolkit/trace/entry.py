@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 
 from fxlens.trace.records import Frame
-from fxlens.trace.userframes import is_user_file, library_path, user_function
+from fxlens.trace.userfiles import is_user_file, library_path
+from fxlens.trace.userframes import user_function
 
 # the wrapper's local that holds the user's module, most specific first
 _MODULE_SOURCES = ("L['fn']", "L['self']", "L['args'][0]", "L['mod']", "L['module']")

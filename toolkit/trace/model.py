@@ -13,14 +13,12 @@ from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.kinds import KINDS, NO_ID, table
 from fxlens.trace.kindtable import ReadContext, model_fields
 from fxlens.trace.metrics_record import metrics_record
-from fxlens.trace.reader import LogScan, Record, corrupt_notes, frame_of
+from fxlens.trace.payloads import corrupt_notes
+from fxlens.trace.reader import LogScan, Record, frame_of
 from fxlens.trace.records import Frame, Graph, RecompileLimitHit, frames_from
 from fxlens.trace.shapes import skipped_note
-from fxlens.trace.userframes import (
-    is_resume,
-    is_user_file,
-    user_function,
-)
+from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userframes import is_resume, user_function
 
 _LIMIT = re.compile(r"exceeding the (?P<type>\w+) cache size limit \(currently set to (?P<n>\d+)\)")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from fxlens.trace.kinds import table
 from fxlens.trace.logfiles import plain_copy
-from fxlens.trace.payloads import corrupt_notes, intact, last_payload_short, untabbed, verify_payload  # noqa: F401 - read from here
+from fxlens.trace.payloads import last_payload_short, untabbed, verify_payload
 from fxlens.trace.shapes import problem
 
 GLOG_PREFIX = re.compile(rb"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] ")  # group 1: the pid

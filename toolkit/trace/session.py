@@ -28,8 +28,9 @@ from fxlens.trace.logfiles import (
 )
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.parallel import read_models
+from fxlens.trace.payloads import corrupt_notes
 from fxlens.trace.processes import mark_workers
-from fxlens.trace.reader import Record, corrupt_notes, find_logs, rank_from_name
+from fxlens.trace.reader import Record, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
 from fxlens.trace.userframes import short_path, show_relative_to, source_line
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fxlens.trace.userframes import is_user_file
+from fxlens.trace.userfiles import is_user_file
 
 SOURCES_FILE = "sources.json"
 SOURCES_VERSION = 1

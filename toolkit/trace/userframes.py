@@ -1,41 +1,21 @@
-"""Tell the user's code from torch's, and map Dynamo's synthetic names back to the user's."""
+"""The user's frames and lines: Dynamo's synthetic names mapped back to the user's, tracebacks read,
+the innermost user frame, source lines and how a location is shown. Which files are the user's is
+`fxlens.trace.userfiles`."""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import linecache
 import os
 import re
 import stat
 import sys
-import sysconfig
 from pathlib import Path
 
 from fxlens.trace.records import Frame
+from fxlens.trace.sources import lookup
+from fxlens.trace.userfiles import is_user_file
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
-
-
-@functools.cache
-def _library_roots() -> tuple[str, ...]:
-    """Folders that are never the user's own code: stdlib, site-packages, torch, triton, fxlens itself.
-    Found on first use (sysconfig and a search of sys.path): a report of a log without frames needs none."""
-    roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    # site folders on the path beyond this interpreter's own (a venv whose packages live in another
-    # venv's site-packages through a .pth, --system-site-packages, a shared PYTHONPATH)
-    roots.update(p for p in sys.path if p.rstrip("/").endswith(("site-packages", "dist-packages")))
-    for pkg in ("torch", "triton"):
-        spec = importlib.util.find_spec(pkg)  # finds without importing
-        if spec and spec.origin:
-            roots.add(str(Path(spec.origin).parent))
-    here = Path(__file__).resolve().parents[1]  # toolkit/ (import name fxlens); this file is in trace/
-    roots.update(str(here.parent / d) for d in ("toolkit", "backend", "tui"))
-    roots.add(str(here))  # fxlens's own folder, whatever it is named (a copy on PYTHONPATH: `fxlens/`)
-    return tuple(sorted(r.replace("\\", "/").rstrip("/") + "/" for r in roots if r))
-
-
-_FOREIGN_LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3.")
 
 
 def user_function(co_name: str | None) -> str:
@@ -48,17 +28,6 @@ def user_function(co_name: str | None) -> str:
 
 def is_resume(co_name: str | None) -> bool:
     return bool(co_name and _RESUME.match(co_name))
-
-
-def is_user_file(path: str) -> bool:
-    """Whether `path` is the user's code (not torch's, not a library's, not the stdlib's)."""
-    if not path or path.startswith("<"):
-        return False
-    p = path.replace("\\", "/")
-    if "/fxlens/examples/" in p or "/toolkit/examples/" in p:
-        return True  # fxlens's bundled examples are the user's code when `fxlens demo` runs them
-    # the markers catch traces written on another machine, whose library paths differ from ours
-    return not p.startswith(_library_roots()) and not any(m in p for m in _FOREIGN_LIBRARY_MARKERS)
 
 
 _TOOLKIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -87,8 +56,6 @@ def source_line(path: str, line: int, fallback: str = "") -> str:
     (never a FIFO, a device or /dev/zero, which would block or never end), and a path open()
     rejects (a NUL byte) just falls back.
     """
-    from fxlens.trace.sources import lookup  # here: sources reads files through this module
-
     text = lookup(path, line) if path and line else None  # the line as it was when the run ended
     if text is not None:
         return text.strip() or fallback.strip()
@@ -168,33 +135,6 @@ def short_path(path: str, root: str | None = None) -> str:
         if full.is_relative_to(r):
             return str(full.relative_to(r))
     return path
-
-
-_SITE = re.compile(r".*/(?:site-packages|dist-packages)/")
-
-
-def library_path(path: str) -> str:
-    """A library file as its package path: `.../site-packages/transformers/x.py` -> `transformers/x.py`."""
-    p = path.replace("\\", "/")
-    m = _SITE.match(p)
-    if m:
-        return p[m.end() :]
-    for root in _library_roots():
-        if p.startswith(root):
-            return p[len(root) :]
-    return p
-
-
-def is_library_code(path: str) -> bool:
-    """Whether a file named in one of torch's guard comments is a library's. torch writes those
-    relative to the package root (`transformers/utils/deprecation.py`) or shortened (`mp/g/kinds.py`
-    for the user's own file): a relative path is a library's when it exists under a library root."""
-    if not path or path.startswith("<"):
-        return False
-    p = path.replace("\\", "/")
-    if p.startswith("/"):
-        return not is_user_file(p)
-    return any(os.path.isfile(root + p) for root in _library_roots())
 
 
 def def_params(path: str, line: int) -> set[str]:
