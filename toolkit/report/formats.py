@@ -24,7 +24,7 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
-from fxlens.report.fixes import change
+from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.memoryblocks import memory_blocks
@@ -229,44 +229,9 @@ def _guard_blocks(report: dict, ps: PathShortener) -> list:
 
 
 def _fix_blocks(report: dict, ps: PathShortener) -> list:
-    """`fxlens fix`'s results, when the session holds them: one row per fix, patches folded."""
-    events = report.get("events") or []
-    fixes = [e for e in events if e.get("event") == "fix"]
-    if not fixes:
-        return []
-    eq = {True: "yes", False: "no", None: "-"}
-    rows = [
-        [
-            ps.text(f["finding"]),
-            ps.text(f["fix"]),
-            f["how"],
-            change(f.get("before"), f.get("after"), "→") if f.get("after") else "-",
-            eq.get(f.get("outputs_equal"), "-"),
-            Bold(f["verdict"]),
-        ]
-        for f in fixes
-    ]
-    out: list = [
-        Heading(3, "Fixes tried (fxlens fix)"),
-        Table(["finding", "fix", "how", "before → after", "outputs equal", "verdict"], rows),
-    ]
-    together = next((e for e in reversed(events) if e.get("event") == "fix_together"), None)
-    if together:
-        out.append(
-            Para(
-                f"The fixes that helped, together: {together['verdict']}, "
-                f"{change(together.get('before'), together.get('after'), '→')}"
-            )
-        )
-    patches = [f for f in fixes if f.get("patch")]
-    if patches:
-        out.append(
-            Details(
-                f"{len(patches)} code fix(es), not tried: patches",
-                [Pre(clip(ps.text(f["patch"]), 4000), "diff") for f in patches],
-            )
-        )
-    return out
+    """`fxlens fix`'s results, when the session holds them (its result's blocks)."""
+    found = FixResult.from_events(report.get("events") or [])
+    return found.blocks(ps) if found else []
 
 
 def report_blocks(report: dict, session=None, env: dict | None = None) -> list:

@@ -13,6 +13,7 @@ from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_lines
+from fxlens.report.fix_result import FixResult
 from fxlens.report.fixes import break_actions_of, describe
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
@@ -242,13 +243,8 @@ def _nothing_compiled(report: dict) -> list[str]:
 def _fix_lines(report: dict) -> list[str]:
     """`fxlens fix`'s results when the session holds them (also after a Ctrl-C: each was appended
     as it was measured)."""
-    fixes = [e for e in report.get("events") or [] if e.get("event") == "fix"]
-    if not fixes:
-        return []
-    from fxlens.report.fixes import fix_lines
-
-    together = next((e for e in reversed(report["events"]) if e.get("event") == "fix_together"), None)
-    return ["Fixes tried (fxlens fix):", *fix_lines({"fixes": fixes, "together": together}), ""]
+    found = FixResult.from_events(report.get("events") or [])
+    return ["Fixes tried (fxlens fix):", *found.lines(), ""] if found else []
 
 
 def render_text(report: dict, limit: int = 20) -> str:
