@@ -114,3 +114,16 @@ def test_a_fix_sessions_events_read_back_as_its_result_and_blocks():
     # interrupted before the summary: the fixes measured so far; no fix measured: no result
     assert FixResult.from_events(events[:1]).fixes == events[:1]
     assert FixResult.from_events([{"event": "fix_summary", **done.summary()}]) is None
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("doctor-*.json")), ids=lambda p: p.stem)
+def test_a_doctor_result_renders_its_own_text_from_the_report_layer(path):
+    # what `fxlens doctor` prints, from the recorded result alone (the TUI and `fxlens report` may
+    # not import the doctor package): its summary, each finding ranked with its fix, its session
+    data = json.loads(path.read_text())
+    lines = DoctorResult.from_json(data).lines()
+    assert lines[1] == data["summary"] and lines[-1].startswith(f"session: {data['session']}")
+    for i, f in enumerate(data["findings"], 1):
+        at = next(n for n, x in enumerate(lines) if x.startswith(f"{i:>2}. [{f['kind']}] {f['message']}"))
+        assert lines[at + 1].endswith(f": {f['fix']}")
+    assert all(any(f["function"] in x for x in lines) for f in data["functions"])

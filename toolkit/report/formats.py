@@ -11,6 +11,7 @@ from pathlib import Path
 
 from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.distributed import distributed_sections
+from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import (
     MAX_ROWS,
     Bold,
@@ -28,7 +29,6 @@ from fxlens.report.document import (
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
-from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
@@ -200,6 +200,12 @@ def _fix_blocks(report: dict, ps: PathShortener) -> list:
     return found.blocks(ps) if found else []
 
 
+def _doctor_blocks(report: dict, ps: PathShortener) -> list:
+    """`fxlens doctor`'s result, when the session holds one (its result's blocks)."""
+    found = DoctorResult.from_events(report.get("events") or [])
+    return found.blocks(ps) if found else []
+
+
 def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     """The report as document blocks.
 
@@ -229,7 +235,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *output_code_blocks(report, ps, session),
         *backend_blocks(report),
         *note_blocks(report, ps.text),
-        *memory_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)
+        *_doctor_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)
     ]
     logs = [Path(x) for x in (src.get("logs") or [])]
     out += environment_blocks(env if env is not None else environment(logs, report.get("events")))
