@@ -163,8 +163,8 @@ class Section:
             if isinstance(x, Table):
                 out += x.as_blocks()
             elif x.text and x.joins and out and isinstance(out[-1], Bullets):
-                before = out[-1].items[-1]  # after a title ("subject:") no separator is needed
-                out[-1].items[-1] = [before, " " if plain(before).endswith(":") else "; ", x.inline()]
+                before = out[-1].items[-1]  # after a title ("subject:") or a sentence, a space is enough
+                out[-1].items[-1] = [before, " " if plain(before).endswith((":", ".")) else "; ", x.inline()]
             elif x.text and out and isinstance(out[-1], Bullets):
                 out[-1].items.append(x.inline())
             elif x.text:
