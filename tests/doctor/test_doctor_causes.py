@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fxlens.doctor.render import _pays_off
+from fxlens.report.doctor_text import _pays_off
 
 # the script capture's tests run too (one copy for both)
 FULLGRAPH_ERROR = Path(__file__).parents[1] / "capture" / "scripts" / "fullgraph_error.py"

@@ -9,18 +9,10 @@ import pytest
 from test_doctor_units import _rec, _report, _run
 
 from fxlens.doctor.findings import findings
-from fxlens.doctor.render import render_text
-from fxlens.probe.interval import (
-    MIN_PAIRS,
-    clustered_interval,
-    combined_interval,
-    is_busy,
-    paired_interval,
-    run_length,
-    unpaired_interval,
-    verdict,
-)
+from fxlens.probe.interval import clustered_interval, paired_interval, run_length, unpaired_interval
 from fxlens.probe.stats import function_rows
+from fxlens.report.doctor_text import render_text
+from fxlens.report.speedups import MIN_PAIRS, combined_interval, is_busy, verdict
 
 
 def _noisy_pairs(ratio, n, seed=1, swing=3.0):
@@ -220,8 +212,8 @@ def test_contention_of_the_moment_is_measured_while_the_load_average_lags():
 
     import torch
 
-    from fxlens.doctor.render import load_phrase
     from fxlens.probe.interleave import measure
+    from fxlens.report.doctor_text import load_phrase
 
     if not os.path.exists("/proc/loadavg"):
         pytest.skip("no /proc/loadavg")
@@ -431,7 +423,7 @@ def test_the_interval_holds_the_reported_speedup_when_rounding_moves_it():
 
 
 def test_runs_of_pairs_are_said_with_their_seconds_and_the_openmp_cause_only_with_threads():
-    from fxlens.doctor.render import runs_phrase
+    from fxlens.report.doctor_text import runs_phrase
 
     pairs = _regimes(5, 120)
     times = [1.0] * 20

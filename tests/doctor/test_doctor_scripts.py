@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from doctor_helpers import SCRIPTS, fxlens
 
-from fxlens.probe.interval import MIN_PAIRS
 from fxlens.report.build import build_report
+from fxlens.report.speedups import MIN_PAIRS
 from fxlens.report.text import render_text
 from fxlens.trace.session import Session
 

@@ -10,15 +10,8 @@ import math
 import random
 
 from fxlens.probe.interleave import HOLD_S, LOOK_GROWTH, MIN_SPAN_S, ZONE, stop_reason
-from fxlens.probe.interval import (
-    LEVEL,
-    MIN_PAIRS,
-    PROCESS_SPREAD,
-    paired_interval,
-    spent_level,
-    verdict,
-    with_process_spread,
-)
+from fxlens.probe.interval import LEVEL, PROCESS_SPREAD, paired_interval, spent_level, with_process_spread
+from fxlens.report.speedups import MIN_PAIRS, verdict
 
 PAIR_S = 0.1
 BUDGET_S = 60.0

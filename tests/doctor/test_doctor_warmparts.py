@@ -12,7 +12,8 @@ import os
 import subprocess
 import sys
 
-from fxlens.doctor.warmparts import part_of, parts_text, warm_parts
+from fxlens.doctor.warmparts import part_of, warm_parts
+from fxlens.report.doctor_text import parts_text
 
 SCRIPT = """
 import atexit, json, sys

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from fxlens.report.build import build_report, render_text
+from fxlens.report.build import build_report
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import Line, Section, to_html, to_markdown
 from fxlens.report.formats import render_html, render_markdown
 from fxlens.report.special_graphs import special_sections
+from fxlens.report.text import render_text
 from fxlens.trace.session import Session
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -186,3 +187,37 @@ def test_every_block_has_a_terminal_form_without_markup():
         "    l2",
         "",
     ]
+
+
+def test_a_joined_line_is_its_own_line_in_text_and_part_of_the_bullet_before_in_markdown():
+    sec = Section(
+        "T", [Line("subject:"), Line("fix: `f()`", 4, joins=True), Line("more", 4, joins=True), Line("b")]
+    )
+    assert sec.text_lines() == ["T:", "  subject:", "    fix: `f()`", "    more", "  b"]
+    assert to_markdown([sec]) == "### T\n\n- subject: fix: `f()`; more\n- b\n"
+    assert "<li>subject: fix: <code>f()</code>; more</li><li>b</li>" in to_html([sec], "x")
+
+
+@pytest.mark.parametrize(
+    "trace", ["traces/2.13.0/scenarios/ddp", "traces/2.13.0/dedicated_log_torch_trace.log"]
+)
+def test_breaks_and_recompile_causes_are_one_bullet_each_with_what_the_terminal_shows(trace):
+    # built once: the terminal's lines of each break / cause are the Markdown bullet of that break
+    report = build_report(Session.open(DATA / trace))
+    text, md = render_text(report), render_markdown(report, None, ENV)
+    breaks, causes = report["graph_breaks"], report["recompile_causes"]
+    assert breaks and ("Graph breaks (deduplicated by location and reason):" in text)
+    part = md.split("### Graph breaks (deduplicated by location and reason)")[1].split("\n### ")[0]
+    bullets = [x for x in part.split("\n") if x.startswith("- ")]
+    assert len(bullets) == len(breaks)
+    for b, item in zip(breaks, bullets, strict=True):
+        assert f"    torch's graph-break id: {b['gb_id']}" in text and b["gb_id"] in item
+        assert md.count(f"| {b['count']} |") >= 1
+    if causes:
+        part = md.split("### Recompiles, by root cause")[1].split("\n### ")[0]
+        bullets = [x for x in part.split("\n") if x.startswith("- ")]
+        assert len(bullets) == len(causes)
+        for c, item in zip(causes, bullets, strict=True):
+            assert (
+                f"    fix: {c['fix']}" in text and " fix: " in item and "| " + str(c["count"]) + " |" in part
+            )

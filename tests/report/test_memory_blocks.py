@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import to_html, to_markdown
 from fxlens.report.markup import PathShortener
-from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.memorytext import mib
 
 SCRIPT = Path(__file__).parents[1] / "doctor" / "scripts" / "mem_saved.py"
@@ -23,7 +23,8 @@ SCRIPT = Path(__file__).parents[1] / "doctor" / "scripts" / "mem_saved.py"
 
 def _blocks(mem: dict | None) -> list:
     events = [{"event": "doctor", "peak_memory": mem}] if mem else []
-    return memory_blocks({"events": events}, PathShortener("/work/x/train.py"))
+    found = DoctorResult.from_events(events)
+    return found.blocks(PathShortener("/work/x/train.py")) if found else []
 
 
 MEMORY = {

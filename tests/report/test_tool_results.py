@@ -91,3 +91,39 @@ def test_an_edited_event_reads_as_absent_fields_never_a_crash():
     assert c == Culprit(compile_id="0/1", ops=["aten.erf", "2"])
     m = MinifyResult.from_json({"repro": ["not", "a", "path"], "final_nodes": 2, "flaky": "yes"})
     assert (m.repro, m.final_nodes, m.flaky) == (None, 2, None)
+
+
+def test_a_fix_sessions_events_read_back_as_its_result_and_blocks():
+    # `fxlens fix` appends each fix as an event when measured, then the fixes together, then the
+    # summary: read back, they are the result its --json wrote (each row keeps its `event` key)
+    from fxlens.report.document import Details, Para, Table
+
+    data = json.loads((RESULTS / "fix-kw_and_item.json").read_text())
+    done = FixResult(**data)
+    events = [{"event": "fix", **f} for f in data["fixes"]]
+    events += [{"event": "fix_together", **(data["together"] or {})}] if data["together"] else []
+    found = FixResult.from_events([*events, {"event": "fix_summary", **done.summary()}])
+    assert {**found.to_json(), "fixes": data["fixes"], "together": data["together"]} == data
+    assert [{k: v for k, v in f.items() if k != "event"} for f in found.fixes] == data["fixes"]
+    assert found.lines() == done.lines()
+    table = next(b for b in found.blocks() if isinstance(b, Table))
+    assert [r[1] for r in table.rows] == [f["fix"] for f in data["fixes"]]
+    patches = [b for b in found.blocks() if isinstance(b, Details)]
+    assert len(patches) == any(f.get("patch") for f in data["fixes"])
+    assert any(isinstance(b, Para) for b in found.blocks()) == bool(data["together"])
+    # interrupted before the summary: the fixes measured so far; no fix measured: no result
+    assert FixResult.from_events(events[:1]).fixes == events[:1]
+    assert FixResult.from_events([{"event": "fix_summary", **done.summary()}]) is None
+
+
+@pytest.mark.parametrize("path", sorted(RESULTS.glob("doctor-*.json")), ids=lambda p: p.stem)
+def test_a_doctor_result_renders_its_own_text_from_the_report_layer(path):
+    # what `fxlens doctor` prints, from the recorded result alone (the TUI and `fxlens report` may
+    # not import the doctor package): its summary, each finding ranked with its fix, its session
+    data = json.loads(path.read_text())
+    lines = DoctorResult.from_json(data).lines()
+    assert lines[1] == data["summary"] and lines[-1].startswith(f"session: {data['session']}")
+    for i, f in enumerate(data["findings"], 1):
+        at = next(n for n, x in enumerate(lines) if x.startswith(f"{i:>2}. [{f['kind']}] {f['message']}"))
+        assert lines[at + 1].endswith(f": {f['fix']}")
+    assert all(any(f["function"] in x for x in lines) for f in data["functions"])

@@ -33,7 +33,6 @@ from fxlens.capture.command import (
 from fxlens.capture.runner import REFUSED
 from fxlens.doctor.findings import findings as rank_findings
 from fxlens.doctor.memcauses import memory_breakdown, memory_findings
-from fxlens.doctor.render import render_text, summary
 from fxlens.doctor.warm_start import cold_vs_warm
 from fxlens.errors import FxlensError
 from fxlens.live.progress import Progress
@@ -44,6 +43,7 @@ from fxlens.probe.stats import RunStats, function_rows, peak_memory, probe_runs,
 from fxlens.report.blocks import block_findings
 from fxlens.report.build import build_report
 from fxlens.report.doctor_result import DoctorResult
+from fxlens.report.doctor_text import render_text, summary
 from fxlens.report.exits import how_it_ended
 from fxlens.trace.session import Session, append_event, new_session_dir, write_info
 from fxlens.trace.userframes import innermost_user_frame, parse_traceback
@@ -431,6 +431,6 @@ def main(args: argparse.Namespace) -> int:
     return 0 if not result["exit_codes"]["compiled"][0] else int(result["exit_codes"]["compiled"][0])
 
 
-# the names `fxlens demo` and the tests import (the text itself is fxlens.doctor.render's)
+# the names `fxlens demo` and the tests import (the text itself is fxlens.report.doctor_text's)
 render_doctor = render_text
 __all__ = ["DEFAULT_BUDGET_S", "add_arguments", "doctor_script", "main", "render_doctor", "render_text"]

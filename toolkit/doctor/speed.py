@@ -2,7 +2,7 @@
 slow eager, never called, and "no graph captured".
 
 Each one that rests on a speedup appears only when the speedup's interval allows it (the row's
-verdict, fxlens.probe.interval); otherwise the finding is `timing_inconclusive`, saying why and
+verdict, fxlens.report.speedups); otherwise the finding is `timing_inconclusive`, saying why and
 what to run instead.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from fxlens.doctor.finding import code_action, site
 from fxlens.doctor.finding import finding as _finding
 from fxlens.doctor.finding import loc as _loc
-from fxlens.doctor.render import inconclusive_why, load_phrase, rerun_advice
-from fxlens.probe.interval import fmt_speedup, is_busy, verdict
+from fxlens.report.doctor_text import inconclusive_why, load_phrase, rerun_advice
 from fxlens.report.fixes import action
 from fxlens.report.headlines import bypass_fix
+from fxlens.report.speedups import fmt_speedup, is_busy, verdict
 
 # eager slower than this many times the time its work takes on a core of its own is implausible
 IMPLAUSIBLE_FACTOR = 4.0

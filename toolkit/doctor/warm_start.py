@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from fxlens.capture.command import run_captured
-from fxlens.doctor.warmparts import parts_text, warm_parts
+from fxlens.doctor.warmparts import warm_parts
 from fxlens.report.build import build_report
 from fxlens.trace.session import Session
 
@@ -160,38 +160,3 @@ def _suggestion(w: dict) -> str:
         f"(loading included) against {cold:.2f} s cold, {left.get(worst, 0.0):.2f} s of it {worst}; "
         f"the local cache folder is what starts warm ({w['warm']['compile_s']:.2f} s)"
     )
-
-
-def warm_lines(result: dict) -> list[str]:
-    """Text for the doctor report."""
-    w = result.get("warm")
-    if not w:
-        return []
-    cold, warm = w["cold"], w["warm"]
-    proc = (
-        f"; processes {cold['process_s']:.1f} s cold, {warm['process_s']:.1f} s warm"
-        if cold.get("process_s") and warm.get("process_s")
-        else ""
-    )
-    out = [
-        "",
-        "Cold vs warm start (three more compiled runs: cold, then warm from its private cache folder, "
-        "then a fresh folder with its bundle loaded):",
-        f"  {w['message']}{proc}",
-    ]
-    out.append(f"  the warm start still spends (torch's timed events): {parts_text(warm['parts']['parts'])}")
-    b = w.get("bundle")
-    if b:
-        load = f" + {b['load_s']:.2f} s loading it" if b.get("load_s") is not None else ""
-        out.append(
-            f"  mega-cache bundle ({b['bundle_bytes'] / 1e6:.1f} MB), measured in a third process with an "
-            f"empty cache folder: {b['compile_s']:.2f} s compiling{load} (cold {cold['compile_s']:.2f} s, "
-            f"warm {warm['compile_s']:.2f} s); it still spends: {parts_text(b['parts']['parts'])}"
-        )
-    else:
-        out.append("  mega-cache bundle: save_cache_artifacts() returned nothing, not measured")
-    for h in w["hits"][:8]:
-        saved = f", saved {h['saved_s']:.2f} s" if h.get("saved_s") else ""
-        out.append(f"  warm hit: {h['compile_id']} {h['function']} {h['cache']}{saved}")
-    out.append(f"  {w['suggestion']}")
-    return out

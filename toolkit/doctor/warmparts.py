@@ -72,9 +72,3 @@ def warm_parts(log_dir: str | Path) -> dict:
         "parts": {k: round(v, 6) for k, v in totals.items() if v > 0},
         "per_compile": per_compile,
     }
-
-
-def parts_text(parts: dict, limit: int = 6) -> str:
-    """`dynamo tracing 0.28 s, kernel loading 7.65 s, ...`, heaviest first."""
-    rows = sorted(parts.items(), key=lambda kv: -kv[1])[:limit]
-    return ", ".join(f"{k} {v:.2f} s" for k, v in rows) or "nothing"

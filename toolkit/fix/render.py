@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fxlens.probe.interval import fmt_speedup
 from fxlens.report.fixes import change, fix_lines
+from fxlens.report.speedups import fmt_speedup
 
 
 def _speed(r: dict) -> str:

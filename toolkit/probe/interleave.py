@@ -25,7 +25,6 @@ import time
 
 from fxlens.probe.argstate import changed, fingerprint, param_names
 from fxlens.probe.interval import (
-    MIN_PAIRS,
     PROCESS_SPREAD,
     cores,
     load_average,
@@ -36,6 +35,7 @@ from fxlens.probe.interval import (
     runnable_tasks,
     spent_level,
 )
+from fxlens.report.speedups import MIN_PAIRS
 
 # wall time one block of one mode aims for: long enough for the timer's overhead to vanish and to
 # span many scheduler slices (a loaded Linux box hands out 3-6 ms slices: with 5 ms blocks one

@@ -1,4 +1,5 @@
-"""Confidence intervals on a speedup, the verdict they allow, and the machine's load.
+"""Confidence intervals on a speedup and the machine's load (the verdict an interval allows and
+how it reads: fxlens.report.speedups).
 
 Pure Python (the parent never imports torch for these; the child's stopping rule uses them too).
 
@@ -23,15 +24,12 @@ import os
 import random
 import statistics
 
-# fewer pairs (or per-mode samples) than this give no interval: a bootstrap of 5 values mostly
-# resamples the same few medians and claims a precision it does not have
-MIN_PAIRS = 12
+from fxlens.report.speedups import MIN_PAIRS
+
 # resamples for the reported interval (the child's stopping rule uses fewer: it only needs a width)
 RESAMPLES = 2000
 # two-sided 95% interval
 LEVEL = 0.95
-# machine-wide 1-minute load per core above which doctor calls the machine busy
-BUSY_LOAD_PER_CORE = 0.75
 # the spread of one function's speedup between fresh processes of the same script, as a standard
 # deviation of its log, beyond what any one process's pairs show (memory layout, allocation, which
 # core, a machine state that outlasts the process): fresh processes timed by hand with
@@ -222,34 +220,6 @@ def with_process_spread(interval, ratio: float | None, processes: int = 1, level
     return ratio * math.exp(-math.sqrt(lo * lo + extra)), ratio * math.exp(math.sqrt(hi * hi + extra))
 
 
-def verdict(interval: tuple[float, float] | list | None) -> str:
-    """ "faster" / "slower" only when the interval excludes 1; otherwise "inconclusive"."""
-    if not interval:
-        return "inconclusive"
-    low, high = interval
-    if low > 1:
-        return "faster"
-    if high < 1:
-        return "slower"
-    return "inconclusive"
-
-
-def combined_interval(rows: list[dict]) -> tuple[float, float] | None:
-    """Interval of the whole run's speedup (sum of eager time over sum of compiled, call-weighted).
-
-    The range of that ratio over the box of per-function intervals: it is monotone in each
-    function's speedup, so its ends are every function at its low end, or at its high end. Its
-    coverage is at least 1 - k * 5% (Bonferroni) for k functions; None when any row lacks one.
-    """
-    used = [r for r in rows if r.get("calls") and r.get("eager_ms") and r.get("compiled_ms")]
-    if not used or any(not r.get("speedup_interval") for r in used):
-        return None
-    eager = sum(r["eager_ms"] * r["calls"] for r in used)
-    lo = eager / sum(r["eager_ms"] * r["calls"] / r["speedup_interval"][0] for r in used)
-    hi = eager / sum(r["eager_ms"] * r["calls"] / r["speedup_interval"][1] for r in used)
-    return lo, hi
-
-
 def cores() -> int:
     """Cores this process may run on (its affinity), else the machine's count."""
     try:
@@ -278,27 +248,3 @@ def runnable_tasks() -> int | None:
             return int(f.read().split()[3].split("/")[0])
     except (OSError, ValueError, IndexError):
         return None
-
-
-def is_busy(load: dict) -> bool:
-    """Whether the recorded load says other work competed for the cores: the 1-minute load average,
-    or the tasks seen runnable beside doctor's own while it timed (`others_runnable`)."""
-    avg, machine = load.get("average"), load.get("machine_cores") or load.get("cores") or 1
-    others = load.get("others_runnable")
-    return (avg is not None and avg > BUSY_LOAD_PER_CORE * machine) or (
-        others is not None and others > BUSY_LOAD_PER_CORE * machine
-    )
-
-
-def fmt_interval(interval) -> str:
-    """`[2.91, 3.40]`, or `[no interval]`."""
-    if not interval:
-        return "[no interval]"
-    return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
-
-
-def fmt_speedup(speedup: float | None, interval) -> str:
-    """`3.10x [2.91, 3.40]`: the point estimate always beside its interval."""
-    if speedup is None:
-        return "-"
-    return f"{speedup:.2f}x {fmt_interval(interval)}"

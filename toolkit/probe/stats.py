@@ -13,7 +13,8 @@ import statistics
 from dataclasses import dataclass
 
 from fxlens.backend.stages import capture_only
-from fxlens.probe.interval import clustered_interval, unpaired_interval, verdict, with_process_spread
+from fxlens.probe.interval import clustered_interval, unpaired_interval, with_process_spread
+from fxlens.report.speedups import verdict
 from fxlens.trace.session import Session
 
 

@@ -1,8 +1,8 @@
 """The result of `fxlens doctor`: one typed object and its `--json` contract.
 
 `fxlens doctor` builds a DoctorResult when its runs are diagnosed and writes `to_json()` (the
-session's `doctor` event, `--json`); the TUI reads the event back with `from_json`. Its text is
-fxlens.doctor.render's (its speedup intervals are doctor's own). It lives in the report layer,
+session's `doctor` event, `--json`); the TUI reads the event back with `from_json`. Its text,
+`lines()`, is fxlens.report.doctor_text's, the text `fxlens doctor` prints. It lives in the report layer,
 below the commands, for the reason fxlens.report.bisect_result gives.
 """
 
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fxlens.report.doctor_text import doctor_lines
+from fxlens.report.markup import PathShortener
+from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.verdicts import read_fields, result_json
 
 _KINDS = {k: list for k in ("argv", "backends_used", "functions", "ranks", "findings")}
@@ -53,3 +56,18 @@ class DoctorResult:
     def to_json(self) -> dict:
         """The `--json` dict: every key but `warm`, written only with --warm."""
         return result_json(self)
+
+    @classmethod
+    def from_events(cls, events: list[dict]) -> DoctorResult | None:
+        """The session's last `doctor` event, or None when doctor never finished in it."""
+        found = [e for e in events if e.get("event") == "doctor"]
+        return cls.from_json(found[-1]) if found else None
+
+    def blocks(self, ps: PathShortener | None = None) -> list:
+        """What the report's Markdown and HTML show of the result: the memory by cause (PS
+        shortens paths; nothing when memory was not broken down)."""
+        return memory_blocks(self.peak_memory, ps or PathShortener(self.script))
+
+    def lines(self) -> list[str]:
+        """The report as `fxlens doctor` prints it, one line each."""
+        return doctor_lines(self.to_json())

@@ -113,14 +113,21 @@ class Details:
 @dataclass
 class Line:
     """One line of a Section: indented by INDENT spaces in the terminal (Markdown and HTML make it a
-    bullet); an ALARM line (a hang risk, a divergence) starts with "!!" and the TUI shows it red."""
+    bullet); an ALARM line (a hang risk, a divergence) starts with "!!" and the TUI shows it red.
+    TEXT may hold Code pieces (the terminal shows them plain). A JOINS line is a detail of the line
+    before it: its own line in the terminal, appended to that line's bullet in Markdown and HTML."""
 
-    text: str
+    text: Inline
     indent: int = 2
     alarm: bool = False
+    joins: bool = False
 
     def shown(self) -> str:
-        return ("!! " if self.alarm else "") + self.text
+        return ("!! " if self.alarm else "") + plain(self.text)
+
+    def inline(self) -> Inline:
+        """The line as Markdown and HTML show it (its Code pieces as code)."""
+        return self.shown() if isinstance(self.text, str) else ["!! " if self.alarm else "", self.text]
 
 
 @dataclass
@@ -155,10 +162,13 @@ class Section:
         for x in self.lines:
             if isinstance(x, Table):
                 out += x.as_blocks()
+            elif x.text and x.joins and out and isinstance(out[-1], Bullets):
+                before = out[-1].items[-1]  # after a title ("subject:") or a sentence, a space is enough
+                out[-1].items[-1] = [before, " " if plain(before).endswith((":", ".")) else "; ", x.inline()]
             elif x.text and out and isinstance(out[-1], Bullets):
-                out[-1].items.append(x.shown())
+                out[-1].items.append(x.inline())
             elif x.text:
-                out.append(Bullets([x.shown()]))
+                out.append(Bullets([x.inline()]))
         return out
 
 

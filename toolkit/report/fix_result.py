@@ -2,6 +2,8 @@
 
 `fxlens fix` builds a FixResult when every re-run is done and writes `to_json()` (`--json`); its
 text is fxlens.report.fixes.fix_lines, which the report of a session holding fix events shares.
+`fxlens report` on such a session reads the result back with `from_events` and renders its
+`lines()` (text) or `blocks()` (Markdown, HTML).
 Each fix's own row stays a dict: fxlens.fix builds and judges those rows one at a time, recording
 each as a `fix` event as soon as it is measured. It lives in the report layer, below the commands,
 for the reason fxlens.report.bisect_result gives.
@@ -11,8 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fxlens.report.fixes import fix_lines
+from fxlens.report.document import Bold, Details, Heading, Para, Pre, Table
+from fxlens.report.fixes import change, fix_lines
+from fxlens.report.markup import PathShortener
 from fxlens.report.verdicts import read_fields, result_json
+from fxlens.trace.sanitize import clip
 
 _KINDS = {"argv": list, "base": dict, "fixes": list, "together": dict, "load": dict, "said": list}
 
@@ -37,6 +42,18 @@ class FixResult:
         found.fixes = [f for f in found.fixes if isinstance(f, dict)]
         return found
 
+    @classmethod
+    def from_events(cls, events: list[dict]) -> FixResult | None:
+        """The result a session's events hold: its `fix_summary` (when the fix finished), each `fix`
+        event (appended as it was measured, so a Ctrl-C keeps them) and the last `fix_together`;
+        None when no fix was measured."""
+        fixes = [e for e in events if e.get("event") == "fix"]
+        if not fixes:
+            return None
+        summary = next((e for e in reversed(events) if e.get("event") == "fix_summary"), {})
+        together = next((e for e in reversed(events) if e.get("event") == "fix_together"), None)
+        return cls.from_json({**summary, "fixes": fixes, "together": together})
+
     def to_json(self) -> dict:
         """The `--json` dict, every key always written."""
         return result_json(self)
@@ -48,3 +65,40 @@ class FixResult:
     def lines(self, speed=None) -> list[str]:
         """One entry per fix, then the fixes together (`speed(fix) -> str`: the --speed figures)."""
         return fix_lines({"fixes": self.fixes, "together": self.together}, speed)
+
+    def blocks(self, ps: PathShortener | None = None) -> list:
+        """The fixes as a report section (Markdown, HTML): one row per fix, the fixes that helped
+        together, the patches of code fixes folded; PS shortens the paths in free text."""
+        ps = ps or PathShortener(self.script)
+        eq = {True: "yes", False: "no", None: "-"}
+        rows = [
+            [
+                ps.text(f["finding"]),
+                ps.text(f["fix"]),
+                f["how"],
+                change(f.get("before"), f.get("after"), "→") if f.get("after") else "-",
+                eq.get(f.get("outputs_equal"), "-"),
+                Bold(f["verdict"]),
+            ]
+            for f in self.fixes
+        ]
+        out: list = [
+            Heading(3, "Fixes tried (fxlens fix)"),
+            Table(["finding", "fix", "how", "before → after", "outputs equal", "verdict"], rows),
+        ]
+        if t := self.together:
+            out.append(
+                Para(
+                    f"The fixes that helped, together: {t['verdict']}, "
+                    f"{change(t.get('before'), t.get('after'), '→')}"
+                )
+            )
+        patches = [f for f in self.fixes if f.get("patch")]
+        if patches:
+            out.append(
+                Details(
+                    f"{len(patches)} code fix(es), not tried: patches",
+                    [Pre(clip(ps.text(f["patch"]), 4000), "diff") for f in patches],
+                )
+            )
+        return out

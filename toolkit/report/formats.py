@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.distributed import distributed_sections
+from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import (
     MAX_ROWS,
     Bold,
@@ -24,10 +26,9 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
-from fxlens.report.fixes import change
+from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
-from fxlens.report.memoryblocks import memory_blocks
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
@@ -71,8 +72,12 @@ def headline(report: dict) -> str:
     return text
 
 
+def _path(ps: PathShortener, file: str, line) -> str:
+    return f"{ps.path(file)}:{line}" if file else "?"
+
+
 def _where(ps: PathShortener, file: str, line) -> Code:
-    return Code(f"{ps.path(file)}:{line}" if file else "?")
+    return Code(_path(ps, file, line))
 
 
 def _head_blocks(report: dict, ps: PathShortener) -> list:
@@ -101,59 +106,20 @@ def _head_blocks(report: dict, ps: PathShortener) -> list:
     return out
 
 
-def _break_item(b: dict, ps: PathShortener) -> list:
-    """One graph break's source line, call path, explanation and hints."""
-    item: list = [_where(ps, b["file"], b["line"]), " ", Code(b["source"] or "")]
-    if len(b.get("call_path") or []) > 1:
-        item += [
-            " (call path ",
-            Code(" -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])),
-            ")",
-        ]
-    lib = b.get("library")
-    if lib:  # torch broke inside a library the user's line called
-        item += [" inside ", Code(f"{lib['file']}:{lib['line']}"), " ", Code(lib.get("code") or "")]
-    if b.get("explanation"):
-        item += [": ", ps.text(clip(b["explanation"], 300))]
-    hints = [x for x in b.get("hints") or [] if "report an issue" not in x][:2]
-    if hints:
-        item += [" Hint: ", ps.text(clip(" ".join(hints), 400))]
-    return item
-
-
 def _break_blocks(report: dict, ps: PathShortener) -> list:
-    breaks = report["graph_breaks"]
-    if not breaks:
-        return []
-    out: list = [Heading(3, "Graph breaks")]
-    rows = [
-        [str(b["count"]), _where(ps, b["file"], b["line"]), Code(b["function"]), b["reason"]] for b in breaks
-    ]
-    out.append(
-        Table(["count", "where", "function", "reason"], rows, fold=MAX_ROWS, folded="{n} more graph breaks")
-    )
-    out.append(Bullets([_break_item(b, ps) for b in breaks[:MAX_ROWS]]))
-    if len(breaks) > MAX_ROWS:  # the details of the first MAX_ROWS only: said, never silent
-        out.append(Para(f"Details of {len(breaks) - MAX_ROWS} more break site(s): see --json."))
+    """Graph breaks (fxlens.report.breaksrecompiles): the details of the first MAX_ROWS."""
+    out: list = break_section(report, MAX_ROWS, lambda file, line: _path(ps, file, line), ps.text)
+    if len(report["graph_breaks"]) > MAX_ROWS:  # said, never silent
+        out.append(
+            Para(f"Details of {len(report['graph_breaks']) - MAX_ROWS} more break site(s): see --json.")
+        )
     return out
 
 
 def _recompile_blocks(report: dict, ps: PathShortener) -> list:
-    """Recompiles by root cause (with the failed guards folded), then recompile limit hits."""
-    out: list = []
-    if report.get("recompile_causes"):
-        out.append(Heading(3, "Recompiles, by root cause"))
-        rows = [
-            [
-                str(c["count"]),
-                Code(c["function"]),
-                _where(ps, c["file"], c["line"]),
-                ps.text(c["message"]),
-                ps.text(c["fix"]),
-            ]
-            for c in report["recompile_causes"]
-        ]
-        out.append(Table(["recompiles", "function", "where", "cause", "fix"], rows))
+    """Recompiles by root cause, the failed guards of each recompile folded, recompile limit hits."""
+    out: list = recompile_section(report, lambda file, line: _path(ps, file, line), ps.text)
+    if out:
         failed = [
             [
                 Code(r["compile_id"]),
@@ -229,44 +195,15 @@ def _guard_blocks(report: dict, ps: PathShortener) -> list:
 
 
 def _fix_blocks(report: dict, ps: PathShortener) -> list:
-    """`fxlens fix`'s results, when the session holds them: one row per fix, patches folded."""
-    events = report.get("events") or []
-    fixes = [e for e in events if e.get("event") == "fix"]
-    if not fixes:
-        return []
-    eq = {True: "yes", False: "no", None: "-"}
-    rows = [
-        [
-            ps.text(f["finding"]),
-            ps.text(f["fix"]),
-            f["how"],
-            change(f.get("before"), f.get("after"), "→") if f.get("after") else "-",
-            eq.get(f.get("outputs_equal"), "-"),
-            Bold(f["verdict"]),
-        ]
-        for f in fixes
-    ]
-    out: list = [
-        Heading(3, "Fixes tried (fxlens fix)"),
-        Table(["finding", "fix", "how", "before → after", "outputs equal", "verdict"], rows),
-    ]
-    together = next((e for e in reversed(events) if e.get("event") == "fix_together"), None)
-    if together:
-        out.append(
-            Para(
-                f"The fixes that helped, together: {together['verdict']}, "
-                f"{change(together.get('before'), together.get('after'), '→')}"
-            )
-        )
-    patches = [f for f in fixes if f.get("patch")]
-    if patches:
-        out.append(
-            Details(
-                f"{len(patches)} code fix(es), not tried: patches",
-                [Pre(clip(ps.text(f["patch"]), 4000), "diff") for f in patches],
-            )
-        )
-    return out
+    """`fxlens fix`'s results, when the session holds them (its result's blocks)."""
+    found = FixResult.from_events(report.get("events") or [])
+    return found.blocks(ps) if found else []
+
+
+def _doctor_blocks(report: dict, ps: PathShortener) -> list:
+    """`fxlens doctor`'s result, when the session holds one (its result's blocks)."""
+    found = DoctorResult.from_events(report.get("events") or [])
+    return found.blocks(ps) if found else []
 
 
 def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
@@ -298,7 +235,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *output_code_blocks(report, ps, session),
         *backend_blocks(report),
         *note_blocks(report, ps.text),
-        *memory_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)
+        *_doctor_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)
     ]
     logs = [Path(x) for x in (src.get("logs") or [])]
     out += environment_blocks(env if env is not None else environment(logs, report.get("events")))

@@ -1,7 +1,7 @@
 """doctor's memory by cause as document blocks (fxlens.report.document): the report's Markdown and
 HTML show the same parts as doctor's text and the TUI (fxlens.report.memorytext), as tables.
 
-A session doctor ran holds its result as a `doctor` event; its `peak_memory` has the peak RSS
+A session doctor ran holds its result as a `doctor` event (DoctorResult); its `peak_memory` has the peak RSS
 difference in parts that add up to it, and per compiled function the tensor peak difference in
 parts, the largest saved tensors and the tensors the compiled code holds named with their line.
 """
@@ -11,12 +11,6 @@ from __future__ import annotations
 from fxlens.report.document import Code, Heading, Para, Table
 from fxlens.report.markup import PathShortener
 from fxlens.report.memorytext import PART_NAMES, mib
-
-
-def doctor_memory(report: dict) -> dict | None:
-    """The last doctor run's `peak_memory` in the session's events, or None."""
-    docs = [e for e in report.get("events") or [] if e.get("event") == "doctor" and e.get("peak_memory")]
-    return docs[-1]["peak_memory"] if docs else None
 
 
 def _where(ps: PathShortener, item: dict) -> list:
@@ -49,9 +43,9 @@ def _detail(part: dict, ps: PathShortener) -> list:
     return [ps.text(part.get("what", ""))]
 
 
-def memory_blocks(report: dict, ps: PathShortener) -> list:
-    """The breakdown's heading and tables; nothing when no doctor run measured memory."""
-    mem = doctor_memory(report)
+def memory_blocks(mem: dict, ps: PathShortener) -> list:
+    """The breakdown of doctor's `peak_memory` as a heading and tables; nothing when it holds none
+    (DoctorResult.blocks)."""
     if not mem or not (mem.get("breakdown") or mem.get("functions")):
         return []
     kind = "CUDA allocator" if mem.get("kind") == "cuda_allocator" else "process RSS"

@@ -7,24 +7,25 @@ empty), and `render_text` joins them.
 from __future__ import annotations
 
 from fxlens.report.blocks import block_lines
+from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_lines
-from fxlens.report.fixes import break_actions_of, describe
+from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
+from fxlens.report.ranks import fold_ranks, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special_graphs import head_counts, special_sections
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_section
 from fxlens.report.texttable import tabulate
 from fxlens.trace.graph_code import op_name
-from fxlens.trace.sanitize import clean, clip, for_terminal
+from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import location
 
 
@@ -65,83 +66,6 @@ def _head_lines(report: dict) -> list[str]:
     if report.get("headlines"):
         out.append("")
     return out
-
-
-def _break_lines(report: dict, limit: int) -> list[str]:
-    if not report["graph_breaks"]:
-        return []
-    ranked = _rank_col(report)
-    out = ["Graph breaks (deduplicated by location and reason):"]
-    rows = []
-    for b in report["graph_breaks"][:limit]:
-        lib = b.get("library")  # breaks of one line in two libraries are two rows: say which is which
-        fn = f"{b['function']}, in {lib['file']}:{lib['line']}" if lib else b["function"]
-        rows.append(
-            [b["count"], location(b["file"], b["line"]), fn, clip(b["reason"], 70)]
-            + ([rank_ranges(b["ranks"], limit=6)] if ranked else [])
-        )
-    out.append(
-        tabulate(
-            rows,
-            headers=["count", "where", "function", "reason"] + (["ranks"] if ranked else []),
-            tablefmt="simple",
-        )
-    )
-    if (
-        len(report["graph_breaks"]) > limit
-    ):  # never cut silently (rule: never cut silently): say how many and where
-        out.append(f"  ... {len(report['graph_breaks']) - limit} more break site(s) (see --json)")
-    for b in report["graph_breaks"][:limit]:
-        out.append(f"\n  {location(b['file'], b['line'])}  {b['source']}")
-        lib = b.get("library")
-        if lib:  # the user's line only called into a library, which is where torch broke
-            code = f"  `{clip(lib['code'], 80)}`" if lib.get("code") else ""
-            out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']}){code}")
-            own = break_actions_of(b)  # a row read off the library frame: a switch on the caller's side
-            if own != break_actions_of({"reason": b["reason"], "explanation": b.get("explanation")}):
-                out += [f"    fix: {describe(a)}" for a in own]
-        if b.get("split"):
-            out.append(f"    why {b['split']['graphs']} graphs: {b['split']['message']}")
-        if len(b["call_path"]) > 1:
-            out.append(
-                "    call path: " + " -> ".join(f"{f['function']}:{f['line']}" for f in b["call_path"])
-            )
-        if b["explanation"]:
-            out.append(f"    why: {clip(b['explanation'], 200)}")
-        whose = "torch's hint for the library's code" if lib else "hint"
-        for h in b["hints"][:2]:
-            if "report an issue" not in h:
-                out.append(f"    {whose}: {clip(h, 200)}")
-        if b.get("gb_id"):
-            out.append(
-                f"    torch's graph-break id: {b['gb_id']}" + (f" ({b['url']})" if b.get("url") else "")
-            )
-    out.append("")
-    return out
-
-
-def _recompile_lines(report: dict) -> list[str]:
-    """Recompiles by root cause, then the frames that hit the recompile limit."""
-    ranked = _rank_col(report)
-    out = []
-    if report["recompile_causes"]:
-        out.append("Recompiles, by root cause:")
-        rows = [
-            [c["count"], f"{c['function']} ({location(c['file'], c['line'])})", c["message"]]
-            + ([rank_ranges(c["ranks"], limit=6)] if ranked else [])
-            for c in report["recompile_causes"]
-        ]
-        headers = ["recompiles", "function", "cause"] + (["ranks"] if ranked else [])
-        out.append(tabulate(rows, headers=headers, tablefmt="simple"))
-        for c in report["recompile_causes"]:
-            out.append(f"  {c['subject']}:")
-            if c.get("guard"):
-                out.append(f"    torch's guard: {clip(c['guard'], 200)}")
-            out.append(f"    fix: {c['fix']}")
-            for m in c.get("measured") or []:  # never advice without what fxlens fix measured of it
-                out.append(f"    measured by fxlens fix: [{m['verdict']}] {clip(m['why'], 160)}")
-        out.append("")
-    return out + text_lines(limit_hit_section(report))
 
 
 # what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)
@@ -242,13 +166,8 @@ def _nothing_compiled(report: dict) -> list[str]:
 def _fix_lines(report: dict) -> list[str]:
     """`fxlens fix`'s results when the session holds them (also after a Ctrl-C: each was appended
     as it was measured)."""
-    fixes = [e for e in report.get("events") or [] if e.get("event") == "fix"]
-    if not fixes:
-        return []
-    from fxlens.report.fixes import fix_lines
-
-    together = next((e for e in reversed(report["events"]) if e.get("event") == "fix_together"), None)
-    return ["Fixes tried (fxlens fix):", *fix_lines({"fixes": fixes, "together": together}), ""]
+    found = FixResult.from_events(report.get("events") or [])
+    return ["Fixes tried (fxlens fix):", *found.lines(), ""] if found else []
 
 
 def render_text(report: dict, limit: int = 20) -> str:
@@ -262,8 +181,9 @@ def render_text(report: dict, limit: int = 20) -> str:
         *_head_lines(report),
         # collectives (a hang risk), parity, runtime, execution order
         *text_lines(distributed_sections(report)),
-        *_break_lines(report, limit),
-        *_recompile_lines(report),
+        *text_lines(break_section(report, limit)),  # fxlens.report.breaksrecompiles
+        *text_lines(recompile_section(report)),
+        *text_lines(limit_hit_section(report)),
         *_fix_lines(report),
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
         # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds

@@ -1,16 +1,17 @@
-"""`fxlens doctor`'s human report: the summary line, functions side by side, memory, findings.
+"""`fxlens doctor`'s human report: the summary line, functions side by side, memory, findings, and
+with `--warm` cold vs warm start. In the report layer so that the doctor's result renders itself
+(DoctorResult.lines) wherever it is read back.
 
 Every speedup is printed beside its 95% interval; a direction ("faster", "slower") only when the
-interval excludes 1 (fxlens.probe.interval.verdict), else "inconclusive" and why.
+interval excludes 1 (fxlens.report.speedups.verdict), else "inconclusive" and why.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fxlens.doctor.warm_start import warm_lines
-from fxlens.probe.interval import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.report.memorytext import memory_lines
+from fxlens.report.speedups import MIN_PAIRS, combined_interval, fmt_interval, fmt_speedup, is_busy, verdict
 from fxlens.report.texttable import tabulate
 from fxlens.trace.userframes import short_path
 
@@ -270,14 +271,61 @@ def _finding_lines(result: dict) -> list[str]:
     return out
 
 
-def render_text(result: dict) -> str:
-    """The human report: compiled functions side by side, timing, memory and wall time, ranked findings."""
+def parts_text(parts: dict, limit: int = 6) -> str:
+    """`dynamo tracing 0.28 s, kernel loading 7.65 s, ...`, heaviest first."""
+    rows = sorted(parts.items(), key=lambda kv: -kv[1])[:limit]
+    return ", ".join(f"{k} {v:.2f} s" for k, v in rows) or "nothing"
+
+
+def warm_lines(result: dict) -> list[str]:
+    """`--warm`: the cold start against the warm one, and where the warm start still spends."""
+    w = result.get("warm")
+    if not w:
+        return []
+    cold, warm = w["cold"], w["warm"]
+    proc = (
+        f"; processes {cold['process_s']:.1f} s cold, {warm['process_s']:.1f} s warm"
+        if cold.get("process_s") and warm.get("process_s")
+        else ""
+    )
+    out = [
+        "",
+        "Cold vs warm start (three more compiled runs: cold, then warm from its private cache folder, "
+        "then a fresh folder with its bundle loaded):",
+        f"  {w['message']}{proc}",
+    ]
+    out.append(f"  the warm start still spends (torch's timed events): {parts_text(warm['parts']['parts'])}")
+    b = w.get("bundle")
+    if b:
+        load = f" + {b['load_s']:.2f} s loading it" if b.get("load_s") is not None else ""
+        out.append(
+            f"  mega-cache bundle ({b['bundle_bytes'] / 1e6:.1f} MB), measured in a third process with an "
+            f"empty cache folder: {b['compile_s']:.2f} s compiling{load} (cold {cold['compile_s']:.2f} s, "
+            f"warm {warm['compile_s']:.2f} s); it still spends: {parts_text(b['parts']['parts'])}"
+        )
+    else:
+        out.append("  mega-cache bundle: save_cache_artifacts() returned nothing, not measured")
+    for h in w["hits"][:8]:
+        saved = f", saved {h['saved_s']:.2f} s" if h.get("saved_s") else ""
+        out.append(f"  warm hit: {h['compile_id']} {h['function']} {h['cache']}{saved}")
+    out.append(f"  {w['suggestion']}")
+    return out
+
+
+def doctor_lines(result: dict) -> list[str]:
+    """The human report's lines: compiled functions side by side, timing, memory and wall time,
+    ranked findings."""
     ranks = result.get("ranks") or []
     head = f"fxlens doctor: {short_path(result['script'])}"
     if len(ranks) > 1:
         head += f" ({len(ranks)} ranks; per-call times: rank {ranks[0]}; memory and wall time: the largest over ranks)"
     out = [head, result["summary"], ""]
     out += _function_lines(result) + _timing_lines(result) + _memory_lines(result) + _finding_lines(result)
-    out += warm_lines(result)  # `--warm`: cold vs warm start (fxlens.doctor.warm_start)
+    out += warm_lines(result)
     out += ["", f"session: {result['session']}   (fxlens report / fxlens tui on it)"]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def render_text(result: dict) -> str:
+    """The human report, as `fxlens doctor` prints it."""
+    return "\n".join(doctor_lines(result)) + "\n"
