@@ -103,6 +103,7 @@ def test_block_class_and_actions(model):
     assert [a["kind"] for a in found["actions"]] == ["nested_region", "regional"]
     assert all(a["params"]["block"] == "Block" for a in found["actions"])
     assert found["iterations"] == 300 and f"model.py:{line}" in found["message"]
+    assert found["block_s"] == pytest.approx(7.0 / 300, abs=1e-6)  # Block's inclusive seconds per call
 
 
 def test_no_finding_when_the_loop_does_not_call_its_variable(model):

@@ -254,7 +254,10 @@ def loop_fix_lines(sec: dict) -> list[str]:
     loop = sec.get("unrolled_loop")
     if not loop:
         return []
-    out = [f"  the loop's body calls {loop['block_class']} ({where(loop['block_file'])}:{loop['block_line']})"]
+    out = [
+        f"  the loop's body calls {loop['block_class']} ({where(loop['block_file'])}:{loop['block_line']}): "
+        f"{loop['block_s'] * 1000:.1f} ms of tracing per call"
+    ]
     out += [f"  fix (`fxlens fix` tries it): {describe(a)}" for a in loop["actions"]]
     return out
 

@@ -49,6 +49,8 @@ def loop_finding(section: dict, dominant: float) -> dict | None:
         "block_class": cls,
         "block_file": block["file"],
         "block_line": block["first_line"],
+        # Dynamo's seconds tracing one call of the block (inclusive of what it inlined)
+        "block_s": round(block["incl_s"] / lp["iterations"], 6),
         "iterations": lp["iterations"],
         "incl_s": lp["incl_s"],
         "share": lp["share"],
