@@ -52,6 +52,23 @@ def test_the_loop_gets_most_of_dynamos_seconds(loop_report):
     assert any(f["file"].endswith("torch/nn/modules/linear.py") for f in sec["functions"])
 
 
+def test_the_loop_carries_its_block_class_and_fixes(loop_report):
+    import inspect
+
+    import torch
+
+    loop = loop_report["compile_lines"]["unrolled_loop"]
+    # the class is the code Dynamo inlined once per iteration: torch.nn.Linear.forward, by inspect
+    code = torch.nn.Linear.forward.__code__
+    assert loop["block_class"] == "Linear" and loop["iterations"] == 300
+    assert (loop["block_file"], loop["block_line"]) == (code.co_filename, code.co_firstlineno)
+    assert loop["line"] == _loop_line(SCRIPTS / "unrolled_loop.py")
+    assert [(a["kind"], a["params"]["block"]) for a in loop["actions"]] == [
+        ("nested_region", "Linear"),
+        ("regional", "Linear"),
+    ]
+
+
 def test_attributed_total_matches_torchs_dynamo_time(loop_report):
     sec = loop_report["compile_lines"]
     log = loop_report["source"]["logs"][0]

@@ -3,7 +3,8 @@
 Every finding that can be fixed carries its fixes as data (`actions`, fxlens.report.fixes): the
 recompile causes (fxlens.report.rootcause), and any other finding of the report with an `actions`
 list, and, in a session of `fxlens doctor`, every doctor finding's `actions`. Graph breaks and
-recompile-limit hits get theirs here, from BREAK_ACTIONS and the limit; the
+recompile-limit hits get theirs here, from BREAK_ACTIONS and the limit; a loop Dynamo unrolled
+(`compile_lines.unrolled_loop`, fxlens.report.loopfix) carries its own; the
 recorder of the first run adds what only a run can tell (a compiled module never called, a
 compiled DDP wrapper). Code fixes get their patch here.
 """
@@ -60,6 +61,10 @@ def _from_report(report: dict) -> list[dict]:
                 h.get("line"),
             )
         )
+    # a loop Dynamo unrolled over modules of one class: compile that class once
+    loop = (report.get("compile_lines") or {}).get("unrolled_loop")
+    if loop:
+        out += [_entry(loop["message"], a, loop.get("file"), loop.get("line")) for a in loop["actions"]]
     # any other finding that carries its fixes as data (e.g. a repeated block: a regional compile)
     for name, items in report.items():
         if name in ("recompile_causes", "graph_breaks") or not isinstance(items, list):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from fxlens.report.fixes import describe
+from fxlens.report.loopfix import loop_finding
 from fxlens.report.texttable import tabulate
 from fxlens.trace.linetimes import chromium_parts
 from fxlens.trace.userfiles import is_user_file, library_path
@@ -65,6 +67,8 @@ def compile_lines(session) -> dict:
         "per_compile": per_compile,
     }
     out["headline"] = headline(out)
+    # the dominant loop's fixes, when its body calls modules of one class (fxlens fix tries them)
+    out["unrolled_loop"] = loop_finding(out, DOMINANT)
     return out
 
 
@@ -214,6 +218,7 @@ def line_time_lines(report: dict, limit: int = 10) -> list[str]:
     out = [f"Where Dynamo's {sec['dynamo_s']:.2f} s went, by source line: {parts}"]
     if sec.get("headline"):
         out.append(f"  {sec['headline']}")
+    out += loop_fix_lines(sec)
     if sec.get("restarted_s"):
         out.append(f"  {sec['restarted_s']:.2f} s of the tracing was in attempts torch restarted")
     groups: dict[tuple, list[dict]] = {}
@@ -242,6 +247,19 @@ def line_time_lines(report: dict, limit: int = 10) -> list[str]:
         ),
         "",
     ]
+    return out
+
+
+def loop_fix_lines(sec: dict) -> list[str]:
+    """The unrolled loop's block class and the fixes `fxlens fix` tries for it."""
+    loop = sec.get("unrolled_loop")
+    if not loop:
+        return []
+    out = [
+        f"  the loop's body calls {loop['block_class']} ({where(loop['block_file'])}:{loop['block_line']}): "
+        f"{loop['block_s'] * 1000:.1f} ms of tracing per call"
+    ]
+    out += [f"  fix (`fxlens fix` tries it): {describe(a)}" for a in loop["actions"]]
     return out
 
 
@@ -320,6 +338,7 @@ def line_time_blocks(report: dict, ps=None) -> list:
     out: list = [Heading(3, f"Dynamo's {sec['dynamo_s']:.2f} s by source line")]
     if sec.get("headline"):
         out.append(Para(text(sec["headline"])))
+    out += [Para(text(ln.strip())) for ln in loop_fix_lines(sec)]
     out.append(Para(f"Parts: {parts}."))
     for node in tree(sec["functions"]):
         rows = []
