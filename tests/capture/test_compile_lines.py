@@ -53,7 +53,6 @@ def test_the_loop_gets_most_of_dynamos_seconds(loop_report):
 
 
 def test_the_loop_carries_its_block_class_and_fixes(loop_report):
-    import inspect
 
     import torch
 

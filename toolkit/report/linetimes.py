@@ -15,8 +15,8 @@ from fxlens.report.fixes import describe
 from fxlens.report.loopfix import loop_finding
 from fxlens.report.texttable import tabulate
 from fxlens.trace.linetimes import chromium_parts
-from fxlens.trace.userfiles import is_user_file, library_path
-from fxlens.trace.userframes import is_resume, short_path, user_function
+from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userframes import is_resume, shown_path, user_function
 
 NOT_MEASURED = (
     "Dynamo's seconds by source line are measured only while the script runs under fxlens "
@@ -188,20 +188,15 @@ def headline(section: dict) -> str | None:
         lp = loops[0]
         return (
             f"Dynamo spent {lp['incl_s']:.1f} s ({lp['share']:.0%}) of its {total:.1f} s unrolling the loop at "
-            f"{where(lp['file'])}:{lp['line']} ({lp['function']}), {lp['iterations']} iterations"
+            f"{shown_path(lp['file'])}:{lp['line']} ({lp['function']}), {lp['iterations']} iterations"
         )
     if top and top[0]["share"] >= DOMINANT:
         ln = top[0]
         return (
             f"Dynamo spent {ln['self_s']:.1f} s ({ln['share']:.0%}) of its {total:.1f} s tracing "
-            f"{where(ln['file'])}:{ln['line']} ({ln['function']})"
+            f"{shown_path(ln['file'])}:{ln['line']} ({ln['function']})"
         )
     return None
-
-
-def where(path: str) -> str:
-    """A file as the report shows it: the user's relative to here, a library's as its package path."""
-    return short_path(path) if is_user_file(path) else library_path(path)
 
 
 def line_time_lines(report: dict, limit: int = 10) -> list[str]:
@@ -226,7 +221,7 @@ def line_time_lines(report: dict, limit: int = 10) -> list[str]:
         groups.setdefault((ln["file"], ln["function"]), []).append(ln)
     rows = []
     for (file, function), lines in groups.items():
-        rows.append([f"{where(file)} {function}", "", "", "", ""])
+        rows.append([f"{shown_path(file)} {function}", "", "", "", ""])
         for ln in sorted(lines, key=lambda x: x["line"]):
             code = ln.get("source") or ""
             rows.append(
@@ -256,7 +251,7 @@ def loop_fix_lines(sec: dict) -> list[str]:
     if not loop:
         return []
     out = [
-        f"  the loop's body calls {loop['block_class']} ({where(loop['block_file'])}:{loop['block_line']}): "
+        f"  the loop's body calls {loop['block_class']} ({shown_path(loop['block_file'])}:{loop['block_line']}): "
         f"{loop['block_s'] * 1000:.1f} ms of tracing per call"
     ]
     out += [f"  fix (`fxlens fix` tries it): {describe(a)}" for a in loop["actions"]]
@@ -284,7 +279,7 @@ def tree_text(functions: list[dict], source=None, indent: str = "  ") -> list[st
     inclusive seconds and shares; `source(file, line)` gives a line's code."""
     out = []
     for node in tree(functions):
-        out.append(f"{where(node['file'])}  {node['self_s']:.2f} s ({node['share']:.0%})")
+        out.append(f"{shown_path(node['file'])}  {node['self_s']:.2f} s ({node['share']:.0%})")
         for f in node["functions"]:
             if f["self_share"] < 0.005 and not f["lines"]:
                 continue
@@ -319,7 +314,7 @@ def line_time_blocks(report: dict, ps=None) -> list:
     from fxlens.report.document import Code, Details, Heading, Para, Table
 
     def path(file: str) -> str:
-        return ps.path(file) if ps is not None and is_user_file(file) else where(file)
+        return ps.path(file) if ps is not None and is_user_file(file) else shown_path(file)
 
     def text(t: str) -> str:
         return ps.text(t) if ps is not None else t

@@ -17,6 +17,7 @@ import ast
 from functools import lru_cache
 
 from fxlens.report.fixes import action
+from fxlens.trace.userframes import shown_path
 
 
 def loop_finding(section: dict, dominant: float) -> dict | None:
@@ -35,7 +36,6 @@ def loop_finding(section: dict, dominant: float) -> dict | None:
     cls = _class_of(block["file"], block["first_line"])
     if cls is None:
         return None
-    from fxlens.report.linetimes import where
 
     site = f"`{lp['function']}`"
     acts = [action("nested_region", block=cls, site=site)]
@@ -55,7 +55,7 @@ def loop_finding(section: dict, dominant: float) -> dict | None:
         "incl_s": lp["incl_s"],
         "share": lp["share"],
         "message": (
-            f"the loop at {where(lp['file'])}:{lp['line']} calls `{var}` ({cls}) {lp['iterations']} times and "
+            f"the loop at {shown_path(lp['file'])}:{lp['line']} calls `{var}` ({cls}) {lp['iterations']} times and "
             f"Dynamo traces each call: {lp['incl_s']:.2f} s ({lp['share']:.0%}) of its seconds"
         ),
         "actions": acts,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fxlens.trace.records import Frame
 from fxlens.trace.sources import lookup
-from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userfiles import is_user_file, library_path
 
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
 
@@ -135,6 +135,11 @@ def short_path(path: str, root: str | None = None) -> str:
         if full.is_relative_to(r):
             return str(full.relative_to(r))
     return path
+
+
+def shown_path(path: str) -> str:
+    """A file as the report shows it: the user's relative to here, a library's as its package path."""
+    return short_path(path) if is_user_file(path) else library_path(path)
 
 
 def def_params(path: str, line: int) -> set[str]:
