@@ -14,7 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from fxlens.report.build import build_report, render_text
+from fxlens.report.build import build_report
+from fxlens.report.text import render_text
 from fxlens.report.command import render_guards
 from fxlens.report.formats import render_html, render_markdown
 from fxlens.trace.session import Session
