@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from fxlens.report.texttable import tabulate
-from fxlens.trace.linetimes import chromium_parts
 from fxlens.trace.userframes import is_resume, is_user_file, library_path, short_path, user_function
 
 NOT_MEASURED = (
@@ -69,6 +68,8 @@ def compile_lines(session) -> dict:
 
 def _per_compile(session, windows) -> list[dict]:
     """One row per compile measured: torch's Dynamo seconds beside what the runner measured."""
+    from fxlens.trace.linetimes import chromium_parts  # loaded only where lines were measured
+
     metrics = {(m.rank, m.compile_id): m for m in session.metrics}
     parts_by_log: dict[str, dict] = {}
     rows: dict[tuple, dict] = {}
