@@ -32,7 +32,7 @@ class Kind:
 
     name: str
     read: Reader | None = None  # None: kept by compile id as it is (the TUI shows it; nothing reads it)
-    record: type | str | None = None  # what `read` returns (a record type, or its name where its module loads late)
+    record: type | str | None = None  # what `read` returns: a record type (its name: loaded late)
     field: str = ""  # the model's list it fills ("" for none)
     no_id: bool = False  # logged without a compile id, it belongs to the compile "-" (AOTInductor, export)
     check: Check | None = None  # the shape check of the record's value, run as the line is read
