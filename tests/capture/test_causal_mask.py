@@ -2,7 +2,8 @@
 torch's own hint (capture_scalar_outputs) does not. Ground truth: TORCH_LOGS=graph_breaks of the
 script run by hand three ways (children forked from one interpreter that imported torch)."""
 
-from capture_helpers import SCRIPTS, forked_runs
+from capture_helpers import SCRIPTS
+from forked import forked_runs
 
 from fxlens.report.fixes import break_actions_of, describe
 

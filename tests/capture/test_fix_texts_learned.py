@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from capture_helpers import SCRIPTS, forked_runs
+from capture_helpers import SCRIPTS
+from forked import forked_runs
 
 
 def _outcome(returncode: int, stderr: str) -> tuple[int, str]:
