@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fxlens.report.build import build_report, render_text
+from fxlens.report.build import build_report
+from fxlens.report.text import render_text
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import Line, Section, to_html, to_markdown
 from fxlens.report.formats import render_html, render_markdown
