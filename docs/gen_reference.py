@@ -166,7 +166,8 @@ def internals_page() -> str:
 
 
 def _kind_cells(k) -> list[str]:
-    into = f"`{k.field}` ({getattr(k.record, '__name__', '')})" if k.field else ""
+    record = k.record if isinstance(k.record, str) else getattr(k.record, "__name__", "")
+    into = f"`{k.field}` ({record})" if k.field else ""
     memory = "skipped unread" if k.skip else "slimmed once read" if k.slim else ""
     if k.read_only_with:
         memory = f"read only with `{k.read_only_with.decode()}`"

@@ -18,3 +18,4 @@ def fxlens(*args, cwd=None, env=None, timeout=300):
         env={**os.environ, **(env or {})},
         timeout=timeout,
     )
+

@@ -8,13 +8,13 @@ interpreter (ground truth: whether torch raises, and how many recompiles TORCH_L
   compiles once.
 """
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
 from capture_helpers import SCRIPTS
+from forked import forked_runs
 
 
 def _outcome(returncode: int, stderr: str) -> tuple[int, str]:
@@ -35,47 +35,12 @@ def _by_hand(script: str, mode: str) -> tuple[int, str]:
     return _outcome(proc.returncode, proc.stderr)
 
 
-# one interpreter imports torch (TORCH_LOGS read then), then forks a child per mode that runs the
-# script as `python SCRIPT MODE` would, its stderr in a file: each child compiles from nothing
-_FORKED = """
-import json, os, runpy, sys
-import torch
-script, out, modes = sys.argv[1], sys.argv[2], sys.argv[3:]
-got = {}
-for mode in modes:
-    err = f"{out}.{len(got)}"
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(fd, 2)
-        sys.argv = [script, mode]
-        code = 0
-        try:
-            runpy.run_path(script, run_name="__main__")
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-            code = 1
-        sys.stderr.flush()
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    got[mode] = [os.waitstatus_to_exitcode(status), open(err).read()]
-json.dump(got, open(out, "w"))
-"""
-
-
 def _by_hand_forked(script: str, modes: list[str], tmp_path) -> dict[str, tuple[int, str]]:
     """`_by_hand` for several modes, each in a child forked from one interpreter with torch imported
     (one torch import instead of one a mode)."""
-    out = tmp_path / "by_hand.json"
-    cmd = [sys.executable, "-c", _FORKED, str(SCRIPTS / script), str(out), *modes]
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, env={**os.environ, "TORCH_LOGS": "recompiles"}, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return {m: _outcome(*rc_err) for m, rc_err in json.loads(out.read_text()).items()}
+    runs = [(mode, "") for mode in modes]
+    got = forked_runs(SCRIPTS / script, runs, tmp_path, {"TORCH_LOGS": "recompiles"})
+    return {mode: _outcome(*rc_err) for mode, rc_err in zip(modes, got)}
 
 
 @pytest.mark.slow

@@ -3,7 +3,8 @@ torch 2.13 (scripts/: each opens with the issue's address, its title and what th
 
 The scripts are the reports' own code adapted to the CPU, and shaped as reports are: run eagerly,
 run compiled, compare with assert_close (or assert), exit 1. Ground truth is established here
-without fxlens: plain python with the script's backend fails and with `eager` passes; for the
+without fxlens: plain python with the script's backend fails and with `eager` passes (children forked
+from one interpreter that imported torch, where a test runs several); for the
 verdicts of torch's CompilerBisector, the inductor switch the verdict names is flipped by hand
 and the script then passes.
 """
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from forked import forked_runs
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -67,8 +69,8 @@ def test_wrong_number_below_fxlens_tolerances_is_bisected_then_minified_as_bisec
     # pytorch/pytorch#198183: inductor's vectorised erf returns 0 for |x| <= 1e-7 (an absolute
     # error of 1e-8, under any absolute tolerance; the report's check is rtol=1e-3, atol=0)
     script = SCRIPTS / "erf_small_vec.py"
-    assert _python(script).returncode == 1
-    assert _python(script, env={"BACKEND": "eager"}).returncode == 0
+    by_hand = [("", ""), ("", "os.environ['BACKEND'] = 'eager'")]  # its backend, then eager
+    assert [code for code, _ in forked_runs(script, by_hand, tmp_path, {})] == [1, 0]
     proc, v = _bisect(tmp_path, script, "--no-compiler-bisector")
     assert v["first_failing_stage"] == "inductor" and _stages(v) == INDUCTOR_LADDER_OK
     c = v["culprit"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from fxlens.report.fixes import action
 from fxlens.trace.graph_code import parse_graph
 
 MIN_COUNT = 2  # instances of one class under one container that make a repeated block
@@ -147,7 +146,7 @@ def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
                 "message": _message(b["block_class"], count, root_fn, g.compile_id, total, share, saving),
                 "fix": _fix(b["block_class"], attr),
                 # what `fxlens fix` tries: each instance of the block compiled instead of the root
-                "actions": [action("regional", block=b["block_class"], site=f"`{root_fn}`")],
+                "actions": [_regional(b["block_class"], root_fn)],
             }
         )
     return sorted(out, key=lambda f: -(f["compile_s"] or 0.0))
@@ -204,3 +203,10 @@ def block_findings(report: dict) -> list[dict]:
         }
         for b in report.get("repeated_blocks") or []
     ]
+
+
+def _regional(block_class: str, root_fn: str):
+    """The regional-compilation fix (its module loaded only where a repeated block is found)."""
+    from fxlens.report.fixes import action
+
+    return action("regional", block=block_class, site=f"`{root_fn}`")

@@ -22,7 +22,6 @@ from fxlens.report.measured import attach as attach_measured
 from fxlens.report.outputcode import output_code
 from fxlens.report.passes import compile_passes
 from fxlens.report.ranks import rank_groups
-from fxlens.report.rootcause import session_causes
 from fxlens.report.special_graphs import aot_inductor, export_issues, special_graphs, unknown_records
 from fxlens.report.specializations import specializations
 from fxlens.report.stacktrie import stack_trie
@@ -268,6 +267,16 @@ def _guards(session: Session) -> list[dict]:
     return out
 
 
+def _causes(session: Session) -> list[dict]:
+    """Each recompile's root cause; the analysis (guards, argument paths, fixes) is loaded only for
+    a trace that recompiled, which a plain report's start does not pay for."""
+    if not any(r.recompiles for r in session.ranks):
+        return []
+    from fxlens.report.rootcause import session_causes
+
+    return [{**asdict(c), "actions": list(c.actions)} for c in session_causes(session)]
+
+
 def build_report(session: Session, with_guards: bool = True) -> dict:
     """The report as a JSON-ready dict (the contract's keys, more are welcome)."""
     times = compile_times(session)  # per-compile stages, caches, restarts (fxlens.report.compiles)
@@ -281,7 +290,7 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
         "graphs": _graphs(session),
         "graph_breaks": _dedup_breaks(session),
         "recompiles": _recompiles(session),
-        "recompile_causes": [{**asdict(c), "actions": list(c.actions)} for c in session_causes(session)],
+        "recompile_causes": _causes(session),
         "recompile_limit_hits": _limit_hits(session),
         "compile_times": times,
         # graphs that inline N instances of one module class, with the regional-compilation fix

@@ -55,10 +55,11 @@ def main(args: argparse.Namespace) -> int:
     check_writable(getattr(args, "perfetto", None), "--perfetto")
     check_writable(args.out, "--out")
     session = Session.open(args.path)
-    from fxlens.report.toolsession import report_main, tool_of
+    if session.kind == "session" and not session.logs:  # maybe bisect's / minify's (no trace of their own)
+        from fxlens.report.toolsession import report_main, tool_of
 
-    if tool := tool_of(session):  # bisect / minify: no trace of their own; their verdict and runs
-        return report_main(session, tool, args)
+        if tool := tool_of(session):  # their verdict and runs
+            return report_main(session, tool, args)
     session.check_not_empty()
     if getattr(args, "perfetto", None):
         from fxlens.report.perfetto import write_perfetto

@@ -14,7 +14,6 @@ from collections import defaultdict
 from fxlens.report.fixes import describe
 from fxlens.report.loopfix import loop_finding
 from fxlens.report.texttable import tabulate
-from fxlens.trace.linetimes import chromium_parts
 from fxlens.trace.userfiles import is_user_file
 from fxlens.trace.userframes import is_resume, shown_path, user_function
 
@@ -74,6 +73,8 @@ def compile_lines(session) -> dict:
 
 def _per_compile(session, windows) -> list[dict]:
     """One row per compile measured: torch's Dynamo seconds beside what the runner measured."""
+    from fxlens.trace.linetimes import chromium_parts  # loaded only where lines were measured
+
     metrics = {(m.rank, m.compile_id): m for m in session.metrics}
     parts_by_log: dict[str, dict] = {}
     rows: dict[tuple, dict] = {}

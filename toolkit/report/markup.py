@@ -7,11 +7,7 @@ escapes. Everything written into Markdown or HTML goes through one of the functi
 
 from __future__ import annotations
 
-import html
-import importlib.metadata
-import json
 import os
-import platform
 import re
 from pathlib import Path
 
@@ -84,6 +80,8 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def h(text: object) -> str:
     """Text escaped for HTML (quotes too), control characters spelled out."""
+    import html  # its entity table costs the text report's start, which never escapes HTML
+
     return html.escape(visible(text), quote=True)
 
 
@@ -116,6 +114,8 @@ class PathShortener:
 
 
 def _version(dist: str) -> str | None:
+    import importlib.metadata  # scans installed distributions (email, zipfile): only for environment()
+
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -137,6 +137,7 @@ def _device() -> str:
 
 def traced_torch_version(logs: list) -> dict:
     """The `torch_version` artifact torch writes at the top of each log (the version that RAN)."""
+    import json
     for log in logs:
         try:
             with open(log, encoding="utf-8", errors="replace") as f:
@@ -160,6 +161,8 @@ def run_environment() -> dict:
 
     Never initialises CUDA: a device is named only when the script used it.
     """
+    import platform
+
     import torch
 
     try:
@@ -190,6 +193,8 @@ def environment(logs: list | None = None, events: list | None = None, probe_devi
     and commit also come from the trace's `torch_version` record); else from the machine rendering
     the report, and `source` says which.
     """
+    import platform  # these imports cost the text report's start; only Markdown/HTML ask
+
     traced = traced_torch_version(logs or [])
     run = next((e for e in events or [] if e.get("event") == "environment"), None)
     base = (

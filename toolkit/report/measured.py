@@ -12,9 +12,6 @@ import json
 import os
 from pathlib import Path
 
-from fxlens import config
-from fxlens.report.fixes import key
-
 # sessions looked at for a fix session of the same script, newest first
 MAX_SESSIONS = 200
 
@@ -38,6 +35,8 @@ def _read_events(sdir: Path) -> list[dict]:
 
 
 def _latest_fix_session(script: str, here: Path | None) -> tuple[Path | None, list[dict]]:
+    from fxlens import config  # loaded only for a session whose script is known
+
     root = config.load().sessions_dir
     try:
         dirs = sorted((d for d in root.iterdir() if d.is_dir()), reverse=True)[:MAX_SESSIONS]
@@ -67,6 +66,8 @@ def measured(session) -> tuple[str | None, dict]:
         if not script:
             return None, {}
         where, own = _latest_fix_session(script, Path(session.path))
+    from fxlens.report.fixes import key  # the fix kinds: only where fixes were measured
+
     got = {}
     for e in own:
         act = {"kind": e.get("kind"), "params": e.get("params") or {}}
@@ -84,6 +85,8 @@ def attach(report: dict, session) -> None:
     if not got:
         return
     report["fix_session"] = where
+    from fxlens.report.fixes import key
+
     for item in (report.get("recompile_causes") or []) + (report.get("graph_breaks") or []):
         rows = []
         for act in item.get("actions") or []:

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fxlens.report.document import Line, Section
-from fxlens.report.rootcause import CAUSES, format_for_guard
 from fxlens.trace.guards import parse_failed_guard
 from fxlens.trace.model import RankModel
 from fxlens.trace.sanitize import clip
@@ -173,6 +172,8 @@ def _guard_change(guards: tuple[str, ...]) -> str:
     if g.kind == "other":
         return g.text or guards[0]
     change = f"{g.expected} -> {g.actual}" if g.expected and g.actual else "changed"
+    from fxlens.report.rootcause import CAUSES, format_for_guard  # only a trace that recompiled
+
     return f"{format_for_guard(CAUSES[g.kind][0], g)} {change}"
 
 

@@ -14,7 +14,6 @@ from dataclasses import replace
 
 from fxlens.trace import kind_readers as r
 from fxlens.trace.kindtable import HIDDEN, Kind, KindTable, group
-from fxlens.trace.linetimes import LineWindow, read_compile_lines
 from fxlens.trace.records import (
     BytecodeDump,
     Collectives,
@@ -334,6 +333,14 @@ _SKIPPED = group(
         why="timings (--perfetto reads them apart) and tensor descriptions",
     ),
 )
+def read_compile_lines(rec, ctx):
+    """fxlens.trace.linetimes's reader, its module (four record types) loaded on the first such
+    artifact: a trace `fxlens run` did not measure never pays for it."""
+    from fxlens.trace import linetimes
+
+    return linetimes.read_compile_lines(rec, ctx)
+
+
 _FXLENS = group(
     "fxlens's own backend",
     (
@@ -342,7 +349,7 @@ _FXLENS = group(
         Kind(
             "artifact:fxlens_compile_lines",
             read_compile_lines,
-            LineWindow,
+            "LineWindow",  # fxlens.trace.linetimes's, imported when the kind is first read
             "compile_lines",
             label="Dynamo's seconds by line",
             why="Dynamo's seconds by source line of one compile attempt (written by `fxlens run`'s runner)",

@@ -32,7 +32,7 @@ class Kind:
 
     name: str
     read: Reader | None = None  # None: kept by compile id as it is (the TUI shows it; nothing reads it)
-    record: type | None = None  # what `read` returns (a record of fxlens.trace.records)
+    record: type | str | None = None  # what `read` returns: a record type (its name: loaded late)
     field: str = ""  # the model's list it fills ("" for none)
     no_id: bool = False  # logged without a compile id, it belongs to the compile "-" (AOTInductor, export)
     check: Check | None = None  # the shape check of the record's value, run as the line is read
@@ -70,9 +70,9 @@ def group(name: str, rows: Iterable[Kind]) -> tuple[Kind, ...]:
     return tuple(replace(r, group=name) for r in rows)
 
 
-def model_fields(rows: Iterable[Kind]) -> dict[str, type]:
+def model_fields(rows: Iterable[Kind]) -> dict[str, type | str]:
     """Each model list the rows fill, with its record type, in table order."""
-    out: dict[str, type] = {}
+    out: dict[str, type | str] = {}
     for row in rows:
         if row.field and row.field not in out:
             out[row.field] = row.record or object

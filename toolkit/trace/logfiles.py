@@ -5,13 +5,10 @@ opened at all; and gzipped logs (`*.log.gz`), read through a plain copy made onc
 from __future__ import annotations
 
 import errno
-import gzip
 import hashlib
 import os
 import shutil
 import stat
-import tempfile
-import zlib
 from pathlib import Path
 
 from fxlens.errors import FxlensError
@@ -108,6 +105,10 @@ def plain_copy(path: Path) -> Path:
     is a one-line FxlensError."""
     if path.suffix != ".gz":
         return path
+    import gzip  # with tempfile (and its random): only for a gzipped log, not every report's start
+    import tempfile
+    import zlib
+
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     dest = Path(tempfile.gettempdir()) / f"fxlens-gunzip-{os.getuid()}" / key / path.name.removesuffix(".gz")
