@@ -198,6 +198,10 @@ def test_seven_graph_script_says_its_stage_first_and_the_handover_keeps_its_budg
     assert at["stage verdict"] <= ladder + 30
     cb = v["compiler_bisector"]
     assert cb["budget_s"] == budget and cb["seconds"] <= budget + 10
+    # the driver is forked from bisect's warm process: no interpreter start or torch import of its
+    # own (a new driver paid both: 8.5 s here at load ~5, the same import run 1 pays)
+    assert any("driver and each step forked from bisect's warm process" in ln for ln in lines)
+    assert cb["driver_start_s"] < 0.5 * v["run_times"][0]["import_s"]
     assert "raised in pointless_cumsum_replacement" in lines[verdict]
     assert v["failure"]["site"]["function"] == "pointless_cumsum_replacement"
     assert v["graph"]["of"] == 7 and v["culprit"]["function"] == "scale"

@@ -47,6 +47,8 @@ def run_driver(spec: dict) -> dict:
         echo=lambda line: print(line, flush=True),
         first=spec["first_run"],
     )
+    if fork:
+        _probe_once()
     runs.fork = fork
     runs.module = spec.get("module")
     runs.extra_env.update(spec.get("env") or {})
@@ -65,6 +67,20 @@ def run_driver(spec: dict) -> dict:
     except BudgetSpent:
         return {**_result(None, runs), **_spent(), "ready_at": ready_at}
     return {**_result(found, runs), "ready_at": ready_at}
+
+
+def _probe_once() -> None:
+    """Probe the CPU's vector ISA here, once, for every step forked from this driver: each step
+    compiles into an empty cache dir (`clean_cache`), where inductor's first C++ compile would
+    otherwise rebuild and run the probe (~30 s of a ~50 s passing step, 2-core box at load ~6)."""
+    from fxlens.backend.torch_compat import probe_vector_isa
+
+    t0 = time.perf_counter()
+    try:
+        probe_vector_isa()
+    except Exception:  # noqa: BLE001 - each step's own compile then probes, and fails as it would
+        return
+    print(f"  warm: the CPU's vector ISA probed once for every step ({time.perf_counter() - t0:.1f}s)", flush=True)
 
 
 class BudgetSpent(Exception):
@@ -132,6 +148,13 @@ def _prepare(spec: dict) -> tuple[str, bool, dict]:
         import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
         import fxlens.bisect.fp64_compare  # noqa: F401
         import fxlens.capture.runner  # noqa: F401
+        from fxlens.backend.torch_compat import clear_bisector_env_cache
+        from fxlens.bisect.backend import under_bisector
+
+        # a driver forked from bisect's warm process imported torch and the wrapper before the
+        # switches above: what they read at import is read again
+        clear_bisector_env_cache()
+        under_bisector()
     return state, fork, step_env
 
 
@@ -323,33 +346,35 @@ def hand_over(
         spec.update(confirmed=confirmed, cache_dir=str(Path(tmp) / "inductor-cache"))
         spec["out"] = str(Path(tmp) / "result.json")
         spec_path = Path(tmp) / "spec.json"
-        how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
+        warm = _warm_for(runs, spec)
+        how = (
+            "the driver and each step forked from bisect's warm process"
+            if warm is not None
+            else "each step forked from a warm driver"
+            if spec["fork"]
+            else "each step a new interpreter"
+        )
         runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
         budget = runs.handover_budget
         t0, launched = time.perf_counter(), time.time()
         _set_budget(runs, spec, launched, estimate_from)
         spec_path.write_text(json.dumps(spec))
-        proc = children.popen(
-            [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        proc = _launch(warm, spec_path)
         stop = _deadline_timers(proc, budget)
         tail: list[str] = []
         try:
             for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith(("  run ", "  skip ", "  other ", "  budget ")):
+                if line.startswith(("  run ", "  skip ", "  other ", "  budget ", "  warm: ")):
                     runs.echo(line.rstrip("\n"))
                 tail = [*tail[-20:], line.rstrip("\n")]
         except BaseException:
             # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
-            children.end(proc)
+            proc.end() if warm is not None else children.end(proc)
             raise
         finally:
             for timer in stop:
                 timer.cancel()
-        children.wait(proc)
+        proc.wait() if warm is not None else children.wait(proc)
         out_path = Path(spec["out"])
         if not out_path.exists():
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
@@ -370,6 +395,32 @@ def hand_over(
         **_err(data),
         **({"unconfirmed": data["unconfirmed"]} if data.get("unconfirmed") else {}),
     }
+
+
+def _warm_for(runs: Runs, spec: dict):
+    """bisect's warm process, when the driver may be forked from it: steps are forked, and every
+    TORCH* switch the driver sets that torch reads at import is as the warm process had it (the
+    bisector's own, read through its cached env reads, are cleared in the driver)."""
+    from fxlens.bisect.cache import cache_env
+
+    if runs.warm is None or not spec["fork"]:
+        return None
+    env = {**cache_env(runs.session_dir), **(spec.get("env") or {})}
+    return None if runs.warm.differs(env) else runs.warm
+
+
+def _launch(warm, spec_path: Path):
+    """The driver: forked from the warm process (a `ForkedDriver`), else a new interpreter."""
+    if warm is not None:
+        driver = warm.hand_over(spec_path, spec_path.with_name("driver-output.txt"))
+        if driver is not None:
+            return driver
+    return children.popen(
+        [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def _set_budget(runs: Runs, spec: dict, launched: float, estimate_from) -> None:
@@ -414,22 +465,23 @@ def _write_partial(spec: dict) -> None:
     Path(spec["out"]).write_text(json.dumps(out, default=str))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     # the parent ends this driver's group with SIGTERM; the runs it started are groups of their
     # own, so end them first (else they would outlive both)
     children.install_sigterm()
     children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this driver (its runs: below)
-    spec = json.loads(Path(sys.argv[1]).read_text())
+    spec = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
     try:
         out = run_driver(spec)
     except KeyboardInterrupt:  # and SIGTERM: the parent's deadline, or the user
         children.end_all()
         _write_partial(spec)
-        sys.exit(143)
+        return 143
     except Exception as e:  # reported by the parent as "CompilerBisector did not finish"
         out = {"error": f"{type(e).__name__}: {e}", "runs": []}
     Path(spec["out"]).write_text(json.dumps(out, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
