@@ -21,13 +21,13 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from fxlens import config
+from fxlens.bisect.driver_process import launch, relay, warm_for
 from fxlens.bisect.runs import Runs, count_runs
 from fxlens.capture import children
 
@@ -80,7 +80,10 @@ def _probe_once() -> None:
         probe_vector_isa()
     except Exception:  # noqa: BLE001 - each step's own compile then probes, and fails as it would
         return
-    print(f"  warm: the CPU's vector ISA probed once for every step ({time.perf_counter() - t0:.1f}s)", flush=True)
+    print(
+        f"  warm: the CPU's vector ISA probed once for every step ({time.perf_counter() - t0:.1f}s)",
+        flush=True,
+    )
 
 
 class BudgetSpent(Exception):
@@ -346,7 +349,7 @@ def hand_over(
         spec.update(confirmed=confirmed, cache_dir=str(Path(tmp) / "inductor-cache"))
         spec["out"] = str(Path(tmp) / "result.json")
         spec_path = Path(tmp) / "spec.json"
-        warm = _warm_for(runs, spec)
+        warm = warm_for(runs, spec)
         how = (
             "the driver and each step forked from bisect's warm process"
             if warm is not None
@@ -359,22 +362,8 @@ def hand_over(
         t0, launched = time.perf_counter(), time.time()
         _set_budget(runs, spec, launched, estimate_from)
         spec_path.write_text(json.dumps(spec))
-        proc = _launch(warm, spec_path)
-        stop = _deadline_timers(proc, budget)
-        tail: list[str] = []
-        try:
-            for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith(("  run ", "  skip ", "  other ", "  budget ", "  warm: ")):
-                    runs.echo(line.rstrip("\n"))
-                tail = [*tail[-20:], line.rstrip("\n")]
-        except BaseException:
-            # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
-            proc.end() if warm is not None else children.end(proc)
-            raise
-        finally:
-            for timer in stop:
-                timer.cancel()
-        proc.wait() if warm is not None else children.wait(proc)
+        proc = launch(warm, spec_path, runs.echo)
+        tail = relay(proc, runs.echo, budget)
         out_path = Path(spec["out"])
         if not out_path.exists():
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
@@ -397,32 +386,6 @@ def hand_over(
     }
 
 
-def _warm_for(runs: Runs, spec: dict):
-    """bisect's warm process, when the driver may be forked from it: steps are forked, and every
-    TORCH* switch the driver sets that torch reads at import is as the warm process had it (the
-    bisector's own, read through its cached env reads, are cleared in the driver)."""
-    from fxlens.bisect.cache import cache_env
-
-    if runs.warm is None or not spec["fork"]:
-        return None
-    env = {**cache_env(runs.session_dir), **(spec.get("env") or {})}
-    return None if runs.warm.differs(env) else runs.warm
-
-
-def _launch(warm, spec_path: Path):
-    """The driver: forked from the warm process (a `ForkedDriver`), else a new interpreter."""
-    if warm is not None:
-        driver = warm.hand_over(spec_path, spec_path.with_name("driver-output.txt"))
-        if driver is not None:
-            return driver
-    return children.popen(
-        [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
 def _set_budget(runs: Runs, spec: dict, launched: float, estimate_from) -> None:
     """The driver's deadline and first step estimate in `spec`, and the `budget` line said."""
     from fxlens.bisect.handover import budget_line, step_estimate
@@ -434,24 +397,6 @@ def _set_budget(runs: Runs, spec: dict, launched: float, estimate_from) -> None:
         spec["estimate"] = step_estimate(estimate_from)
         source = f"run {estimate_from.n} less its imports"
         runs.echo(budget_line(runs.handover_budget, spec["estimate"], source))
-
-
-def _deadline_timers(proc, budget: float | None) -> list:
-    """Timers that end the driver at the budget's deadline (SIGTERM: it writes the steps so far),
-    and kill it a few seconds later if it is still there."""
-    import signal
-    import threading
-
-    if not budget:
-        return []
-    timers = [
-        threading.Timer(budget, children.killpg, (proc.pid, signal.SIGTERM)),
-        threading.Timer(budget + 3 * children.GRACE_S, children.killpg, (proc.pid, signal.SIGKILL)),
-    ]
-    for t in timers:
-        t.daemon = True
-        t.start()
-    return timers
 
 
 def _err(data: dict) -> dict:
