@@ -239,6 +239,14 @@ INDUCTOR_LAZY_MODULES = (
 )
 
 
+def probe_vector_isa() -> None:
+    """Probe the CPU's vector ISA as inductor's first C++ compile in a process does (a compile and a
+    child process for each ISA; ~30 s in an empty cache dir on a loaded box). The answer depends on
+    the machine and compiler only, never on a script's config, and `valid_vec_isa_list` keeps it for
+    the process and every process forked from it."""
+    resolve("pick_vec_isa")()
+
+
 def warm_inductor_process() -> None:
     """Do, in this process, what every process's first inductor compile does once and keeps: import
     the modules it loads lazily, hash torch's sources (the cache key's `torch_key`), register the

@@ -143,6 +143,16 @@ def test_private_torch_imports_only_in_the_compat_module():
 WARMING_IMPORTS = {"torch._inductor.compile_fx"}
 
 
+def test_the_vector_isa_probe_is_kept_for_the_process():
+    # bisect's hand-over probes once in its driver so that steps forked from it, each in an empty
+    # inductor cache dir, skip the probe's compiles: that rests on torch caching the probed list
+    import torch._inductor.cpu_vec_isa as cpu_vec_isa
+
+    assert torch_compat.SYMBOLS["pick_vec_isa"][0] == cpu_vec_isa.__name__
+    assert callable(cpu_vec_isa.valid_vec_isa_list.cache_info)
+    assert "valid_vec_isa_list()" in inspect.getsource(cpu_vec_isa.pick_vec_isa)
+
+
 def test_inductor_warm_up_modules_exist():
     # minify's zygote imports them once for every worker and re-run it forks; a module torch moved
     # would silently cost each of them its first compile's imports again

@@ -118,8 +118,16 @@ def test_forked_handover_leaves_no_process_behind(accuracy_forked):
 
 def test_forked_handover_verdict_equals_fresh_interpreters(accuracy_forked, tmp_path):
     _, forked, _ = accuracy_forked
+    # no hand-over budget: fresh-interpreter steps are slow, and a verdict cut at the default 300 s
+    # (as on a loaded 2-core box) has nothing to compare
     proc, fresh, _ = _bisect(
-        tmp_path, MULTI, "--inductor-relu-bug", "accuracy", env={"FXLENS_BISECT_FRESH_RUNS": "1"}
+        tmp_path,
+        "--compiler-bisector-budget",
+        "0",
+        MULTI,
+        "--inductor-relu-bug",
+        "accuracy",
+        env={"FXLENS_BISECT_FRESH_RUNS": "1"},
     )
     assert proc.returncode == 0, proc.stderr
     _assert_relu_lowering(fresh)

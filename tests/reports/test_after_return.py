@@ -147,6 +147,32 @@ def _tiny_candidate():
     return candidate_from_module(gm, [torch.randn(3)])
 
 
+def test_the_reduced_185497_graph_fails_at_the_aot_level_where_the_reports_passes():
+    # why minify's #185497 reproducer also fails on aot_eager: without the report's `interpolate`,
+    # the graph trips torch 2.13's AOTAutograd itself (any backend), with the same RuntimeError;
+    # with it, aot_eager passes. Torch alone, no fxlens in the process.
+    # the three runs in one interpreter (torch imported once): each run_path compiles anew
+    code = (
+        "import os, runpy, sys\n"
+        "for backend, interp in (('aot_eager', '0'), ('eager', '0'), ('aot_eager', '1')):\n"
+        "    os.environ.update(BACKEND=backend, INTERPOLATE=interp)\n"
+        "    try:\n"
+        "        runpy.run_path(sys.argv[1])\n"
+        "    except RuntimeError as e:\n"
+        "        print('FAILS', backend, interp, str(e)[:80])\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(SCRIPTS / "inplace_slice_backward.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0 and len(lines) == 3, run.stderr[-2000:]
+    assert lines[0].startswith("FAILS aot_eager 0 one of the variables needed for gradient computation")
+    assert lines[1].startswith("OK") and lines[2].startswith("OK")
+
+
 # -- slow: bisect and minify end to end ---------------------------------------------------------
 
 
@@ -198,6 +224,10 @@ def test_seven_graph_script_says_its_stage_first_and_the_handover_keeps_its_budg
     assert at["stage verdict"] <= ladder + 30
     cb = v["compiler_bisector"]
     assert cb["budget_s"] == budget and cb["seconds"] <= budget + 10
+    # the driver is forked from bisect's warm process: no interpreter start or torch import of its
+    # own (a new driver paid both: 8.5 s here at load ~5, the same import run 1 pays)
+    assert any("driver and each step forked from bisect's warm process" in ln for ln in lines)
+    assert cb["driver_start_s"] < 0.5 * v["run_times"][0]["import_s"]
     assert "raised in pointless_cumsum_replacement" in lines[verdict]
     assert v["failure"]["site"]["function"] == "pointless_cumsum_replacement"
     assert v["graph"]["of"] == 7 and v["culprit"]["function"] == "scale"
@@ -225,6 +255,15 @@ def test_minify_writes_a_reproducer_that_fails_alone_and_passes_on_eager(tmp_pat
     assert all(mark in text for mark in marks), text[:3000]
     assert "non-default torch config" not in text  # none of these scripts sets any
     _reproduces(repro)
+    if name == "inplace_norm_backward.py":
+        # the reduction keeps "fails on inductor, passes eagerly", not "passes on aot_eager": without
+        # the script's interpolate the graph fails on aot_eager too (a torch AOTAutograd failure,
+        # test_the_reduced_185497_graph_fails_at_the_aot_level_where_the_reports_passes)
+        aot = repro.with_name("aot_" + repro.name)
+        aot.write_text(re.sub(r"(def load_backend\(\):\n    return )'\w+'", r"\1'aot_eager'", text))
+        run = subprocess.run([sys.executable, str(aot)], capture_output=True, text=True, timeout=600)
+        assert run.returncode == 1 and "modified by an inplace operation" in run.stderr
+        assert "interpolate" not in text.split("def make_inputs")[0]
 
 
 @pytest.mark.slow
@@ -255,4 +294,3 @@ def test_sigterm_during_minify_names_its_partial_reproducer(tmp_path):
     # the path as the user named it (--out r.py, relative to where minify ran)
     assert partial.exists() and "the best reproducer so far (not verified): r.partial.py" in err
     assert "interrupted while verifying" in partial.read_text()
-

@@ -52,9 +52,15 @@ def process_times() -> dict | None:
     return {k: _PROCESS[k] for k in ("runner_at", "torch_at", "forked")}
 
 
-if os.environ.get("TORCH_BISECT_BACKEND"):
-    # a run driven by torch's CompilerBisector: torch.compile would otherwise replace every
-    # backend, this wrapper included, with the bisected one (torch/__init__.py, `compile`)
+def under_bisector() -> None:
+    """Set up a process driven by torch's CompilerBisector (TORCH_BISECT_BACKEND set): at this
+    module's import, and again by a driver forked from a process that imported it without that
+    switch (`fxlens.bisect.inductor._prepare`), whose steps would otherwise compile with inductor
+    instead of this wrapper."""
+    if not os.environ.get("TORCH_BISECT_BACKEND"):
+        return
+    # torch.compile would otherwise replace every backend, this wrapper included, with the
+    # bisected one (torch/__init__.py, `compile`)
     from fxlens.backend.torch_compat import keep_custom_backend_under_bisector
 
     keep_custom_backend_under_bisector()
@@ -64,6 +70,9 @@ if os.environ.get("TORCH_BISECT_BACKEND"):
         from fxlens.backend.torch_compat import CompilerBisector
 
         CompilerBisector.in_process_cache = os.environ[config.ENV_BISECT_STATE_DIR]
+
+
+under_bisector()
 
 SPEC = "fxlens.bisect.backend:wrapper"  # how the parent names this backend in FXLENS_BACKEND_OVERRIDE
 _ordinals = itertools.count()

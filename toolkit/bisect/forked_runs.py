@@ -22,6 +22,12 @@ forks never repeat each other's draws; `functools.cache`d environment reads, whi
 for the bisector's own switches; and str hashing's random seed (PYTHONHASHSEED), which only a new
 interpreter can change.
 The driver's steps write no TORCH_TRACE (they only need pass/fail); the server's runs do.
+
+When `fxlens bisect` has a server, the driver itself is forked from it too (`WarmServer.hand_over`):
+the server never ran a script (each run is its fork), so its state is a fresh import's, and the
+switches the driver sets that the server lacked (`TORCH_BISECT_BACKEND`, `TORCH_COMPILE_BACKEND`)
+are read only through the bisector's cached env reads, which the driver clears after setting them.
+The script's own module is never imported into the server: a script runs its work at import.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -230,8 +237,109 @@ class WarmServer:
         res = json.loads(line)
         return RunResult(Path(kw["session_dir"]), res["exit_code"], res["seconds"])
 
+    def hand_over(self, spec_path: Path, output: Path) -> ForkedDriver | None:
+        """The CompilerBisector driver forked from this process (no interpreter start, no imports);
+        its output goes to `output`. None when the server is gone."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        output.touch()
+        try:
+            if not self.ready and self.proc.stdout.readline().strip() != READY:
+                return None
+            self.ready = True
+            self.proc.stdin.write(json.dumps({"handover": str(spec_path), "output": str(output)}) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, ValueError, OSError):
+            return None
+        return ForkedDriver(self, json.loads(line)["pid"], output) if line else None
+
     def close(self) -> None:
         children.end(self.proc, grace=2)  # SIGTERM: it ends the run it is waiting on first
+
+
+class ForkedDriver:
+    """A driver forked by the server, as `fxlens.bisect.inductor.hand_over` uses a Popen: `pid` (its
+    group), `stdout` (its lines, as written), `end()`, `wait()`, `returncode`."""
+
+    def __init__(self, server: WarmServer, pid: int, output: Path):
+        self.pid, self.output, self.returncode = pid, output, None
+        self._done = threading.Event()
+        # the server answers once more when the driver exits: read it aside, the lines go on
+        threading.Thread(target=self._await, args=(server,), daemon=True).start()
+        self.stdout = self._lines()
+
+    def _await(self, server: WarmServer) -> None:
+        try:
+            line = server.proc.stdout.readline()
+            self.returncode = json.loads(line)["exit_code"] if line else -9
+        except (OSError, ValueError):
+            self.returncode = -9
+        self._done.set()
+
+    def _lines(self):
+        with open(self.output, errors="replace") as f:
+            buf = ""
+            while True:
+                done = self._done.is_set()  # before the read: what it wrote last is read after
+                buf += f.read()
+                *lines, buf = buf.split("\n")
+                yield from (ln + "\n" for ln in lines)
+                if done:
+                    break
+                self._done.wait(0.1)
+            if buf:
+                yield buf
+
+    def wait(self) -> int:
+        self._done.wait()
+        return self.returncode
+
+    def end(self) -> None:
+        """SIGTERM (the driver ends its steps and writes what it has), SIGKILL after the grace."""
+        children.killpg(self.pid, signal.SIGTERM)
+        if not self._done.wait(children.GRACE_S):
+            children.killpg(self.pid, signal.SIGKILL)
+            self._done.wait(5)
+
+
+def _driver_child(spec_path: str, output: str) -> None:
+    """In the forked child: `python -m fxlens.bisect.inductor SPEC` without its start (never returns)."""
+    code = 1
+    try:
+        os.setsid()  # its own group, as a Popen'd driver has: the deadline ends it by its pid
+        fd = os.open(output, os.O_WRONLY | os.O_APPEND)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        devnull = os.open(os.devnull, os.O_RDONLY)  # never the server's request pipe
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        os.environ[children.ENV_PARENT] = str(os.getppid())
+        from fxlens.bisect.inductor import main
+
+        code = main([spec_path])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: BLE001 - fxlens's own failure here: say it, exit non-zero
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _serve_handover(req: dict) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _driver_child(req["handover"], req["output"])
+    print(json.dumps({"pid": pid}), flush=True)
+    print(json.dumps({"exit_code": _wait(pid, None)}), flush=True)
 
 
 def serve() -> int:
@@ -243,11 +351,15 @@ def serve() -> int:
 
     import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
     import fxlens.bisect.fp64_compare  # noqa: F401
+    import fxlens.bisect.inductor  # noqa: F401 - the CompilerBisector driver a hand-over forks
     import fxlens.capture.runner  # noqa: F401
 
     print(READY, flush=True)
     for line in sys.stdin:
         req = json.loads(line)
+        if "handover" in req:
+            _serve_handover(req)
+            continue
         req["session_dir"], req["output"] = Path(req["session_dir"]), Path(req["output"])
         res = run_forked(req.pop("script"), req.pop("args"), trace=True, **req)
         print(json.dumps({"exit_code": res.exit_code, "seconds": res.seconds}), flush=True)

@@ -21,13 +21,13 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from fxlens import config
+from fxlens.bisect.driver_process import launch, relay, warm_for
 from fxlens.bisect.runs import Runs, count_runs
 from fxlens.capture import children
 
@@ -47,6 +47,8 @@ def run_driver(spec: dict) -> dict:
         echo=lambda line: print(line, flush=True),
         first=spec["first_run"],
     )
+    if fork:
+        _probe_once()
     runs.fork = fork
     runs.module = spec.get("module")
     runs.extra_env.update(spec.get("env") or {})
@@ -65,6 +67,23 @@ def run_driver(spec: dict) -> dict:
     except BudgetSpent:
         return {**_result(None, runs), **_spent(), "ready_at": ready_at}
     return {**_result(found, runs), "ready_at": ready_at}
+
+
+def _probe_once() -> None:
+    """Probe the CPU's vector ISA here, once, for every step forked from this driver: each step
+    compiles into an empty cache dir (`clean_cache`), where inductor's first C++ compile would
+    otherwise rebuild and run the probe (~30 s of a ~50 s passing step, 2-core box at load ~6)."""
+    from fxlens.backend.torch_compat import probe_vector_isa
+
+    t0 = time.perf_counter()
+    try:
+        probe_vector_isa()
+    except Exception:  # noqa: BLE001 - each step's own compile then probes, and fails as it would
+        return
+    print(
+        f"  warm: the CPU's vector ISA probed once for every step ({time.perf_counter() - t0:.1f}s)",
+        flush=True,
+    )
 
 
 class BudgetSpent(Exception):
@@ -132,6 +151,13 @@ def _prepare(spec: dict) -> tuple[str, bool, dict]:
         import fxlens.bisect.backend  # noqa: F401 - the wrapper every run compiles through
         import fxlens.bisect.fp64_compare  # noqa: F401
         import fxlens.capture.runner  # noqa: F401
+        from fxlens.backend.torch_compat import clear_bisector_env_cache
+        from fxlens.bisect.backend import under_bisector
+
+        # a driver forked from bisect's warm process imported torch and the wrapper before the
+        # switches above: what they read at import is read again
+        clear_bisector_env_cache()
+        under_bisector()
     return state, fork, step_env
 
 
@@ -323,33 +349,21 @@ def hand_over(
         spec.update(confirmed=confirmed, cache_dir=str(Path(tmp) / "inductor-cache"))
         spec["out"] = str(Path(tmp) / "result.json")
         spec_path = Path(tmp) / "spec.json"
-        how = "each step forked from a warm driver" if spec["fork"] else "each step a new interpreter"
+        warm = warm_for(runs, spec)
+        how = (
+            "the driver and each step forked from bisect's warm process"
+            if warm is not None
+            else "each step forked from a warm driver"
+            if spec["fork"]
+            else "each step a new interpreter"
+        )
         runs.echo(f"  handing over to torch's CompilerBisector (inductor passes, configs, lowerings; {how})")
         budget = runs.handover_budget
         t0, launched = time.perf_counter(), time.time()
         _set_budget(runs, spec, launched, estimate_from)
         spec_path.write_text(json.dumps(spec))
-        proc = children.popen(
-            [sys.executable, "-m", "fxlens.bisect.inductor", str(spec_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        stop = _deadline_timers(proc, budget)
-        tail: list[str] = []
-        try:
-            for line in proc.stdout:  # relay the driver's runs as they finish
-                if line.startswith(("  run ", "  skip ", "  other ", "  budget ")):
-                    runs.echo(line.rstrip("\n"))
-                tail = [*tail[-20:], line.rstrip("\n")]
-        except BaseException:
-            # interrupted: SIGTERM lets the driver end its own runs' groups, then its group ends
-            children.end(proc)
-            raise
-        finally:
-            for timer in stop:
-                timer.cancel()
-        children.wait(proc)
+        proc = launch(warm, spec_path, runs.echo)
+        tail = relay(proc, runs.echo, budget)
         out_path = Path(spec["out"])
         if not out_path.exists():
             last = next((ln for ln in reversed(tail) if ln.strip()), "no output")
@@ -385,24 +399,6 @@ def _set_budget(runs: Runs, spec: dict, launched: float, estimate_from) -> None:
         runs.echo(budget_line(runs.handover_budget, spec["estimate"], source))
 
 
-def _deadline_timers(proc, budget: float | None) -> list:
-    """Timers that end the driver at the budget's deadline (SIGTERM: it writes the steps so far),
-    and kill it a few seconds later if it is still there."""
-    import signal
-    import threading
-
-    if not budget:
-        return []
-    timers = [
-        threading.Timer(budget, children.killpg, (proc.pid, signal.SIGTERM)),
-        threading.Timer(budget + 3 * children.GRACE_S, children.killpg, (proc.pid, signal.SIGKILL)),
-    ]
-    for t in timers:
-        t.daemon = True
-        t.start()
-    return timers
-
-
 def _err(data: dict) -> dict:
     return {"error": data["error"]} if data.get("error") else {}
 
@@ -414,22 +410,23 @@ def _write_partial(spec: dict) -> None:
     Path(spec["out"]).write_text(json.dumps(out, default=str))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     # the parent ends this driver's group with SIGTERM; the runs it started are groups of their
     # own, so end them first (else they would outlive both)
     children.install_sigterm()
     children.die_with_parent()  # fxlens killed, even by SIGKILL: so is this driver (its runs: below)
-    spec = json.loads(Path(sys.argv[1]).read_text())
+    spec = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
     try:
         out = run_driver(spec)
     except KeyboardInterrupt:  # and SIGTERM: the parent's deadline, or the user
         children.end_all()
         _write_partial(spec)
-        sys.exit(143)
+        return 143
     except Exception as e:  # reported by the parent as "CompilerBisector did not finish"
         out = {"error": f"{type(e).__name__}: {e}", "runs": []}
     Path(spec["out"]).write_text(json.dumps(out, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
