@@ -104,11 +104,7 @@ def _child(script: str, args: list[str], env: dict, output: Path, module: str | 
 
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)  # never the warm process's atexit handlers (the bisector's cleanup)
+        _exit_child(code)
 
 
 def _wait(pid: int, timeout: float | None) -> int:
@@ -302,6 +298,16 @@ class ForkedDriver:
             self._done.wait(5)
 
 
+def _exit_child(code: int) -> None:
+    """End a forked child: its output flushed, never the warm process's atexit handlers (the
+    bisector's cleanup), whatever flushing raises."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
 def _driver_child(spec_path: str, output: str) -> None:
     """In the forked child: `python -m fxlens.bisect.inductor SPEC` without its start (never returns)."""
     code = 1
@@ -325,11 +331,7 @@ def _driver_child(spec_path: str, output: str) -> None:
 
         traceback.print_exc()
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        _exit_child(code)
 
 
 def _serve_handover(req: dict) -> None:
