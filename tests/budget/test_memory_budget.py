@@ -85,7 +85,9 @@ def test_bad_cap():
 
 def test_the_plugin_accepts_a_memory_cap(pytester):
     pytester.makepyfile(test_planted=PLANTED)
-    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
+    # -rN: no short summary, whose lines are cut to the terminal's width (so the count
+    # below would change with COLUMNS: 2 at 80 columns, 4 on a wide CI terminal)
+    res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-rN")
     res.assert_outcomes(passed=1, failed=3)
     out = res.stdout.str()
     assert out.count("compile budget exceeded in the test body: peak_memory 2.0 MiB > 1.0 MiB") == 2
