@@ -3,7 +3,3 @@
 Importing this package must stay cheap: `torch.compile(backend="fxlens")` resolves through the
 `torch_dynamo_backends` entry point to `fxlens.backend.registry`, which imports stages lazily.
 """
-
-from fxlens.backend.stages import STAGES
-
-__all__ = ["STAGES"]

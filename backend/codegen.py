@@ -25,11 +25,10 @@ from fxlens.backend.ir import (
     full_index,
     numel,
 )
-from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, index_equal, row_index, triton_literal
+from fxlens.backend.kernel_ctx import Incompatible, KernelCtx, NotYet, row_index, triton_literal
 from fxlens.backend.symbolic import hint, is_static, render, used_symbols
 
-__all__ = ["Incompatible", "Kernel", "KernelCtx", "KernelSource", "SchedNode", "triton_literal", "generate",
-           "index_equal", "persistent"]  # fmt: skip
+__all__ = ["Kernel", "KernelSource", "SchedNode", "generate", "persistent"]
 
 
 @dataclass(eq=False)

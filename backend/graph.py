@@ -19,7 +19,9 @@ from fxlens.backend.codegen import SchedNode
 from fxlens.backend.fallback import failed, sees_symbolic_sizes, static_only, symbolic_ready, unsupported
 from fxlens.backend.ir import Buffer, Pointwise, Reduction, Value, contiguous_strides, numel
 from fxlens.backend.items import Budget, Extern
-from fxlens.backend.lower.table import LOWERINGS, VIEW_OPS
+from fxlens.backend.lower import table  # noqa: F401 - imports every op family, so LOWERINGS holds them all
+from fxlens.backend.lower.core import LOWERINGS
+from fxlens.backend.lower.views import VIEW_OPS
 from fxlens.backend.symbolic import SymbolicUnsupported, hint, is_static, size, sizes
 from fxlens.backend.symbolic_views import strided_view
 from fxlens.backend.torch_compat import OpOverload
@@ -337,7 +339,8 @@ class GraphLowering:
 
     def _recompute(self, v: Pointwise) -> bool:
         """A small expression with several users is recomputed in each (saves a store and a load)."""
-        from fxlens.backend.codegen import Incompatible, Kernel, generate
+        from fxlens.backend.codegen import Kernel, generate
+        from fxlens.backend.kernel_ctx import Incompatible
 
         probe = Buffer("probe", v.shape, contiguous_strides(v.shape), v.dtype, v.device)
         n = numel(v.shape)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from fxlens.backend.trace_log import log_artifact, log_json
+from fxlens.backend.trace_log import log_json
 
 
 def _log_stage(stage: str, gm: torch.fx.GraphModule) -> None:
@@ -56,4 +56,4 @@ def fxlens(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     return compile_graph(gm, example_inputs, fusion=True)
 
 
-__all__ = ["fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens_inline", "fxlens", "log_artifact"]
+__all__ = ["fxlens_eager", "fxlens_aot_eager", "fxlens_nofusion", "fxlens_inline", "fxlens"]

@@ -14,9 +14,10 @@ N decisions.
 
 from __future__ import annotations
 
-from fxlens.backend.codegen import Incompatible, Kernel, SchedNode, generate, persistent
+from fxlens.backend.codegen import Kernel, SchedNode, generate, persistent
 from fxlens.backend.ir import Reduction, numel
 from fxlens.backend.items import Budget, Extern
+from fxlens.backend.kernel_ctx import Incompatible
 
 
 def new_kernel(sn: SchedNode) -> Kernel:

@@ -243,7 +243,7 @@ def render(results: dict, rounds: int, per_step: float) -> str:
         cpu_on, cpu_off = _med([x["cpu_s"] for x in on]), _med([x["cpu_s"] for x in off])
         steps = sum(ln["steps"] for f in sec["functions"] for ln in f["lines"])
         top = sec["top_lines"][0]
-        from fxlens.report.linetimes import where
+        from fxlens.trace.userframes import shown_path as where
 
         out.append(
             f"| {name} | {on[0]['compiles']} | {sec['dynamo_s']:.2f} | {sec['measured_s'] / sec['dynamo_s']:.0%} "
@@ -261,7 +261,7 @@ def render(results: dict, rounds: int, per_step: float) -> str:
         out.append("")
         out.append("| line | function | self s | share | incl s | hits |")
         out.append("|---|---|---|---|---|---|")
-        from fxlens.report.linetimes import where
+        from fxlens.trace.userframes import shown_path as where
 
         for ln in sec["top_lines"][:6]:
             out.append(

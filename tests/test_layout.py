@@ -260,3 +260,59 @@ def test_no_two_modules_import_each_other():
     edges = {m: _runtime_imports(ast.parse(p.read_text()), modules) - {m} for m, p in modules.items()}
     circles = sorted(f"{a} <-> {b}" for a in edges for b in edges[a] if a < b and a in edges[b])
     assert circles == []
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """The names a module defines at its top level (def, class, assignment, also inside a top-level
+    `if`/`try`/`with`), not the names it imports; a module that serves names through a module
+    `__getattr__` (torch_compat's SYMBOLS, fxlens's lazy `expect`) also defines the string keys of
+    its top-level dict literals."""
+    names, lazy = set(), False
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            lazy |= node.name == "__getattr__"
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            stack += node.body + getattr(node, "orelse", []) + getattr(node, "finalbody", [])
+            stack += [s for h in getattr(node, "handlers", []) for s in h.body]
+    if lazy:
+        dicts = [n.value for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))]
+        keys = [k for d in dicts if isinstance(d, ast.Dict) for k in d.keys]
+        names |= {k.value for k in keys if isinstance(k, ast.Constant)}
+    return names
+
+
+def _exported(tree: ast.Module) -> list[str]:
+    """The names a module's `__all__` lists."""
+    alls = [
+        n.value for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "__all__"
+    ]
+    return [e.value for v in alls for e in getattr(v, "elts", [])]
+
+
+def test_names_are_imported_from_the_module_that_defines_them():
+    # a name imported into A only so that others import it from A (an "old home" kept after a move)
+    # hides where it lives; importers, product and tests, name the defining module, and `__all__`
+    # lists only what its module defines. Package APIs the docs promise (`fxlens.expect`,
+    # `fxlens.tui.command_for`) are defined in their package.
+    modules = _product_modules()
+    defined = {m: _defined_names(ast.parse(p.read_text())) for m, p in modules.items()}
+    bad = []
+    for folder in ("toolkit", "backend", "tui", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree, rel = ast.parse(path.read_text()), path.relative_to(ROOT)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in defined:
+                    bad += [
+                        f"{rel}:{node.lineno} {node.module}.{a.name}"
+                        for a in node.names
+                        if a.name not in defined[node.module] and f"{node.module}.{a.name}" not in modules
+                    ]
+            mine = _defined_names(tree)
+            bad += [f"{rel} __all__ re-exports {n}" for n in _exported(tree) if n not in mine]
+    assert bad == []

@@ -76,14 +76,16 @@ def step_run(backend: str) -> Path:
 
 
 def step_bisect() -> None:
-    from fxlens.bisect.command import bisect_script, render_text
+    from fxlens.bisect.command import bisect_script
+    from fxlens.bisect.verdict import render_text
 
     print(f"$ FXLENS_INJECT={DEMO_FAULT} fxlens bisect --check accuracy {DEMO_FAILING.name}", flush=True)
     print(render_text(bisect_script(str(DEMO_FAILING), [], backend="fxlens", check="accuracy")))
 
 
 def step_minify() -> None:
-    from fxlens.minify.command import minify_script, summary_line
+    from fxlens.minify.command import minify_script
+    from fxlens.minify.pipeline import summary_line
 
     out_dir = Path(config.load().sessions_dir) / "repros"
     print(
@@ -123,7 +125,8 @@ def step_kernel() -> None:
 
 
 def step_doctor() -> None:
-    from fxlens.doctor.command import doctor_script, render_text
+    from fxlens.doctor.command import doctor_script
+    from fxlens.report.doctor_text import render_text
 
     print(f"$ fxlens doctor {DEMO_MODEL.name}", flush=True)
     print(render_text(doctor_script(str(DEMO_MODEL), [])))

@@ -21,7 +21,6 @@ from fxlens import config
 from fxlens.errors import FxlensError
 from fxlens.live.follow import Follow, run_in_progress
 from fxlens.trace.session import Session, latest_session
-from fxlens.tui import command_for
 from fxlens.tui.session_screen import SessionScreen
 from fxlens.tui.viewbase import AppData, View
 
@@ -189,4 +188,4 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["FxlensApp", "add_arguments", "command_for", "main", "resolve"]
+__all__ = ["FxlensApp", "add_arguments", "main", "resolve"]

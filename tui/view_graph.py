@@ -13,10 +13,11 @@ from fxlens.trace.graph_code import COLUMNS, Node, filter_nodes, parse_graph, so
 from fxlens.trace.sanitize import clean, for_terminal
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.loader import artifact_label, is_graph_kind
 from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded
-from fxlens.tui.widgets import CodeView, Info, VimTable
+from fxlens.tui.widgets import CodeView, Info
 
 #: parsed graphs kept per view, so going back to a graph shows it at once
 CACHE_GRAPHS = 32

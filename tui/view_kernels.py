@@ -8,10 +8,11 @@ from textual.containers import Horizontal, Vertical
 
 from fxlens.trace.records import Kernel
 from fxlens.tui import keys
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.loader import is_graph_kind
 from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded
-from fxlens.tui.widgets import CodeView, Info, VimTable
+from fxlens.tui.widgets import CodeView, Info
 
 _COLS = ("rank", "compile id", "graph", "kernel", "ops", "bytes read", "bytes written")
 

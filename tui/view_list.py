@@ -7,9 +7,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import View, guarded
-from fxlens.tui.widgets import Info, VimTable
+from fxlens.tui.widgets import Info
 
 
 class ListView(View):

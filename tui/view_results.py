@@ -16,9 +16,10 @@ from fxlens.report.minify_result import MinifyResult
 from fxlens.trace.sanitize import for_terminal, read_display_text
 from fxlens.trace.userframes import short_path
 from fxlens.tui import keys
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.safe import escape
 from fxlens.tui.viewbase import Navigate, View, guarded, record_text
-from fxlens.tui.widgets import CodeView, Info, VimTable
+from fxlens.tui.widgets import CodeView, Info
 
 
 def _ladder(ev: dict) -> list[str]:

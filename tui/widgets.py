@@ -1,4 +1,5 @@
-"""Reusable widgets: a lazy code pane, a tree with vim keys, a text pane that exports (VimTable: table.py).
+"""Reusable widgets: a lazy code pane, a tree with vim keys, a text pane that exports (the table with vim keys,
+VimTable, is fxlens.tui.lazy_table's).
 
 CodeView renders only the lines on screen (the Line API, like toolong) and highlights code in a
 worker thread, so a 10,000-line graph opens at once and colours in a moment later.
@@ -19,7 +20,6 @@ from textual.widget import Widget
 from textual.widgets import Static, Tree
 
 from fxlens.tui import keys
-from fxlens.tui.lazy_table import VimTable
 
 #: highlighted code kept for every code pane, (language, code) -> lines: revisiting a graph,
 #: kernel or guard list shows its colours at once instead of re-running the highlighter
@@ -284,4 +284,4 @@ class Info(Static):
             return self.markup
 
 
-__all__ = ["CodeView", "CompileTree", "Info", "KeyBar", "VimTable"]
+__all__ = ["CodeView", "CompileTree", "Info", "KeyBar"]

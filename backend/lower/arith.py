@@ -8,8 +8,8 @@ import math
 
 import torch
 
-from fxlens.backend.codegen import triton_literal
 from fxlens.backend.ir import Pointwise, Value, broadcast_index, compute_dtype
+from fxlens.backend.kernel_ctx import triton_literal
 from fxlens.backend.lower.core import (
     LOWERINGS,
     libdevice_form,

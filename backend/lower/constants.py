@@ -7,8 +7,8 @@ from __future__ import annotations
 import sympy
 import torch
 
-from fxlens.backend.codegen import triton_literal
 from fxlens.backend.ir import TL_DTYPE, Pointwise, compute_dtype
+from fxlens.backend.kernel_ctx import triton_literal
 from fxlens.backend.lower.core import register, shape_of
 from fxlens.backend.symbolic import is_static, render
 

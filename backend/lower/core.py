@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from fxlens.backend.codegen import triton_literal
 from fxlens.backend.ir import Pointwise, Reduction, Value, broadcast_index, numel
+from fxlens.backend.kernel_ctx import triton_literal
 from fxlens.backend.symbolic import is_static, sizes
 
 try:  # registers prims.fma, which Dynamo emits for addcmul_/lerp_ (optimizer steps)

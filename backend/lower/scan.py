@@ -115,7 +115,7 @@ class CumScan(Reduction):
     accumulated in fp64) along `rdims[0]`, the whole row in one block."""
 
     def emit(self, ctx, sn) -> None:
-        from fxlens.backend.codegen import Incompatible
+        from fxlens.backend.kernel_ctx import Incompatible
 
         if not ctx.persistent:
             raise Incompatible("this scan needs its whole row in one block")

@@ -21,8 +21,8 @@ import torch
 import triton
 
 from fxlens.backend import config
-from fxlens.backend.codegen import Incompatible
 from fxlens.backend.ir import Pointwise, Reduction, Value, compute_dtype, full_index
+from fxlens.backend.kernel_ctx import Incompatible
 from fxlens.backend.lower.core import MetaLike, reduction, register, shape_of
 from fxlens.backend.symbolic import is_static
 

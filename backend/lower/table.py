@@ -1,8 +1,9 @@
-"""Every lowering registered: the table graph lowering looks ops up in (`LOWERINGS`), and the view
-ops it counts uses through (`VIEW_OPS`).
+"""Every lowering registered: importing this module imports every op family, and each family adds
+its ops to `fxlens.backend.lower.core.LOWERINGS` (the table graph lowering looks ops up in) when
+imported; graph lowering imports this module once for that, and reads the table from `core`.
 
-Each family adds to `LOWERINGS` when imported. The order below is the registration order the flat
-layout had (graph.py imported the families by name; each registers after the modules it imports).
+The order below is the registration order the flat layout had (graph.py imported the families by
+name; each registers after the modules it imports).
 Two registrations replace an earlier one, and each importing module imports the one it replaces
 first, so neither depends on this order: elementwise_math's pow over arith's, index's scatter over views'.
 """
@@ -31,7 +32,3 @@ from fxlens.backend.lower import (  # noqa: F401
     sort,
     special,
 )
-from fxlens.backend.lower.core import LOWERINGS
-from fxlens.backend.lower.views import VIEW_OPS
-
-__all__ = ["LOWERINGS", "VIEW_OPS"]

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from models import MLP
 
 from fxlens.backend import compile_fx, runtime
-from fxlens.backend.codegen import index_equal
+from fxlens.backend.kernel_ctx import index_equal
 from fxlens.backend.symbolic import bind
 
 

@@ -96,7 +96,7 @@ def test_accuracy_tolerances_per_dtype():
 
 
 def test_summary_of_a_failure_the_check_does_not_follow():
-    from fxlens.bisect.command import summary_line
+    from fxlens.bisect.verdict import summary_line
 
     r = {"outcome": "nothing_fails", "backend": "inductor", "check": "accuracy", "runs": 1}
     assert summary_line({**r, "stages": [{"stage": "inductor", "ok": True, "error": None}]}).startswith(
@@ -108,7 +108,7 @@ def test_summary_of_a_failure_the_check_does_not_follow():
 
 
 def test_summary_when_no_single_graph_fails_alone():
-    from fxlens.bisect.command import summary_line
+    from fxlens.bisect.verdict import summary_line
 
     r = {"outcome": "needs_several_graphs", "first_failing_stage": "inductor", "runs": 7}
     r.update(failure={"kind": "crash"}, graph={"ordinal": 1, "to": 3, "of": 4}, culprit={"compile_id": "1/0"})

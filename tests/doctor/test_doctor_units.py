@@ -1,9 +1,9 @@
 """doctor's numbers and findings on synthetic probe records and reports (no child process)."""
 
 from fxlens.doctor.breaks import break_fix
-from fxlens.doctor.command import render_text
 from fxlens.doctor.findings import findings
 from fxlens.probe.stats import RunStats, break_even, compile_seconds, function_rows, steady_ms
+from fxlens.report.doctor_text import render_text
 
 
 def _rec(name="f", times=(), compiles=None, **kw):

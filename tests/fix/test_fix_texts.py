@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fxlens.report.rootcause import root_causes, shorten
+from fxlens.report.causefix import shorten
+from fxlens.report.rootcause import root_causes
 from fxlens.trace.records import Recompile
 
 SCRIPTS = Path(__file__).parent / "scripts"

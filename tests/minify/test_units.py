@@ -6,7 +6,8 @@ from pathlib import Path
 import torch
 import torch.fx as fx
 
-from fxlens.minify.candidate_check import accuracy_failure, normalise_message, run_check, signature_of
+from fxlens.capture.accuracy import accuracy_failure, normalise_message
+from fxlens.minify.candidate_check import run_check, signature_of
 from fxlens.minify.graph import candidate_from_module, rebuild
 from fxlens.minify.repro_writer import ReproSpec, render
 

@@ -10,8 +10,9 @@ from fxlens.cli import main as cli_main
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.session import Session
 from fxlens.tui import command_for
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.screens import TextScreen
-from fxlens.tui.widgets import CodeView, CompileTree, Info, VimTable
+from fxlens.tui.widgets import CodeView, CompileTree, Info
 
 pytestmark = pytest.mark.tui
 SIZE = (120, 40)

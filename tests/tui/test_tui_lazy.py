@@ -11,8 +11,9 @@ from tui_helpers import make_app, press, settled, wait_loaded
 import fxlens.tui.view_graph as view_graph
 from fxlens.trace.graph_code import parse_graph
 from fxlens.trace.session import Session
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.screens import TextScreen
-from fxlens.tui.widgets import CodeView, KeyBar, VimTable
+from fxlens.tui.widgets import CodeView, KeyBar
 
 pytestmark = pytest.mark.tui
 SIZE = (120, 40)

@@ -7,8 +7,9 @@ import pytest
 from tui_helpers import make_app, press, wait_loaded
 
 from fxlens.trace.session import Session
+from fxlens.tui.lazy_table import VimTable
 from fxlens.tui.session_screen import SessionScreen
-from fxlens.tui.widgets import CompileTree, Info, VimTable
+from fxlens.tui.widgets import CompileTree, Info
 
 pytestmark = pytest.mark.tui
 SIZE = (120, 40)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from tui_helpers import make_app, press, wait_loaded
 
-from fxlens.tui.widgets import Info, VimTable
+from fxlens.tui.lazy_table import VimTable
+from fxlens.tui.widgets import Info
 
 pytestmark = pytest.mark.tui
 SCRIPTS = Path(__file__).resolve().parents[1] / "report" / "scripts"

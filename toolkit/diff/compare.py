@@ -14,14 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fxlens.diff.compiletime import compile_time
-from fxlens.diff.summaries import (  # file_key, normalise_guard: public here before the split
-    doctor_timings,
-    file_key,
-    grouped_failures,
-    guard_sets,
-    normalise_guard,  # noqa: F401
-    per_function,
-)
+from fxlens.diff.summaries import doctor_timings, file_key, grouped_failures, guard_sets, per_function
 from fxlens.report.counts import report_counts
 from fxlens.report.exits import how_it_ended
 

@@ -7,8 +7,8 @@ fxlens.probe.hook times every call of every compiled object in both; the compile
 table of compiled functions (eager vs compiled per call, compile time, break-even) and a ranked
 list of findings, each saying what to change at which line of the user's code.
 
-Public API (used by `fxlens demo`): `doctor_script(script, args, backend=...) -> dict` and
-`render_text(result) -> str`.
+Public API (used by `fxlens demo`): `doctor_script(script, args, backend=...) -> dict`; its text is
+`fxlens.report.doctor_text.render_text(result) -> str`.
 """
 
 from __future__ import annotations
@@ -432,5 +432,4 @@ def main(args: argparse.Namespace) -> int:
 
 
 # the names `fxlens demo` and the tests import (the text itself is fxlens.report.doctor_text's)
-render_doctor = render_text
-__all__ = ["DEFAULT_BUDGET_S", "add_arguments", "doctor_script", "main", "render_doctor", "render_text"]
+__all__ = ["DEFAULT_BUDGET_S", "add_arguments", "doctor_script", "main"]

@@ -294,7 +294,7 @@ class LiveState:
         )
 
     def _recompile(self, rec: RawRecord, log: _Log, cid: str) -> None:
-        from fxlens.report.rootcause import CAUSES, format_for_guard  # the report's words for a cause
+        from fxlens.report.causefix import CAUSES, format_for_guard  # the report's words for a cause
 
         self.recompiles.add(cid)
         fn, file, line = self._entry(log, cid) or ("?", "", 0)

@@ -28,21 +28,14 @@ import sys
 
 import torch
 
-from fxlens.capture.accuracy import (  # noqa: F401, E402
-    ACCURACY_MULTIPLIER,
-    ACCURACY_TOL,
-    SIGNATURE_RULES,
-    accuracy_failure,
-    flat_tensors,
-    normalise_message,
-)
+from fxlens.capture.accuracy import accuracy_failure, flat_tensors, normalise_message
 
 # Dynamo wrappers whose cause is the real error (the backend's own exception)
 WRAPPER_TYPES = ("BackendCompilerFailed", "InternalTorchDynamoError", "TorchRuntimeError")
 
-# ACCURACY_MULTIPLIER, ACCURACY_TOL, flat_tensors, accuracy_failure, SIGNATURE_RULES and
-# normalise_message: fxlens.capture.accuracy, whose body the reproducer writer embeds just before
-# this part (bisect compares failures with the same rules)
+# accuracy_failure, flat_tensors, normalise_message (and the ACCURACY_* and SIGNATURE_RULES they
+# read): fxlens.capture.accuracy, whose body the reproducer writer embeds just before this part
+# (bisect compares failures with the same rules)
 
 
 # lines main() prints before the signature: what eager did, what the compiled call did, the

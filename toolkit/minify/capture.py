@@ -19,7 +19,8 @@ from pathlib import Path
 
 from fxlens import config
 from fxlens.backend.stages import stage
-from fxlens.minify.candidate_check import accuracy_failure, signature_of
+from fxlens.capture.accuracy import accuracy_failure
+from fxlens.minify.candidate_check import signature_of
 from fxlens.report.exits import TIMEOUT_EXIT
 
 CAPTURE_SPEC = "fxlens.minify.capture:capture"
@@ -322,8 +323,7 @@ def _watched(compiled, out: Path, k: int, saved, lifted: list, check: str):
             if check in ("auto", "raise"):
                 eager_sig = _eager_raises(saved, call_args, lifted)
             if eager_sig is not None:
-                # before the compiled call: if it kills the process, the abort is still known to
-                # be on a call where eager raises (`failing_graph`)
+                # before the compiled call: an abort in it is known to be where eager raises
                 _status(out, graph=k, step="run", eager_raises=eager_sig)
         try:
             result = compiled(*args)

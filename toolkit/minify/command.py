@@ -23,7 +23,7 @@ from fxlens import config
 from fxlens.capture.backends import check_spec
 from fxlens.capture.command import add_timeout_argument, check_script, module_of
 from fxlens.errors import FxlensError
-from fxlens.minify.pipeline import MinifyRun, run_pipeline, summary_line  # noqa: F401  (summary_line: `fxlens demo`)
+from fxlens.minify.pipeline import MinifyRun, run_pipeline
 from fxlens.report.outputs import add_format_arguments, write_formatted
 from fxlens.trace.session import new_session_dir, write_info
 

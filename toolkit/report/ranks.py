@@ -172,7 +172,7 @@ def _guard_change(guards: tuple[str, ...]) -> str:
     if g.kind == "other":
         return g.text or guards[0]
     change = f"{g.expected} -> {g.actual}" if g.expected and g.actual else "changed"
-    from fxlens.report.rootcause import CAUSES, format_for_guard  # only a trace that recompiled
+    from fxlens.report.causefix import CAUSES, format_for_guard  # only a trace that recompiled
 
     return f"{format_for_guard(CAUSES[g.kind][0], g)} {change}"
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from fxlens.report.argpaths import entry_frames, entry_ids, held
-from fxlens.report.causefix import (  # noqa: F401  (CAUSES, format_for_guard: also read from here)
+from fxlens.report.causefix import (
     CAUSES,
     RESUME_PREFIX,
     cause_fix,
