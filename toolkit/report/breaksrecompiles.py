@@ -9,7 +9,6 @@ each finding as one bullet, its detail lines appended (`Line.joins`). The caller
 from __future__ import annotations
 
 from fxlens.report.document import MAX_ROWS, Code, Line, Section, Table
-from fxlens.report.fixes import break_actions_of, describe
 from fxlens.report.ranks import rank_ranges
 from fxlens.trace.sanitize import clip
 from fxlens.trace.userframes import location
@@ -37,6 +36,8 @@ def _break_details(b: dict, where, text) -> list[Line]:
 
     lib = b.get("library")
     if lib:  # the user's line only called into a library, which is where torch broke
+        from fxlens.report.fixes import break_actions_of, describe  # the fix table, read only here
+
         code = f"  `{clip(lib['code'], 80)}`" if lib.get("code") else ""
         detail(f"inside {lib['file']}:{lib['line']} ({lib['function']}){code}")
         own = break_actions_of(b)  # a row read off the library frame: a switch on the caller's side

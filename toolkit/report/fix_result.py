@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fxlens.report.document import Bold, Details, Heading, Para, Pre, Table
-from fxlens.report.fixes import change, fix_lines
 from fxlens.report.markup import PathShortener
 from fxlens.report.verdicts import read_fields, result_json
 from fxlens.trace.sanitize import clip
@@ -64,11 +63,15 @@ class FixResult:
 
     def lines(self, speed=None) -> list[str]:
         """One entry per fix, then the fixes together (`speed(fix) -> str`: the --speed figures)."""
+        from fxlens.report.fixes import fix_lines  # the fix table: only a session fix measured
+
         return fix_lines({"fixes": self.fixes, "together": self.together}, speed)
 
     def blocks(self, ps: PathShortener | None = None) -> list:
         """The fixes as a report section (Markdown, HTML): one row per fix, the fixes that helped
         together, the patches of code fixes folded; PS shortens the paths in free text."""
+        from fxlens.report.fixes import change
+
         ps = ps or PathShortener(self.script)
         eq = {True: "yes", False: "no", None: "-"}
         rows = [

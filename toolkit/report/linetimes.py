@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fxlens.report.fixes import describe
 from fxlens.report.loopfix import loop_finding
 from fxlens.report.texttable import tabulate
 from fxlens.trace.userfiles import is_user_file
@@ -251,6 +250,8 @@ def loop_fix_lines(sec: dict) -> list[str]:
     loop = sec.get("unrolled_loop")
     if not loop:
         return []
+    from fxlens.report.fixes import describe  # the fix table: only a report with a dominant loop
+
     out = [
         f"  the loop's body calls {loop['block_class']} ({shown_path(loop['block_file'])}:{loop['block_line']}): "
         f"{loop['block_s'] * 1000:.1f} ms of tracing per call"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-from fxlens.report.fixes import action
 from fxlens.trace.userframes import shown_path
 
 
@@ -36,6 +35,8 @@ def loop_finding(section: dict, dominant: float) -> dict | None:
     cls = _class_of(block["file"], block["first_line"])
     if cls is None:
         return None
+
+    from fxlens.report.fixes import action  # the fix table: only once a loop dominates
 
     site = f"`{lp['function']}`"
     acts = [action("nested_region", block=cls, site=site)]
