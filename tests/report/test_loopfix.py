@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 
 import pytest
 
@@ -136,3 +137,17 @@ def test_fix_gathers_the_loops_actions_and_the_text_shows_them(model):
         )
     )
     assert "the loop's body calls Block" in text and "nested_compile_region" in text
+
+
+def test_a_file_edited_between_reads_is_read_anew(model):
+    # a long TUI session reads the finding again after the class was renamed: the name in the file
+    # now, not the one parsed from its first version
+    path, mod = model
+    sec = _section(path, mod, _loop_line(path, "class Stack"))
+    assert loop_finding(sec, DOMINANT)["block_class"] == "Block"
+    path.write_text(MODEL.replace("class Block:", "class TransformerBlock:"))  # a new size
+    assert loop_finding(sec, DOMINANT)["block_class"] == "TransformerBlock"
+    before = os.stat(path)
+    path.write_text(MODEL.replace("class Block:", "class Layer:"))  # the old size: mtime tells
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+    assert loop_finding(sec, DOMINANT)["block_class"] == "Layer"

@@ -14,6 +14,7 @@ Pure Python (ast): read by the report, no torch import.
 from __future__ import annotations
 
 import ast
+import os
 from functools import lru_cache
 
 from fxlens.trace.userframes import shown_path
@@ -118,8 +119,18 @@ def _class_of(file: str, first_line: int) -> str | None:
     return None
 
 
-@lru_cache(maxsize=64)
 def _parse(file: str) -> ast.Module | None:
+    """FILE's syntax tree, cached per version of the file: one edited during a long TUI session
+    (a new mtime or size) is parsed anew."""
+    try:
+        st = os.stat(file)
+    except (OSError, ValueError):
+        return None
+    return _parse_version(file, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=64)
+def _parse_version(file: str, mtime_ns: int, size: int) -> ast.Module | None:
     try:
         with open(file, encoding="utf-8") as f:
             return ast.parse(f.read(), filename=file)
