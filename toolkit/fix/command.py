@@ -36,6 +36,7 @@ from fxlens.fix.results import fix_result, outputs_judged
 from fxlens.fix.runs import Launch, Progress, error_line, one_run, read_run
 from fxlens.report.fix_result import FixResult
 from fxlens.report.fixes import label, target
+from fxlens.report.measured import record_fix_session
 from fxlens.trace.session import Session, append_event, new_session_dir
 
 # --speed: seconds of doctor's interleaved timing per compiled function, per run
@@ -281,6 +282,8 @@ def _each_fix(
         res = fix_result(e, base, run, reference, eager)
         results.append(res)
         append_event(sdir, "fix", res)
+        if res["verdict"] != "not tried":  # a report of another session of the script finds it so
+            record_fix_session(sdir, script)
         instead = replacement(e, res)
         if instead is not None:
             queue.insert(i, instead)
