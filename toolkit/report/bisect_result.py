@@ -13,11 +13,10 @@ type the contract gives it, so a renderer never meets a string where it expects 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, environment_blocks
+from fxlens.report.document import Bold, Bullets, Code, Para
 from fxlens.report.markup import PathShortener, command_line
-from fxlens.report.verdicts import read_fields, read_source, result_json, run_env
+from fxlens.report.verdicts import read_fields, result_json, source_and_environment, tool_heading
 
 
 @dataclass
@@ -127,18 +126,15 @@ class BisectResult:
     ) -> list:
         """The verdict as document blocks: facts, the culprit kernel's source, the environment;
         INVOCATION: the command as session.json has it, for a verdict recorded without its own."""
-        ps = PathShortener(script)
-        name = Path(script).name if script else "script"
-        out: list = [
-            Heading(2, f"fxlens bisect: {name}"),
+        ps, heading = tool_heading("bisect", script)
+        out = [
+            heading,
             Para(Bold(f"verdict: {ps.text(self.summary or '')}")),
+            Bullets(self._facts(ps, script, invocation)),
         ]
-        out.append(Bullets(self._facts(ps, script, invocation)))
         k = self.kernel or {}
-        source = read_source(k.get("source_path"))
-        if source:
-            out.append(Details(f"kernel {k['name']} (Triton source)", [Pre(ps.text(source), "python")]))
-        return out + environment_blocks(env or run_env(self.session))
+        title = f"kernel {k.get('name')} (Triton source)"
+        return out + source_and_environment(k.get("source_path"), lambda _: title, ps, env, self.session)
 
     def _facts(self, ps: PathShortener, script: str | None, invocation: dict | None) -> list:
         facts: list = []

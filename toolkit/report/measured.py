@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from fxlens.trace.session import EVENTS_FILE, read_events
+
 # sessions looked at for a fix session of the same script, newest first, when the index names none
 MAX_SESSIONS = 200
 # beside the sessions: {a script's real path: the folder name of its latest fix session}
@@ -25,17 +27,7 @@ def _fix_events(events: list[dict]) -> list[dict]:
 
 
 def _read_events(sdir: Path) -> list[dict]:
-    out = []
-    try:
-        with open(sdir / "events.jsonl", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    continue  # a torn last line
-    except OSError:
-        pass
-    return out
+    return read_events(sdir / EVENTS_FILE)[0]  # a torn last line skipped
 
 
 def _sessions_root() -> Path:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fxlens.report.document import Bold, Bullets, Code, Details, Heading, Para, Pre, environment_blocks
-from fxlens.report.markup import PathShortener, command_line
-from fxlens.report.verdicts import read_fields, read_source, result_json, run_env
+from fxlens.report.document import Bold, Bullets, Code, Para
+from fxlens.report.markup import command_line
+from fxlens.report.verdicts import read_fields, result_json, source_and_environment, tool_heading
 
 _KINDS = {k: int for k in ("original_nodes", "final_nodes", "queries", "graph", "graphs", "retries")}
 _KINDS.update(
@@ -82,9 +82,8 @@ class MinifyResult:
     ) -> list:
         """The result as document blocks, the reproducer's source folded in; INVOCATION: the
         command as typed (session.json has it; the result does not record it)."""
-        ps = PathShortener(script)
-        name = Path(script).name if script else "script"
-        out: list = [Heading(2, f"fxlens minify: {name}")]
+        ps, heading = tool_heading("minify", script)
+        out: list = [heading]
         state = f"reproduced {self.reproduced} fresh runs" + (" (FLAKY)" if self.flaky else "")
         out.append(Para(Bold(f"{self.check} failure: {ps.text(self.signature or '')}")))
         facts: list = [
@@ -102,12 +101,8 @@ class MinifyResult:
             run = f"python {ps.path(self.repro)}"
             facts.append(["reproducer: ", Code(ps.path(self.repro)), " (run it: ", Code(run), ")"])
         out.append(Bullets(facts))
-        source = read_source(self.repro)
-        if source is not None:
-            lines = source.count("\n")
-            out.append(
-                Details(
-                    f"reproducer {Path(self.repro).name} ({lines} lines)", [Pre(ps.text(source), "python")]
-                )
-            )
-        return out + environment_blocks(env or run_env(self.session))
+
+        def title(source: str) -> str:
+            return f"reproducer {Path(self.repro).name} ({source.count(chr(10))} lines)"
+
+        return out + source_and_environment(self.repro, title, ps, env, self.session)

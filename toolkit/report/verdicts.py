@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from fxlens.report.document import to_html, to_markdown
-from fxlens.report.markup import environment
+from fxlens.report.document import Details, Heading, Pre, environment_blocks, to_html, to_markdown
+from fxlens.report.markup import PathShortener, environment
 from fxlens.trace.session import EVENTS_FILE, read_events
 
 #: reproducer / kernel source longer than this is clipped in the report (the file has it all)
@@ -61,6 +61,19 @@ def read_source(path: str | None) -> str | None:
     except OSError:
         return None
     return text if len(text) <= MAX_SOURCE_CHARS else text[:MAX_SOURCE_CHARS] + "\n# ... clipped\n"
+
+
+def tool_heading(tool: str, script: str | None) -> tuple[PathShortener, Heading]:
+    """The path shortener of a tool's blocks and their heading (`fxlens bisect: train.py`)."""
+    return PathShortener(script), Heading(2, f"fxlens {tool}: {Path(script).name if script else 'script'}")
+
+
+def source_and_environment(path: str | None, title, ps: PathShortener, env: dict | None, session) -> list:
+    """The end of a tool's blocks: the source at PATH (a kernel, a reproducer) folded under
+    `title(source)`, none when it cannot be read, then the run's environment (ENV, else SESSION's)."""
+    source = read_source(path)
+    out = [Details(title(source), [Pre(ps.text(source), "python")])] if source else []
+    return out + environment_blocks(env or run_env(session))
 
 
 def run_env(session: str | None) -> dict:
