@@ -26,14 +26,13 @@ def _ladder(ev: dict) -> list[str]:
     r = BisectResult.from_json(ev)
     out = ["[b]stage ladder[/b]"]
     for st in r.stages:
-        ok = st.get("ok")
+        ok = st.ok
         mark = (
             "[green]✓ pass[/green]" if ok else "[red]✗ FAIL[/red]" if ok is False else "[dim]· skipped[/dim]"
         )
-        why = st.get("error") or st.get("note") or st.get("reason") or st.get("detail") or ""
+        why = st.error or st.note or ""
         out.append(
-            f"  {mark}  {escape(str(st.get('stage')))}"
-            + (f"  [dim]{escape(str(why)[:80])}[/dim]" if why else "")
+            f"  {mark}  {escape(str(st.stage))}" + (f"  [dim]{escape(str(why)[:80])}[/dim]" if why else "")
         )
     if not r.stages:
         out.append(f"  first failing stage: {escape(str(r.first_failing_stage))}")

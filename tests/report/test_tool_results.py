@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from schema_check import SCHEMAS, validate
 
-from fxlens.report.bisect_result import BisectResult, Culprit
+from fxlens.report.bisect_result import BisectResult, Culprit, StageRow
 from fxlens.report.build import build_report
 from fxlens.report.doctor_result import DoctorResult
-from fxlens.report.fix_result import FixResult
+from fxlens.report.fix_result import FixResult, FixRow
 from fxlens.report.minify_result import MinifyResult
 from fxlens.trace.session import Session
 
@@ -91,11 +91,28 @@ def test_an_edited_event_reads_as_absent_fields_never_a_crash():
     assert c == Culprit(compile_id="0/1", ops=["aten.erf", "2"])
     m = MinifyResult.from_json({"repro": ["not", "a", "path"], "final_nodes": 2, "flaky": "yes"})
     assert (m.repro, m.final_nodes, m.flaky) == (None, 2, None)
+    # the rows of a list too: a row that is no object is left out, a field of another type is absent
+    r = BisectResult.from_json({"stages": [3, {"stage": "eager", "ok": "yes", "error": None}]})
+    assert r.stages == [StageRow(stage="eager")] and r.stage_ladder() == "eager FAILS"
+    f = FixResult.from_json({"fixes": ["x", {"fix": "f", "line": "7", "verdict": "helps", "after": [1]}]})
+    assert f.fixes == [FixRow(fix="f", verdict="helps")]
+
+
+@pytest.mark.parametrize("kind, key, row", [("bisect", "stages", StageRow), ("fix", "fixes", FixRow)])
+def test_row_records_write_every_key_their_schema_declares(kind, key, row):
+    # a stage row and a fix row are records of their own: every key the schema declares for a row
+    # is a field, and each key it requires is always written
+    items = _schema(kind)["properties"][key]["items"]
+    declared = fields(row)
+    assert set(items["properties"]) <= {f.name for f in declared}
+    assert set(items["required"]) <= {f.name for f in declared if not f.metadata.get("optional")}
+    rows = [r for p in RECORDED if _kind(p) == kind for r in json.loads(p.read_text())[key]]
+    assert rows and all(row.from_json(r).to_json() == r for r in rows)
 
 
 def test_a_fix_sessions_events_read_back_as_its_result_and_blocks():
     # `fxlens fix` appends each fix as an event when measured, then the fixes together, then the
-    # summary: read back, they are the result its --json wrote (each row keeps its `event` key)
+    # summary: read back, they are the result its --json wrote (a row's `event` key is not a field)
     from fxlens.report.document import Details, Para, Table
 
     data = json.loads((RESULTS / "fix-kw_and_item.json").read_text())
@@ -104,7 +121,7 @@ def test_a_fix_sessions_events_read_back_as_its_result_and_blocks():
     events += [{"event": "fix_together", **(data["together"] or {})}] if data["together"] else []
     found = FixResult.from_events([*events, {"event": "fix_summary", **done.summary()}])
     assert {**found.to_json(), "fixes": data["fixes"], "together": data["together"]} == data
-    assert [{k: v for k, v in f.items() if k != "event"} for f in found.fixes] == data["fixes"]
+    assert [f.to_json() for f in found.fixes] == data["fixes"]
     assert found.lines() == done.lines()
     table = next(b for b in found.blocks() if isinstance(b, Table))
     assert [r[1] for r in table.rows] == [f["fix"] for f in data["fixes"]]
@@ -112,7 +129,7 @@ def test_a_fix_sessions_events_read_back_as_its_result_and_blocks():
     assert len(patches) == any(f.get("patch") for f in data["fixes"])
     assert any(isinstance(b, Para) for b in found.blocks()) == bool(data["together"])
     # interrupted before the summary: the fixes measured so far; no fix measured: no result
-    assert FixResult.from_events(events[:1]).fixes == events[:1]
+    assert [f.to_json() for f in FixResult.from_events(events[:1]).fixes] == data["fixes"][:1]
     assert FixResult.from_events([{"event": "fix_summary", **done.summary()}]) is None
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from fxlens.report.document import Bold, Bullets, Code, Para
 from fxlens.report.markup import PathShortener, command_line
-from fxlens.report.verdicts import read_fields, result_json, source_and_environment, tool_heading
+from fxlens.report.verdicts import read_fields, records, result_json, source_and_environment, tool_heading
 
 
 @dataclass
@@ -37,6 +37,24 @@ class Culprit:
         found = cls(**read_fields(cls, d, {"line": int, "ops": list}))
         found.ops = [str(o) for o in found.ops] if found.ops is not None else None
         return found
+
+    def to_json(self) -> dict:
+        return result_json(self)
+
+
+@dataclass
+class StageRow:
+    """One stage bisect ran: whether it passed under the --check, the error it failed with (also
+    one the --check does not follow), and a note (why a stage whose graph raised is ok)."""
+
+    stage: str | None = None
+    ok: bool | None = None
+    error: str | None = None
+    note: str | None = field(default=None, metadata={"optional": True})
+
+    @classmethod
+    def from_json(cls, d: dict) -> StageRow:
+        return cls(**read_fields(cls, d, {"ok": bool}))
 
     def to_json(self) -> dict:
         return result_json(self)
@@ -64,7 +82,7 @@ class BisectResult:
     failure: dict | None = None  # kind, error, divergence, outside_graphs, vs_eager, eager_diff, site
     graph: dict | None = None  # ordinal, of (to: a span of graphs; from: where it was read)
     references: list[str] = field(default_factory=list)  # the script's reference calls, not stepped
-    stages: list[dict] = field(default_factory=list)  # one row per stage tried: stage, ok, error, note
+    stages: list[StageRow] = field(default_factory=list)  # one row per stage tried
     outcome: str | None = (
         None  # fails | needs_several_graphs | eager_fails | script_fails | flaky | nothing_fails
     )
@@ -80,12 +98,12 @@ class BisectResult:
     def __post_init__(self) -> None:
         if isinstance(self.culprit, dict):  # built by the command from its parts
             self.culprit = Culprit.from_json(self.culprit)
+        self.stages = records(self.stages, StageRow)  # rows the command built, or read back
 
     @classmethod
     def from_json(cls, d: dict) -> BisectResult:
         """A recorded verdict (an event, a `--json` file); fields of the wrong type read as absent."""
         found = cls(**{**read_fields(cls, d, _KINDS), "culprit": Culprit.from_json(d.get("culprit"))})
-        found.stages = [s for s in found.stages if isinstance(s, dict)]
         found.run_times = [t for t in found.run_times if isinstance(t, dict)]
         return found
 
@@ -98,9 +116,7 @@ class BisectResult:
     def stage_ladder(self) -> str:
         """`eager ok -> aot_eager ok -> fxlens FAILS` (the run without torch.compile left out)."""
         return " -> ".join(
-            f"{s.get('stage')} {'ok' if s.get('ok') else 'FAILS'}"
-            for s in self.stages
-            if s.get("stage") != "no_compile"
+            f"{s.stage} {'ok' if s.ok else 'FAILS'}" for s in self.stages if s.stage != "no_compile"
         )
 
     def lines(self) -> list[str]:

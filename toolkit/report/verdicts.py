@@ -42,14 +42,26 @@ def optional(f) -> bool:
 
 def result_json(obj) -> dict:
     """A result dataclass as its JSON: every field in declaration order, an optional one only when
-    set; a nested result (with its own to_json) serialised by it."""
+    set; a nested record (with its own to_json), alone or in a list, serialised by it."""
     out = {}
     for f in fields(obj):
         value = getattr(obj, f.name)
         if optional(f) and value is None:
             continue
-        out[f.name] = value.to_json() if hasattr(value, "to_json") else value
+        out[f.name] = _json(value)
     return out
+
+
+def _json(value):
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    return [_json(v) for v in value] if isinstance(value, list) else value
+
+
+def records(rows: list, cls) -> list:
+    """A list of CLS records from ROWS: a JSON object read with `cls.from_json`, a record kept, any
+    other value (in an edited event) left out."""
+    return [cls.from_json(r) if isinstance(r, dict) else r for r in rows if isinstance(r, (dict, cls))]
 
 
 def read_source(path: str | None) -> str | None:
