@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
 from fxlens.report.breaksplit import break_split
+from fxlens.report.compilefixes import compile_fixes
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
 from fxlens.report.failures import compile_failed
@@ -323,6 +324,8 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     report["compile_lines"] = compile_lines(session)
     # AOTAutograd's and inductor's seconds by pass, from torch's timed events
     report["compile_passes"] = compile_passes(session)
+    # compile time a fix can cut (re-traces per shape, functions worth skipping), with its actions
+    report["compile_fixes"] = compile_fixes(report, session)
     if with_guards:
         report["guards"] = _guards(session)
         attach_measured(report, session)  # what `fxlens fix` measured of the fixes printed

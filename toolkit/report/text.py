@@ -9,6 +9,7 @@ from __future__ import annotations
 from fxlens.report.blocks import block_lines
 from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
+from fxlens.report.compilefixes import compile_fix_section
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_sections
@@ -193,6 +194,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
+        *text_lines(compile_fix_section(report)),  # re-traces per shape, functions to skip
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *text_lines(stack_trie_section(report)),
