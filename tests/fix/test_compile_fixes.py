@@ -78,7 +78,7 @@ def test_retraced_shapes_mark_dynamic_is_measured_as_the_same_edit_by_hand(tmp_p
     validate("fix", result)
     md = next(f for f in result["fixes"] if f["kind"] == "mark_dynamic")
     assert md["params"]["arg"] == "x" and md["params"]["dim"] == 1 and md["applied"]
-    assert "Dynamo traced `forward` again for a new size 7 times" in md["finding"]
+    assert "Dynamo traced `forward` 7 more times for new sizes of input `x`, dim 1: " in md["finding"]
     # the finding's cost is torch's seconds of the 5 re-traces in the first run (its own log)
     report = json.loads(
         subprocess.run([sys.executable, "-m", "fxlens.cli", "report", result["session"], "--json", "-"],

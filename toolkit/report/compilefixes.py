@@ -59,8 +59,8 @@ def retraced_shapes(report: dict) -> list[dict]:
                 "cost_s": round(cost, 6),
                 "share": round(share, 4),
                 "message": (
-                    f"Dynamo traced `{c['function']}` again for a new size {n} time{'s' * (n != 1)} "
-                    f"({c['message']}): {cost:.2f} s ({share:.0%}) of {total:.2f} s compiling"
+                    f"Dynamo traced `{c['function']}` {n} more time{'s' * (n != 1)} for new sizes of "
+                    f"{c.get('subject') or c['message']}: {cost:.2f} s ({share:.0%}) of {total:.2f} s compiling"
                 ),
                 "actions": acts,
             }
