@@ -55,7 +55,7 @@ def retraced_shapes(report: dict) -> list[dict]:
                 "function": c["function"],
                 "file": c.get("file"),
                 "line": c.get("line"),
-                "compile_ids": c.get("compile_ids") or [],
+                "compile_ids": list(c.get("compile_ids") or []),
                 "cost_s": round(cost, 6),
                 "share": round(share, 4),
                 "message": (

@@ -16,6 +16,7 @@ from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.fix_result import FixResult
+from fxlens.report.kernelcompile import kernel_compile_section
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_section
@@ -195,6 +196,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *text_lines(compile_fix_section(report)),  # re-traces per shape, functions to skip
+        *text_lines(kernel_compile_section(report)),  # inductor seconds by kernel (Triton)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *text_lines(stack_trie_section(report)),
