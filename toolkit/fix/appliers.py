@@ -19,6 +19,7 @@ import functools
 import inspect
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 
 # a positional argument as torch names it in a guard of a module call (`args[0]`)
@@ -289,6 +290,48 @@ def _nested_region(call: Call, params: dict):
     return True
 
 
+def _disable(call: Call, params: dict):
+    """The function the action names (its file, name and first line) wrapped in
+    `torch.compiler.disable` wherever a module or a class holds it (an import under another name
+    too), before the script's first compiled call: Dynamo then skips it."""
+    import sys
+
+    import torch
+
+    def named(v) -> bool:
+        if not inspect.isfunction(v):
+            return False
+        code = v.__code__
+        return (
+            code.co_name == params["function"].split(".")[-1]
+            and code.co_firstlineno == int(params["first_line"])
+            and _same_file(code.co_filename, params["file"])
+        )
+
+    owners = [m for m in list(sys.modules.values()) if m is not None and hasattr(m, "__dict__")]
+    with warnings.catch_warnings():  # a deprecated module attribute warns when merely looked at
+        warnings.simplefilter("ignore")
+        owners += [v for m in list(owners) for v in list(vars(m).values()) if isinstance(v, type)]
+        return _wrap_each(owners, named, torch.compiler.disable)
+
+
+def _wrap_each(owners: list, named, wrap) -> int | None:
+    """Each function NAMED holds, in every owner (module, class), replaced by WRAP of it."""
+    done, wrappers = 0, {}  # one wrapper per function: every name for it stays one object
+    for owner in owners:
+        for name, v in list(vars(owner).items()):
+            fn = v.__func__ if isinstance(v, (staticmethod, classmethod)) else v
+            if not named(fn):
+                continue
+            wrapped = wrappers[id(fn)] = wrappers.get(id(fn)) or wrap(fn)
+            try:
+                setattr(owner, name, type(v)(wrapped) if fn is not v else wrapped)
+            except (AttributeError, TypeError):  # a read-only owner (a builtin type, a frozen module)
+                continue
+            done += 1
+    return done or None
+
+
 # hook kind -> applier; every `hook` row of fxlens.report.fixes.FIXES has one (a test checks both ways)
 APPLIERS = {
     "mark_dynamic": _mark_with("mark_dynamic"),
@@ -302,6 +345,7 @@ APPLIERS = {
     "compile_inside_ddp": _compile_inside_ddp,
     "regional": _regional,
     "nested_region": _nested_region,
+    "disable": _disable,
 }
 
 

@@ -13,10 +13,12 @@ from pathlib import Path
 
 from fxlens.report.blocks import repeated_blocks
 from fxlens.report.breaksplit import break_split
+from fxlens.report.compilefixes import compile_fixes
 from fxlens.report.compiles import compile_times, failures_and_restarts
 from fxlens.report.distributed import distributed
 from fxlens.report.failures import compile_failed
 from fxlens.report.headlines import gb_doc, headlines
+from fxlens.report.kernelcompile import kernel_compile
 from fxlens.report.linetimes import compile_lines
 from fxlens.report.measured import attach as attach_measured
 from fxlens.report.outputcode import output_code
@@ -323,6 +325,10 @@ def build_report(session: Session, with_guards: bool = True) -> dict:
     report["compile_lines"] = compile_lines(session)
     # AOTAutograd's and inductor's seconds by pass, from torch's timed events
     report["compile_passes"] = compile_passes(session)
+    # compile time a fix can cut (re-traces per shape, functions worth skipping), with its actions
+    report["compile_fixes"] = compile_fixes(report, session)
+    # inductor's compile seconds by kernel, where torch logs them (Triton), by source line
+    report["kernel_compile"] = kernel_compile(session, report["output_code"])
     if with_guards:
         report["guards"] = _guards(session)
         attach_measured(report, session)  # what `fxlens fix` measured of the fixes printed

@@ -151,6 +151,17 @@ FIXES: dict[str, FixKind] = {
         same=("block",),
         answers="compile time of a model made of repeated blocks, compiled whole",
     ),
+    # a function Dynamo should not trace (pure-Python work that makes no op): wrapped in
+    # torch.compiler.disable wherever the script's modules and classes hold it, before the first
+    # compile; Dynamo then runs it eagerly, with a graph break at each call
+    "disable": FixKind(
+        "hook",
+        "compile_s",
+        "wrap `{function}` ({where}) in `torch.compiler.disable`: Dynamo skips it and runs it eagerly "
+        "(a graph break where it is called)",
+        short="disable {function}",
+        answers="a function whose tracing holds much of Dynamo's seconds and makes no op",
+    ),
     # a tensor learning rate: a float LR changed by a scheduler is a guarded constant of the step
     "tensor_lr": FixKind(
         "code",

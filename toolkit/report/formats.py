@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fxlens.report.breaksrecompiles import break_section, recompile_section
+from fxlens.report.compilefixes import compile_fix_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import (
@@ -27,6 +28,7 @@ from fxlens.report.document import (
     to_markdown,
 )
 from fxlens.report.fix_result import FixResult
+from fxlens.report.kernelcompile import kernel_compile_section
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.passes import pass_section
@@ -229,6 +231,8 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *compile_time_blocks(report),
         *line_time_blocks(report, ps),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
+        *compile_fix_section(report),  # re-traces per shape, functions to skip (fxlens.report.compilefixes)
+        *kernel_compile_section(report, limit=25),  # inductor seconds by kernel (fxlens.report.kernelcompile)
         *restart_blocks(report, ps),
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),

@@ -9,12 +9,14 @@ from __future__ import annotations
 from fxlens.report.blocks import block_lines
 from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
+from fxlens.report.compilefixes import compile_fix_section
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
 from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.fix_result import FixResult
+from fxlens.report.kernelcompile import kernel_compile_section
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.passes import pass_section
@@ -193,6 +195,8 @@ def render_text(report: dict, limit: int = 20) -> str:
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
+        *text_lines(compile_fix_section(report)),  # re-traces per shape, functions to skip
+        *text_lines(kernel_compile_section(report)),  # inductor seconds by kernel (Triton)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *text_lines(stack_trie_section(report)),
