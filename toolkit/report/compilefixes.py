@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 
-from fxlens.report.fixes import action
 from fxlens.trace.userframes import shown_path
 
 # the recompile causes that are re-traces for a new size, by the fix they carry
@@ -32,7 +31,7 @@ _TORCH = os.sep + "torch" + os.sep
 
 def compile_fixes(report: dict, session) -> list[dict]:
     """The report's `compile_fixes`: re-traces per shape, then functions worth skipping."""
-    return retraced_shapes(report) + skip_tracing(report, _op_lines(session))
+    return retraced_shapes(report) + skip_tracing(report, session)
 
 
 def retraced_shapes(report: dict) -> list[dict]:
@@ -68,11 +67,14 @@ def retraced_shapes(report: dict) -> list[dict]:
     return sorted(out, key=lambda f: -f["cost_s"])
 
 
-def skip_tracing(report: dict, op_lines: dict[str, set[int]]) -> list[dict]:
+def skip_tracing(report: dict, session) -> list[dict]:
     """Functions Dynamo inlined whose tracing made no op and holds at least SKIP_SHARE of its seconds."""
     sec = report.get("compile_lines") or {}
     if not sec.get("available"):
-        return []
+        return []  # a bare TORCH_TRACE log: no line times, and no graph is read for op lines either
+    from fxlens.report.fixes import action  # the fix table, loaded only where a fix may be named
+
+    op_lines = _op_lines(session)
     roots = {
         (c.get("file"), c.get("co_name") or c.get("function"))
         for c in (report.get("compile_times") or {}).get("per_compile") or []
