@@ -132,8 +132,10 @@ def _op_lines(session) -> dict[str, set[int]]:
 
 def compile_fix_section(report: dict) -> list:
     """The findings as one Section, each with the fixes `fxlens fix` tries (its joined lines)."""
+    if not report.get("compile_fixes"):
+        return []
     from fxlens.report.document import Line, Section
-    from fxlens.report.fixes import describe
+    from fxlens.report.fixes import describe  # the fix table: only where a fix is named
 
     lines = []
     for f in report.get("compile_fixes") or []:
