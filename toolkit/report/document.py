@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from fxlens.report.markup import environment_lines, h, md_code, md_details, md_fence, md_table, md_text
 from fxlens.report.texttable import tabulate
+from fxlens.trace.sanitize import clip
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,31 @@ class Details:
 
 
 @dataclass
+class Excerpt:
+    """A long text (torch's own message, a stack, generated code) the terminal shows in part and
+    Markdown and HTML show whole. The terminal: each of HEAD as INDENT spaces, PREFIX and the line
+    clipped to CLIP characters (None: whole), then MORE when given (nothing at all when both are
+    empty); Markdown and HTML: TEXT as a code block in a collapsible section named SUMMARY."""
+
+    text: str
+    summary: str
+    head: list[str] = field(default_factory=list)
+    more: str = ""
+    indent: int = 4
+    prefix: str = ""
+    clip: int | None = None
+    lang: str = ""
+
+    def text_lines(self) -> list[str]:
+        pad = " " * self.indent + self.prefix
+        shown = [pad + (x if self.clip is None else clip(x, self.clip)) for x in self.head]
+        return shown + ([" " * self.indent + self.more] if self.more else [])
+
+    def as_blocks(self) -> list:
+        return [Details(self.summary, [Pre(self.text, self.lang)])] if self.text else []
+
+
+@dataclass
 class Line:
     """One line of a Section: indented by INDENT spaces in the terminal (Markdown and HTML make it a
     bullet); an ALARM line (a hang risk, a divergence) starts with "!!" and the TUI shows it red.
@@ -137,9 +163,11 @@ class Section:
     NAME and the first alarm (or first) line, opened to all of them. An empty NAME: lines only."""
 
     name: str
-    lines: list[Line | Table] = field(default_factory=list)  # a Table: shown whole, in every format
+    # a Table: shown whole in every format; an Excerpt: its head in the terminal, whole folded elsewhere
+    lines: list[Line | Table | Excerpt] = field(default_factory=list)
     gloss: str = ""  # what the name means, in parentheses after it
     tail: str = ""  # a short finding on the title line itself
+    lead: str = ""  # the headline: above the title in the terminal, first under the heading elsewhere
 
     @property
     def title(self) -> str:
@@ -150,17 +178,22 @@ class Section:
 
     def text_lines(self) -> list[str]:
         """The title (when named) and each line as the terminal shows them (no blank line after)."""
-        out = [self.title] if self.name else []
+        out = ([self.lead] if self.lead else []) + ([self.title] if self.name else [])
         for x in self.lines:
-            out += x.text_lines() if isinstance(x, Table) else [" " * x.indent + x.shown() if x.text else ""]
+            out += (
+                x.text_lines()
+                if isinstance(x, Table | Excerpt)
+                else [" " * x.indent + x.shown() if x.text else ""]
+            )
         return out
 
     def as_blocks(self) -> list:
         """The section as a heading (when named), its lines as bullets and its tables as tables
         (how Markdown and HTML show it)."""
         out: list = [Heading(3, self.title.rstrip(":"))] if self.name else []
+        out += [Para(self.lead)] if self.lead else []
         for x in self.lines:
-            if isinstance(x, Table):
+            if isinstance(x, Table | Excerpt):
                 out += x.as_blocks()
             elif x.text and x.joins and out and isinstance(out[-1], Bullets):
                 before = out[-1].items[-1]  # after a title ("subject:") or a sentence, a space is enough
@@ -256,7 +289,7 @@ def _md_block(b) -> str:
         return md_fence("\n".join("  " * d + t for d, t in b.lines()), "text")
     if isinstance(b, Details):
         return md_details(b.summary, "\n\n".join(_md_block(x) for x in b.blocks))
-    if isinstance(b, Section):
+    if isinstance(b, Section | Excerpt):
         return "\n\n".join(_md_block(x) for x in b.as_blocks())
     raise TypeError(f"not a block: {b!r}")
 
@@ -315,7 +348,7 @@ def _html_block(b) -> str:
     if isinstance(b, Details):
         inner = "\n".join(_html_block(x) for x in b.blocks)
         return f"<details><summary>{h(b.summary)}</summary>\n{inner}\n</details>"
-    if isinstance(b, Section):
+    if isinstance(b, Section | Excerpt):
         return "\n".join(_html_block(x) for x in b.as_blocks())
     raise TypeError(f"not a block: {b!r}")
 
@@ -348,7 +381,7 @@ def to_html(blocks: list, title: str) -> str:
 
 
 def _text_block(b) -> list[str]:
-    if isinstance(b, Section | Table):
+    if isinstance(b, Section | Table | Excerpt):
         return b.text_lines()
     if isinstance(b, Heading):
         return [b.text + ":"]
@@ -365,8 +398,9 @@ def _text_block(b) -> list[str]:
 
 def text_lines(blocks: list) -> list[str]:
     """The terminal lines of blocks: each block's lines, then a blank line (a Heading heads the
-    blocks after it: no blank line under it)."""
+    blocks after it: no blank line under it; a block that shows nothing in the terminal, none)."""
     out: list[str] = []
     for b in blocks:
-        out += [*_text_block(b)] + ([] if isinstance(b, Heading) else [""])
+        if shown := _text_block(b):  # a block with nothing for the terminal (an Excerpt): no blank
+            out += shown + ([] if isinstance(b, Heading) else [""])
     return out

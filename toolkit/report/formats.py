@@ -14,7 +14,6 @@ from fxlens.report.distributed import distributed_sections
 from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import (
     MAX_ROWS,
-    Bold,
     Bullets,
     Code,
     Details,
@@ -29,10 +28,11 @@ from fxlens.report.document import (
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.overview import head_findings, head_section
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
+from fxlens.report.ranks import fold_ranks, rank_ranges
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
-from fxlens.report.special_graphs import head_counts, special_sections
+from fxlens.report.special_graphs import special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     failure_blocks,
@@ -58,20 +58,6 @@ def _clip(text: str, limit: int = MAX_CODE_LINES) -> str:
     )
 
 
-def headline(report: dict) -> str:
-    """The one-line summary (the same counts as the text report's first line)."""
-    g = report["graphs"]
-    fns = {x["function"] for x in g}
-    text = (
-        f"{len(g)} graph(s) in {len(fns)} function(s), "
-        f"{sum(b['count'] for b in report['graph_breaks'])} graph break(s), "
-        f"{len(report['recompiles'])} recompile(s)"
-    ) + head_counts(report)
-    if len(report.get("ranks") or []) > 1:
-        text += f", {len(report['ranks'])} ranks"
-    return text
-
-
 def _path(ps: PathShortener, file: str, line) -> str:
     return f"{ps.path(file)}:{line}" if file else "?"
 
@@ -80,30 +66,15 @@ def _where(ps: PathShortener, file: str, line) -> Code:
     return Code(_path(ps, file, line))
 
 
-def _head_blocks(report: dict, ps: PathShortener) -> list:
-    """Title, headline, how the script was run, and any rank divergence."""
+def _run_facts(report: dict, ps: PathShortener) -> list:
+    """How the script was run (Markdown and HTML only: the terminal's report follows the run)."""
     src = report.get("source") or {}
-    name = Path(src.get("script") or src.get("path") or "trace").name
-    out: list = [Heading(2, f"fxlens report: {name}"), Para(Bold(headline(report)))]
     facts = []
     if src.get("script"):  # the whole command: script arguments, -m, switches
         facts.append(["command: ", Code(command_line("run", src, ps))])
-    if src.get("backend"):
-        facts.append(["backend override: ", Code(str(src["backend"]))])
     if src.get("exit_code") is not None:
         facts.append(["exit status: ", Code(str(src["exit_code"]))])
-    if facts:
-        out.append(Bullets(facts))
-    groups = rank_section(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
-    for sec in groups:
-        out += [Para(Bold(sec.title)), Bullets([[ps.text(x.shown())] for x in sec.lines])]
-    if not groups:
-        for d in report.get("divergence") or []:
-            out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
-    # every headline, whatever the ranks (a multi-rank job's "captured no graph" was dropped)
-    for h in report.get("headlines") or []:
-        out.append(Para([Bold(ps.text(h["message"])), " Fix: ", ps.text(h["fix"])]))
-    return out
+    return [Bullets(facts)] if facts else []
 
 
 def _break_blocks(report: dict, ps: PathShortener) -> list:
@@ -216,8 +187,12 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     """
     src = report.get("source") or {}
     ps = PathShortener(src.get("script"))
+    name = Path(src.get("script") or src.get("path") or "trace").name
     out = [
-        *_head_blocks(report, ps),
+        Heading(2, f"fxlens report: {name}"),
+        *head_section(report),  # counts, backend override (fxlens.report.overview)
+        *_run_facts(report, ps),
+        *head_findings(report, ps.text),  # rank groups or divergence, headlines
         *distributed_sections(report),  # collectives (a hang risk), parity, runtime, order
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),

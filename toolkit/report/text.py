@@ -10,17 +10,17 @@ from fxlens.report.blocks import block_lines
 from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
 from fxlens.report.compiles import TIME_COLUMNS, compile_lines
-from fxlens.report.counts import report_counts
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_lines
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
+from fxlens.report.overview import head_findings, head_section
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_section
+from fxlens.report.ranks import fold_ranks
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
-from fxlens.report.special_graphs import head_counts, special_sections
+from fxlens.report.special_graphs import special_sections
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_section
 from fxlens.report.texttable import tabulate
@@ -31,41 +31,6 @@ from fxlens.trace.userframes import location
 
 def _rank_col(report: dict) -> bool:
     return len(report["ranks"]) > 1
-
-
-def _head_lines(report: dict) -> list[str]:
-    g = report["graphs"]
-    fns = sorted({x["function"] for x in g})
-    n = report_counts(report)  # the one count budgets and diff use too
-    head = f"fxlens report: {n['graphs']} graph(s) in {len(fns)} function(s), {n['graph_breaks']} graph break(s), {n['recompiles']} recompile(s)"
-    if n["eager_frames"]:
-        head += f", {n['eager_frames']} frame(s) run eagerly"
-    head += head_counts(report)  # AOTInductor compiles, export issues
-    if _rank_col(report):
-        head += f", {len(report['ranks'])} ranks"
-    if workers := report.get("workers"):  # processes the script started: compiled, but not ranks
-        head += f", {len(workers)} worker process(es) (not ranks)"
-    out = [head]
-    if backend := (report.get("source") or {}).get("backend"):  # markdown/html say it too
-        out.append(
-            f"backend override: {backend} (every torch.compile call ran with it: fxlens run --backend)"
-        )
-    out.append("")
-    if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
-        out += text_lines(rank_section(report))
-    else:
-        for d in report["divergence"]:
-            out.append(
-                f"!! RANK DIVERGENCE: {d['message']} -- ranks that compile differently can hang in collectives"
-            )
-        if report["divergence"]:
-            out.append("")
-    for h in report.get("headlines", []):
-        out.append(f"!! {h['message']}")
-        out.append(f"   fix: {h['fix']}")
-    if report.get("headlines"):
-        out.append("")
-    return out
 
 
 # what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)
@@ -178,7 +143,8 @@ def render_text(report: dict, limit: int = 20) -> str:
     """
     report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
-        *_head_lines(report),
+        *text_lines(head_section(report)),  # counts, backend (fxlens.report.overview)
+        *text_lines(head_findings(report)),  # rank groups or divergence, headlines
         # collectives (a hang risk), parity, runtime, execution order
         *text_lines(distributed_sections(report)),
         *text_lines(break_section(report, limit)),  # fxlens.report.breaksrecompiles
