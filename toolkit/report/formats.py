@@ -28,9 +28,9 @@ from fxlens.report.document import (
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
-from fxlens.report.overview import head_findings, head_section
+from fxlens.report.overview import graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_ranges
+from fxlens.report.ranks import rank_ranges
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special_graphs import special_sections
 from fxlens.report.tlparse_blocks import (
@@ -41,11 +41,9 @@ from fxlens.report.tlparse_blocks import (
     specialization_blocks,
     stack_trie_blocks,
 )
-from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clip
 
-#: graphs whose code is shown (each in its own collapsible section), and lines per graph
-MAX_GRAPH_CODE = 12
+#: lines of guards shown
 MAX_CODE_LINES = 200
 
 
@@ -108,46 +106,6 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
     return out + limit_hit_section(report, lambda file, line: _where(ps, file, line))
 
 
-def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
-    """The graphs table and, when the session is at hand, each graph's code folded."""
-    graphs = report["graphs"]
-    if not graphs:
-        return []
-    out: list = [Heading(3, "Graphs")]
-    ranked = len(report.get("ranks") or []) > 1
-    rows = [
-        ([str(g["rank"])] if ranked else [])
-        + [
-            Code(g["compile_id"]),
-            Code(g["function"]),
-            _where(ps, g["file"], g["line"]),
-            str(g["num_nodes"]),
-            Code(", ".join(op_name(o) for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
-        ]
-        for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
-    ]
-    headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "nodes", "ops used"]
-    out.append(Table(headers, rows, fold=MAX_ROWS, folded="{n} more graphs"))
-    if session is not None:
-        same = {}  # the same graph on many ranks: its code once
-        for g in graphs:
-            same.setdefault((g["compile_id"], g["function"], g["num_nodes"], tuple(g["ops"])), g)
-        for g in list(same.values())[:MAX_GRAPH_CODE]:
-            code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
-            if code:
-                out.append(
-                    Details(
-                        f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)",
-                        [Pre(ps.text(_clip(code)), "python")],
-                    )
-                )
-        if len(graphs) > MAX_GRAPH_CODE:
-            out.append(
-                Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace.")
-            )
-    return out
-
-
 def _guard_blocks(report: dict, ps: PathShortener) -> list:
     guards = report.get("guards") or []
     if not guards:
@@ -188,6 +146,10 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     src = report.get("source") or {}
     ps = PathShortener(src.get("script"))
     name = Path(src.get("script") or src.get("path") or "trace").name
+
+    def where(file: str, line) -> str:
+        return _path(ps, file, line)
+
     out = [
         Heading(2, f"fxlens report: {name}"),
         *head_section(report),  # counts, backend override (fxlens.report.overview)
@@ -199,7 +161,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_fix_blocks(report, ps),
         *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
         *special_sections(report),  # export issues, special graphs, unknown kinds
-        *_graph_blocks(report, ps, session),
+        *graph_section(report, None, where, ps.text, session.artifact if session else None),
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),
         *line_time_blocks(report, ps),  # Dynamo's seconds by source line (fxlens.report.linetimes)

@@ -16,59 +16,18 @@ from fxlens.report.failures import failure_lines
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
-from fxlens.report.overview import head_findings, head_section
+from fxlens.report.overview import graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special_graphs import special_sections
 from fxlens.report.specializations import specialization_lines
 from fxlens.report.stacktrie import stack_trie_section
 from fxlens.report.texttable import tabulate
-from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, for_terminal
-from fxlens.trace.userframes import location
 
 
 def _rank_col(report: dict) -> bool:
     return len(report["ranks"]) > 1
-
-
-# what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)
-_KIND_TAG = {"ddp_split": " [DDP-split]", "compiled_autograd": " [compiled autograd]"}
-
-
-def _graph_lines(report: dict, limit: int) -> list[str]:
-    g = report["graphs"]
-    if not g:
-        return []
-    ranked = _rank_col(report)
-    if ranked:  # the same graph on many ranks is one row, its ranks as ranges
-        g = fold_ranks(g)
-    rows = []
-    for x in g[:limit]:
-        ops = ", ".join(op_name(o) for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
-        rows.append(
-            ([x["rank"]] if ranked else [])
-            + [
-                x["compile_id"],
-                x["function"] + _KIND_TAG.get(x.get("kind"), ""),
-                location(x["file"], x["line"]),
-            ]
-            + [x["num_nodes"], x["num_ops"], ops]
-        )
-    out = ["Graphs:"]
-    out.append(
-        tabulate(
-            rows,
-            headers=(["rank"] if ranked else [])
-            + ["compile id", "function", "where", "nodes", "ops", "ops used"],
-            tablefmt="simple",
-        )
-    )
-    if len(g) > limit:
-        out.append(f"  ... {len(g) - limit} more (see --json)")
-    out.append("")
-    return out
 
 
 def _secs(v) -> str:
@@ -154,7 +113,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *failure_lines(report),  # folded across ranks (fxlens.report.failures)
         # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *text_lines(special_sections(report)),
-        *_graph_lines(report, limit),
+        *text_lines(graph_section(report, limit)),
         *_compile_time_lines(report),
         *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
