@@ -9,12 +9,12 @@ stacktrie, outputcode); every string goes through the renderer's escaping (fxlen
 
 from __future__ import annotations
 
-from fxlens.report.coldstart import cache_outcomes, cache_section
-from fxlens.report.compiles import TIME_COLUMNS
+from fxlens.report.coldstart import cache_section
 from fxlens.report.document import MAX_ROWS, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
 from fxlens.report.markup import PathShortener
 from fxlens.report.outputcode import kernel_source
+from fxlens.report.overview import compile_time_section
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.stacktrie import trie_tree
 from fxlens.trace.sanitize import clip
@@ -48,45 +48,9 @@ def _secs(v) -> str:
 
 
 def compile_time_blocks(report: dict) -> list:
-    """Each compile's time split by stage, its caches and guards (one row per compile id, its
-    slowest rank's figures, with every rank it ran on), slowest first."""
+    """The compile-time section (fxlens.report.overview), the caches, the repeated blocks."""
     ct = report.get("compile_times") or {}
-    per = ct.get("per_compile") or []
-    if not per:
-        return []
-    ranked = _ranked(report)
-    by_id: dict[tuple, tuple[dict, list]] = {}
-    for m in sorted(per, key=lambda m: -(m["total_s"] or 0)):
-        by_id.setdefault((m["compile_id"], m["function"]), (m, []))[1].append(m["rank"])
-    rows = []
-    for m, ranks in by_id.values():
-        cache = cache_outcomes(m)
-        rows.append(
-            ([_ranks(ranks)] if ranked else [])
-            + [
-                Code(m["compile_id"]),
-                Code(m["function"]),
-                *(_secs(m.get(k)) for k in ("total_s", "dynamo_s", "backend_s", "inductor_s", "backward_s")),
-                ", ".join(f"{k} {v}" for k, v in cache.items()) or "-",
-                "" if m.get("guard_count") is None else str(m["guard_count"]),
-            ]
-        )
-    headers = _headers(ranked, *TIME_COLUMNS, "cache", "guards")
-    bwd = ct.get("backward_s") or 0
-    head = f"{ct.get('total_s') or 0:.2f} s total over {len(per)} compile(s)" + (
-        f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
-    )
-    note = " Figures of the slowest rank of each compile." if ranked else ""
-    cold = (ct.get("cold_start") or {}).get("message")
-    caches = [x.shown() for sec in cache_section(ct) for x in sec.lines]
-    return [
-        Heading(3, "Compile time"),
-        *([Para("Where cold start goes: " + cold)] if cold else []),
-        Para(head + ", slowest first." + note),
-        Table(headers, rows, fold=MAX_ROWS, folded="{n} more compiles"),
-        *([Heading(3, "Caches"), Bullets(caches)] if caches else []),
-        *_block_blocks(report),
-    ]
+    return [*compile_time_section(report, None), *cache_section(ct), *_block_blocks(report)]
 
 
 def _block_blocks(report: dict) -> list:
