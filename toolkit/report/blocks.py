@@ -173,13 +173,14 @@ def _fix(cls: str, attr: str) -> str:
     )
 
 
-def block_lines(report: dict) -> list[str]:
-    """Text: each repeated block with its cost and the fix."""
-    rows = report.get("repeated_blocks") or []
-    out = []
-    for b in rows[:5]:
-        out += [f"Repeated block: {b['message']}", f"  fix: {b['fix']}"]
-    return [*out, ""] if out else []
+def block_section(report: dict, limit: int | None = 5) -> list:
+    """Each repeated block (the first LIMIT) with its cost and the fix (fxlens.report.document)."""
+    from fxlens.report.document import Line, Section
+
+    lines = []
+    for b in (report.get("repeated_blocks") or [])[:limit]:
+        lines += [Line(f"Repeated block: {b['message']}", 0), Line(f"fix: {b['fix']}", joins=True)]
+    return [Section("", lines)] if lines else []
 
 
 def block_findings(report: dict) -> list[dict]:

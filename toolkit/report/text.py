@@ -6,7 +6,7 @@ empty), and `render_text` joins them.
 
 from __future__ import annotations
 
-from fxlens.report.blocks import block_lines
+from fxlens.report.blocks import block_section
 from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.coldstart import cache_section
 from fxlens.report.compiles import compile_lines
@@ -66,7 +66,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(graph_section(report, limit)),
         *text_lines(compile_time_section(report)),  # the slowest compiles, cold start
         *text_lines(cache_section(report["compile_times"])),
-        *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
+        *text_lines(block_section(report)),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)

@@ -9,6 +9,7 @@ stacktrie, outputcode); every string goes through the renderer's escaping (fxlen
 
 from __future__ import annotations
 
+from fxlens.report.blocks import block_section
 from fxlens.report.coldstart import cache_section
 from fxlens.report.document import MAX_ROWS, Bullets, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
@@ -50,15 +51,7 @@ def _secs(v) -> str:
 def compile_time_blocks(report: dict) -> list:
     """The compile-time section (fxlens.report.overview), the caches, the repeated blocks."""
     ct = report.get("compile_times") or {}
-    return [*compile_time_section(report, None), *cache_section(ct), *_block_blocks(report)]
-
-
-def _block_blocks(report: dict) -> list:
-    """Repeated blocks (fxlens.report.blocks): what a graph inlines N times, and the fix."""
-    rows = report.get("repeated_blocks") or []
-    if not rows:
-        return []
-    return [Heading(3, "Repeated blocks"), Bullets([f"{b['message']}. Fix: {b['fix']}" for b in rows])]
+    return [*compile_time_section(report, None), *cache_section(ct), *block_section(report, None)]
 
 
 def failure_blocks(report: dict, ps: PathShortener) -> list:
