@@ -25,6 +25,7 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
+from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_blocks
 from fxlens.report.markup import PathShortener, command_line, environment
@@ -35,7 +36,6 @@ from fxlens.report.sections import backend_blocks, limit_hit_section, note_block
 from fxlens.report.special_graphs import special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
-    failure_blocks,
     output_code_blocks,
     restart_blocks,
     specialization_blocks,
@@ -159,7 +159,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
         *_fix_blocks(report, ps),
-        *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
+        *failure_section(report, where, ps.text),  # folded across ranks (fxlens.report.failures)
         *special_sections(report),  # export issues, special graphs, unknown kinds
         *graph_section(report, None, where, ps.text, session.artifact if session else None),
         *_guard_blocks(report, ps),

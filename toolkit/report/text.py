@@ -12,7 +12,7 @@ from fxlens.report.coldstart import cache_section
 from fxlens.report.compiles import compile_lines
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
-from fxlens.report.failures import failure_lines
+from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_lines
 from fxlens.report.outputcode import output_code_lines
@@ -60,7 +60,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(recompile_section(report)),
         *text_lines(limit_hit_section(report)),
         *_fix_lines(report),
-        *failure_lines(report),  # folded across ranks (fxlens.report.failures)
+        *text_lines(failure_section(report)),  # folded across ranks (fxlens.report.failures)
         # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *text_lines(special_sections(report)),
         *text_lines(graph_section(report, limit)),

@@ -12,7 +12,6 @@ from __future__ import annotations
 from fxlens.report.blocks import block_section
 from fxlens.report.coldstart import cache_section
 from fxlens.report.document import MAX_ROWS, Bullets, Code, Details, Heading, Para, Pre, Table
-from fxlens.report.failures import failure_head, fold_eager_frames, fold_failures, library_frame
 from fxlens.report.markup import PathShortener
 from fxlens.report.outputcode import kernel_source
 from fxlens.report.overview import compile_time_section
@@ -52,67 +51,6 @@ def compile_time_blocks(report: dict) -> list:
     """The compile-time section (fxlens.report.overview), the caches, the repeated blocks."""
     ct = report.get("compile_times") or {}
     return [*compile_time_section(report, None), *cache_section(ct), *block_section(report, None)]
-
-
-def failure_blocks(report: dict, ps: PathShortener) -> list:
-    """Failed compiles, once for all the ranks that failed alike, with torch's whole text folded."""
-    failures = fold_failures(report)
-    out: list = []
-    ranked = _ranked(report)
-    if failures:
-        rows = [
-            ([_ranks(f["ranks"])] if ranked else [])
-            + [
-                Code(f["compile_id"]),
-                Code(f["function"]),
-                Code(f"{ps.path(f['file'])}:{f['line']}" if f["file"] else "?"),
-                f["fail_type"] or "",
-                ps.text(
-                    clip(
-                        "\n".join(
-                            failure_head([x for x in (f["fail_reason"] or "").split("\n") if x.strip()])
-                        ),
-                        600,
-                    )
-                ),
-            ]
-            for f in failures
-        ]
-        headers = _headers(ranked, "compile id", "function", "where", "type", "reason")
-        out += [
-            Heading(3, "Compile failures"),
-            Table(headers, rows, fold=MAX_ROWS, folded="{n} more failures"),
-        ]
-        for f in failures[:MAX_ROWS]:  # torch's whole text, folded (the first rank's, for a group)
-            whose = f" (rank {f['ranks'][0]}'s; ranks {_ranks(f['ranks'])} differ at most in their rank)"
-            title = f"{f['compile_id']} {f['function']}: torch's full text" + (
-                whose if ranked and len(f["ranks"]) > 1 else ""
-            )
-            out.append(Details(title, [Pre(ps.text(_whole(f["fail_reason"] or "")))]))
-    eager = fold_eager_frames(report)
-    if eager:
-        rows = [
-            ([_ranks(e["ranks"])] if ranked else [])
-            + [
-                Code(e["compile_id"]),
-                # the frame torch gave up on (a library's, at its own file), then the user's line
-                Code(_gave_up_on(e)),
-                Code(f"{ps.path(e['file'])}:{e['line']}" if e["file"] else "?"),
-                ps.text(clip(e["reason"] or "", 200)),
-            ]
-            for e in eager
-        ]
-        headers = _headers(ranked, "compile id", "function", "where", "reason")
-        out += [
-            Heading(3, "Frames torch gave up on (they run eagerly from then on)"),
-            Table(headers, rows, fold=MAX_ROWS, folded="{n} more frames"),
-        ]
-    return out
-
-
-def _gave_up_on(e: dict) -> str:
-    frame = library_frame(e)
-    return f"{frame['function']} ({frame['file']}:{frame['line']})" if frame else e["function"]
 
 
 def restart_blocks(report: dict, ps: PathShortener) -> list:
