@@ -116,7 +116,8 @@ class Excerpt:
     """A long text (torch's own message, a stack, generated code) the terminal shows in part and
     Markdown and HTML show whole. The terminal: each of HEAD as INDENT spaces, PREFIX and the line
     clipped to CLIP characters (None: whole), then MORE when given (nothing at all when both are
-    empty); Markdown and HTML: TEXT as a code block in a collapsible section named SUMMARY."""
+    empty); Markdown and HTML: TEXT as a code block (or BLOCKS, when given) in a collapsible
+    section named SUMMARY."""
 
     text: str
     summary: str
@@ -126,6 +127,7 @@ class Excerpt:
     prefix: str = ""
     clip: int | None = None
     lang: str = ""
+    blocks: list = field(default_factory=list)
 
     def text_lines(self) -> list[str]:
         pad = " " * self.indent + self.prefix
@@ -133,6 +135,8 @@ class Excerpt:
         return shown + ([" " * self.indent + self.more] if self.more else [])
 
     def as_blocks(self) -> list:
+        if self.blocks:
+            return [Details(self.summary, self.blocks)]
         return [Details(self.summary, [Pre(self.text, self.lang)])] if self.text else []
 
 

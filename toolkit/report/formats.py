@@ -27,7 +27,7 @@ from fxlens.report.document import (
 )
 from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
-from fxlens.report.linetimes import line_time_blocks
+from fxlens.report.linetimes import line_time_section
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.overview import graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
@@ -42,6 +42,8 @@ from fxlens.report.tlparse_blocks import (
     stack_trie_blocks,
 )
 from fxlens.trace.sanitize import clip
+from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userframes import shown_path
 
 #: lines of guards shown
 MAX_CODE_LINES = 200
@@ -150,6 +152,9 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     def where(file: str, line) -> str:
         return _path(ps, file, line)
 
+    def ps_path(file: str) -> str:  # the user's files as the rest of the document writes them
+        return ps.path(file) if is_user_file(file) else shown_path(file)
+
     out = [
         Heading(2, f"fxlens report: {name}"),
         *head_section(report),  # counts, backend override (fxlens.report.overview)
@@ -164,7 +169,9 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *graph_section(report, None, where, ps.text, session.artifact if session else None),
         *_guard_blocks(report, ps),
         *compile_time_blocks(report),
-        *line_time_blocks(report, ps),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *line_time_section(
+            report, path=ps_path, text=ps.text
+        ),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
         *restart_blocks(report, ps),
         *specialization_blocks(report, ps),

@@ -14,7 +14,7 @@ from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
-from fxlens.report.linetimes import line_time_lines
+from fxlens.report.linetimes import line_time_section
 from fxlens.report.outputcode import output_code_lines
 from fxlens.report.overview import compile_time_section, graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
@@ -67,7 +67,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(compile_time_section(report)),  # the slowest compiles, cold start
         *text_lines(cache_section(report["compile_times"])),
         *text_lines(block_section(report)),  # repeated blocks and regional compilation (fxlens.report.blocks)
-        *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *text_lines(line_time_section(report)),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
