@@ -82,7 +82,8 @@ def _same(x: str) -> str:
     return x
 
 
-def _whole(text: str, most: int = 200) -> str:
+def whole_text(text: str, most: int = 200) -> str:
+    """TEXT whole, up to MOST lines (then a line saying how many more the JSON holds)."""
     lines = (text or "").rstrip("\n").split("\n")
     cut = [f"... {len(lines) - most} more lines (see --json)"] if len(lines) > most else []
     return "\n".join(lines[:most] + cut)
@@ -105,7 +106,7 @@ def _failure(f: dict, ranked: bool, where, text) -> list:
         summary = f"rank {f['ranks'][0]}'s {summary} (ranks {rank_ranges(f['ranks'], limit=6)} alike)"
     left = len(lines) - len(head)
     more = f"| ... {left} more line(s) of torch's text (see --json)" if left > 0 else ""
-    out.append(Excerpt(text(_whole(f["fail_reason"])), summary, head, more, prefix="| ", clip=160))
+    out.append(Excerpt(text(whole_text(f["fail_reason"])), summary, head, more, prefix="| ", clip=160))
     return out
 
 

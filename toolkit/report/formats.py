@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fxlens.report.breaksrecompiles import break_section, recompile_section
+from fxlens.report.compiles import restart_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import (
@@ -37,7 +38,6 @@ from fxlens.report.special_graphs import special_sections
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     output_code_blocks,
-    restart_blocks,
     specialization_blocks,
     stack_trie_blocks,
 )
@@ -173,7 +173,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
             report, path=ps_path, text=ps.text
         ),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
-        *restart_blocks(report, ps),
+        *restart_section(report, MAX_ROWS, ps.text),  # restarts, their reasons whole
         *specialization_blocks(report, ps),
         *stack_trie_blocks(report, ps),
         *output_code_blocks(report, ps, session),

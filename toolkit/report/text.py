@@ -9,7 +9,7 @@ from __future__ import annotations
 from fxlens.report.blocks import block_section
 from fxlens.report.breaksrecompiles import break_section, recompile_section
 from fxlens.report.coldstart import cache_section
-from fxlens.report.compiles import compile_lines
+from fxlens.report.compiles import restart_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_section
@@ -69,7 +69,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(block_section(report)),  # repeated blocks and regional compilation (fxlens.report.blocks)
         *text_lines(line_time_section(report)),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
-        *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
+        *text_lines(restart_section(report)),  # restarts, their reasons whole (fxlens.report.compiles)
         *specialization_lines(report),
         *text_lines(stack_trie_section(report)),
         *output_code_lines(report),

@@ -17,7 +17,6 @@ from fxlens.report.outputcode import kernel_source
 from fxlens.report.overview import compile_time_section
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.stacktrie import trie_tree
-from fxlens.trace.sanitize import clip
 from fxlens.trace.userfiles import is_user_file
 
 MAX_TEXT_LINES = 200
@@ -51,31 +50,6 @@ def compile_time_blocks(report: dict) -> list:
     """The compile-time section (fxlens.report.overview), the caches, the repeated blocks."""
     ct = report.get("compile_times") or {}
     return [*compile_time_section(report, None), *cache_section(ct), *block_section(report, None)]
-
-
-def restart_blocks(report: dict, ps: PathShortener) -> list:
-    """Restarts (Dynamo analysed the frame again), each reason whole, with the ranks it happened on."""
-    events = [e for e in report.get("failures_and_restarts") or [] if e["kind"] == "restart"]
-    if not events:
-        return []
-    ranked = _ranked(report)
-    rows = [
-        ([_ranks(e["ranks"])] if ranked else [])
-        + [Code(e["compile_id"]), Code(e["function"]), ps.text(clip(e["reason"].strip().split("\n")[0], 300))]
-        for e in events
-    ]
-    headers = _headers(ranked, "compile id", "function", "reason")
-    out = [
-        Heading(3, "Restarts (Dynamo analysed the frame again)"),
-        Table(headers, rows, fold=MAX_ROWS, folded="{n} more restarts"),
-    ]
-    for e in events[:MAX_ROWS]:
-        out.append(
-            Details(
-                f"{e['compile_id']} {e['function']}: the whole reason", [Pre(ps.text(_whole(e["reason"])))]
-            )
-        )
-    return out
 
 
 def _frame_text(frames: list[dict], ps: PathShortener) -> str:
