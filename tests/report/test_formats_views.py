@@ -122,8 +122,8 @@ def test_specialisations_with_guards_and_stacks(specialize_trace):
     _, md, html_text = _render(specialize_trace)
     sec = _section(md, "Shape specialisations (a dynamic dimension fixed to one value)")
     assert f"`{spec['sources'][0]}`" in sec and f"`{spec['symbol']}`" in sec and f"`{spec['value']}`" in sec
-    assert "specialize.py:8` `if x.shape[0] == 8:" in sec  # the user's line that caused it
-    assert re.search(rf"- `Eq\({spec['symbol']}, 8\)` at `\S*specialize\.py:8`", sec)  # the guard it added
+    assert "specialize.py:8`  `if x.shape[0] == 8:" in sec  # the user's line that caused it
+    assert re.search(rf"guard added: `Eq\({spec['symbol']}, 8\)` at `\S*specialize\.py:8`", sec)  # the guard it added
     assert "The user's stack:" in sec and "torch's stack:" in sec
     text = _html_text(html_text)
     assert f"Eq({spec['symbol']}, 8)" in text and "if x.shape[0] == 8:" in text

@@ -35,10 +35,10 @@ from fxlens.report.passes import pass_section
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special_graphs import special_sections
+from fxlens.report.specializations import specialization_section
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
     output_code_blocks,
-    specialization_blocks,
     stack_trie_blocks,
 )
 from fxlens.trace.sanitize import clip
@@ -174,7 +174,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         ),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
         *restart_section(report, MAX_ROWS, ps.text),  # restarts, their reasons whole
-        *specialization_blocks(report, ps),
+        *specialization_section(report, MAX_ROWS, ps.path),
         *stack_trie_blocks(report, ps),
         *output_code_blocks(report, ps, session),
         *backend_blocks(report),

@@ -20,7 +20,7 @@ from fxlens.report.overview import compile_time_section, graph_section, head_fin
 from fxlens.report.passes import pass_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special_graphs import special_sections
-from fxlens.report.specializations import specialization_lines
+from fxlens.report.specializations import specialization_section
 from fxlens.report.stacktrie import stack_trie_section
 from fxlens.trace.sanitize import clean, for_terminal
 
@@ -70,7 +70,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(line_time_section(report)),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *text_lines(restart_section(report)),  # restarts, their reasons whole (fxlens.report.compiles)
-        *specialization_lines(report),
+        *text_lines(specialization_section(report)),
         *text_lines(stack_trie_section(report)),
         *output_code_lines(report),
         *text_lines(backend_blocks(report, limit)),

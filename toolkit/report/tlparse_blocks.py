@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from fxlens.report.blocks import block_section
 from fxlens.report.coldstart import cache_section
-from fxlens.report.document import MAX_ROWS, Bullets, Code, Details, Heading, Para, Pre, Table
+from fxlens.report.document import MAX_ROWS, Code, Details, Heading, Para, Pre, Table
 from fxlens.report.markup import PathShortener
 from fxlens.report.outputcode import kernel_source
 from fxlens.report.overview import compile_time_section
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.stacktrie import trie_tree
-from fxlens.trace.userfiles import is_user_file
 
 MAX_TEXT_LINES = 200
 
@@ -50,66 +49,6 @@ def compile_time_blocks(report: dict) -> list:
     """The compile-time section (fxlens.report.overview), the caches, the repeated blocks."""
     ct = report.get("compile_times") or {}
     return [*compile_time_section(report, None), *cache_section(ct), *block_section(report, None)]
-
-
-def _frame_text(frames: list[dict], ps: PathShortener) -> str:
-    return "\n".join(
-        f"{ps.path(f['file'])}:{f['line']} in {f['function']}"
-        + (f"\n    {f['code'].strip()}" if f["code"] else "")
-        for f in frames
-    )
-
-
-def _user_line(frames: list[dict], ps: PathShortener) -> list:
-    user = [f for f in frames if is_user_file(f["file"])] or frames
-    if not user:
-        return ["?"]
-    f = user[-1]
-    return (
-        [Code(f"{ps.path(f['file'])}:{f['line']}"), " ", Code(f["code"].strip())]
-        if f["code"]
-        else [Code(f"{ps.path(f['file'])}:{f['line']}")]
-    )
-
-
-def specialization_blocks(report: dict, ps: PathShortener) -> list:
-    """Each specialisation: what was fixed to which value and why, the user's line that did it, the
-    guards it added (with theirs), and the whole stacks folded."""
-    specs = report.get("specializations") or []
-    if not specs:
-        return []
-    ranked = _ranked(report)
-    rows = [
-        ([_ranks(s["ranks"])] if ranked else [])
-        + [
-            Code(s["compile_id"]),
-            Code(s["function"]),
-            Code(", ".join(s["sources"]) or s["symbol"]),
-            Code(s["symbol"]),
-            Code(s["value"]),
-            s["reason"],
-            _user_line(s["user_stack"], ps),
-        ]
-        for s in specs
-    ]
-    headers = _headers(ranked, "compile id", "function", "source", "symbol", "value", "why", "user line")
-    out = [
-        Heading(3, "Shape specialisations (a dynamic dimension fixed to one value)"),
-        Table(headers, rows, fold=MAX_ROWS, folded="{n} more specialisations"),
-    ]
-    for s in specs[:MAX_ROWS]:
-        guards = [[Code(g["expr"]), " at ", *_user_line(g["user_stack"], ps)] for g in s["guards"]]
-        blocks: list = (
-            [Para("Guards it added:"), Bullets(guards)] if guards else [Para("No guard recorded for it.")]
-        )
-        blocks += [Para("The user's stack:"), Pre(_frame_text(s["user_stack"], ps) or "(none logged)")]
-        blocks += [Para("torch's stack:"), Pre(_frame_text(s["stack"], ps) or "(none logged)")]
-        out.append(
-            Details(
-                f"{s['compile_id']} {s['function']}: {s['symbol']} = {s['value']}, guards and stacks", blocks
-            )
-        )
-    return out
 
 
 def stack_trie_blocks(report: dict, ps: PathShortener) -> list:
