@@ -30,6 +30,7 @@ from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_section
 from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.outputcode import output_code_section
 from fxlens.report.overview import graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import rank_ranges
@@ -38,7 +39,6 @@ from fxlens.report.special_graphs import special_sections
 from fxlens.report.specializations import specialization_section
 from fxlens.report.tlparse_blocks import (
     compile_time_blocks,
-    output_code_blocks,
     stack_trie_blocks,
 )
 from fxlens.trace.sanitize import clip
@@ -176,7 +176,7 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *restart_section(report, MAX_ROWS, ps.text),  # restarts, their reasons whole
         *specialization_section(report, MAX_ROWS, ps.path),
         *stack_trie_blocks(report, ps),
-        *output_code_blocks(report, ps, session),
+        *output_code_section(report, MAX_ROWS, ps.text, session.artifact if session else None),
         *backend_blocks(report),
         *note_blocks(report, ps.text),
         *_doctor_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)

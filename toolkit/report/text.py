@@ -15,7 +15,7 @@ from fxlens.report.document import text_lines
 from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_section
-from fxlens.report.outputcode import output_code_lines
+from fxlens.report.outputcode import output_code_section
 from fxlens.report.overview import compile_time_section, graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
@@ -72,7 +72,7 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(restart_section(report)),  # restarts, their reasons whole (fxlens.report.compiles)
         *text_lines(specialization_section(report)),
         *text_lines(stack_trie_section(report)),
-        *output_code_lines(report),
+        *text_lines(output_code_section(report)),
         *text_lines(backend_blocks(report, limit)),
         *text_lines(note_blocks(report)),
         *_nothing_compiled(report),

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from fxlens.report.blocks import block_section
 from fxlens.report.coldstart import cache_section
-from fxlens.report.document import MAX_ROWS, Code, Details, Heading, Para, Pre, Table
+from fxlens.report.document import Heading, Para
 from fxlens.report.markup import PathShortener
-from fxlens.report.outputcode import kernel_source
 from fxlens.report.overview import compile_time_section
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.stacktrie import trie_tree
@@ -61,58 +60,3 @@ def stack_trie_blocks(report: dict, ps: PathShortener) -> list:
         Para("The user frames that entered each compile; each compile's outcome after its id (none: ok)."),
         tree,
     ]
-
-
-def _kernel_row(k: dict, ps: PathShortener) -> list:
-    return [
-        Code(k["name"]),
-        k["kind"],
-        Code(", ".join(k["post_grad_nodes"])) if k["post_grad_nodes"] else "-",
-        Code(", ".join(k["pre_grad_nodes"])) if k["pre_grad_nodes"] else "-",
-        ps.text(kernel_source(k["stack"])) or "-",
-    ]
-
-
-def output_code_blocks(report: dict, ps: PathShortener, session=None) -> list:
-    """Inductor's generated files per compile, their kernels with provenance, and (with the session at
-    hand) each file's code folded."""
-    entries = report.get("output_code") or []
-    if not entries:
-        return []
-    ranked = _ranked(report)
-    rows = [
-        ([_ranks(e["ranks"])] if ranked else [])
-        + [
-            Code(e["compile_id"]),
-            Code(e["function"]),
-            Code(e["file"].rsplit("/", 1)[-1]),
-            str(e["lines"]),
-            str(len(e["kernels"])),
-            "yes" if e["provenance"] else "no",
-        ]
-        for e in entries
-    ]
-    headers = _headers(ranked, "compile id", "function", "file", "lines", "kernels", "provenance")
-    out = [
-        Heading(3, "Inductor output code"),
-        Table(headers, rows, fold=MAX_ROWS, folded="{n} more output files"),
-    ]
-    if not any(e["provenance"] for e in entries):
-        out.append(
-            Para("No provenance in this trace: run with INDUCTOR_PROVENANCE=1 to map kernels to graph nodes.")
-        )
-    for e in entries[:MAX_ROWS]:
-        blocks: list = []
-        if e["kernels"]:
-            blocks.append(
-                Table(
-                    ["kernel", "kind", "post-grad nodes", "pre-grad nodes", "user line"],
-                    [_kernel_row(k, ps) for k in e["kernels"]],
-                )
-            )
-        code = session.artifact(e["compile_id"], "inductor_output_code", e["ranks"][0]) if session else None
-        if code:
-            blocks.append(Pre(ps.text(_whole(code)), "python"))
-        if blocks:
-            out.append(Details(f"{e['compile_id']} {e['function']}: {e['file'].rsplit('/', 1)[-1]}", blocks))
-    return out
