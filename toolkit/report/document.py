@@ -167,8 +167,9 @@ class Section:
     NAME and the first alarm (or first) line, opened to all of them. An empty NAME: lines only."""
 
     name: str
-    # a Table: shown whole in every format; an Excerpt: its head in the terminal, whole folded elsewhere
-    lines: list[Line | Table | Excerpt] = field(default_factory=list)
+    # a Table or a Tree: shown whole in every format; an Excerpt: its head in the terminal, whole
+    # and folded in Markdown and HTML
+    lines: list = field(default_factory=list)
     gloss: str = ""  # what the name means, in parentheses after it
     tail: str = ""  # a short finding on the title line itself
     lead: str = ""  # the headline: above the title in the terminal, first under the heading elsewhere
@@ -184,11 +185,12 @@ class Section:
         """The title (when named) and each line as the terminal shows them (no blank line after)."""
         out = ([self.lead] if self.lead else []) + ([self.title] if self.name else [])
         for x in self.lines:
-            out += (
-                x.text_lines()
-                if isinstance(x, Table | Excerpt)
-                else [" " * x.indent + x.shown() if x.text else ""]
-            )
+            if isinstance(x, Tree):  # each row indented by its depth under the title
+                out += [" " * (2 + 2 * depth) + text for depth, text in x.lines()]
+            elif isinstance(x, Table | Excerpt):
+                out += x.text_lines()
+            else:
+                out.append(" " * x.indent + x.shown() if x.text else "")
         return out
 
     def as_blocks(self) -> list:
@@ -197,7 +199,9 @@ class Section:
         out: list = [Heading(3, self.title.rstrip(":"))] if self.name else []
         out += [Para(self.lead)] if self.lead else []
         for x in self.lines:
-            if isinstance(x, Table | Excerpt):
+            if isinstance(x, Tree):
+                out.append(x)
+            elif isinstance(x, Table | Excerpt):
                 out += x.as_blocks()
             elif x.text and x.joins and out and isinstance(out[-1], Bullets):
                 before = out[-1].items[-1]  # after a title ("subject:") or a sentence, a space is enough

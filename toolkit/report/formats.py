@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fxlens.report.blocks import block_section
 from fxlens.report.breaksrecompiles import break_section, recompile_section
+from fxlens.report.coldstart import cache_section
 from fxlens.report.compiles import restart_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.doctor_result import DoctorResult
@@ -31,16 +33,13 @@ from fxlens.report.fix_result import FixResult
 from fxlens.report.linetimes import line_time_section
 from fxlens.report.markup import PathShortener, command_line, environment
 from fxlens.report.outputcode import output_code_section
-from fxlens.report.overview import graph_section, head_findings, head_section
+from fxlens.report.overview import compile_time_section, graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
 from fxlens.report.ranks import rank_ranges
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
 from fxlens.report.special_graphs import special_sections
 from fxlens.report.specializations import specialization_section
-from fxlens.report.tlparse_blocks import (
-    compile_time_blocks,
-    stack_trie_blocks,
-)
+from fxlens.report.stacktrie import stack_trie_section
 from fxlens.trace.sanitize import clip
 from fxlens.trace.userfiles import is_user_file
 from fxlens.trace.userframes import shown_path
@@ -168,14 +167,16 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *special_sections(report),  # export issues, special graphs, unknown kinds
         *graph_section(report, None, where, ps.text, session.artifact if session else None),
         *_guard_blocks(report, ps),
-        *compile_time_blocks(report),
+        *compile_time_section(report, None),  # the slowest compiles (fxlens.report.overview)
+        *cache_section(report["compile_times"]),
+        *block_section(report, None),  # repeated blocks and regional compilation
         *line_time_section(
             report, path=ps_path, text=ps.text
         ),  # Dynamo's seconds by source line (fxlens.report.linetimes)
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
         *restart_section(report, MAX_ROWS, ps.text),  # restarts, their reasons whole
         *specialization_section(report, MAX_ROWS, ps.path),
-        *stack_trie_blocks(report, ps),
+        *stack_trie_section(report, 400, ps.text),
         *output_code_section(report, MAX_ROWS, ps.text, session.artifact if session else None),
         *backend_blocks(report),
         *note_blocks(report, ps.text),
