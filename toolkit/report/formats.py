@@ -170,9 +170,8 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
         *compile_time_section(report, None),  # the slowest compiles (fxlens.report.overview)
         *cache_section(report["compile_times"]),
         *block_section(report, None),  # repeated blocks and regional compilation
-        *line_time_section(
-            report, path=ps_path, text=ps.text
-        ),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *line_time_section(report, path=ps_path, text=ps.text),
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
         *restart_section(report, MAX_ROWS, ps.text),  # restarts, their reasons whole
         *specialization_section(report, MAX_ROWS, ps.path),

@@ -1,7 +1,8 @@
 """The report as text: `render_text(report)`, the tables `fxlens run` and `fxlens report` print.
 
-One function per section, most important first; each returns its lines (none when the section is
-empty), and `render_text` joins them.
+Each section is a builder of document blocks (fxlens.report.document) that Markdown and HTML render
+too (fxlens.report.formats), listed here most important first with the terminal's limits;
+`text_lines` renders them.
 """
 
 from __future__ import annotations
@@ -23,11 +24,6 @@ from fxlens.report.special_graphs import special_sections
 from fxlens.report.specializations import specialization_section
 from fxlens.report.stacktrie import stack_trie_section
 from fxlens.trace.sanitize import clean, for_terminal
-
-
-def _rank_col(report: dict) -> bool:
-    return len(report["ranks"]) > 1
-
 
 # any of these in a report is something compiled (or an attempt to): without them, say nothing was
 _COMPILED = "graphs graph_breaks failures headlines export_issues aot_inductor special_graphs".split()
@@ -66,8 +62,8 @@ def render_text(report: dict, limit: int = 20) -> str:
         *text_lines(graph_section(report, limit)),
         *text_lines(compile_time_section(report)),  # the slowest compiles, cold start
         *text_lines(cache_section(report["compile_times"])),
-        *text_lines(block_section(report)),  # repeated blocks and regional compilation (fxlens.report.blocks)
-        *text_lines(line_time_section(report)),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *text_lines(block_section(report)),  # repeated blocks, regional compilation (report.blocks)
+        *text_lines(line_time_section(report)),  # Dynamo's seconds by source line (report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *text_lines(restart_section(report)),  # restarts, their reasons whole (fxlens.report.compiles)
         *text_lines(specialization_section(report)),
