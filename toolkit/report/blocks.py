@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from fxlens.report.document import Line, Section
 from fxlens.trace.graph_code import parse_graph
 
 MIN_COUNT = 2  # instances of one class under one container that make a repeated block
@@ -175,7 +176,6 @@ def _fix(cls: str, attr: str) -> str:
 
 def block_section(report: dict, limit: int | None = 5) -> list:
     """Each repeated block (the first LIMIT) with its cost and the fix (fxlens.report.document)."""
-    from fxlens.report.document import Line, Section
 
     lines = []
     for b in (report.get("repeated_blocks") or [])[:limit]:

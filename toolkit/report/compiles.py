@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from fxlens.report import coldstart
-from fxlens.report.ranks import without_rank
+from fxlens.report.document import Code, Excerpt, Line, Section
+from fxlens.report.failures import whole_text
+from fxlens.report.ranks import rank_ranges, without_rank
+from fxlens.trace.sanitize import clip
 
 TEXT_ROWS = 8
 
@@ -113,10 +116,6 @@ def restart_section(report: dict, limit: int | None = TEXT_ROWS, text=_same) -> 
     """The restarts (the first LIMIT), each with its reason: the terminal its first lines, Markdown
     and HTML all of it, folded (the compile-time table has the stages and caches, the failures
     section the failures). TEXT shortens free text."""
-    from fxlens.report.document import Code, Excerpt, Line, Section
-    from fxlens.report.failures import whole_text
-    from fxlens.report.ranks import rank_ranges
-    from fxlens.trace.sanitize import clip
 
     events = [e for e in report.get("failures_and_restarts") or [] if e["kind"] == "restart"]
     if not events:

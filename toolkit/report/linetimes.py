@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from fxlens.report.document import Code, Excerpt, Line, Section, Table
 from fxlens.report.fixes import describe
 from fxlens.report.loopfix import loop_finding
 from fxlens.trace.userframes import is_resume, shown_path, user_function
@@ -206,7 +207,6 @@ def line_time_section(report: dict, limit: int = 10, path=shown_path, text=_same
     """Dynamo's seconds by source line (fxlens.report.document): the headline, the parts, the
     unrolled loop's fixes, the top LIMIT lines grouped by function (the terminal's table) and each
     file's functions and lines (Markdown and HTML, folded). PATH writes a file, TEXT free text."""
-    from fxlens.report.document import Line, Section, Table
 
     sec = report.get("compile_lines") or {}
     if not sec.get("available"):
@@ -304,7 +304,6 @@ def compile_functions(session, rank, compile_id: str) -> list[dict]:
 def _file_trees(sec: dict, path, text) -> list:
     """Each file's functions and their lines (self, share, inclusive seconds, hits), one folded
     section per file: Markdown and HTML show them, the terminal its table of top lines only."""
-    from fxlens.report.document import Code, Excerpt, Table
 
     out = []
     for node in tree(sec["functions"]):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from fxlens.report.document import Code, Excerpt, Line, Pre, Section, Table
 from fxlens.report.failures import whole_text
 
 # `cpp_fused_sin_0 = async_compile.cpp_pybinding(...)`, `triton_poi_fused_0 = async_compile.triton(...)`
@@ -118,7 +119,6 @@ def _same(x: str) -> str:
 
 
 def _kernel_row(k: dict, text) -> list:
-    from fxlens.report.document import Code
 
     return [
         Code(k["name"]),
@@ -133,7 +133,6 @@ def _file_excerpt(e: dict, text, artifact):
     """One generated file's kernels: the terminal its first 4 (kernel <- post-grad nodes <- source),
     Markdown and HTML every kernel with its pre-grad nodes too, and the code (ARTIFACT: the
     Session's lookup, None: no code), folded."""
-    from fxlens.report.document import Excerpt, Pre, Table
 
     head = []
     for k in e["kernels"][:4]:
@@ -153,7 +152,6 @@ def _file_excerpt(e: dict, text, artifact):
 def output_code_section(report: dict, limit: int | None = 6, text=_same, artifact=None) -> list:
     """Each compile's generated file (the first LIMIT) and its kernels, with the nodes and user line
     behind each; with ARTIFACT, each file's code (Markdown and HTML, folded). TEXT shortens text."""
-    from fxlens.report.document import Code, Line, Section
 
     entries = report.get("output_code") or []
     if not entries:

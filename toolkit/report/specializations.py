@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 
+from fxlens.report.document import Code, Excerpt, Line, Para, Pre, Section
 from fxlens.trace.reader import GLOG_PREFIX
 from fxlens.trace.userfiles import is_user_file
 from fxlens.trace.userframes import short_path
@@ -110,7 +111,6 @@ def specializations(session) -> list[dict]:
 
 def _at(frames: list[dict], path) -> list:
     """ " at FILE:LINE  `CODE`" of the last frame (the code quoted, as the terminal shows it)."""
-    from fxlens.report.document import Code
 
     if not frames:
         return []
@@ -128,7 +128,6 @@ def _frame_text(frames: list[dict], path) -> str:
 
 def _stacks(s: dict, path):
     """The whole stacks of a specialisation, folded (Markdown and HTML; the terminal shows none)."""
-    from fxlens.report.document import Excerpt, Para, Pre
 
     blocks = [Para("The user's stack:"), Pre(_frame_text(s["user_stack"], path) or "(none logged)")]
     blocks += [Para("torch's stack:"), Pre(_frame_text(s["stack"], path) or "(none logged)")]
@@ -138,7 +137,6 @@ def _stacks(s: dict, path):
 def specialization_section(report: dict, limit: int | None = 6, path=short_path) -> list:
     """Each specialisation (the first LIMIT), where the user's code caused it, the guards it added
     (the first 3) and its stacks (Markdown and HTML only); PATH writes a file."""
-    from fxlens.report.document import Code, Line, Section
 
     specs = report.get("specializations") or []
     if not specs:
