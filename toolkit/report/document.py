@@ -244,8 +244,10 @@ class Tree:
 
 
 # a `quoted` span in a plain string: torch's messages and fxlens's own causes and fixes quote code
-# this way, and both renderers show it as code (not as backticks escaped to stay literal)
-_TICKED = re.compile(r"`([^`\n]+)`")
+# this way, and both renderers show it as code (not as backticks escaped to stay literal); a span
+# is not glued to a word or another backtick on its outer sides, so a quote inside a quote
+# ("after `Call to `f()``") stays literal text instead of breaking into pieces
+_TICKED = re.compile(r"(?<![\w`])`([^`\n]+)`(?![\w`])")
 
 
 def code_spans(text: str) -> list:
