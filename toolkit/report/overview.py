@@ -39,7 +39,8 @@ def head_section(report: dict) -> list[Section]:
     export issues, ranks, worker processes; under it the backend override, when there was one."""
     n = report_counts(report)  # the one count budgets and diff use too
     fns = {x["function"] for x in report["graphs"]}
-    head = f"{n['graphs']} graph(s) in {len(fns)} function(s), {n['graph_breaks']} graph break(s), {n['recompiles']} recompile(s)"
+    head = f"{n['graphs']} graph(s) in {len(fns)} function(s), {n['graph_breaks']} graph break(s)"
+    head += f", {n['recompiles']} recompile(s)"
     if n["eager_frames"]:
         head += f", {n['eager_frames']} frame(s) run eagerly"
     head += head_counts(report)  # AOTInductor compiles, export issues
