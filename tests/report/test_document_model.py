@@ -95,7 +95,7 @@ def test_stack_trie_html_colours_every_compile_by_its_outcome(name):
 
     walk(report["stack_trie"])
     page = render_html(report, session, ENV)
-    trie = page.split("<h3>Stack trie</h3>")[1].split("</pre>")[0]
+    trie = page.split("<h3>Stack trie (the user frames that entered each compile)</h3>")[1].split("</pre>")[0]
     got = [
         (html.unescape(text).removesuffix(f" {cls.replace('-', ' ')}"), cls.replace("-", " "))
         for cls, text in re.findall(r'<span class="o-([\w-]+)">(.*?)</span>', trie)

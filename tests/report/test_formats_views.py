@@ -67,8 +67,8 @@ def test_failures_restarts_and_compile_times(stages_trace):
     # torch's whole text in a fence: every line of it
     for line in failed[0]["fail_reason"].strip().split("\n"):
         assert line.rstrip() in md
-    restart = _section(md, "Restarts (Dynamo analysed the frame again)")
-    assert f"`{restarted[0]['compile_id']}` | `f`" in restart
+    restart = _section(md, "Restarts (Dynamo analysed the frame again; whole reasons)")
+    assert f"- `{restarted[0]['compile_id']}` `f`" in restart
     for line in restarted[0]["restart_reasons"][0].strip().split("\n"):
         assert line.rstrip() in restart
     # one row per compile id, with its total as torch logged it
@@ -80,7 +80,7 @@ def test_failures_restarts_and_compile_times(stages_trace):
         row = next(r for r in rows if r.startswith(f"| `{cid}` |"))
         assert row.split(" | ")[2] == f"{slowest:.2f}"
     text = _html_text(html_text)
-    assert "Compile failures" in text and "Restarts (Dynamo analysed the frame again)" in text
+    assert "Compile failures" in text and "Restarts (Dynamo analysed the frame again; whole reasons)" in text
     assert restarted[0]["restart_reasons"][0].strip().split("\n")[1].strip() in text
 
 
@@ -122,8 +122,8 @@ def test_specialisations_with_guards_and_stacks(specialize_trace):
     _, md, html_text = _render(specialize_trace)
     sec = _section(md, "Shape specialisations (a dynamic dimension fixed to one value)")
     assert f"`{spec['sources'][0]}`" in sec and f"`{spec['symbol']}`" in sec and f"`{spec['value']}`" in sec
-    assert "specialize.py:8` `if x.shape[0] == 8:" in sec  # the user's line that caused it
-    assert re.search(rf"- `Eq\({spec['symbol']}, 8\)` at `\S*specialize\.py:8`", sec)  # the guard it added
+    assert "specialize.py:8`  `if x.shape[0] == 8:" in sec  # the user's line that caused it
+    assert re.search(rf"guard added: `Eq\({spec['symbol']}, 8\)` at `\S*specialize\.py:8`", sec)  # the guard it added
     assert "The user's stack:" in sec and "torch's stack:" in sec
     text = _html_text(html_text)
     assert f"Eq({spec['symbol']}, 8)" in text and "if x.shape[0] == 8:" in text

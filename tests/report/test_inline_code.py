@@ -12,7 +12,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-from fxlens.report.document import Bullets, Para, Table, code_spans, to_html, to_markdown
+from fxlens.report.document import Bullets, Code, Para, Table, code_spans, to_html, to_markdown
 
 TINY = Path(__file__).parents[1] / "faults" / "data" / "tiny.log"
 
@@ -77,3 +77,11 @@ def test_quoted_code_stays_escaped_and_odd_backticks_stay_text():
     md = to_markdown([Table(["x"], [[hostile]])])
     assert "`<script>alert(1)</script>`" in md and "a lone \\` tick \\| pipe" in md
     assert code_spans("no code here") == ["no code here"]
+
+
+def test_a_quote_inside_a_quote_stays_text():
+    # torch quotes its own code inside fxlens's quote: no half of it may become a code span
+    nested = "could not resume after `Call to `torch._dynamo.graph_break()`` at t.py:11"
+    assert code_spans(nested) == [nested]
+    assert "<code>" not in to_html([Para(nested)], "t")
+    assert code_spans("a `f()` and `g()`.") == ["a ", Code("f()"), " and ", Code("g()"), "."]

@@ -13,7 +13,8 @@ import os
 import pytest
 
 from fxlens.fix.findings import gather
-from fxlens.report.linetimes import DOMINANT, line_time_lines
+from fxlens.report.document import text_lines
+from fxlens.report.linetimes import DOMINANT, line_time_section
 from fxlens.report.loopfix import loop_finding
 
 MODEL = '''
@@ -132,8 +133,10 @@ def test_fix_gathers_the_loops_actions_and_the_text_shows_them(model):
     }
     assert all(e["finding"] == sec["unrolled_loop"]["message"] for e in got)
     text = "\n".join(
-        line_time_lines(
-            {"compile_lines": {**sec, "available": True, "parts_s": {"traced": 8.0}, "top_lines": []}}
+        text_lines(
+            line_time_section(
+                {"compile_lines": {**sec, "available": True, "parts_s": {"traced": 8.0}, "top_lines": [], "functions": []}}
+            )
         )
     )
     assert "the loop's body calls Block" in text and "nested_compile_region" in text

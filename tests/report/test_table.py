@@ -108,11 +108,12 @@ def test_report_and_doctor_tables_match():
 def test_report_text_is_what_the_tabulate_package_prints(log, monkeypatch):
     from pathlib import Path
 
-    import fxlens.report.text as text
+    import fxlens.report.document as document
     from fxlens.report.build import build_report
+    from fxlens.report.text import render_text
     from fxlens.trace.session import Session
 
     report = build_report(Session.open(Path(__file__).parents[1] / "data" / "tlparse" / log))
-    ours = text.render_text(report)
-    monkeypatch.setattr(text, "tabulate", reference)
-    assert ours == text.render_text(report)
+    ours = render_text(report)
+    monkeypatch.setattr(document, "tabulate", reference)  # every table of the report is a Table block
+    assert ours == render_text(report)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
+from fxlens.report.document import Line, Section
 from fxlens.trace.graph_code import parse_graph
 
 MIN_COUNT = 2  # instances of one class under one container that make a repeated block
@@ -173,13 +174,13 @@ def _fix(cls: str, attr: str) -> str:
     )
 
 
-def block_lines(report: dict) -> list[str]:
-    """Text: each repeated block with its cost and the fix."""
-    rows = report.get("repeated_blocks") or []
-    out = []
-    for b in rows[:5]:
-        out += [f"Repeated block: {b['message']}", f"  fix: {b['fix']}"]
-    return [*out, ""] if out else []
+def block_section(report: dict, limit: int | None = 5) -> list:
+    """Each repeated block (the first LIMIT) with its cost and the fix (fxlens.report.document)."""
+
+    lines = []
+    for b in (report.get("repeated_blocks") or [])[:limit]:
+        lines += [Line(f"Repeated block: {b['message']}", 0), Line(f"fix: {b['fix']}", joins=True)]
+    return [Section("", lines)] if lines else []
 
 
 def block_findings(report: dict) -> list[dict]:

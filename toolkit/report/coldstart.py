@@ -271,11 +271,3 @@ def cache_section(ct: dict) -> list[Section]:
             why = f" -- differs at {g['first_difference']}" if g["first_difference"] else " (largest group)"
             out.append(Line(f"rank(s) {rank_ranges(g['ranks'], limit=6)}: {seq or 'no cache lookups'}{why}"))
     return [Section("", out)] if out else []
-
-
-def cold_start_lines(ct: dict) -> list[str]:
-    """Text: the headline "where cold start goes"."""
-    cs = ct.get("cold_start") or {}
-    if not cs or not cs.get("total_s"):
-        return []
-    return [f"Where cold start goes: {cs['message']}"]

@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from fxlens.report import coldstart
-from fxlens.report.ranks import without_rank
+from fxlens.report.document import Code, Excerpt, Line, Section
+from fxlens.report.failures import whole_text
+from fxlens.report.ranks import rank_ranges, without_rank
+from fxlens.trace.sanitize import clip
 
 TEXT_ROWS = 8
 
@@ -105,25 +108,32 @@ def failures_and_restarts(rows: list[dict]) -> list[dict]:
     return list(merged.values())
 
 
-def compile_lines(report: dict) -> list[str]:
-    """Text: the restarts with their whole reasons (the compile-time table has the stages and caches,
-    the failures section the failures)."""
-    from fxlens.report.ranks import rank_ranges
+def _same(x: str) -> str:
+    return x
+
+
+def restart_section(report: dict, limit: int | None = TEXT_ROWS, text=_same) -> list:
+    """The restarts (the first LIMIT), each with its reason: the terminal its first lines, Markdown
+    and HTML all of it, folded (the compile-time table has the stages and caches, the failures
+    section the failures). TEXT shortens free text."""
 
     events = [e for e in report.get("failures_and_restarts") or [] if e["kind"] == "restart"]
     if not events:
         return []
-    out = ["Restarts (Dynamo analysed the frame again; whole reasons):"]
-    for e in events[:TEXT_ROWS]:
-        ranks = (
-            f" on rank(s) {rank_ranges(e['ranks'], limit=6)}" if len(report.get("ranks") or []) > 1 else ""
-        )
-        out.append(f"  {e['compile_id']} {e['function']}{ranks}")
+    ranked = len(report.get("ranks") or []) > 1
+    lines: list = []
+    shown = events[:limit]
+    for e in shown:
+        ranks = f" on rank(s) {rank_ranges(e['ranks'], limit=6)}" if ranked else ""
+        lines.append(Line([Code(e["compile_id"]), " ", Code(e["function"]), ranks]))
         reason = [ln for ln in e["reason"].strip().split("\n") if ln.strip()]
-        out += [f"    {ln}" for ln in reason[:6]]
-        if len(reason) > 6:
-            out.append(f"    ... {len(reason) - 6} more line(s) (see --json failures_and_restarts)")
-    if len(events) > TEXT_ROWS:
-        out.append(f"  ... {len(events) - TEXT_ROWS} more (see --json failures_and_restarts)")
-    out.append("")
-    return out
+        more = (
+            f"... {len(reason) - 6} more line(s) (see --json failures_and_restarts)"
+            if len(reason) > 6
+            else ""
+        )
+        summary = "the whole reason" + (f": {text(clip(reason[0], 160))}" if reason else "")
+        lines.append(Excerpt(text(whole_text(e["reason"])), summary, reason[:6], more))
+    if len(events) > len(shown):
+        lines.append(Line(f"... {len(events) - len(shown)} more (see --json failures_and_restarts)"))
+    return [Section("Restarts", lines, gloss="Dynamo analysed the frame again; whole reasons")]

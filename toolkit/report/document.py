@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from fxlens.report.markup import environment_lines, h, md_code, md_details, md_fence, md_table, md_text
 from fxlens.report.texttable import tabulate
+from fxlens.trace.sanitize import clip
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,35 @@ class Details:
 
 
 @dataclass
+class Excerpt:
+    """A long text (torch's own message, a stack, generated code) the terminal shows in part and
+    Markdown and HTML show whole. The terminal: each of HEAD as INDENT spaces, PREFIX and the line
+    clipped to CLIP characters (None: whole), then MORE when given (nothing at all when both are
+    empty); Markdown and HTML: TEXT as a code block (or BLOCKS, when given) in a collapsible
+    section named SUMMARY."""
+
+    text: str
+    summary: str
+    head: list[str] = field(default_factory=list)
+    more: str = ""
+    indent: int = 4
+    prefix: str = ""
+    clip: int | None = None
+    lang: str = ""
+    blocks: list = field(default_factory=list)
+
+    def text_lines(self) -> list[str]:
+        pad = " " * self.indent + self.prefix
+        shown = [pad + (x if self.clip is None else clip(x, self.clip)) for x in self.head]
+        return shown + ([" " * self.indent + self.more] if self.more else [])
+
+    def as_blocks(self) -> list:
+        if self.blocks:
+            return [Details(self.summary, self.blocks)]
+        return [Details(self.summary, [Pre(self.text, self.lang)])] if self.text else []
+
+
+@dataclass
 class Line:
     """One line of a Section: indented by INDENT spaces in the terminal (Markdown and HTML make it a
     bullet); an ALARM line (a hang risk, a divergence) starts with "!!" and the TUI shows it red.
@@ -137,9 +167,12 @@ class Section:
     NAME and the first alarm (or first) line, opened to all of them. An empty NAME: lines only."""
 
     name: str
-    lines: list[Line | Table] = field(default_factory=list)  # a Table: shown whole, in every format
+    # a Table or a Tree: shown whole in every format; an Excerpt: its head in the terminal, whole
+    # and folded in Markdown and HTML
+    lines: list = field(default_factory=list)
     gloss: str = ""  # what the name means, in parentheses after it
     tail: str = ""  # a short finding on the title line itself
+    lead: str = ""  # the headline: above the title in the terminal, first under the heading elsewhere
 
     @property
     def title(self) -> str:
@@ -150,17 +183,25 @@ class Section:
 
     def text_lines(self) -> list[str]:
         """The title (when named) and each line as the terminal shows them (no blank line after)."""
-        out = [self.title] if self.name else []
+        out = ([self.lead] if self.lead else []) + ([self.title] if self.name else [])
         for x in self.lines:
-            out += x.text_lines() if isinstance(x, Table) else [" " * x.indent + x.shown() if x.text else ""]
+            if isinstance(x, Tree):  # each row indented by its depth under the title
+                out += [" " * (2 + 2 * depth) + text for depth, text in x.lines()]
+            elif isinstance(x, Table | Excerpt):
+                out += x.text_lines()
+            else:
+                out.append(" " * x.indent + x.shown() if x.text else "")
         return out
 
     def as_blocks(self) -> list:
         """The section as a heading (when named), its lines as bullets and its tables as tables
         (how Markdown and HTML show it)."""
         out: list = [Heading(3, self.title.rstrip(":"))] if self.name else []
+        out += [Para(self.lead)] if self.lead else []
         for x in self.lines:
-            if isinstance(x, Table):
+            if isinstance(x, Tree):
+                out.append(x)
+            elif isinstance(x, Table | Excerpt):
                 out += x.as_blocks()
             elif x.text and x.joins and out and isinstance(out[-1], Bullets):
                 before = out[-1].items[-1]  # after a title ("subject:") or a sentence, a space is enough
@@ -203,8 +244,10 @@ class Tree:
 
 
 # a `quoted` span in a plain string: torch's messages and fxlens's own causes and fixes quote code
-# this way, and both renderers show it as code (not as backticks escaped to stay literal)
-_TICKED = re.compile(r"`([^`\n]+)`")
+# this way, and both renderers show it as code (not as backticks escaped to stay literal); a span
+# is not glued to a word or another backtick on its outer sides, so a quote inside a quote
+# ("after `Call to `f()``") stays literal text instead of breaking into pieces
+_TICKED = re.compile(r"(?<![\w`])`([^`\n]+)`(?![\w`])")
 
 
 def code_spans(text: str) -> list:
@@ -256,7 +299,7 @@ def _md_block(b) -> str:
         return md_fence("\n".join("  " * d + t for d, t in b.lines()), "text")
     if isinstance(b, Details):
         return md_details(b.summary, "\n\n".join(_md_block(x) for x in b.blocks))
-    if isinstance(b, Section):
+    if isinstance(b, Section | Excerpt):
         return "\n\n".join(_md_block(x) for x in b.as_blocks())
     raise TypeError(f"not a block: {b!r}")
 
@@ -315,7 +358,7 @@ def _html_block(b) -> str:
     if isinstance(b, Details):
         inner = "\n".join(_html_block(x) for x in b.blocks)
         return f"<details><summary>{h(b.summary)}</summary>\n{inner}\n</details>"
-    if isinstance(b, Section):
+    if isinstance(b, Section | Excerpt):
         return "\n".join(_html_block(x) for x in b.as_blocks())
     raise TypeError(f"not a block: {b!r}")
 
@@ -348,7 +391,7 @@ def to_html(blocks: list, title: str) -> str:
 
 
 def _text_block(b) -> list[str]:
-    if isinstance(b, Section | Table):
+    if isinstance(b, Section | Table | Excerpt):
         return b.text_lines()
     if isinstance(b, Heading):
         return [b.text + ":"]
@@ -365,8 +408,9 @@ def _text_block(b) -> list[str]:
 
 def text_lines(blocks: list) -> list[str]:
     """The terminal lines of blocks: each block's lines, then a blank line (a Heading heads the
-    blocks after it: no blank line under it)."""
+    blocks after it: no blank line under it; a block that shows nothing in the terminal, none)."""
     out: list[str] = []
     for b in blocks:
-        out += [*_text_block(b)] + ([] if isinstance(b, Heading) else [""])
+        if shown := _text_block(b):  # a block with nothing for the terminal (an Excerpt): no blank
+            out += shown + ([] if isinstance(b, Heading) else [""])
     return out

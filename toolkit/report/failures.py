@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from fxlens.report.document import Code, Excerpt, Line, Section
 from fxlens.report.ranks import rank_ranges, without_rank
 from fxlens.trace.sanitize import clip
 from fxlens.trace.userframes import location
@@ -77,46 +78,68 @@ def on_ranks(ranks: list, ranked: bool) -> str:
     return f" on {'rank' if len(ranks) == 1 else 'ranks'} {rank_ranges(ranks, limit=6)}"
 
 
-def failure_lines(report: dict) -> list[str]:
-    """Text: each failed compile (once for all the ranks it failed on alike): where (the user's
-    line), and the first lines of torch's own text (the JSON keeps all of it, per rank)."""
+def _same(x: str) -> str:
+    return x
+
+
+def whole_text(text: str, most: int = 200) -> str:
+    """TEXT whole, up to MOST lines (then a line saying how many more the JSON holds)."""
+    lines = (text or "").rstrip("\n").split("\n")
+    cut = [f"... {len(lines) - most} more lines (see --json)"] if len(lines) > most else []
+    return "\n".join(lines[:most] + cut)
+
+
+def _failure(f: dict, ranked: bool, where, text) -> list:
+    """One failed compile: where, its type, and the first lines of torch's text (Markdown and HTML:
+    the whole text, folded under its first line)."""
+    on = on_ranks(f["ranks"], ranked)
+    at = [Code(f["compile_id"]), "  ", Code(f["function"]), " (", Code(where(f["file"], f["line"]))]
+    out: list = [Line([*at, f")  {f['fail_type']}{on}"])]
+    if f.get("source"):
+        out.append(Line(text(f["source"]), 4, joins=True))
+    lines = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
+    head = failure_head(lines)
+    summary = "torch's full text" + (f": {text(clip(head[0], 160))}" if head else "")
+    if ranked and len(f["ranks"]) > 1:
+        whose = f"rank {f['ranks'][0]}'s text (the others differ at most in their rank):"
+        out.append(Line(whose, 4, joins=True))
+        summary = f"rank {f['ranks'][0]}'s {summary} (ranks {rank_ranges(f['ranks'], limit=6)} alike)"
+    left = len(lines) - len(head)
+    more = f"| ... {left} more line(s) of torch's text (see --json)" if left > 0 else ""
+    out.append(Excerpt(text(whole_text(f["fail_reason"])), summary, head, more, prefix="| ", clip=160))
+    return out
+
+
+def _eager_frame(e: dict, ranked: bool, where, text) -> list[Line]:
+    name = eager_frame_name(e, where(e["file"], e["line"]))
+    out = [
+        Line(
+            [Code(e["compile_id"]), f"  {name}  {text(clip(e['reason'], 100))}{on_ranks(e['ranks'], ranked)}"]
+        )
+    ]
+    if e.get("source"):
+        out.append(Line(text(e["source"]), 4, joins=True))
+    if lib := e.get("library"):
+        out.append(
+            Line(f"inside {lib['file']}:{lib['line']} ({lib['function']})  `{lib['code']}`", 4, joins=True)
+        )
+    if e.get("explanation"):
+        out.append(Line(f"why: {text(clip(e['explanation'], 200))}", 4, joins=True))
+    return out
+
+
+def failure_section(report: dict, where=location, text=_same) -> list[Section]:
+    """Each failed compile (once for all the ranks it failed on alike): where (the user's line), and
+    the first lines of torch's own text (the JSON keeps all of it, per rank); then the frames torch
+    gave up on. WHERE (file, line) writes a location, TEXT shortens free text."""
     ranked = len(report.get("ranks") or []) > 1
     out = []
-    failures = fold_failures(report)
-    if failures:
-        out.append("Compile failures:")
-        for f in failures:
-            text = [ln for ln in (f["fail_reason"] or "").split("\n") if ln.strip()]
-            where = location(f["file"], f["line"])
-            out.append(
-                f"  {f['compile_id']}  {f['function']} ({where})  {f['fail_type']}{on_ranks(f['ranks'], ranked)}"
-            )
-            if f.get("source"):
-                out.append(f"    {f['source']}")
-            head = failure_head(text)
-            if ranked and len(f["ranks"]) > 1:
-                out.append(f"    rank {f['ranks'][0]}'s text (the others differ at most in their rank):")
-            for ln in head:
-                out.append(f"    | {clip(ln, 160)}")
-            if len(text) > len(head):
-                out.append(f"    | ... {len(text) - len(head)} more line(s) of torch's text (see --json)")
-        out.append("")
-    eager = fold_eager_frames(report)
-    if eager:
-        out.append("Frames torch gave up on (they run eagerly from that compile on):")
-        for e in eager:
-            out.append(
-                f"  {e['compile_id']}  {eager_frame_name(e, location(e['file'], e['line']))}  {clip(e['reason'], 100)}"
-                + on_ranks(e["ranks"], ranked)
-            )
-            if e.get("source"):
-                out.append(f"    {e['source']}")
-            if e.get("library"):
-                lib = e["library"]
-                out.append(f"    inside {lib['file']}:{lib['line']} ({lib['function']})  `{lib['code']}`")
-            if e.get("explanation"):
-                out.append(f"    why: {clip(e['explanation'], 200)}")
-        out.append("")
+    if failures := fold_failures(report):
+        lines = [x for f in failures for x in _failure(f, ranked, where, text)]
+        out.append(Section("Compile failures", lines))
+    if eager := fold_eager_frames(report):
+        lines = [x for e in eager for x in _eager_frame(e, ranked, where, text)]
+        out.append(Section("Frames torch gave up on", lines, gloss="they run eagerly from that compile on"))
     return out
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fxlens.report.blocks import block_section
 from fxlens.report.breaksrecompiles import break_section, recompile_section
+from fxlens.report.coldstart import cache_section
 from fxlens.report.compilefixes import compile_fix_section
+from fxlens.report.compiles import restart_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.doctor_result import DoctorResult
 from fxlens.report.document import (
     MAX_ROWS,
-    Bold,
     Bullets,
     Code,
     Details,
@@ -27,27 +29,24 @@ from fxlens.report.document import (
     to_html,
     to_markdown,
 )
+from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
 from fxlens.report.kernelcompile import kernel_compile_section
-from fxlens.report.linetimes import line_time_blocks
+from fxlens.report.linetimes import line_time_section
 from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.outputcode import output_code_section
+from fxlens.report.overview import compile_time_section, graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_ranges, rank_section
+from fxlens.report.ranks import rank_ranges
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
-from fxlens.report.special_graphs import head_counts, special_sections
-from fxlens.report.tlparse_blocks import (
-    compile_time_blocks,
-    failure_blocks,
-    output_code_blocks,
-    restart_blocks,
-    specialization_blocks,
-    stack_trie_blocks,
-)
-from fxlens.trace.graph_code import op_name
+from fxlens.report.special_graphs import special_sections
+from fxlens.report.specializations import specialization_section
+from fxlens.report.stacktrie import stack_trie_section
 from fxlens.trace.sanitize import clip
+from fxlens.trace.userfiles import is_user_file
+from fxlens.trace.userframes import shown_path
 
-#: graphs whose code is shown (each in its own collapsible section), and lines per graph
-MAX_GRAPH_CODE = 12
+#: lines of guards shown
 MAX_CODE_LINES = 200
 
 
@@ -60,20 +59,6 @@ def _clip(text: str, limit: int = MAX_CODE_LINES) -> str:
     )
 
 
-def headline(report: dict) -> str:
-    """The one-line summary (the same counts as the text report's first line)."""
-    g = report["graphs"]
-    fns = {x["function"] for x in g}
-    text = (
-        f"{len(g)} graph(s) in {len(fns)} function(s), "
-        f"{sum(b['count'] for b in report['graph_breaks'])} graph break(s), "
-        f"{len(report['recompiles'])} recompile(s)"
-    ) + head_counts(report)
-    if len(report.get("ranks") or []) > 1:
-        text += f", {len(report['ranks'])} ranks"
-    return text
-
-
 def _path(ps: PathShortener, file: str, line) -> str:
     return f"{ps.path(file)}:{line}" if file else "?"
 
@@ -82,30 +67,15 @@ def _where(ps: PathShortener, file: str, line) -> Code:
     return Code(_path(ps, file, line))
 
 
-def _head_blocks(report: dict, ps: PathShortener) -> list:
-    """Title, headline, how the script was run, and any rank divergence."""
+def _run_facts(report: dict, ps: PathShortener) -> list:
+    """How the script was run (Markdown and HTML only: the terminal's report follows the run)."""
     src = report.get("source") or {}
-    name = Path(src.get("script") or src.get("path") or "trace").name
-    out: list = [Heading(2, f"fxlens report: {name}"), Para(Bold(headline(report)))]
     facts = []
     if src.get("script"):  # the whole command: script arguments, -m, switches
         facts.append(["command: ", Code(command_line("run", src, ps))])
-    if src.get("backend"):
-        facts.append(["backend override: ", Code(str(src["backend"]))])
     if src.get("exit_code") is not None:
         facts.append(["exit status: ", Code(str(src["exit_code"]))])
-    if facts:
-        out.append(Bullets(facts))
-    groups = rank_section(report)  # ranks grouped by behaviour (fxlens.report.ranks): a few lines
-    for sec in groups:
-        out += [Para(Bold(sec.title)), Bullets([[ps.text(x.shown())] for x in sec.lines])]
-    if not groups:
-        for d in report.get("divergence") or []:
-            out.append(Para([Bold("Rank divergence: "), ps.text(d["message"])]))
-    # every headline, whatever the ranks (a multi-rank job's "captured no graph" was dropped)
-    for h in report.get("headlines") or []:
-        out.append(Para([Bold(ps.text(h["message"])), " Fix: ", ps.text(h["fix"])]))
-    return out
+    return [Bullets(facts)] if facts else []
 
 
 def _break_blocks(report: dict, ps: PathShortener) -> list:
@@ -137,46 +107,6 @@ def _recompile_blocks(report: dict, ps: PathShortener) -> list:
             )
         )
     return out + limit_hit_section(report, lambda file, line: _where(ps, file, line))
-
-
-def _graph_blocks(report: dict, ps: PathShortener, session) -> list:
-    """The graphs table and, when the session is at hand, each graph's code folded."""
-    graphs = report["graphs"]
-    if not graphs:
-        return []
-    out: list = [Heading(3, "Graphs")]
-    ranked = len(report.get("ranks") or []) > 1
-    rows = [
-        ([str(g["rank"])] if ranked else [])
-        + [
-            Code(g["compile_id"]),
-            Code(g["function"]),
-            _where(ps, g["file"], g["line"]),
-            str(g["num_nodes"]),
-            Code(", ".join(op_name(o) for o in g["ops"][:8]) + (" ..." if len(g["ops"]) > 8 else "")),
-        ]
-        for g in (fold_ranks(graphs) if ranked else graphs)  # one row per graph, its ranks as ranges
-    ]
-    headers = (["ranks"] if ranked else []) + ["compile id", "function", "where", "nodes", "ops used"]
-    out.append(Table(headers, rows, fold=MAX_ROWS, folded="{n} more graphs"))
-    if session is not None:
-        same = {}  # the same graph on many ranks: its code once
-        for g in graphs:
-            same.setdefault((g["compile_id"], g["function"], g["num_nodes"], tuple(g["ops"])), g)
-        for g in list(same.values())[:MAX_GRAPH_CODE]:
-            code = session.artifact(g["compile_id"], "dynamo_output_graph", g["rank"])
-            if code:
-                out.append(
-                    Details(
-                        f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)",
-                        [Pre(ps.text(_clip(code)), "python")],
-                    )
-                )
-        if len(graphs) > MAX_GRAPH_CODE:
-            out.append(
-                Para(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace.")
-            )
-    return out
 
 
 def _guard_blocks(report: dict, ps: PathShortener) -> list:
@@ -218,25 +148,39 @@ def report_blocks(report: dict, session=None, env: dict | None = None) -> list:
     """
     src = report.get("source") or {}
     ps = PathShortener(src.get("script"))
+    name = Path(src.get("script") or src.get("path") or "trace").name
+
+    def where(file: str, line) -> str:
+        return _path(ps, file, line)
+
+    def ps_path(file: str) -> str:  # the user's files as the rest of the document writes them
+        return ps.path(file) if is_user_file(file) else shown_path(file)
+
     out = [
-        *_head_blocks(report, ps),
+        Heading(2, f"fxlens report: {name}"),
+        *head_section(report),  # counts, backend override (fxlens.report.overview)
+        *_run_facts(report, ps),
+        *head_findings(report, ps.text),  # rank groups or divergence, headlines
         *distributed_sections(report),  # collectives (a hang risk), parity, runtime, order
         *_break_blocks(report, ps),
         *_recompile_blocks(report, ps),
         *_fix_blocks(report, ps),
-        *failure_blocks(report, ps),  # tlparse's views (fxlens.report.tlparse_blocks)
+        *failure_section(report, where, ps.text),  # folded across ranks (fxlens.report.failures)
         *special_sections(report),  # export issues, special graphs, unknown kinds
-        *_graph_blocks(report, ps, session),
+        *graph_section(report, None, where, ps.text, session.artifact if session else None),
         *_guard_blocks(report, ps),
-        *compile_time_blocks(report),
-        *line_time_blocks(report, ps),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *compile_time_section(report, None),  # the slowest compiles (fxlens.report.overview)
+        *cache_section(report["compile_times"]),
+        *block_section(report, None),  # repeated blocks and regional compilation
+        # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *line_time_section(report, path=ps_path, text=ps.text),
         *pass_section(report, limit=15),  # the backend's seconds by pass (fxlens.report.passes)
         *compile_fix_section(report),  # re-traces per shape, functions to skip (fxlens.report.compilefixes)
         *kernel_compile_section(report, limit=25),  # inductor seconds by kernel (fxlens.report.kernelcompile)
-        *restart_blocks(report, ps),
-        *specialization_blocks(report, ps),
-        *stack_trie_blocks(report, ps),
-        *output_code_blocks(report, ps, session),
+        *restart_section(report, MAX_ROWS, ps.text),  # restarts, their reasons whole
+        *specialization_section(report, MAX_ROWS, ps.path),
+        *stack_trie_section(report, 400, ps.text),
+        *output_code_section(report, MAX_ROWS, ps.text, session.artifact if session else None),
         *backend_blocks(report),
         *note_blocks(report, ps.text),
         *_doctor_blocks(report, ps),  # doctor's memory by cause (fxlens.report.memoryblocks)

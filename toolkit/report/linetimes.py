@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from fxlens.report.document import Code, Excerpt, Line, Section, Table
 from fxlens.report.loopfix import loop_finding
-from fxlens.report.texttable import tabulate
-from fxlens.trace.userfiles import is_user_file
 from fxlens.trace.userframes import is_resume, shown_path, user_function
 
 NOT_MEASURED = (
@@ -199,50 +198,43 @@ def headline(section: dict) -> str | None:
     return None
 
 
-def line_time_lines(report: dict, limit: int = 10) -> list[str]:
-    """The text section: the headline, Dynamo's seconds by part, the top lines grouped by function."""
+def _same(x: str) -> str:
+    return x
+
+
+def line_time_section(report: dict, limit: int = 10, path=shown_path, text=_same) -> list:
+    """Dynamo's seconds by source line (fxlens.report.document): the headline, the parts, the
+    unrolled loop's fixes, the top LIMIT lines grouped by function (the terminal's table) and each
+    file's functions and lines (Markdown and HTML, folded). PATH writes a file, TEXT free text."""
+
     sec = report.get("compile_lines") or {}
     if not sec.get("available"):
-        return (
-            [f"Dynamo by source line: {sec['note']}.", ""] if sec.get("note") and report.get("graphs") else []
-        )
+        said = f"Dynamo by source line: {sec.get('note')}."
+        return [Section("", [Line(said, 0)])] if sec.get("note") and report.get("graphs") else []
     total = sec["dynamo_s"] or 1.0
     parts = ", ".join(
         f"{name.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for name, v in sec["parts_s"].items() if v
     )
-    out = [f"Where Dynamo's {sec['dynamo_s']:.2f} s went, by source line: {parts}"]
-    if sec.get("headline"):
-        out.append(f"  {sec['headline']}")
-    out += loop_fix_lines(sec)
+    lines: list = [Line(text(sec["headline"]))] if sec.get("headline") else []
+    lines += [Line(text(x[2:])) for x in loop_fix_lines(sec)]
     if sec.get("restarted_s"):
-        out.append(f"  {sec['restarted_s']:.2f} s of the tracing was in attempts torch restarted")
+        lines.append(Line(f"{sec['restarted_s']:.2f} s of the tracing was in attempts torch restarted"))
     groups: dict[tuple, list[dict]] = {}
     for ln in [x for x in sec["top_lines"] if x["share"] >= 0.005][:limit]:
         groups.setdefault((ln["file"], ln["function"]), []).append(ln)
     rows = []
-    for (file, function), lines in groups.items():
-        rows.append([f"{shown_path(file)} {function}", "", "", "", ""])
-        for ln in sorted(lines, key=lambda x: x["line"]):
-            code = ln.get("source") or ""
+    for (file, function), found in groups.items():
+        rows.append([f"{path(file)} {function}", "", "", "", ""])
+        for ln in sorted(found, key=lambda x: x["line"]):
+            code = text((ln.get("source") or "")[:48])
+            share = f"{ln['share']:.0%}"
             rows.append(
-                [
-                    f"· {ln['line']}: {code[:48]}",
-                    f"{ln['self_s']:.2f}",
-                    f"{ln['incl_s']:.2f}",
-                    f"{ln['share']:.0%}",
-                    ln["hits"],
-                ]
+                [f"· {ln['line']}: {code}", f"{ln['self_s']:.2f}", f"{ln['incl_s']:.2f}", share, ln["hits"]]
             )
-    out += [
-        tabulate(
-            rows,
-            headers=["function / line", "self s", "incl s", "share", "hits"],
-            tablefmt="simple",
-            disable_numparse=True,
-        ),
-        "",
-    ]
-    return out
+    lines.append(Table(["function / line", "self s", "incl s", "share", "hits"], rows, numbers=False))
+    lines += _file_trees(sec, path, text)
+    name = f"Where Dynamo's {sec['dynamo_s']:.2f} s went, by source line"
+    return [Section(name, lines, tail=parts)]
 
 
 def loop_fix_lines(sec: dict) -> list[str]:
@@ -310,33 +302,11 @@ def compile_functions(session, rank, compile_id: str) -> list[dict]:
     return _functions(windows, total or 1.0) if windows else []
 
 
-def line_time_blocks(report: dict, ps=None) -> list:
-    """The Markdown / HTML section: the headline, the parts, and the tree, one folded file each;
-    `ps` (a PathShortener) writes paths as the rest of the document does."""
-    from fxlens.report.document import Code, Details, Heading, Para, Table
+def _file_trees(sec: dict, path, text) -> list:
+    """Each file's functions and their lines (self, share, inclusive seconds, hits), one folded
+    section per file: Markdown and HTML show them, the terminal its table of top lines only."""
 
-    def path(file: str) -> str:
-        return ps.path(file) if ps is not None and is_user_file(file) else shown_path(file)
-
-    def text(t: str) -> str:
-        return ps.text(t) if ps is not None else t
-
-    sec = report.get("compile_lines") or {}
-    if not sec.get("available"):
-        return (
-            [Heading(3, "Dynamo's seconds by source line"), Para(sec["note"])]
-            if sec.get("note") and report.get("graphs")
-            else []
-        )
-    total = sec["dynamo_s"] or 1.0
-    parts = ", ".join(
-        f"{k.replace('_', ' ')} {v:.2f} s ({v / total:.0%})" for k, v in sec["parts_s"].items() if v
-    )
-    out: list = [Heading(3, f"Dynamo's {sec['dynamo_s']:.2f} s by source line")]
-    if sec.get("headline"):
-        out.append(Para(text(sec["headline"])))
-    out += [Para(text(ln.strip())) for ln in loop_fix_lines(sec)]
-    out.append(Para(f"Parts: {parts}."))
+    out = []
     for node in tree(sec["functions"]):
         rows = []
         for f in node["functions"]:
@@ -359,10 +329,8 @@ def line_time_blocks(report: dict, ps=None) -> list:
                 ]
                 for ln in f["lines"]
             ]
+        table = Table(["function / line", "self s", "share", "incl s", "hits"], rows)
         out.append(
-            Details(
-                f"{path(node['file'])}: {node['self_s']:.2f} s ({node['share']:.0%})",
-                [Table(["function / line", "self s", "share", "incl s", "hits"], rows)],
-            )
+            Excerpt("", f"{path(node['file'])}: {node['self_s']:.2f} s ({node['share']:.0%})", blocks=[table])
         )
     return out

@@ -138,6 +138,7 @@ def _device() -> str:
 def traced_torch_version(logs: list) -> dict:
     """The `torch_version` artifact torch writes at the top of each log (the version that RAN)."""
     import json
+
     for log in logs:
         try:
             with open(log, encoding="utf-8", errors="replace") as f:

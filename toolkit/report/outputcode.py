@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 
+from fxlens.report.document import Code, Excerpt, Line, Pre, Section, Table
+from fxlens.report.failures import whole_text
+
 # `cpp_fused_sin_0 = async_compile.cpp_pybinding(...)`, `triton_poi_fused_0 = async_compile.triton(...)`
 _KERNEL = re.compile(r"^(\w+) = async_compile\.(\w+)\(", re.M)
 
@@ -111,25 +114,60 @@ def kernel_source(stack: list[str]) -> str:
     return f"{file.rsplit('/', 1)[-1]}:{line} `{code.strip()}`"
 
 
-def output_code_lines(report: dict, limit: int = 6) -> list[str]:
-    """Text: each compile's generated file and its kernels, with the nodes and user line behind each."""
+def _same(x: str) -> str:
+    return x
+
+
+def _kernel_row(k: dict, text) -> list:
+
+    return [
+        Code(k["name"]),
+        k["kind"],
+        Code(", ".join(k["post_grad_nodes"])) if k["post_grad_nodes"] else "-",
+        Code(", ".join(k["pre_grad_nodes"])) if k["pre_grad_nodes"] else "-",
+        text(kernel_source(k["stack"])) or "-",
+    ]
+
+
+def _file_excerpt(e: dict, text, artifact):
+    """One generated file's kernels: the terminal its first 4 (kernel <- post-grad nodes <- source),
+    Markdown and HTML every kernel with its pre-grad nodes too, and the code (ARTIFACT: the
+    Session's lookup, None: no code), folded."""
+
+    head = []
+    for k in e["kernels"][:4]:
+        nodes, src = ", ".join(k["post_grad_nodes"][:6]), kernel_source(k["stack"])
+        head.append(k["name"] + (f" <- {nodes}" if nodes else "") + (f" <- {src}" if src else ""))
+    more = f"... {len(e['kernels']) - 4} more kernel(s)" if len(e["kernels"]) > 4 else ""
+    blocks: list = []
+    if e["kernels"]:
+        headers = ["kernel", "kind", "post-grad nodes", "pre-grad nodes", "user line"]
+        blocks.append(Table(headers, [_kernel_row(k, text) for k in e["kernels"]]))
+    if code := artifact(e["compile_id"], "inductor_output_code", e["ranks"][0]) if artifact else None:
+        blocks.append(Pre(text(whole_text(code)), "python"))
+    name = f"{e['compile_id']} {e['function']}: {e['file'].rsplit('/', 1)[-1]}"
+    return Excerpt("", name, head, more, blocks=blocks)
+
+
+def output_code_section(report: dict, limit: int | None = 6, text=_same, artifact=None) -> list:
+    """Each compile's generated file (the first LIMIT) and its kernels, with the nodes and user line
+    behind each; with ARTIFACT, each file's code (Markdown and HTML, folded). TEXT shortens text."""
+
     entries = report.get("output_code") or []
     if not entries:
         return []
-    out = ["Inductor output code (kernel <- post-grad nodes <- source, where provenance was logged):"]
+    lines: list = []
     for e in entries[:limit]:
-        out.append(
-            f"  {e['compile_id']} {e['function']}: {e['file']} ({e['lines']} lines, {len(e['kernels'])} kernel(s))"
-        )
-        for k in e["kernels"][:4]:
-            nodes = ", ".join(k["post_grad_nodes"][:6])
-            src = kernel_source(k["stack"])
-            out.append(f"    {k['name']}" + (f" <- {nodes}" if nodes else "") + (f" <- {src}" if src else ""))
-        if len(e["kernels"]) > 4:
-            out.append(f"    ... {len(e['kernels']) - 4} more kernel(s)")
+        said = f": {text(e['file'])} ({e['lines']} lines, {len(e['kernels'])} kernel(s))"
+        lines += [
+            Line([Code(e["compile_id"]), " ", Code(e["function"]), said]),
+            _file_excerpt(e, text, artifact),
+        ]
     if not any(e["provenance"] for e in entries):
-        out.append("  (no provenance in this trace: run with INDUCTOR_PROVENANCE=1 to map kernels to nodes)")
+        lines.append(
+            Line("(no provenance in this trace: run with INDUCTOR_PROVENANCE=1 to map kernels to nodes)")
+        )
     if len(entries) > limit:
-        out.append(f"  ... {len(entries) - limit} more (see --json output_code)")
-    out.append("")
-    return out
+        lines.append(Line(f"... {len(entries) - limit} more (see --json output_code)"))
+    gloss = "kernel <- post-grad nodes <- source, where provenance was logged"
+    return [Section("Inductor output code", lines, gloss=gloss)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 
+from fxlens.report.document import Code, Excerpt, Line, Para, Pre, Section
 from fxlens.trace.reader import GLOG_PREFIX
 from fxlens.trace.userfiles import is_user_file
 from fxlens.trace.userframes import short_path
@@ -108,28 +109,48 @@ def specializations(session) -> list[dict]:
     return list(merged.values())
 
 
-def _at(frames: list[dict]) -> str:
+def _at(frames: list[dict], path) -> list:
+    """ " at FILE:LINE  `CODE`" of the last frame (the code quoted, as the terminal shows it)."""
+
     if not frames:
-        return ""
+        return []
     f = frames[-1]
-    return f" at {short_path(f['file'])}:{f['line']}" + (f"  `{f['code'].strip()}`" if f["code"] else "")
+    return [" at ", Code(f"{path(f['file'])}:{f['line']}"), f"  `{f['code'].strip()}`" if f["code"] else ""]
 
 
-def specialization_lines(report: dict, limit: int = 6) -> list[str]:
-    """Text: each specialisation, where the user's code caused it, and the guards it added."""
+def _frame_text(frames: list[dict], path) -> str:
+    return "\n".join(
+        f"{path(f['file'])}:{f['line']} in {f['function']}"
+        + (f"\n    {f['code'].strip()}" if f["code"] else "")
+        for f in frames
+    )
+
+
+def _stacks(s: dict, path):
+    """The whole stacks of a specialisation, folded (Markdown and HTML; the terminal shows none)."""
+
+    blocks = [Para("The user's stack:"), Pre(_frame_text(s["user_stack"], path) or "(none logged)")]
+    blocks += [Para("torch's stack:"), Pre(_frame_text(s["stack"], path) or "(none logged)")]
+    return Excerpt("", f"{s['symbol']} = {s['value']}: the user's stack and torch's", blocks=blocks)
+
+
+def specialization_section(report: dict, limit: int | None = 6, path=short_path) -> list:
+    """Each specialisation (the first LIMIT), where the user's code caused it, the guards it added
+    (the first 3) and its stacks (Markdown and HTML only); PATH writes a file."""
+
     specs = report.get("specializations") or []
     if not specs:
         return []
-    out = ["Shape specialisations (a dynamic dimension fixed to one value):"]
+    lines: list = []
     for s in specs[:limit]:
         src = ", ".join(s["sources"]) or s["symbol"]
-        out.append(
-            f"  {s['compile_id']} {s['function']}: {src} ({s['symbol']}) = {s['value']} [{s['reason']}]"
-            + _at(_user(s["user_stack"]) or s["user_stack"])
-        )
+        said = [": ", Code(src), " (", Code(s["symbol"]), ") = ", Code(s["value"]), f" [{s['reason']}]"]
+        at = _at(_user(s["user_stack"]) or s["user_stack"], path)
+        lines.append(Line([Code(s["compile_id"]), " ", Code(s["function"]), *said, *at]))
         for g in s["guards"][:3]:
-            out.append(f"    guard added: {g['expr']}{_at(_user(g['user_stack']))}")
+            added = ["guard added: ", Code(g["expr"]), *_at(_user(g["user_stack"]), path)]
+            lines.append(Line(added, 4, joins=True))
+        lines.append(_stacks(s, path))
     if len(specs) > limit:
-        out.append(f"  ... {len(specs) - limit} more (see --json specializations)")
-    out.append("")
-    return out
+        lines.append(Line(f"... {len(specs) - limit} more (see --json specializations)"))
+    return [Section("Shape specialisations", lines, gloss="a dynamic dimension fixed to one value")]

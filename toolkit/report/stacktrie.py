@@ -8,7 +8,7 @@ many ranks is one leaf entry with its ranks.
 
 from __future__ import annotations
 
-from fxlens.report.document import Line, Mark, Section, Tree
+from fxlens.report.document import Mark, Section, Tree
 from fxlens.trace.userfiles import is_user_file
 from fxlens.trace.userframes import short_path
 
@@ -103,10 +103,10 @@ def trie_tree(report: dict, limit: int, shorten=str) -> Tree | None:
     return Tree(rows[:limit], more)
 
 
-def stack_trie_section(report: dict, limit: int = TEXT_LINES) -> list[Section]:
-    """The terminal's section: the trie indented under its title."""
-    tree = trie_tree(report, limit)
+def stack_trie_section(report: dict, limit: int = TEXT_LINES, shorten=str) -> list[Section]:
+    """The trie (LIMIT rows) under its title: the terminal indents it, Markdown shows it as a code
+    block, HTML colours each compile by its outcome; SHORTEN applies to every text."""
+    tree = trie_tree(report, limit, shorten)
     if tree is None:
         return []
-    lines = [Line(text, 2 + 2 * depth) for depth, text in tree.lines()]
-    return [Section("Stack trie", lines, gloss="the user frames that entered each compile")]
+    return [Section("Stack trie", [tree], gloss="the user frames that entered each compile")]

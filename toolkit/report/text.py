@@ -1,161 +1,31 @@
 """The report as text: `render_text(report)`, the tables `fxlens run` and `fxlens report` print.
 
-One function per section, most important first; each returns its lines (none when the section is
-empty), and `render_text` joins them.
+Each section is a builder of document blocks (fxlens.report.document) that Markdown and HTML render
+too (fxlens.report.formats), listed here most important first with the terminal's limits;
+`text_lines` renders them.
 """
 
 from __future__ import annotations
 
-from fxlens.report.blocks import block_lines
+from fxlens.report.blocks import block_section
 from fxlens.report.breaksrecompiles import break_section, recompile_section
-from fxlens.report.coldstart import cache_outcomes, cache_section, cold_start_lines
+from fxlens.report.coldstart import cache_section
 from fxlens.report.compilefixes import compile_fix_section
-from fxlens.report.compiles import TIME_COLUMNS, compile_lines
-from fxlens.report.counts import report_counts
+from fxlens.report.compiles import restart_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import text_lines
-from fxlens.report.failures import failure_lines
+from fxlens.report.failures import failure_section
 from fxlens.report.fix_result import FixResult
 from fxlens.report.kernelcompile import kernel_compile_section
-from fxlens.report.linetimes import line_time_lines
-from fxlens.report.outputcode import output_code_lines
+from fxlens.report.linetimes import line_time_section
+from fxlens.report.outputcode import output_code_section
+from fxlens.report.overview import compile_time_section, graph_section, head_findings, head_section
 from fxlens.report.passes import pass_section
-from fxlens.report.ranks import fold_ranks, rank_section
 from fxlens.report.sections import backend_blocks, limit_hit_section, note_blocks
-from fxlens.report.special_graphs import head_counts, special_sections
-from fxlens.report.specializations import specialization_lines
+from fxlens.report.special_graphs import special_sections
+from fxlens.report.specializations import specialization_section
 from fxlens.report.stacktrie import stack_trie_section
-from fxlens.report.texttable import tabulate
-from fxlens.trace.graph_code import op_name
 from fxlens.trace.sanitize import clean, for_terminal
-from fxlens.trace.userframes import location
-
-
-def _rank_col(report: dict) -> bool:
-    return len(report["ranks"]) > 1
-
-
-def _head_lines(report: dict) -> list[str]:
-    g = report["graphs"]
-    fns = sorted({x["function"] for x in g})
-    n = report_counts(report)  # the one count budgets and diff use too
-    head = f"fxlens report: {n['graphs']} graph(s) in {len(fns)} function(s), {n['graph_breaks']} graph break(s), {n['recompiles']} recompile(s)"
-    if n["eager_frames"]:
-        head += f", {n['eager_frames']} frame(s) run eagerly"
-    head += head_counts(report)  # AOTInductor compiles, export issues
-    if _rank_col(report):
-        head += f", {len(report['ranks'])} ranks"
-    if workers := report.get("workers"):  # processes the script started: compiled, but not ranks
-        head += f", {len(workers)} worker process(es) (not ranks)"
-    out = [head]
-    if backend := (report.get("source") or {}).get("backend"):  # markdown/html say it too
-        out.append(
-            f"backend override: {backend} (every torch.compile call ran with it: fxlens run --backend)"
-        )
-    out.append("")
-    if report.get("rank_groups"):  # ranks grouped by behaviour (fxlens.report.ranks), a few lines
-        out += text_lines(rank_section(report))
-    else:
-        for d in report["divergence"]:
-            out.append(
-                f"!! RANK DIVERGENCE: {d['message']} -- ranks that compile differently can hang in collectives"
-            )
-        if report["divergence"]:
-            out.append("")
-    for h in report.get("headlines", []):
-        out.append(f"!! {h['message']}")
-        out.append(f"   fix: {h['fix']}")
-    if report.get("headlines"):
-        out.append("")
-    return out
-
-
-# what a graph is when it is not a plain Dynamo graph (the report's graphs[].kind)
-_KIND_TAG = {"ddp_split": " [DDP-split]", "compiled_autograd": " [compiled autograd]"}
-
-
-def _graph_lines(report: dict, limit: int) -> list[str]:
-    g = report["graphs"]
-    if not g:
-        return []
-    ranked = _rank_col(report)
-    if ranked:  # the same graph on many ranks is one row, its ranks as ranges
-        g = fold_ranks(g)
-    rows = []
-    for x in g[:limit]:
-        ops = ", ".join(op_name(o) for o in x["ops"][:6]) + (" ..." if len(x["ops"]) > 6 else "")
-        rows.append(
-            ([x["rank"]] if ranked else [])
-            + [
-                x["compile_id"],
-                x["function"] + _KIND_TAG.get(x.get("kind"), ""),
-                location(x["file"], x["line"]),
-            ]
-            + [x["num_nodes"], x["num_ops"], ops]
-        )
-    out = ["Graphs:"]
-    out.append(
-        tabulate(
-            rows,
-            headers=(["rank"] if ranked else [])
-            + ["compile id", "function", "where", "nodes", "ops", "ops used"],
-            tablefmt="simple",
-        )
-    )
-    if len(g) > limit:
-        out.append(f"  ... {len(g) - limit} more (see --json)")
-    out.append("")
-    return out
-
-
-def _secs(v) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
-def _compile_time_lines(report: dict) -> list[str]:
-    """The slowest compiles with torch's breakdown: Dynamo, the backend (of which inductor and its
-    code generation), the backward graph's compile, and cache hits/misses."""
-    ct = report["compile_times"]
-    if not ct["per_compile"]:
-        return []
-    ranked = len({m["rank"] for m in ct["per_compile"]}) > 1
-    slow = sorted(ct["per_compile"], key=lambda m: -(m["total_s"] or 0))
-    if ranked:  # one row per compile id and function: its slowest rank (`slow` is slowest first)
-        best: dict = {}
-        for m in slow:
-            best.setdefault((m["compile_id"], m["function"]), m)
-        slow = list(best.values())
-    slow = slow[:5]
-    rows = []
-    for m in slow:
-        cache = cache_outcomes(m)
-        rows.append(
-            ([m["rank"]] if ranked else [])
-            + [
-                m["compile_id"],
-                m["function"],
-                _secs(m["total_s"]),
-                _secs(m.get("dynamo_s")),
-                _secs(m["backend_s"]),
-                _secs(m.get("inductor_s")),
-                _secs(m.get("backward_s")),
-                ", ".join(f"{k} {v}" for k, v in cache.items()) or "-",
-                m["guard_count"],
-            ]
-        )
-    bwd = ct.get("backward_s") or 0
-    head = f"Compile time: {ct['total_s']:.2f} s total over {len(ct['per_compile'])} compile(s)"
-    head += f" (backward graphs {bwd:.2f} s of it)" if bwd else ""
-    shown = f"; slowest {len(slow)} (all: see --json):" if len(ct["per_compile"]) > len(slow) else ":"
-    headers = (["rank"] if ranked else []) + [*TIME_COLUMNS, "cache", "guards"]
-    return [
-        *cold_start_lines(ct),
-        head + shown,
-        tabulate(rows, headers=headers, tablefmt="simple"),
-        "",
-        *text_lines(cache_section(ct)),
-    ]
-
 
 # any of these in a report is something compiled (or an attempt to): without them, say nothing was
 _COMPILED = "graphs graph_breaks failures headlines export_issues aot_inductor special_graphs".split()
@@ -180,27 +50,29 @@ def render_text(report: dict, limit: int = 20) -> str:
     """
     report = clean({k: v for k, v in report.items() if k != "guards"})  # guards: render_guards
     out = [
-        *_head_lines(report),
+        *text_lines(head_section(report)),  # counts, backend (fxlens.report.overview)
+        *text_lines(head_findings(report)),  # rank groups or divergence, headlines
         # collectives (a hang risk), parity, runtime, execution order
         *text_lines(distributed_sections(report)),
         *text_lines(break_section(report, limit)),  # fxlens.report.breaksrecompiles
         *text_lines(recompile_section(report)),
         *text_lines(limit_hit_section(report)),
         *_fix_lines(report),
-        *failure_lines(report),  # folded across ranks (fxlens.report.failures)
+        *text_lines(failure_section(report)),  # folded across ranks (fxlens.report.failures)
         # export issues, DDP splits, compiled autograd, AOTInductor, unknown kinds
         *text_lines(special_sections(report)),
-        *_graph_lines(report, limit),
-        *_compile_time_lines(report),
-        *block_lines(report),  # repeated blocks and regional compilation (fxlens.report.blocks)
-        *line_time_lines(report),  # Dynamo's seconds by source line (fxlens.report.linetimes)
+        *text_lines(graph_section(report, limit)),
+        *text_lines(compile_time_section(report)),  # the slowest compiles, cold start
+        *text_lines(cache_section(report["compile_times"])),
+        *text_lines(block_section(report)),  # repeated blocks, regional compilation (report.blocks)
+        *text_lines(line_time_section(report)),  # Dynamo's seconds by source line (report.linetimes)
         *text_lines(pass_section(report)),  # the backend's seconds by pass (fxlens.report.passes)
         *text_lines(compile_fix_section(report)),  # re-traces per shape, functions to skip
         *text_lines(kernel_compile_section(report)),  # inductor seconds by kernel (Triton)
-        *compile_lines(report),  # restarts, their reasons whole (fxlens.report.compiles)
-        *specialization_lines(report),
+        *text_lines(restart_section(report)),  # restarts, their reasons whole (fxlens.report.compiles)
+        *text_lines(specialization_section(report)),
         *text_lines(stack_trie_section(report)),
-        *output_code_lines(report),
+        *text_lines(output_code_section(report)),
         *text_lines(backend_blocks(report, limit)),
         *text_lines(note_blocks(report)),
         *_nothing_compiled(report),
