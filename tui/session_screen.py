@@ -33,6 +33,7 @@ from fxlens.tui.view_findings import BreaksView, RecompilesView
 from fxlens.tui.view_graph import GraphView
 from fxlens.tui.view_guards import GuardsView
 from fxlens.tui.view_kernels import KernelsView
+from fxlens.tui.view_memory import MemoryView
 from fxlens.tui.view_metrics import MetricsView, RanksView
 from fxlens.tui.view_results import ArtifactView, OpenRun, ResultsView
 from fxlens.tui.view_tlparse import OutputCodeView, StackTrieView
@@ -51,6 +52,7 @@ VIEW_CLASSES: tuple[type[View], ...] = (
     ArtifactView,
     StackTrieView,
     OutputCodeView,
+    MemoryView,
 )
 VIEW_ORDER = tuple(v.view_id for v in VIEW_CLASSES)
 # which view opens an artifact record of a compile id
