@@ -55,6 +55,8 @@ VIEW_CLASSES: tuple[type[View], ...] = (
     MemoryView,
 )
 VIEW_ORDER = tuple(v.view_id for v in VIEW_CLASSES)
+# views whose tab shows only in a session that has something for them (or once gone to by key)
+TABS_ON_DEMAND = ("memory",)
 # which view opens an artifact record of a compile id
 FOLLOW_INTERVAL_S = 0.5  # how often a followed trace is polled (a poll reads only what was appended)
 _ARTIFACT_VIEW = {
@@ -129,7 +131,14 @@ class SessionScreen(Screen):
             yield CompileTree("session", id="tree")
             with Vertical(id="right"):
                 yield Tabs(
-                    *(Tab(f"{keys.VIEW_KEYS[v.view_id]} {v.title}", id=v.view_id) for v in VIEW_CLASSES),
+                    *(
+                        Tab(
+                            f"{keys.VIEW_KEYS[v.view_id]} {v.title}",
+                            id=v.view_id,
+                            classes="-hidden" if v.view_id in TABS_ON_DEMAND else None,
+                        )
+                        for v in VIEW_CLASSES
+                    ),
                     id="tabs",
                 )
                 # every view stays mounted; switching views only changes which one is displayed
@@ -193,6 +202,9 @@ class SessionScreen(Screen):
                 v.set_data(self.data)
             else:
                 v.data = None
+        for name in TABS_ON_DEMAND:
+            if getattr(self.view(name), "all_rows", None):
+                self.query_one("#tabs", Tabs).show(name)
         skipped = list(summary.skipped) if summary else []
         if error:
             skipped.insert(0, error)
@@ -324,6 +336,8 @@ class SessionScreen(Screen):
         self.current_view = view
         self.query_one("#views", ContentSwitcher).current = f"view-{view}"
         tabs = self.query_one("#tabs", Tabs)
+        if view in TABS_ON_DEMAND:
+            tabs.show(view)
         if tabs.active != view:
             tabs.active = view
         self.view(view).show(**params)

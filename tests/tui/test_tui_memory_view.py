@@ -70,6 +70,7 @@ async def _check_view(session: Path, tmp_path: Path) -> None:
     app = make_app(session, tmp_path)
     async with app.run_test(size=(160, 50)) as pilot:
         await wait_loaded(app, pilot)
+        assert not app.screen.query_one("#tabs Tab#memory").has_class("-hidden")  # doctor measured it
         await press(pilot, "m")
         assert app.current_view == "memory"
         view = app.view()
@@ -120,7 +121,10 @@ async def test_memory_view_without_doctor_says_how_to_get_one(in_root, tmp_path)
     app = make_app(in_root.session, tmp_path)  # bisect and minify events, no doctor
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_loaded(app, pilot)
-        await press(pilot, "m")
+        tab = app.screen.query_one("#tabs Tab#memory")
+        assert tab.has_class("-hidden")  # nothing to show: no tab
+        await press(pilot, "m")  # the key still goes there, and says how to get a breakdown
+        assert not tab.has_class("-hidden")
         view = app.view()
         assert view.table.row_count == 0
         assert "fxlens doctor SCRIPT" in view.query_one("#memory-detail").plain
