@@ -55,8 +55,7 @@ VIEW_CLASSES: tuple[type[View], ...] = (
     MemoryView,
 )
 VIEW_ORDER = tuple(v.view_id for v in VIEW_CLASSES)
-# views whose tab shows only in a session that has something for them (or once gone to by key)
-TABS_ON_DEMAND = ("memory",)
+TABS_ON_DEMAND = ("memory",)  # tabs shown only where their view has rows (their keys still go there)
 # which view opens an artifact record of a compile id
 FOLLOW_INTERVAL_S = 0.5  # how often a followed trace is polled (a poll reads only what was appended)
 _ARTIFACT_VIEW = {
@@ -131,14 +130,7 @@ class SessionScreen(Screen):
             yield CompileTree("session", id="tree")
             with Vertical(id="right"):
                 yield Tabs(
-                    *(
-                        Tab(
-                            f"{keys.VIEW_KEYS[v.view_id]} {v.title}",
-                            id=v.view_id,
-                            classes="-hidden" if v.view_id in TABS_ON_DEMAND else None,
-                        )
-                        for v in VIEW_CLASSES
-                    ),
+                    *(Tab(f"{keys.VIEW_KEYS[v.view_id]} {v.title}", id=v.view_id) for v in VIEW_CLASSES),
                     id="tabs",
                 )
                 # every view stays mounted; switching views only changes which one is displayed
@@ -203,8 +195,8 @@ class SessionScreen(Screen):
             else:
                 v.data = None
         for name in TABS_ON_DEMAND:
-            if getattr(self.view(name), "all_rows", None):
-                self.query_one("#tabs", Tabs).show(name)
+            shown = getattr(self.view(name), "all_rows", None) or self.current_view == name
+            getattr(self.query_one("#tabs", Tabs), "show" if shown else "hide")(name)
         skipped = list(summary.skipped) if summary else []
         if error:
             skipped.insert(0, error)

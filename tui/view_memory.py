@@ -89,7 +89,11 @@ def memory_rows(mem: dict) -> list[MemRow]:
         e, c = rss.get("eager", mem.get("eager")), rss.get("compiled", mem.get("compiled"))
         rows.append(MemRow("run", "whole run (RSS)", e, c, (c or 0) - (e or 0), mem))
         for p in mem["breakdown"]:
-            rows.append(MemRow(f"run:{p['cause']}", " " + SHORT.get(p["cause"], p["cause"]), None, None, p["bytes"], p))
+            rows.append(
+                MemRow(
+                    f"run:{p['cause']}", " " + SHORT.get(p["cause"], p["cause"]), None, None, p["bytes"], p
+                )
+            )
     for i, f in enumerate(mem.get("functions") or []):
         compiled = f["compiled"]["peak"] + f["compiled"]["held"]
         rows.append(MemRow(f"f{i}", str(f["function"]), f["eager"]["peak"], compiled, f["difference"], f, f))
@@ -134,7 +138,10 @@ def _run_detail(mem: dict) -> list[str]:
         out.append(f"  {escape(PART_NAMES.get(p['cause'], p['cause'])):<48} {exact(p['bytes'], signed=True)}")
     out.append(f"  {'sum of the parts':<48} {exact(sum(p['bytes'] for p in mem['breakdown']), signed=True)}")
     if mem["breakdown"][-1]["bytes"] < 0:
-        out += ["", "[dim]a remainder below 0: compiling had already raised the peak that eager reached while running[/dim]"]
+        out += [
+            "",
+            "[dim]a remainder below 0: compiling had already raised the peak that eager reached while running[/dim]",
+        ]
     return out
 
 
@@ -227,7 +234,9 @@ def row_detail(mem: dict, row: MemRow) -> str:
         if named.get("fix"):
             lines.append(f"[green]fix[/green]  {escape(named['fix'])}")
         if named.get("actions"):
-            lines.append("[dim]`fxlens fix --session` on this session tries it and measures the peak before → after[/dim]")
+            lines.append(
+                "[dim]`fxlens fix --session` on this session tries it and measures the peak before → after[/dim]"
+            )
     return "\n".join(lines)
 
 

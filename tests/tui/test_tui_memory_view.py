@@ -52,7 +52,12 @@ def _expected_rows(mem: dict) -> dict[str, list[str]]:
         out[f"f{i}"] = [f["function"], _mib(f["eager"]["peak"]), _mib(compiled), _mib(f["difference"], True)]
         by = {p["cause"]: p for p in f["parts"]}
         saved = by["saved_activations"]
-        out[f"f{i}:saved_activations"] = [None, _mib(saved["eager"]), _mib(saved["compiled"]), _mib(saved["bytes"], True)]
+        out[f"f{i}:saved_activations"] = [
+            None,
+            _mib(saved["eager"]),
+            _mib(saved["compiled"]),
+            _mib(saved["bytes"], True),
+        ]
         held = by["held_by_compiled_code"]["bytes"]
         out[f"f{i}:held_by_compiled_code"] = [None, _mib(0), _mib(held), _mib(held, True)]
         rest_e = f["eager"]["peak"] - saved["eager"]
@@ -104,9 +109,9 @@ async def _check_view(session: Path, tmp_path: Path) -> None:
         held = mem["functions"][1]["parts"][1]
         assert held["cache_entries"] == 3 and held["bytes"] == 3 * 4 * MiB  # 3 shapes, 4 MiB each
         assert f"{held['bytes']:,} B" in detail and "3 of 3 cache entries" in detail
-        assert f"`table_0`" in detail and f"memory_script.py:{_line_of('x @ table()')}" in detail
+        assert "`table_0`" in detail and f"memory_script.py:{_line_of('x @ table()')}" in detail
 
-        # the remainder: each side's peak less its saved bytes, and the run's negative remainder
+        # the whole run: its parts and their sum, which is the peak RSS difference
         await press(pilot, "g")
         detail = view.query_one("#memory-detail").plain
         assert f"sum of the parts{'':<32} {mem['rss']['compiled'] - mem['rss']['eager']:+,} B" in detail
