@@ -24,7 +24,7 @@ class KeyAction:
     show: bool = False  # shown in the footer
 
 
-# The view switch keys: "1".."9", "0" and "c", in the order of VIEW_ORDER (tui/session_screen.py).
+# The view switch keys: "1".."9", "0", "c" and "m", in the order of VIEW_ORDER (tui/session_screen.py).
 VIEW_KEYS = {
     "graph": "1",
     "guards": "2",
@@ -37,6 +37,7 @@ VIEW_KEYS = {
     "artifact": "9",
     "trie": "0",
     "output": "c",
+    "memory": "m",
 }
 
 _VIEW_NAMES = {
@@ -45,6 +46,7 @@ _VIEW_NAMES = {
     "breaks": "graph breaks",
     "trie": "stack trie",
     "output": "inductor output code",
+    "memory": "doctor's memory by cause",
 }
 
 REGISTRY: tuple[KeyAction, ...] = (

@@ -33,6 +33,7 @@ from fxlens.tui.view_findings import BreaksView, RecompilesView
 from fxlens.tui.view_graph import GraphView
 from fxlens.tui.view_guards import GuardsView
 from fxlens.tui.view_kernels import KernelsView
+from fxlens.tui.view_memory import MemoryView
 from fxlens.tui.view_metrics import MetricsView, RanksView
 from fxlens.tui.view_results import ArtifactView, OpenRun, ResultsView
 from fxlens.tui.view_tlparse import OutputCodeView, StackTrieView
@@ -51,8 +52,10 @@ VIEW_CLASSES: tuple[type[View], ...] = (
     ArtifactView,
     StackTrieView,
     OutputCodeView,
+    MemoryView,
 )
 VIEW_ORDER = tuple(v.view_id for v in VIEW_CLASSES)
+TABS_ON_DEMAND = ("memory",)  # tabs shown only where their view has rows (their keys still go there)
 # which view opens an artifact record of a compile id
 FOLLOW_INTERVAL_S = 0.5  # how often a followed trace is polled (a poll reads only what was appended)
 _ARTIFACT_VIEW = {
@@ -191,6 +194,9 @@ class SessionScreen(Screen):
                 v.set_data(self.data)
             else:
                 v.data = None
+        for name in TABS_ON_DEMAND:
+            shown = getattr(self.view(name), "all_rows", None) or self.current_view == name
+            getattr(self.query_one("#tabs", Tabs), "show" if shown else "hide")(name)
         skipped = list(summary.skipped) if summary else []
         if error:
             skipped.insert(0, error)
@@ -322,6 +328,8 @@ class SessionScreen(Screen):
         self.current_view = view
         self.query_one("#views", ContentSwitcher).current = f"view-{view}"
         tabs = self.query_one("#tabs", Tabs)
+        if view in TABS_ON_DEMAND:
+            tabs.show(view)
         if tabs.active != view:
             tabs.active = view
         self.view(view).show(**params)

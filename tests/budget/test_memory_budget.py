@@ -107,3 +107,39 @@ def test_nested_blocks_each_see_their_own_peak():
     more = torch.ones(500)
     assert outer.stop()["cpu"] == 4000 + 8000  # kept + tmp, the inner peak at the outer's level
     del kept, more
+
+
+def test_memory_from_before_the_block_freed_inside_it_is_left_out():
+    # a tensor an earlier block allocated (torch reports its free, having seen it allocated under a
+    # profiler) and cyclic garbage a collection frees mid-block: the peak is the block's own bytes
+    import gc
+
+    from fxlens.budget.memory import PeakMemory
+
+    first = PeakMemory().start()
+    old = torch.ones(1 << 20)  # 4 MiB, allocated under the first block's profiler
+    cycle = [torch.ones(1 << 18)]  # 1 MiB in a reference cycle: garbage once dropped
+    cycle.append(cycle)
+    first.stop()
+    del cycle
+    block = PeakMemory().start()
+    del old
+    gc.collect()
+    new = torch.ones(1 << 16)
+    got = block.stop()
+    assert got["cpu"] == new.untyped_storage().nbytes() == 1 << 18
+    assert block.level == 1 << 18  # the frees of the 4 MiB and the 1 MiB left the level alone
+
+
+def test_an_inner_block_freeing_the_outer_blocks_tensor_lowers_the_outers_level():
+    from fxlens.budget.memory import PeakMemory
+
+    outer = PeakMemory().start()
+    kept = torch.ones(1000)  # 4000 bytes of the outer block
+    inner = PeakMemory().start()
+    del kept  # freed while the inner block runs
+    tmp = torch.ones(500)  # 2000 bytes
+    # the inner block never rose above its start (-4000 + 2000): its peak is 0
+    assert inner.stop()["cpu"] == 0 and inner.level == -2000
+    assert outer.stop()["cpu"] == 4000 and outer.level == 2000  # 4000 - 4000 + 2000
+    del tmp

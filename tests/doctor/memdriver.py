@@ -1,8 +1,11 @@
 """Run a planted memory script in this (fresh) process, then measure one of its compiled functions
 the way doctor's probe does, and print JSON: the measurement and a by-hand count to check it by.
 
-`python memdriver.py SCRIPT NAME [backward] [no_grad]`: NAME is the compiled object's global name in SCRIPT,
-and the eager object is the one torch.compile was given (`_orig_mod` or `__wrapped__`).
+`python memdriver.py SCRIPT NAME [backward] [no_grad] [dynamic] [config:NAME=JSON]...`: NAME is the
+compiled object's global name in SCRIPT, and the eager object is the one torch.compile was given
+(`_orig_mod` or `__wrapped__`). A fix to measure: `config:functorch.activation_memory_budget=0.5`
+is applied the way `fxlens fix` applies a config action (fxlens.fix.child), `dynamic` compiles
+with `dynamic=True` what the script compiles (what fix's `dynamic` applier does through its hook).
 """
 
 import json
@@ -30,9 +33,32 @@ def by_hand_saved(fn, args, skip) -> int:
     return sum(n for p, n in seen.items() if p not in skip)
 
 
+def apply_fixes(flags: list[str]) -> None:
+    """The fixes named on the command line, applied before the script runs."""
+    from fxlens.fix.child import _at_start
+
+    actions = []
+    for flag in flags:
+        if flag.startswith("config:"):
+            name, _, value = flag[len("config:") :].partition("=")
+            actions.append({"kind": "config", "params": {"name": name, "value": json.loads(value)}})
+    notes: dict = {}
+    _at_start(actions, {}, notes)
+    assert not notes, notes
+    if "dynamic" in flags:
+        real = torch.compile
+
+        def dynamic(model=None, **options):
+            options["dynamic"] = True
+            return real(model, **options) if model is not None else real(**options)
+
+        torch.compile = dynamic
+
+
 def main() -> None:
     script, name = sys.argv[1], sys.argv[2]
     backward = "backward" in sys.argv[3:]
+    apply_fixes(sys.argv[3:])
     g = runpy.run_path(script, run_name="__main__")
     compiled = g[name]
     eager = getattr(compiled, "_orig_mod", None) or getattr(compiled, "__wrapped__", None)

@@ -8,13 +8,13 @@ so memory the compiler allocates as tensors (constant folding, autotuning inputs
 memory that is not a tensor (the compiler's Python objects) does not: `fxlens doctor` measures
 that as RSS.
 
-The profiler runs only for a block with a memory budget; it is the measurement's cost (a few
-microseconds per allocation).
+The profiler runs only for a block with a memory budget, and records allocation events only, no
+op events (fxlens.backend.torch_compat.start_allocation_events): about 15 µs per allocation, nothing
+measurable on a compile (BENCHMARKS.md, "peak_memory budget: the measurement's own cost").
 """
 
 from __future__ import annotations
 
-import gc
 import re
 
 UNITS = {"": 1, "b": 1, "kb": 10**3, "kib": 2**10, "mb": 10**6, "mib": 2**20, "gb": 10**9, "gib": 2**30}
@@ -46,47 +46,64 @@ _active: list[PeakMemory] = []  # nested blocks, innermost last: one profiler ru
 class PeakMemory:
     """Measures one block: `start()`, the block, then `stop()` returns its peaks.
 
+    The level counts the bytes of the allocations made in the block and not yet freed: a free of
+    memory allocated before it (garbage a collection frees mid-block, a tensor of an earlier
+    block) is matched by address and left out, so the peak depends neither on when the garbage
+    collector runs nor on what ran before.
+
     Blocks nest (a marker's budget around an `fxlens.expect` block): torch runs one profiler at a
-    time, so an outer block's profiler is closed while an inner one runs and the inner block's
-    peak and final level are folded into the outer's, at the level the outer had reached."""
+    time, so an outer block's profiler is closed while an inner one runs; the inner block counts
+    the outer's live allocations too (their frees lower its level), and its peak, final level and
+    live allocations are folded into the outer's, at the level the outer had reached."""
 
     def __init__(self):
-        self._prof = None
+        self._running = False  # whether this block's profiler runs now
         self._cuda_base: int | None = None
         self.level = self.cpu = 0  # bytes above the start: now, and at their highest
+        self.live: dict[int, int] = {}  # address -> bytes of the block's allocations still alive
+        self.outer: dict[int, int] = {}  # the same of the enclosing blocks, when nested
         self.result: dict | None = None
 
     def start(self) -> PeakMemory:
         import torch
 
-        gc.collect()  # garbage from before the block would be freed inside it: a lower level
         if torch.cuda.is_available() and torch.cuda.is_initialized() and not _active:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             self._cuda_base = torch.cuda.memory_allocated()
         if _active:
             _active[-1]._fold()
+            self.outer = dict(_active[-1].live)
         _active.append(self)
         self._open()
         return self
 
     def _open(self) -> None:
-        from torch.profiler import ProfilerActivity, profile
+        from fxlens.backend.torch_compat import start_allocation_events
 
-        self._prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-        self._prof.__enter__()
+        start_allocation_events()
+        self._running = True
 
     def _fold(self) -> None:
         """Close the profiler and add its events to the running level and peak."""
-        prof, self._prof = self._prof, None
-        prof.__exit__(None, None, None)
-        self.level, self.cpu = running_peak(prof.profiler.kineto_results.events(), self.level, self.cpu)
+        from fxlens.backend.torch_compat import stop_allocation_events
+
+        self._running = False
+        for _, ptr, n in stop_allocation_events():
+            if n > 0:
+                self.live[ptr] = n
+                self.level += n
+                self.cpu = max(self.cpu, self.level)
+            elif ptr in self.live:
+                self.level -= self.live.pop(ptr)
+            elif ptr in self.outer:  # an enclosing block's allocation: its level drops
+                self.level -= self.outer.pop(ptr)
 
     def stop(self) -> dict:
         """{cpu, cuda, peak} bytes above the block's start (cuda None without CUDA, or nested)."""
         import torch
 
-        if self._prof is None:
+        if not self._running:
             return self.result or {"cpu": 0, "cuda": None, "peak": 0}
         self._fold()
         _active.remove(self)
@@ -94,6 +111,7 @@ class PeakMemory:
             outer = _active[-1]
             outer.cpu = max(outer.cpu, outer.level + self.cpu)
             outer.level += self.level
+            outer.live = {**self.outer, **self.live}
             outer._open()
         cuda = None
         if self._cuda_base is not None:
@@ -101,15 +119,6 @@ class PeakMemory:
             cuda = max(0, torch.cuda.max_memory_allocated() - self._cuda_base)
         self.result = {"cpu": self.cpu, "cuda": cuda, "peak": max(self.cpu, cuda or 0)}
         return self.result
-
-
-def running_peak(events, level: int = 0, peak: int = 0) -> tuple[int, int]:
-    """(level, peak) after the CPU allocation events (frees are negative), in time order."""
-    mem = [e for e in events if e.name() == "[memory]" and "CPU" in str(e.device_type())]
-    for e in sorted(mem, key=lambda e: e.start_ns()):
-        level += e.nbytes()
-        peak = max(peak, level)
-    return level, peak
 
 
 def failure_lines(measured: dict, cap: int) -> list[str]:

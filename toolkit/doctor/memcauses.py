@@ -202,6 +202,9 @@ def _held_cause(f: dict, part: dict, rec: dict) -> dict | None:
     if part["bytes"] < MIN_BYTES:
         return None
     big = (part["largest"] or [{}])[0]
+    # where: the largest held tensor whose line is known (a prepacked weight has none; the constant
+    # it was folded from has)
+    lined = next((t for t in part["largest"] if t.get("line")), big)
     frozen = any(str(t.get("name", "")).startswith("_frozen_param") for t in part["largest"])
     entries = part["entries_holding"]
     at = {"file": rec.get("at_file"), "line": rec.get("at_line")}
@@ -225,18 +228,18 @@ def _held_cause(f: dict, part: dict, rec: dict) -> dict | None:
         )
     if not frozen:
         text = (
-            f"keep the tensor made at {loc(big.get('file'), big.get('line'))} out of the compiled code's "
+            f"keep the tensor made at {loc(lined.get('file'), lined.get('line'))} out of the compiled code's "
             "constants (pass it as an argument, or register it as a buffer)"
         )
-        actions.append(code_action(text, big.get("file"), big.get("line")))
+        actions.append(code_action(text, lined.get("file"), lined.get("line")))
         fixes.append(text)
     what = f"`{big.get('name')}` {big.get('shape')} {mib(big.get('bytes'))}"
     return {
         "cause": "held_by_compiled_code",
         "bytes": part["bytes"],
         "function": f["function"],
-        "file": big.get("file") or at["file"],
-        "line": big.get("line") or at["line"],
+        "file": lined.get("file") or at["file"],
+        "line": lined.get("line") or at["line"],
         "message": f"`{f['function']}`'s compiled code holds {mib(part['bytes'])} of tensors the model does "
         f"not ({entries} cache entr{'y' if entries == 1 else 'ies'} holding; largest {what})",
         "fix": "; ".join(fixes),

@@ -27,7 +27,7 @@ import sys
 
 from fxlens import config
 from fxlens.capture.compile_hook import observe
-from fxlens.fix.appliers import APPLIERS, START, Call, code_of, is_ddp, module_of
+from fxlens.fix.appliers import APPLIERS, START, Call, code_of, is_ddp, module_of, set_config
 from fxlens.fix.usage import Usage
 from fxlens.trace.session import append_event
 from fxlens.trace.userframes import live_user_frame, short_path
@@ -181,6 +181,22 @@ def _at_start(actions: list[dict], applied: dict, notes: dict) -> None:
             applied[i] = [True]
         else:
             notes.setdefault(i, []).append(f"the running torch has nothing {act['kind']} names")
+    _keep_configs([a["params"] for i, a in enumerate(actions) if a["kind"] == "config" and i in applied])
+
+
+def _keep_configs(configs: list[dict]) -> None:
+    """Set the config switches again as each compile starts: a script that sets one itself (at its
+    top, `torch._inductor.config.freezing = True`) would otherwise undo the fix before anything
+    compiles, and the fix would measure as no effect."""
+    if not configs:
+        return
+    from fxlens.backend.torch_compat import callback_handler
+
+    def again(*_args) -> None:
+        for params in configs:
+            set_config(params)
+
+    callback_handler.register_start_callback(again)
 
 
 def _seed() -> None:
