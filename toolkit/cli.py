@@ -155,7 +155,8 @@ def _load(module: str, attr: str) -> Callable:
         return getattr(sys.modules[module], attr)
     from fxlens.trace.classcode import cached
 
-    with cached(module.rsplit(".", 1)[0].removeprefix("fxlens.")):  # the record classes' methods, compiled once
+    # the methods dataclasses writes for the command's records: compiled once, not at every start
+    with cached(module.rsplit(".", 1)[0].removeprefix("fxlens.")):
         return getattr(importlib.import_module(module), attr)
 
 

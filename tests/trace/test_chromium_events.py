@@ -7,7 +7,7 @@ import json
 
 from fxlens.trace.timedevents import chromium_events, timed_events
 
-HEAD = 'V1206 10:00:00.000000 1 torch/_logging/structured.py:28] '
+HEAD = "V1206 10:00:00.000000 1 torch/_logging/structured.py:28] "
 
 
 def _rec(meta: dict, payload: str | None = None) -> str:
@@ -29,12 +29,20 @@ def test_records_payloads_and_what_is_not_a_header(tmp_path):
         # as torch's reader would find it (a TAB line outside a chromium payload)
         + _rec({"artifact": {"name": "x"}}, '] {"chromium_event": {}} not json')
         # a chromium payload that holds the mark: it is payload, not a second record
-        + _rec({"chromium_event": {}}, '{"name": "inductor_compile", "ph": "B", "ts": 5,\n'
-               ' "note": "] {\\"chromium_event\\"", "args": {"compile_id": "0/0"}}')
+        + _rec(
+            {"chromium_event": {}},
+            '{"name": "inductor_compile", "ph": "B", "ts": 5,\n'
+            ' "note": "] {\\"chromium_event\\"", "args": {"compile_id": "0/0"}}',
+        )
         # the mark past the line's first 300 bytes: not a header
-        + "V" + "x" * 300 + '] {"chromium_event": {}}\n\t{"name": "far", "ph": "B", "ts": 1}\n'
+        + "V"
+        + "x" * 300
+        + '] {"chromium_event": {}}\n\t{"name": "far", "ph": "B", "ts": 1}\n'
         + _rec({"chromium_event": {}}, "not json")
-        + _rec({"chromium_event": {}}, '{"name": "inductor_compile", "ph": "E", "ts": 2000005, "args": {"compile_id": "0/0"}}')
+        + _rec(
+            {"chromium_event": {}},
+            '{"name": "inductor_compile", "ph": "E", "ts": 2000005, "args": {"compile_id": "0/0"}}',
+        )
         + _rec({"chromium_event": {}, "frame_id": 0})  # no payload
         + _rec({"chromium_event": {}}, _event("dynamo", "E", 3000000))
     )
