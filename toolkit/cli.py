@@ -94,12 +94,37 @@ def split_target(
     return head, tokens[i], None, rest
 
 
+def _help_width() -> int:
+    """What argparse's help wraps to (`shutil.get_terminal_size`, less 2), found without importing
+    shutil: argparse imports it for every formatter, and with it bz2, lzma and zlib, on every start."""
+    try:
+        cols = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        cols = 0
+    if cols <= 0:
+        try:
+            cols = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            cols = 0
+    return (cols or 80) - 2
+
+
+class _Help(argparse.HelpFormatter):
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position, _help_width() if width is None else width)
+
+
+class _RawHelp(argparse.RawDescriptionHelpFormatter, _Help):
+    pass
+
+
 def build_parser(
     only: str | None = None,
 ) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The parser; only the subcommand `only` loads its module (so `fxlens run` never imports textual)."""
     parser = argparse.ArgumentParser(
         prog="fxlens",
+        formatter_class=_Help,
         description="Debug torch.compile: graphs, graph breaks, recompiles, bisect, minify, doctor, TUI.",
         epilog="Run `fxlens demo` for a tour. `fxlens COMMAND --help` documents each command.",
     )
@@ -107,12 +132,14 @@ def build_parser(
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers = {}
     for name, (module, help_line) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_line, description=help_line)
+        if only in COMMANDS and name != only:
+            continue  # `fxlens report ...` parses with report's parser alone: each one built costs ~1 ms
+        p = sub.add_parser(name, help=help_line, description=help_line, formatter_class=_Help)
         subparsers[name] = p
         p.set_defaults(_module=module)
         if name in SCRIPT_COMMANDS:
             p.usage = f"fxlens {name} [OPTIONS] (SCRIPT | -m MODULE) [ARGS...]"
-            p.formatter_class = argparse.RawDescriptionHelpFormatter
+            p.formatter_class = _RawHelp
             p.epilog = (
                 "fxlens options come before SCRIPT (or -m MODULE, run as `python -m` would); every\n"
                 "ARG after it is the script's own, untouched, even one spelled like an fxlens option.\n"
@@ -124,7 +151,13 @@ def build_parser(
 
 
 def _load(module: str, attr: str) -> Callable:
-    return getattr(importlib.import_module(module), attr)
+    if module in sys.modules:
+        return getattr(sys.modules[module], attr)
+    from fxlens.trace.classcode import cached
+
+    # the methods dataclasses writes for the command's records: compiled once, not at every start
+    with cached(module.rsplit(".", 1)[0].removeprefix("fxlens.")):
+        return getattr(importlib.import_module(module), attr)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -77,6 +76,8 @@ def check_folder_writable(dest: str | os.PathLike | None, option: str = "--sessi
     where = p if p.is_dir() else _existing_ancestor(p)
     if not where.is_dir():
         raise _refuse(option, dest, f"{where} is a file, not a folder")
+    import tempfile  # here: with random and shutil, ~5 ms that a report to stdout never needs
+
     try:
         fd, probe = tempfile.mkstemp(prefix=".fxlens-write-check-", dir=where)
     except OSError as e:

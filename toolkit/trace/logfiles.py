@@ -7,7 +7,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -105,7 +104,8 @@ def plain_copy(path: Path) -> Path:
     is a one-line FxlensError."""
     if path.suffix != ".gz":
         return path
-    import gzip  # with tempfile (and its random): only for a gzipped log, not every report's start
+    import gzip  # with tempfile (and its random), shutil: only for a gzipped log, not every report's start
+    import shutil
     import tempfile
     import zlib
 

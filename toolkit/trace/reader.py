@@ -214,8 +214,10 @@ def scan_log(path: str | Path) -> LogScan:
     return scan
 
 
-# a line that is not a payload line (those start with a TAB), with its end of line
-_RECORD_LINE = re.compile(rb"^(?!\t)[^\n]*\n?", re.M)
+# the payload lines (TAB first) before a record line, taken whole line by line, then the record line
+# with its end of line (empty at the end of the file): the search steps over a payload a line at a
+# time, not trying each of its bytes as the start of a record line
+_RECORD_LINE = re.compile(rb"^(?:\t[^\n]*(?:\n|\Z))*+([^\n]*\n?)", re.M)
 
 
 def _scan(data, scan: LogScan) -> tuple[int, tuple[int, int] | None]:
@@ -225,7 +227,7 @@ def _scan(data, scan: LogScan) -> tuple[int, tuple[int, int] | None]:
     line_no = 0
     prev_end = 0  # where the last record line ended: its payload lines, if any, start there
     for m in _RECORD_LINE.finditer(data):
-        start, end = m.span()
+        start, end = m.span(1)
         if start == end:  # the empty match at the end of the file
             break
         if start > prev_end:  # payload lines since the last record line
@@ -234,7 +236,7 @@ def _scan(data, scan: LogScan) -> tuple[int, tuple[int, int] | None]:
         if pending is not None:
             _close_payload(pending, prev_end if start > prev_end else -1, start, scan)
             pending = None
-        rec = _read_record(m.group(), line_no, scan, start)
+        rec = _read_record(m.group(1), line_no, scan, start)
         last, last_span = line_no, (start, end)
         if rec is not None and "has_payload" in rec.meta:
             pending = rec

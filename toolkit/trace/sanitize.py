@@ -8,7 +8,6 @@ never interprets Rich markup in them; JSON escapes them itself). Newlines and ta
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import stat
@@ -31,7 +30,10 @@ def for_terminal(s: object, keep_cr: bool = False) -> str:
 
     `keep_cr` also keeps carriage returns (fxlens's own progress bar redraws its line with one).
     """
-    return (_UNSAFE_KEEP_CR if keep_cr else _UNSAFE).sub(_escaped, str(s))
+    s = str(s)
+    if s.isprintable():  # no control or format character at all (most text): nothing to escape
+        return s
+    return (_UNSAFE_KEEP_CR if keep_cr else _UNSAFE).sub(_escaped, s)
 
 
 def clip(text: str | None, limit: int) -> str:
@@ -59,7 +61,9 @@ def clean(obj):
         return [clean(v) for v in obj]
     if isinstance(obj, tuple):
         return tuple(clean(v) for v in obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if hasattr(type(obj), "__dataclass_fields__") and not isinstance(obj, type):
+        import dataclasses  # here: `fxlens --version` and the CLI's start need no dataclasses
+
         changes = {f.name: clean(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
         return dataclasses.replace(obj, **changes)
     return obj

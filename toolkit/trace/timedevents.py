@@ -8,13 +8,13 @@ pass over one log, read as bytes, done only by the report sections that need it)
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-_CHROMIUM = re.compile(rb'\] \{"chromium_event"')
 # a log larger than this is not read a second time for its timed events (the report says so)
 MAX_BYTES = 512 << 20
 
@@ -50,23 +50,32 @@ def _stage(names: list[str]) -> str:
     return "other"
 
 
+# a chromium_event record's header line holds this within its first 300 bytes; TAB-prefixed payload
+# lines follow it. Found by searches over the mapped file, not a Python loop per line.
+_MARK = b'] {"chromium_event"'
+_PAYLOAD = re.compile(rb"(?:\t[^\n]*(?:\n|\Z))*")
+
+
 def chromium_events(path: str | Path):
     """Every chromium event torch logged in one log (its payload decoded, a dict), in log order;
     payloads that are not JSON are passed over. The one reader of these events."""
     with open(path, "rb") as f:
-        payload: list[bytes] = []
-        pending = False
-        for line in f:
-            if pending and line.startswith(b"\t"):
-                payload.append(line[1:])
-                continue
-            if pending:
-                if (e := _decoded(b"".join(payload))) is not None:
-                    yield e
-                pending, payload = False, []
-            pending = bool(_CHROMIUM.search(line[:300]))
-        if pending and (e := _decoded(b"".join(payload))) is not None:
-            yield e
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file cannot be mapped
+            return
+    with data:
+        pos = 0
+        while (i := data.find(_MARK, pos)) >= 0:
+            pos = i + 1
+            if i - (data.rfind(b"\n", 0, i) + 1) > 300 - len(_MARK):
+                continue  # past the line's first 300 bytes: not a header
+            end = data.find(b"\n", i)
+            body = _PAYLOAD.match(data, len(data) if end < 0 else end + 1)
+            pos = max(pos, body.end())  # the payload's lines are this record's, never a header
+            lines = body.group()  # "\tl1\n\tl2\n": each line less its TAB, as torch wrote the payload
+            if (e := _decoded(lines[1:].replace(b"\n\t", b"\n"))) is not None:
+                yield e
 
 
 def _decoded(raw: bytes) -> dict | None:
