@@ -108,3 +108,13 @@ def _cwd_restored():
     yield
     if os.getcwd() != home:
         os.chdir(home)
+
+
+def pytest_runtest_logreport(report):
+    """FXLENS_TEST_DURATIONS=FILE appends `seconds<TAB>phase<TAB>test id` for every phase as it
+    ends (each xdist worker appends its own lines): a run cut short by a timeout, or by load, still
+    leaves its per-test times, where `--durations` prints them only at the end of a run that ends."""
+    path = os.environ.get("FXLENS_TEST_DURATIONS")
+    if path and getattr(report, "node", None) is None:  # not the xdist controller's copy of a report
+        with open(path, "a") as f:
+            f.write(f"{report.duration:.2f}\t{report.when}\t{report.nodeid}\n")
