@@ -78,6 +78,23 @@ os.environ.setdefault("FXLENS_DOCTOR_MIN_SPAN", "1")
 
 
 @pytest.fixture
+def cli_in_process(capsys):
+    """`cli_in_process(*args)` -> (exit status, stdout, stderr) of the CLI's `main` in this process:
+    for a refusal that imports torch before it refuses (a backend's or a config switch's name), the
+    test process has torch already, where a new interpreter would import it again for one line. An
+    exception escaping `main` (an fxlens traceback) fails the test, as the traceback would."""
+    from fxlens.cli import main
+
+    def run(*args) -> tuple[int, str, str]:
+        capsys.readouterr()
+        rc = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    return run
+
+
+@pytest.fixture
 def blocks_trace(build_once) -> tuple[Path, str]:
     """(TORCH_TRACE dir, stdout) of tests/report/scripts/repeated_blocks.py, run once per test run:
     a model whose graph inlines N instances of one block class (it prints `blocks N CLASS`). Read by
