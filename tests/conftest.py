@@ -78,6 +78,23 @@ os.environ.setdefault("FXLENS_DOCTOR_MIN_SPAN", "1")
 
 
 @pytest.fixture
+def cli_in_process(capsys):
+    """`cli_in_process(*args)` -> (exit status, stdout, stderr) of the CLI's `main` in this process:
+    for a refusal that imports torch before it refuses (a backend's or a config switch's name), the
+    test process has torch already, where a new interpreter would import it again for one line. An
+    exception escaping `main` (an fxlens traceback) fails the test, as the traceback would."""
+    from fxlens.cli import main
+
+    def run(*args) -> tuple[int, str, str]:
+        capsys.readouterr()
+        rc = main([str(a) for a in args])
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+
+    return run
+
+
+@pytest.fixture
 def blocks_trace(build_once) -> tuple[Path, str]:
     """(TORCH_TRACE dir, stdout) of tests/report/scripts/repeated_blocks.py, run once per test run:
     a model whose graph inlines N instances of one block class (it prints `blocks N CLASS`). Read by
@@ -108,3 +125,13 @@ def _cwd_restored():
     yield
     if os.getcwd() != home:
         os.chdir(home)
+
+
+def pytest_runtest_logreport(report):
+    """FXLENS_TEST_DURATIONS=FILE appends `seconds<TAB>phase<TAB>test id` for every phase as it
+    ends (each xdist worker appends its own lines): a run cut short by a timeout, or by load, still
+    leaves its per-test times, where `--durations` prints them only at the end of a run that ends."""
+    path = os.environ.get("FXLENS_TEST_DURATIONS")
+    if path and getattr(report, "node", None) is None:  # not the xdist controller's copy of a report
+        with open(path, "a") as f:
+            f.write(f"{report.duration:.2f}\t{report.when}\t{report.nodeid}\n")

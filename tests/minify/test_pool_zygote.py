@@ -27,13 +27,27 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def test_workers_fork_from_the_zygote_crash_restart_and_end(tmp_path):
+def _baseline_in_a_new_interpreter() -> set[str]:
+    """Ground truth for the pool's baseline: `baseline_config_lines` in a new interpreter with this
+    environment."""
+    import json
+    import subprocess
+
+    code = "import json; from fxlens.minify.capture import baseline_config_lines as b; print(json.dumps(sorted(b())))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out))
+
+
+def test_workers_fork_from_the_zygote_crash_restart_and_end_and_the_baseline_is_a_new_interpreters(tmp_path):
+    # one pool (one zygote importing torch) for the protocol and the baseline probe
     pool = Pool(size=2, timeout=60, log_dir=tmp_path / "workers", spawn=False)
     try:
         assert pool.zygote is not None and not pool.zygote.started  # idle until the backend is named
         pool.set_backend("eager")
         pool.prepare()
         assert pool.zygote.started
+        # the baseline a worker probed as it warmed up is the probe a new interpreter makes
+        assert pool.baseline() == _baseline_in_a_new_interpreter()
         answers = [pool.call(ASK.replace("SIG", "0"), "who") for _ in range(4)]
         zygote = pool.zygote.proc.pid
         pids = set()
@@ -71,11 +85,19 @@ sys.stderr.write(f"{config.compile_threads} {len(new)}")
 """
 
 
-def _probe(tmp_path, name, env):
+# the compile-threads setting a forked reproducer sees (the number of new modules left out: 0)
+THREADS = """
+import sys
+import torch._inductor.config as config
+sys.stderr.write(f"{config.compile_threads} 0")
+"""
+
+
+def _probe(tmp_path, name, env, probe=PROBE):
     from fxlens.minify.verify import Zygote, preload_for
 
     script = tmp_path / f"{name}.py"
-    script.write_text(PROBE)
+    script.write_text(probe)
     z = Zygote(preload_for("inductor"), env=env)
     try:
         [(code, err)] = z.run(script, 1, timeout=300)
@@ -103,24 +125,7 @@ def test_reruns_forked_from_the_zygote_compile_in_process_with_the_first_compile
     threads, new = _probe(tmp_path, "forked", env)
     assert threads == 1  # no compile subprocess pool in the zygote's forks
     assert new * 10 <= fresh_new, (new, fresh_new)  # the zygote imported them once for every fork
-    # a user's own setting is theirs
-    threads, _ = _probe(tmp_path, "users", {**env, "TORCHINDUCTOR_COMPILE_THREADS": "3"})
+    # a user's own setting is theirs (read without compiling: with 3 threads the compile would
+    # start inductor's pool of compile workers, each importing torch, to check the same number)
+    threads, _ = _probe(tmp_path, "users", {**env, "TORCHINDUCTOR_COMPILE_THREADS": "3"}, THREADS)
     assert threads == 3
-
-
-def test_pool_baseline_is_the_probe_a_new_interpreter_makes(tmp_path):
-    import json
-    import subprocess
-
-    # ground truth: baseline_config_lines in a new interpreter with this environment
-    code = "import json; from fxlens.minify.capture import baseline_config_lines as b; print(json.dumps(sorted(b())))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    pool = Pool(size=1, timeout=120, log_dir=tmp_path / "workers", spawn=False)
-    try:
-        pool.set_backend("eager")
-        pool.prepare()
-        got = pool.baseline()
-    finally:
-        pool.close()
-        pool.close_zygote()
-    assert got == set(json.loads(out))

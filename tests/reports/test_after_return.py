@@ -51,17 +51,33 @@ def _reproduces(repro: Path) -> str:
 # -- fast: the pieces, on real output ------------------------------------------------------------
 
 
-def test_crash_site_is_the_pattern_that_raised_not_its_helper():
+@pytest.fixture(scope="session")
+def plain(build_once):
+    """`plain(NAME)` -> (exit status, stderr) of `python scripts/NAME` run plainly, once per test
+    run (shared by the xdist workers): two tests read no_input_cumsum.py's traceback."""
+
+    def fill(root: Path) -> None:
+        runs = {}
+        for name in ("no_input_cumsum.py", "view_output_mutated.py"):
+            proc = _python(SCRIPTS / name)
+            runs[name] = [proc.returncode, proc.stderr]
+        (root / "runs.json").write_text(json.dumps(runs))
+
+    runs = json.loads((build_once("after-return-plain", fill) / "runs.json").read_text())
+    return lambda name: tuple(runs[name])
+
+
+def test_crash_site_is_the_pattern_that_raised_not_its_helper(plain):
     # pytorch/pytorch#193265: the traceback's innermost inductor frame is the pattern's nested
     # `repl`; the site is the pattern function that called replace_by_example
     from fxlens.bisect.handover import crash_site
 
-    plain = _python(SCRIPTS / "no_input_cumsum.py")
-    assert plain.returncode == 1 and ", in pointless_cumsum_replacement" in plain.stderr
-    site = crash_site(plain.stderr)
+    code, stderr = plain("no_input_cumsum.py")
+    assert code == 1 and ", in pointless_cumsum_replacement" in stderr
+    site = crash_site(stderr)
     assert site["function"] == "pointless_cumsum_replacement"
     assert site["file"] == "torch/_inductor/fx_passes/post_grad.py"
-    assert f"line {site['line']}, in pointless_cumsum_replacement" in plain.stderr
+    assert f"line {site['line']}, in pointless_cumsum_replacement" in stderr
     assert site["raised_in"].startswith("repl (torch/_inductor/fx_passes/post_grad.py:")
 
 
@@ -82,15 +98,15 @@ def test_the_driver_stops_before_a_step_that_would_end_after_its_deadline(capsys
     inductor.STEPS[:] = []
 
 
-def test_what_the_caller_did_after_the_graph_returned_comes_from_its_traceback():
+def test_what_the_caller_did_after_the_graph_returned_comes_from_its_traceback(plain):
     from fxlens.minify.after import after_return
 
-    mutated = _python(SCRIPTS / "view_output_mutated.py")
-    assert mutated.returncode == 1 and "y.mul_(2)" in mutated.stderr
-    assert after_return(mutated.stderr) == ("mutate",)
+    code, stderr = plain("view_output_mutated.py")
+    assert code == 1 and "y.mul_(2)" in stderr
+    assert after_return(stderr) == ("mutate",)
     # a script that fails inside the compiled call: its last user line uses no output in place
-    closer = _python(SCRIPTS / "no_input_cumsum.py")
-    assert after_return(closer.stderr) == ()
+    code, stderr = plain("no_input_cumsum.py")
+    assert code == 1 and after_return(stderr) == ()
 
 
 def test_reproducer_headers_keep_only_config_the_script_names(tmp_path):
