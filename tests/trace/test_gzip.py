@@ -68,3 +68,22 @@ def test_a_gzip_file_that_does_not_decompress(tmp_path):
     )
     assert {g["rank"] for g in report["graphs"]} == {1}
     assert any(s.startswith("rank_0.log.gz: ") and "not a readable gzip file" in s for s in report["skipped"])
+
+
+def test_a_reports_payload_notes_are_its_own_sessions_reads():
+    # fused.log.gz holds payloads whose md5 differs from torch's (a cut fixture); a report notes those
+    # its session read. Another reader of the same log in this process (the TUI's views, a live
+    # status line) reads payloads the report does not: a report of the log opened afterwards must
+    # say what the first said, not those reads too
+    from fxlens.trace.payloads import corrupt_notes
+    from fxlens.trace.reader import scan_log
+
+    gz = DATA / "inductor" / "fused.log.gz"
+    first = build_report(Session.open(gz))["skipped"]
+    scan = scan_log(gz)
+    for rec in scan.records:  # every payload of the log read, as a browser of it would
+        if rec.payload_span is not None:
+            rec.payload  # noqa: B018 -- the read is what is tested
+    # those reads found more than the report's: the case below means something
+    assert corrupt_notes([scan.path]) != [n for n in first if "differ from what torch logged" in n]
+    assert build_report(Session.open(gz))["skipped"] == first

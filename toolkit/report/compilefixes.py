@@ -42,12 +42,14 @@ def retraced_shapes(report: dict) -> list[dict]:
     out = []
     for c in report.get("recompile_causes") or []:
         acts = [a for a in c.get("actions") or [] if a["kind"] in _MARKS]
-        if not acts:
+        n = len(c.get("compile_ids") or [])
+        if not acts or n < 2:
+            # one re-trace is what automatic dynamic shapes cost once (the recompile section calls it
+            # expected): the next compile is already dynamic, so a mark saves at most that one trace
             continue
         ranks = c.get("ranks") or [None]
         cost = sum(secs.get((r, cid), 0.0) for cid in c.get("compile_ids") or [] for r in ranks[:1])
         share = cost / total if total else 0.0
-        n = len(c.get("compile_ids") or [])
         out.append(
             {
                 "kind": "retraced_shapes",

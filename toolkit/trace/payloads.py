@@ -64,6 +64,14 @@ def intact(rec: Record, raw: bytes | None = None) -> bool:
     return _matches(rec, untabbed(raw) if raw is not None else None)
 
 
+def forget_reads(paths) -> None:
+    """A log opened anew starts with no payload read: the notes of a report are of the payloads its
+    own session read, never of what an earlier session of the same log read in this process (the
+    TUI, a test run: the same report would otherwise say more the second time)."""
+    for path in paths:
+        _CORRUPT.pop(Path(path), None)
+
+
 def corrupt_notes(paths) -> list[str]:
     """One note per log of `paths` with payloads read so far that differ from torch's md5 of them."""
     notes = []

@@ -28,7 +28,7 @@ from fxlens.trace.logfiles import (
 )
 from fxlens.trace.model import MODEL_LISTS, RankModel
 from fxlens.trace.parallel import read_models
-from fxlens.trace.payloads import corrupt_notes
+from fxlens.trace.payloads import corrupt_notes, forget_reads
 from fxlens.trace.processes import mark_workers
 from fxlens.trace.reader import Record, find_logs, rank_from_name
 from fxlens.trace.sources import SourceSnapshot
@@ -54,6 +54,9 @@ class Session:
     logs: list[Path]
     info: dict
     notes: list[str] = field(default_factory=list)  # log entries skipped unopened (see irregular_logs)
+
+    def __post_init__(self) -> None:
+        forget_reads(self.logs)  # the payload notes are this session's reads (fxlens.trace.payloads)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> Session:
