@@ -87,7 +87,8 @@ def _graph_row(x: dict, ranked: bool, where) -> list:
     ]
 
 
-def _clip_code(text: str) -> str:
+def clip_code(text: str) -> str:
+    """TEXT's first MAX_CODE_LINES lines (a graph's code, a compile's guards) and how many more."""
     lines = text.split("\n")
     if len(lines) <= MAX_CODE_LINES:
         return text
@@ -104,7 +105,7 @@ def _graph_code(graphs: list[dict], artifact, text) -> list:
     for g in list(same.values())[:MAX_GRAPH_CODE]:
         if code := artifact(g["compile_id"], "dynamo_output_graph", g["rank"]):
             name = f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)"
-            out.append(Excerpt(text(_clip_code(code)), name, lang="python"))
+            out.append(Excerpt(text(clip_code(code)), name, lang="python"))
     if len(graphs) > MAX_GRAPH_CODE:
         out.append(
             Line(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace.", 0)
