@@ -52,3 +52,18 @@ def test_a_section_added_as_one_row_shows_in_every_output(monkeypatch):
     assert "Probe" not in render_markdown(report, env=ENV)
     assert render_text(report).startswith(before.rstrip("\n"))
     assert "Probe:" in render_text(report)
+
+
+def test_the_tui_cold_start_row_is_the_reports_own_section():
+    """The Metrics view's cold-start row and the compile-time section's headline are one builder's
+    section: its title and torch's figures (the report's cold_start message) in both."""
+    from fxlens.report.overview import compile_time_section
+    from fxlens.tui.loader import compile_cost_sections
+
+    report = build_report(Session.open(TRACE))
+    message = report["compile_times"]["cold_start"]["message"]
+    assert message.startswith("8.13 s compiling over 1 compile(s)")  # fused.log.gz: one 8.13 s compile
+    (sec,) = [s for label, s in compile_cost_sections(report) if label == "cold start"]
+    assert sec.text_lines() == ["Where cold start goes:", message]
+    assert compile_time_section(report)[0].lead == f"Where cold start goes: {message}"
+    assert f"Where cold start goes: {message}\nCompile time:" in render_text(report)

@@ -10,7 +10,7 @@ lookup (the text report has none: the terminal shows no code).
 
 from __future__ import annotations
 
-from fxlens.report.coldstart import cache_outcomes
+from fxlens.report.coldstart import cache_outcomes, cold_start_section
 from fxlens.report.compiles import TIME_COLUMNS
 from fxlens.report.counts import report_counts
 from fxlens.report.document import MAX_ROWS, Code, Excerpt, Line, Section, Table
@@ -169,7 +169,7 @@ def compile_time_section(report: dict, limit: int | None = TIME_ROWS) -> list[Se
     head += f"; slowest {len(shown)} (all: see --json):" if cut else ":"
     headers = (["rank"] if ranked else []) + [*TIME_COLUMNS, "cache", "guards"]
     rows = [_time_row(m, ranked) for m in shown]
-    cs = ct.get("cold_start") or {}
-    lead = f"Where cold start goes: {cs['message']}" if cs.get("total_s") else ""
+    # where cold start goes, its title and line on one line above the table
+    lead = " ".join(cold[0].text_lines()) if (cold := cold_start_section(ct)) else ""
     table = Table(headers, rows, fold=MAX_ROWS, folded="{n} more compiles")
     return [Section("Compile time", [table], tail=head, lead=lead)]
