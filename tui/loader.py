@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxlens.report.build import build_report
-from fxlens.report.coldstart import cache_section
+from fxlens.report.coldstart import cache_section, cold_start_section
 from fxlens.report.distributed import distributed_sections
 from fxlens.report.document import Line, Section
 from fxlens.report.linetimes import tree_text
@@ -252,24 +252,26 @@ def compile_cost_sections(report: dict) -> list[tuple[str, Section]]:
     compilation), as rows of the Metrics view: the report's headlines on compile time
     (fxlens.report.coldstart, fxlens.report.blocks), each `(label, section)`. The label stands in
     the view's compile id column, so it is as short as a compile id (a long one pushed the cache
-    column off an 80-column screen)."""
+    column off an 80-column screen).
+
+    Cold start, the caches and the passes are the report's own sections (the builders the
+    terminal and Markdown call). A repeated block and Dynamo's seconds by line are the TUI's own
+    rows: a row per block, titled, where the report has one untitled section of them all; and the
+    by-line tree with each line's source, where the report has a table of the top lines."""
     ct = report.get("compile_times") or {}
-    cs = ct.get("cold_start") or {}
-    out = []
-    if cs.get("total_s"):
-        out.append(("cold start", Section("Where cold start goes", [Line(cs["message"], 0)])))
+    out = [("cold start", sec) for sec in cold_start_section(ct)]
     for sec in cache_section(ct):
         out.append(("caches", Section("Compile caches", sec.lines)))
     for b in report.get("repeated_blocks") or []:
         lines = [Line(b["message"], 0), Line(f"fix: {b['fix']}", 0)]
         out.append(("repeated", Section("Repeated block", lines, gloss="regional compilation")))
     if (lines := report.get("compile_lines") or {}).get("available"):
-        out.append(("by line", line_time_section(lines)))
+        out.append(("by line", line_tree_section(lines)))
     out += [("by pass", sec) for sec in pass_section(report)]
     return out
 
 
-def line_time_section(sec: dict) -> Section:
+def line_tree_section(sec: dict) -> Section:
     """Dynamo's seconds by source line as the Metrics view's row: the headline, the parts, the tree."""
     parts = ", ".join(f"{k.replace('_', ' ')} {v:.2f} s" for k, v in sec["parts_s"].items() if v)
     lines = [sec.get("headline") or parts, *([parts] if sec.get("headline") else []), ""]

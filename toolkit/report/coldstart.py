@@ -240,6 +240,13 @@ def bypass_reasons(per_compile: list[dict]) -> list[dict]:
     return list(out.values())
 
 
+def cold_start_section(ct: dict) -> list[Section]:
+    """Where cold start goes (the compile-time figures CT's headline), one line under its name: the
+    compile-time section's lead (fxlens.report.overview) and a row of the TUI's Metrics view."""
+    cs = ct.get("cold_start") or {}
+    return [Section("Where cold start goes", [Line(cs["message"], 0)])] if cs.get("total_s") else []
+
+
 def cache_section(ct: dict) -> list[Section]:
     """What the caches did (counts per cache, time hits saved, bypass reasons whole) and the ranks
     whose cache patterns diverge: one untitled section (none when there is nothing to say)."""

@@ -10,7 +10,7 @@ lookup (the text report has none: the terminal shows no code).
 
 from __future__ import annotations
 
-from fxlens.report.coldstart import cache_outcomes
+from fxlens.report.coldstart import cache_outcomes, cold_start_section
 from fxlens.report.compiles import TIME_COLUMNS
 from fxlens.report.counts import report_counts
 from fxlens.report.document import MAX_ROWS, Code, Excerpt, Line, Section, Table
@@ -87,7 +87,8 @@ def _graph_row(x: dict, ranked: bool, where) -> list:
     ]
 
 
-def _clip_code(text: str) -> str:
+def clip_code(text: str) -> str:
+    """TEXT's first MAX_CODE_LINES lines (a graph's code, a compile's guards) and how many more."""
     lines = text.split("\n")
     if len(lines) <= MAX_CODE_LINES:
         return text
@@ -104,7 +105,7 @@ def _graph_code(graphs: list[dict], artifact, text) -> list:
     for g in list(same.values())[:MAX_GRAPH_CODE]:
         if code := artifact(g["compile_id"], "dynamo_output_graph", g["rank"]):
             name = f"graph {g['compile_id']} ({g['function']}, {g['num_nodes']} nodes)"
-            out.append(Excerpt(text(_clip_code(code)), name, lang="python"))
+            out.append(Excerpt(text(clip_code(code)), name, lang="python"))
     if len(graphs) > MAX_GRAPH_CODE:
         out.append(
             Line(f"Code of {len(graphs) - MAX_GRAPH_CODE} more graph(s): fxlens tui, or the trace.", 0)
@@ -168,7 +169,7 @@ def compile_time_section(report: dict, limit: int | None = TIME_ROWS) -> list[Se
     head += f"; slowest {len(shown)} (all: see --json):" if cut else ":"
     headers = (["rank"] if ranked else []) + [*TIME_COLUMNS, "cache", "guards"]
     rows = [_time_row(m, ranked) for m in shown]
-    cs = ct.get("cold_start") or {}
-    lead = f"Where cold start goes: {cs['message']}" if cs.get("total_s") else ""
+    # where cold start goes, its title and line on one line above the table
+    lead = " ".join(cold[0].text_lines()) if (cold := cold_start_section(ct)) else ""
     table = Table(headers, rows, fold=MAX_ROWS, folded="{n} more compiles")
     return [Section("Compile time", [table], tail=head, lead=lead)]

@@ -1,14 +1,35 @@
-"""Report sections built once as document blocks and shown by the terminal, Markdown and HTML alike
-(fxlens.report.document): the frames that hit the recompile limit, the fxlens backend's kernels
-and fallbacks, the closing notes. A builder is given what differs between outputs (a limit, how to
-write a path), never a format."""
+"""Report sections as document blocks (fxlens.report.document): the frames that hit the recompile
+limit, the fxlens backend's kernels and fallbacks, the closing notes, which every output shows; and
+the sections one output shows alone (how the script was run, the guards, the failed guards of each
+recompile, `fxlens fix`'s and `fxlens doctor`'s results, the environment; the terminal's "nothing
+was compiled"). A builder is given what differs between outputs (a limit, how to write a path),
+never a format; the table of sections (fxlens.report.contents) says which output shows which."""
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
-from fxlens.report.document import MAX_ROWS, Bold, Code, Line, Para, Section, Table
-from fxlens.report.ranks import fold_ranks
+from fxlens.report.doctor_result import DoctorResult
+from fxlens.report.document import (
+    MAX_ROWS,
+    Bold,
+    Bullets,
+    Code,
+    Details,
+    Heading,
+    Line,
+    Para,
+    Pre,
+    Section,
+    Table,
+    environment_blocks,
+)
+from fxlens.report.fix_result import FixResult
+from fxlens.report.markup import PathShortener, command_line, environment
+from fxlens.report.overview import clip_code
+from fxlens.report.ranks import fold_ranks, rank_ranges
+from fxlens.trace.sanitize import clip
 from fxlens.trace.userframes import location
 
 
@@ -20,7 +41,7 @@ def limit_hit_section(report: dict, where=location) -> list[Section]:
         return []
     ranked = len(report.get("ranks") or []) > 1
     rows = [
-        [Code(h["function"]), where(h["file"], h["line"]), f"{h.get('limit_type')}={h['limit']}"]
+        [Code(h["function"]), Code(where(h["file"], h["line"])), f"{h.get('limit_type')}={h['limit']}"]
         + ([str(h["rank"])] if ranked else [])
         for h in fold_ranks([{**h, "compile_id": ""} for h in hits])
     ]
@@ -70,3 +91,95 @@ def note_blocks(report: dict, text=str) -> list:
     notes = [f"[{e.get('event')}] {e['summary']}" for e in report.get("events") or [] if e.get("summary")]
     notes += [f"note: {s}" for s in report.get("skipped") or []]
     return [Section("", [Line(text(x), indent=0) for x in notes])] if notes else []
+
+
+# -- shown by Markdown and HTML only ---------------------------------------------------------------
+
+
+def title_heading(report: dict) -> list:
+    """The document's title: the script's (else the trace's) name."""
+    src = report.get("source") or {}
+    return [Heading(2, f"fxlens report: {Path(src.get('script') or src.get('path') or 'trace').name}")]
+
+
+def run_facts(report: dict, ps: PathShortener) -> list:
+    """How the script was run (the terminal's report follows the run, which said it)."""
+    src = report.get("source") or {}
+    facts = []
+    if src.get("script"):  # the whole command: script arguments, -m, switches
+        facts.append(["command: ", Code(command_line("run", src, ps))])
+    if src.get("exit_code") is not None:
+        facts.append(["exit status: ", Code(str(src["exit_code"]))])
+    return [Bullets(facts)] if facts else []
+
+
+def more_break_details(report: dict) -> list:
+    """The graph-break section details MAX_ROWS breaks: how many more there are (said, never silent)."""
+    more = len(report["graph_breaks"]) - MAX_ROWS
+    return [Para(f"Details of {more} more break site(s): see --json.")] if more > 0 else []
+
+
+def failed_guard_blocks(report: dict, text=str) -> list:
+    """Under the recompiles by root cause: each recompile's failed guards, folded."""
+    if not report["recompile_causes"]:  # no recompile section to follow
+        return []
+    failed = [
+        [Code(r["compile_id"]), Code(r["function"]), Code(text(clip("; ".join(r["failed_guards"]), 300)))]
+        for r in report["recompiles"]
+    ]
+    table = Table(["compile id", "function", "failed guards"], failed)
+    return [Details(f"{len(failed)} recompile(s): failed guards", [table])]
+
+
+def guard_blocks(report: dict, text=str) -> list:
+    """Each compile's guards, folded (the same guards on many ranks once, the ranks as ranges)."""
+    guards = report.get("guards") or []
+    if not guards:
+        return []
+    by_text: dict[tuple, list] = {}
+    for g in guards:
+        by_text.setdefault((g["compile_id"], tuple(g["guards"])), []).append(g["rank"])
+    code = "\n".join(
+        f"# {cid}"
+        + (f" rank(s) {rank_ranges(ranks, limit=6)}" if any(r is not None for r in ranks) else "")
+        + "\n"
+        + "\n".join(lines)
+        for (cid, lines), ranks in by_text.items()
+    )
+    return [Details(f"Guards of {len(guards)} compile(s)", [Pre(text(clip_code(code)))])]
+
+
+def fix_blocks(report: dict, ps: PathShortener) -> list:
+    """`fxlens fix`'s results, when the session holds them (its result's blocks)."""
+    found = FixResult.from_events(report.get("events") or [])
+    return found.blocks(ps) if found else []
+
+
+def doctor_blocks(report: dict, ps: PathShortener) -> list:
+    """`fxlens doctor`'s result, when the session holds one (its memory by cause among them)."""
+    found = DoctorResult.from_events(report.get("events") or [])
+    return found.blocks(ps) if found else []
+
+
+def environment_section(report: dict, env: dict | None) -> list:
+    """The environment every bug report ends with; ENV None: read now (imports torch)."""
+    logs = [Path(x) for x in ((report.get("source") or {}).get("logs") or [])]
+    return environment_blocks(env if env is not None else environment(logs, report.get("events")))
+
+
+# -- shown by the terminal only --------------------------------------------------------------------
+
+
+def fix_lines_section(report: dict) -> list:
+    """`fxlens fix`'s results when the session holds them (also after a Ctrl-C: each was appended
+    as it was measured), as the lines `fxlens fix` printed."""
+    found = FixResult.from_events(report.get("events") or [])
+    return [Section("Fixes tried (fxlens fix)", [Line(x, 0) for x in found.lines()])] if found else []
+
+
+# any of these in a report is something compiled (or an attempt to): without them, say nothing was
+_COMPILED = "graphs graph_breaks failures headlines export_issues aot_inductor special_graphs".split()
+
+
+def nothing_compiled(report: dict) -> list:
+    return [] if any(report.get(k) for k in _COMPILED) else [Para("No graphs were compiled.")]
