@@ -129,13 +129,7 @@ def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
         root = _short(b["root_class"]) if b["root_class"] else g.function
         root_fn = f"{root}.forward" if b["root_class"] else g.function
         attr = _attribute(b["container"], b["root_source"])
-        measured = None
-        if lines_measured:
-            from fxlens.report.linetimes import compile_functions  # only where lines were measured
-
-            measured = measured_block(
-                compile_functions(session, g.rank, g.compile_id, final=True), b["block_class"]
-            )
+        measured = _measure(session, g, b["block_class"]) if lines_measured else None
         cost = block_cost(total, row.get("backend_s"), share, count, measured, lines_measured)
         seen.add((g.compile_id, g.function))
         out.append(
@@ -164,6 +158,13 @@ def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
             }
         )
     return sorted(out, key=lambda f: -(f["compile_s"] or 0.0))
+
+
+def _measure(session, g, block_class: str) -> dict | None:
+    """The block's forward as Dynamo traced it in graph G's compile (its final attempt)."""
+    from fxlens.report.linetimes import compile_functions  # only where lines were measured
+
+    return measured_block(compile_functions(session, g.rank, g.compile_id, final=True), block_class)
 
 
 def measured_block(functions: list[dict], block_class: str) -> dict | None:
