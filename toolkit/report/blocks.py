@@ -15,6 +15,12 @@ Where it is read from, all torch's own text:
 
 Regional compilation compiles the block once and reuses it for every instance, so the saving
 estimated is the blocks' share times (1 - 1/N); `bench/regional.py` measures it.
+
+Where the script ran under fxlens, Dynamo's seconds by source line were measured
+(fxlens.report.linetimes): the block's cost is then measured, not estimated -- the inclusive seconds
+Dynamo spent tracing the block class's own `forward` in that compile, per entry (the class confirmed
+from the code's source, as fxlens.report.loopfix does), times the blocks; the backend's part (inductor
+compiles every block's ops) is still the ops' share of its seconds, and is said apart.
 """
 
 from __future__ import annotations
@@ -100,9 +106,11 @@ def block_share(graph_code: str, count: int) -> tuple[float, int, int]:
 def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
     """One finding per compile (first rank that has it) whose graph inlines a repeated block, largest
     compile first: `{kind, block_class, block_class_path, count, root, root_class, attribute,
-    compile_id, rank, function, file, line, compile_s, block_share, block_s, est_saving_s, message,
+    compile_id, rank, function, file, line, compile_s, block_share, block_s, est_saving_s,
+    cost_source, per_block_s, dynamo_block_s, backend_block_s, measured_block, cost_note, message,
     fix}`."""
     times = {(r["rank"], r["compile_id"]): r for r in per_compile}
+    lines_measured = any(getattr(r, "compile_lines", None) for r in session.ranks)
     out: list[dict] = []
     seen: set[tuple] = set()
     for g in session.graphs:
@@ -121,8 +129,8 @@ def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
         root = _short(b["root_class"]) if b["root_class"] else g.function
         root_fn = f"{root}.forward" if b["root_class"] else g.function
         attr = _attribute(b["container"], b["root_source"])
-        block_s = None if total is None else round(total * share, 6)
-        saving = None if block_s is None else round(block_s * (1 - 1 / count), 6)
+        measured = _measure(session, g, b["block_class"]) if lines_measured else None
+        cost = block_cost(total, row.get("backend_s"), share, count, measured, lines_measured)
         seen.add((g.compile_id, g.function))
         out.append(
             {
@@ -142,9 +150,8 @@ def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
                 "block_ops": inside,
                 "graph_ops": ops,
                 "block_share": round(share, 4),
-                "block_s": block_s,
-                "est_saving_s": saving,
-                "message": _message(b["block_class"], count, root_fn, g.compile_id, total, share, saving),
+                **cost,
+                "message": _message(b["block_class"], count, root_fn, g.compile_id, total, share, cost),
                 "fix": _fix(b["block_class"], attr),
                 # what `fxlens fix` tries: each instance of the block compiled instead of the root
                 "actions": [_regional(b["block_class"], root_fn)],
@@ -153,11 +160,88 @@ def repeated_blocks(session, per_compile: list[dict]) -> list[dict]:
     return sorted(out, key=lambda f: -(f["compile_s"] or 0.0))
 
 
-def _message(cls: str, n: int, root: str, cid: str, total, share: float, saving) -> str:
+def _measure(session, g, block_class: str) -> dict | None:
+    """The block's forward as Dynamo traced it in graph G's compile (its final attempt)."""
+    from fxlens.report.linetimes import compile_functions  # only where lines were measured
+
+    return measured_block(compile_functions(session, g.rank, g.compile_id, final=True), block_class)
+
+
+def measured_block(functions: list[dict], block_class: str) -> dict | None:
+    """The block class's own `forward` among the functions Dynamo traced in one compile (rows of
+    fxlens.report.linetimes), confirmed from its source: the class whose method starts at the code's
+    first line is BLOCK_CLASS. `{file, first_line, entries, incl_s, per_block_s}` (per entry: the
+    seconds Dynamo spent tracing one block, with what it inlined), or None when no such code was
+    traced or its source is not on this machine (an inherited `forward` is its base class's code)."""
+    from fxlens.report.loopfix import activations, class_of
+
+    own = [
+        (f, n)
+        for f in functions
+        if f.get("code_name", f["function"]) == "forward"
+        and (n := activations(f)) > 0
+        and class_of(f["file"], f["first_line"]) == block_class
+    ]
+    if not own:
+        return None
+    f, n = max(own, key=lambda fn: fn[0]["incl_s"])
+    return {
+        "file": f["file"],
+        "first_line": f["first_line"],
+        "entries": n,
+        "incl_s": f["incl_s"],
+        "per_block_s": round(f["incl_s"] / n, 6),
+    }
+
+
+NO_LINES = "estimate from the graph's ops: Dynamo's seconds by source line are measured only under fxlens"
+NOT_FOUND = "estimate from the graph's ops: the block class's own forward is not among the code Dynamo traced"
+
+
+def block_cost(total, backend_s, share: float, count: int, measured: dict | None, lines: bool) -> dict:
+    """The blocks' seconds and the regional fix's saving (one block compiled instead of COUNT):
+    measured where MEASURED (Dynamo's tracing per block, times the blocks; the backend's part the ops'
+    SHARE of its seconds), else the ops' share of the compile's TOTAL."""
+    out = {"cost_source": "estimate", "per_block_s": None, "dynamo_block_s": None, "backend_block_s": None,
+           "measured_block": measured, "cost_note": NOT_FOUND if lines else NO_LINES}  # fmt: skip
+    if measured is not None:
+        dyn = measured["per_block_s"] * count
+        back = (backend_s or 0.0) * share
+        out.update(cost_source="measured", per_block_s=measured["per_block_s"], dynamo_block_s=round(dyn, 6),
+                   backend_block_s=round(back, 6), cost_note="")  # fmt: skip
+        block_s = dyn + back
+    elif total is not None:
+        block_s = total * share
+        out["per_block_s"] = round(block_s / count, 6)
+    else:
+        return {"block_s": None, "est_saving_s": None, **out}
+    return {"block_s": round(block_s, 6), "est_saving_s": round(block_s * (1 - 1 / count), 6), **out}
+
+
+def _message(cls: str, n: int, root: str, cid: str, total, share: float, cost: dict) -> str:
     head = f"{cls} x {n} inlined into one graph of `{root}` (compile {cid})"
+    saving = cost["est_saving_s"]
+    if cost["cost_source"] == "measured":
+        per, dyn, back = cost["per_block_s"], cost["dynamo_block_s"], cost["backend_block_s"]
+        of = f" of its {total:.2f} s compile" if total else ""
+        text = f"{head}: Dynamo traced each {cls} in {per * 1000:.1f} ms (measured): {dyn:.2f} s{of}"
+        if back < 0.005 or back < 0.05 * dyn:  # the backend did next to nothing (backend="eager")
+            return (
+                text
+                + f"; compiling one {cls} instead would save ~{saving:.2f} s of Dynamo's tracing (measured)"
+            )
+        return (
+            text + f"; compiling one {cls} instead would save ~{saving:.2f} s: Dynamo's "
+            f"{dyn * (1 - 1 / n):.2f} s (measured) and the backend's ~{back * (1 - 1 / n):.2f} s "
+            f"(estimate: ~{100 * share:.0f}% of the graph's ops are in the blocks)"
+        )
     if total is None:
         return head + f": ~{100 * share:.0f}% of the graph's ops are in the blocks"
-    est = f"; compiling one {cls} instead would save ~{saving:.2f} s (estimate)" if saving else ""
+    est = (
+        f"; compiling one {cls} instead would save ~{saving:.2f} s (estimate from op counts)"
+        if saving
+        else ""
+    )
     return (
         head + f": ~{100 * share:.0f}% of its ops, ~{total * share:.2f} s of its {total:.2f} s compile{est}"
     )
@@ -186,8 +270,9 @@ def block_section(report: dict, limit: int | None = 5) -> list:
 def block_findings(report: dict) -> list[dict]:
     """The repeated blocks as doctor findings (`{kind, message, file, line, fix, cost_ms, function}`,
     fxlens.doctor.finding) with the fields `fxlens fix` needs to try regional compilation:
-    `block_class`, `block_class_path`, `count`, `root`, `attribute`. `cost_ms` is 0 (not measured):
-    the saving in the message is an estimate from the graph's ops."""
+    `block_class`, `block_class_path`, `count`, `root`, `attribute`, and the saving with where it came
+    from (`est_saving_s`, `cost_source`, `per_block_s`). `cost_ms` is 0: the saving is compile time
+    once, not a cost per call."""
     return [
         {
             "kind": "repeated_block",
@@ -201,6 +286,7 @@ def block_findings(report: dict) -> list[dict]:
                 k: b[k]
                 for k in ("block_class", "block_class_path", "count", "root", "attribute", "est_saving_s")
             },
+            **{k: b.get(k) for k in ("cost_source", "per_block_s")},
         }
         for b in report.get("repeated_blocks") or []
     ]

@@ -290,13 +290,14 @@ def tree_text(functions: list[dict], source=None, indent: str = "  ") -> list[st
     return out
 
 
-def compile_functions(session, rank, compile_id: str) -> list[dict]:
-    """One compile's functions (every attempt), shares of its own measured seconds."""
+def compile_functions(session, rank, compile_id: str, final: bool = False) -> list[dict]:
+    """One compile's functions (every attempt; FINAL: only the attempts that made its graph, not
+    those torch restarted), shares of its own measured seconds."""
     windows = [
         w
         for r in session.ranks
         for w in getattr(r, "compile_lines", [])
-        if w.rank == rank and w.compile_id == compile_id
+        if w.rank == rank and w.compile_id == compile_id and not (final and w.outcome != "ok")
     ]
     total = sum(w.steps_s for w in windows)
     return _functions(windows, total or 1.0) if windows else []

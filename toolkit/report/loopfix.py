@@ -33,7 +33,7 @@ def loop_finding(section: dict, dominant: float) -> dict | None:
     block = _block_code(section.get("functions") or [], lp["iterations"])
     if block is None:
         return None
-    cls = _class_of(block["file"], block["first_line"])
+    cls = class_of(block["file"], block["first_line"])
     if cls is None:
         return None
 
@@ -64,7 +64,7 @@ def loop_finding(section: dict, dominant: float) -> dict | None:
     }
 
 
-def _activations(fn: dict) -> int:
+def activations(fn: dict) -> int:
     """How many times Dynamo entered the function: the hits of its first line (`def`, where the
     code's first instruction sits), else of its first line entered."""
     lines = [ln for ln in fn.get("lines") or [] if ln.get("hits")]
@@ -79,7 +79,7 @@ def _block_code(functions: list[dict], iterations: int) -> dict | None:
     once = [
         f
         for f in functions
-        if f.get("code_name", f["function"]) == "forward" and _activations(f) == iterations
+        if f.get("code_name", f["function"]) == "forward" and activations(f) == iterations
     ]
     return max(once, key=lambda f: f["incl_s"], default=None)
 
@@ -102,7 +102,7 @@ def _loop_variable_called(file: str, line: int) -> str | None:
     return None
 
 
-def _class_of(file: str, first_line: int) -> str | None:
+def class_of(file: str, first_line: int) -> str | None:
     """The class whose method starts at FILE:FIRST_LINE (a decorated method starts at its first
     decorator, as the code object's first line does)."""
     tree = _parse(file)
