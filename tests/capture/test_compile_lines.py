@@ -123,7 +123,9 @@ def test_switched_off_writes_nothing(tmp_path):
         "    return x\nf(torch.ones(2))\n"
     )
     out = tmp_path / "r.json"
-    proc = fxlens("run", "--session", tmp_path / "s", "--json", out, script, env={"FXLENS_COMPILE_LINES": "0"})
+    proc = fxlens(
+        "run", "--session", tmp_path / "s", "--json", out, script, env={"FXLENS_COMPILE_LINES": "0"}
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert [(g["function"], g["line"]) for g in report["graphs"]] == [("f", 2)]  # it compiled
