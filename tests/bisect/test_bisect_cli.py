@@ -126,16 +126,24 @@ def test_dynamo_failure_is_eager_fails(bisect):
     assert "Dynamo" in v["summary"]
 
 
-def test_bad_input_is_one_line(bisect, tmp_path):
-    proc, v = bisect(tmp_path / "missing.py")
-    assert proc.returncode != 0 and v is None
-    assert proc.stderr.strip().count("\n") == 0 and "no such script" in proc.stderr
-    proc, v = bisect(MULTI, opts=("--backend", "no_such_backend"))
-    assert proc.returncode != 0 and "unknown backend 'no_such_backend'" in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert "run  1" not in proc.stdout  # refused before any run (said 'run 1 ... ok' first)
-    proc, v = bisect(MULTI, opts=("--backend", f"{tmp_path / 'missing.py'}:compile_fn"))
-    assert proc.returncode != 0 and "no such file" in proc.stderr and proc.stdout == ""
+def test_bad_input_is_one_line(cli_in_process, tmp_path, monkeypatch):
+    # refusals, through the CLI's `main` in this process (a traceback escaping it fails the test):
+    # a new interpreter would import torch again for each one-line answer
+    monkeypatch.setenv("FXLENS_SESSIONS_DIR", str(tmp_path / "sessions"))
+    out = tmp_path / "verdict.json"
+
+    def bisect(script, opts=()):
+        return cli_in_process("bisect", "--json", out, *opts, script)
+
+    rc, stdout, err = bisect(tmp_path / "missing.py")
+    assert rc != 0 and not out.exists()
+    assert err.strip().count("\n") == 0 and "no such script" in err
+    rc, stdout, err = bisect(MULTI, opts=("--backend", "no_such_backend"))
+    assert rc != 0 and "unknown backend 'no_such_backend'" in err
+    assert "Traceback" not in err
+    assert "run  1" not in stdout  # refused before any run (said 'run 1 ... ok' first)
+    rc, stdout, err = bisect(MULTI, opts=("--backend", f"{tmp_path / 'missing.py'}:compile_fn"))
+    assert rc != 0 and "no such file" in err and stdout == "" and not out.exists()
 
 
 def test_script_without_torch_compile(bisect, tmp_path):

@@ -34,14 +34,17 @@ def test_script_that_raises_before_compiling(tmp_path, sessions_root):
 
 
 def test_script_that_raises_after_compiling_keeps_the_capture(run_report):
-    proc, report = run_report("raises_late")
+    # the same run as test_backend_override_applies_to_every_compile (one run of the script, not two)
+    proc, report = run_report("raises_late", "--backend", "aot_eager")
     assert proc.returncode == 7
     assert [(g["function"], g["line"]) for g in report["graphs"]] == [("f", 8)]
     assert "exited with status 7" in proc.stdout
 
 
-def test_unknown_backend(sessions_root):
-    _one_line_error(fxlens("run", "--backend", "no_such_backend", SCRIPTS / "limit.py"), "unknown backend")
+def test_unknown_backend(sessions_root, cli_in_process):
+    # the CLI's `main` in this process: the refusal imports torch, which this process has already
+    rc, out, err = cli_in_process("run", "--backend", "no_such_backend", SCRIPTS / "limit.py")
+    _one_line_error(subprocess.CompletedProcess([], rc, out, err), "unknown backend")
 
 
 def test_backend_override_applies_to_every_compile(run_report):

@@ -115,8 +115,18 @@ def test_a_bare_torch_trace_has_no_line_times(tmp_path):
 
 
 def test_switched_off_writes_nothing(tmp_path):
+    # a small loop, not unrolled_loop.py's 300 layers: switched on, every compile under fxlens has
+    # line times (the loop report's `available`); switched off, this one compile has none
+    script = tmp_path / "small.py"
+    script.write_text(
+        "import torch\n@torch.compile(backend='eager')\ndef f(x):\n    for _ in range(3):\n        x = x + 1\n"
+        "    return x\nf(torch.ones(2))\n"
+    )
     out = tmp_path / "r.json"
-    proc = fxlens("run", "--session", tmp_path / "s", "--json", out, SCRIPTS / "unrolled_loop.py",
-                  env={"FXLENS_COMPILE_LINES": "0"})
+    proc = fxlens(
+        "run", "--session", tmp_path / "s", "--json", out, script, env={"FXLENS_COMPILE_LINES": "0"}
+    )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(out.read_text())["compile_lines"]["available"] is False
+    report = json.loads(out.read_text())
+    assert [(g["function"], g["line"]) for g in report["graphs"]] == [("f", 2)]  # it compiled
+    assert report["compile_lines"]["available"] is False

@@ -35,8 +35,8 @@ def _python(script: Path, prelude: str = "", env: dict | None = None) -> subproc
     )
 
 
-def _fxlens(tmp_path: Path, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "FXLENS_SESSIONS_DIR": str(tmp_path / "sessions")}
+def _fxlens(tmp_path: Path, *args, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "FXLENS_SESSIONS_DIR": str(tmp_path / "sessions"), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "fxlens.cli", *map(str, args)],
         capture_output=True,
@@ -83,7 +83,10 @@ def test_wrong_number_below_fxlens_tolerances_is_bisected_then_minified_as_bisec
     # the suggested command, as given (fxlens's own options go before SCRIPT)
     repro = tmp_path / "repro.py"
     words = shlex.split(v["next"])
-    minify = _fxlens(tmp_path, *words[1:-1], "--out", repro, "--json", tmp_path / "m.json", *words[-1:])
+    # one re-run of the written reproducer inside minify, not three: the test runs it in a fresh
+    # interpreter itself below (the ground truth that it fails)
+    more = ("--out", repro, "--json", tmp_path / "m.json")
+    minify = _fxlens(tmp_path, *words[1:-1], *more, *words[-1:], env={"FXLENS_MINIFY_RERUNS": "1"})
     assert minify.returncode == 0, minify.stderr[-3000:]
     m = json.loads((tmp_path / "m.json").read_text())
     assert m["final_nodes"] == 1 and "torch.erf(" in repro.read_text()
