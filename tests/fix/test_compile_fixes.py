@@ -165,3 +165,23 @@ def test_the_disable_applier_wraps_the_function_wherever_it_is_held(tmp_path, mo
     f(torch.ones(2))
     assert len(graphs) == 2  # the graph breaks at the skipped call: torch did not trace it
     assert APPLIERS["disable"](None, params) is None  # already wrapped: nothing left to wrap
+
+
+def test_a_ranks_retraces_are_a_share_of_that_ranks_compiling():
+    # two ranks each compiled 10 s; rank 1 re-traced twice for 2 s each: 4 s of rank 1's 10 s (40%),
+    # not of the job's 20 s (every rank compiles its own copy, in parallel)
+    from fxlens.report.compilefixes import retraced_shapes
+
+    rows = [("0/0", 6.0), ("0/1", 2.0), ("0/2", 2.0)]
+    per = [{"rank": r, "compile_id": cid, "total_s": s} for r in (0, 1) for cid, s in rows]
+    mark = {"kind": "mark_dynamic", "params": {"arg": "x", "dim": 0}}
+    cause = {"function": "f", "message": "x changed", "compile_ids": ["0/1", "0/2"], "ranks": [1], "actions": [mark]}
+    report = {"compile_times": {"per_compile": per, "total_s": 20.0}, "recompile_causes": [cause]}
+    (f,) = retraced_shapes(report)
+    assert (f["cost_s"], f["share"]) == (4.0, 0.4)
+    assert f["message"].endswith("4.00 s (40%) of 10.00 s compiling on rank 1")
+    # one rank: the trace's total, no rank named
+    one = [{"rank": None, "compile_id": cid, "total_s": s} for cid, s in rows]
+    report = {"compile_times": {"per_compile": one, "total_s": 10.0}, "recompile_causes": [{**cause, "ranks": None}]}
+    (f,) = retraced_shapes(report)
+    assert (f["share"], f["message"].endswith("4.00 s (40%) of 10.00 s compiling")) == (0.4, True)

@@ -47,9 +47,13 @@ def retraced_shapes(report: dict) -> list[dict]:
             # one re-trace is what automatic dynamic shapes cost once (the recompile section calls it
             # expected): the next compile is already dynamic, so a mark saves at most that one trace
             continue
-        ranks = c.get("ranks") or [None]
-        cost = sum(secs.get((r, cid), 0.0) for cid in c.get("compile_ids") or [] for r in ranks[:1])
-        share = cost / total if total else 0.0
+        rank = (c.get("ranks") or [None])[0]
+        cost = sum(secs.get((rank, cid), 0.0) for cid in c.get("compile_ids") or [])
+        # the share of that rank's own compiling: every rank compiles, so the job's total over
+        # all ranks would make a rank's re-traces look N times smaller than they are
+        of = sum(v for (r, _), v in secs.items() if r == rank) or total
+        share = cost / of if of else 0.0
+        on = f" on rank {rank}" if rank is not None and len({r for r, _ in secs}) > 1 else ""
         out.append(
             {
                 "kind": "retraced_shapes",
@@ -61,7 +65,7 @@ def retraced_shapes(report: dict) -> list[dict]:
                 "share": round(share, 4),
                 "message": (
                     f"Dynamo traced `{c['function']}` {n} more time{'s' * (n != 1)} for new sizes of "
-                    f"{c.get('subject') or c['message']}: {cost:.2f} s ({share:.0%}) of {total:.2f} s compiling"
+                    f"{c.get('subject') or c['message']}: {cost:.2f} s ({share:.0%}) of {of:.2f} s compiling{on}"
                 ),
                 "actions": acts,
             }
