@@ -11,33 +11,31 @@ What torch 2.13 logs, and what it does not:
   compile's total is its `async_compile.wait` (and `compile_file` events), by pass in
   fxlens.report.passes.
 
-Read from the rank logs themselves (a second pass over the compilation_metrics lines, as
-fxlens.trace.timedevents reads torch's timed events). Pure Python.
+Read with each compile's compilation_metrics record (fxlens.trace.metrics_record): no pass of its
+own over the logs. Pure Python.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
 
 NOT_LOGGED = (
     "inductor's compile seconds by kernel come from torch's `triton_kernel_compile_times_us` (Triton "
     "kernels, GPU); torch 2.13 logs none per C++ kernel (CPU): its `compile_file` events name no "
     "kernel, and a build in the compile worker pool carries no compile id"
 )
-_FIELD = b'"triton_kernel_compile_times_us"'
 
 
 def kernel_compile(session, output_code: list[dict]) -> dict:
-    """The report's `kernel_compile`: per compile, each kernel's compile seconds (torch's), its
-    fused nodes and the source lines they came from."""
+    """The report's `kernel_compile`: per compile, each kernel's compile seconds (torch's, read with
+    its compilation_metrics record), its fused nodes and the source lines they came from."""
     kernels = {(e["compile_id"], r): e["kernels"] for e in output_code for r in e["ranks"]}
     rows = []
     for rank in session.ranks:
-        for cid, (total_us, per) in _metrics(rank.log).items():
-            known = {k["name"]: k for k in kernels.get((cid, rank.rank), [])}
-            rows.append(_row(cid, rank.rank, total_us, per, known))
+        for m in rank.metrics:
+            if m.triton_kernels_us:
+                known = {k["name"]: k for k in kernels.get((m.compile_id, rank.rank), [])}
+                rows.append(_row(m.compile_id, rank.rank, m.triton_compile_us, m.triton_kernels_us, known))
     if not rows:
         return {"available": False, "note": NOT_LOGGED}
     return {"available": True, "note": NOT_LOGGED, "per_compile": rows}
@@ -79,30 +77,6 @@ def _lines(stack: list[str]) -> list[str]:
         if frames:
             out.append(f"{frames[-1]['file']}:{frames[-1]['line']}")
     return list(dict.fromkeys(out))
-
-
-@lru_cache(maxsize=16)
-def _metrics(log: str) -> dict[str, tuple]:
-    """compile id -> (triton_compile_time_us, [(kernel, us)]) of the compilation_metrics lines
-    that carry per-kernel times."""
-    out: dict[str, tuple] = {}
-    try:
-        f = open(log, "rb")  # noqa: SIM115 - closed below; read line by line
-    except OSError:
-        return out
-    with f:
-        for raw in f:
-            if _FIELD not in raw or b'"compilation_metrics"' not in raw:
-                continue
-            try:
-                m = json.loads(raw[raw.index(b"] ") + 2 :])["compilation_metrics"]
-                per = json.loads(m.get("triton_kernel_compile_times_us") or "[]")
-            except (ValueError, KeyError, TypeError):
-                continue
-            if per:
-                cid = m.get("compile_id") or "-"
-                out[cid] = (m.get("triton_compile_time_us"), [(str(n), int(us)) for n, us in per])
-    return out
 
 
 def kernel_compile_section(report: dict, limit: int = 10) -> list:

@@ -4,6 +4,7 @@ which reads every field torch writes)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from fxlens.trace import compile_cost
@@ -73,7 +74,22 @@ def metrics_record(rec: Record, cid: str, where, backward: dict[str, dict]) -> C
         code_file=str(m.get("co_filename") or ""),
         code_line=int(m.get("co_firstlineno") or 0),
         stages=_stages(m, bwd),
+        triton_compile_us=_int(m.get("triton_compile_time_us")),
+        triton_kernels_us=_kernel_times(m.get("triton_kernel_compile_times_us")),
     )
+
+
+def _int(v) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _kernel_times(raw) -> tuple[tuple[str, int], ...]:
+    """torch writes the per-kernel times as a JSON string of [name, us] pairs."""
+    try:
+        pairs = json.loads(raw) if isinstance(raw, str) else raw or []
+        return tuple((str(n), int(us)) for n, us in pairs)
+    except (ValueError, TypeError):
+        return ()
 
 
 def _backward_s(bwd: dict) -> float | None:

@@ -134,6 +134,10 @@ class CompileMetrics:
     caches: tuple = ()
     # (name, seconds) of inductor's passes and other parts torch timed (compile_cost.PASSES)
     passes: tuple[tuple[str, float], ...] = ()
+    # Triton's compile wait (triton_compile_time_us) and (kernel, microseconds) of the kernels torch
+    # timed one by one (triton_kernel_compile_times_us, the 25 dearest); none for C++ kernels
+    triton_compile_us: int | None = None
+    triton_kernels_us: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
